@@ -1,0 +1,168 @@
+"""Benchmark `racecheck verify` as whole processes: wall time (median) and peak memory.
+
+    python bench/bench_verify.py                 # the issue's table, writes docs/benchmarks.md
+    python bench/bench_verify.py --quick         # P up to 16, one engine, for a smoke run
+
+Each cell runs `racecheck verify FILE --ranks P --engine E --format json` in a fresh
+process `--repeats` times and records the median wall time and the largest peak RSS
+(from the child's rusage). A row stops growing P once a run exceeds `--budget` seconds.
+SPIN, when installed, runs on racecheck's Promela export of the same protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+# (label, file, extra --arg values); sizes are chosen so every P in the sweep divides them.
+PROTOCOLS = (
+    ("mesh allreduce", "08_allreduce_mesh.py", ()),
+    ("two-phase allreduce", "11_allreduce_two_phase.py", ("size=3840",)),
+    ("ring allreduce", "14_allreduce_ring.py", ("size=3840",)),
+    ("allgather", "17_allgather.py", ()),
+    ("all_to_all", "20_all_to_all.py", ("use_builtin=False",)),
+)
+FULL_RANKS = (2, 4, 8, 16, 32, 64, 128)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Measurement:
+    protocol: str
+    engine: str
+    ranks: int
+    seconds: float  # median wall time of the whole process
+    peak_mib: float
+    verdict: str
+
+
+def run_once(
+    path: Path, ranks: int, engine: str, args: tuple[str, ...]
+) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MiB, verdicts) of one whole `racecheck verify` process."""
+    command = [sys.executable, "-m", "racecheck", "verify", str(path), "--ranks", str(ranks)]
+    command += ["--engine", engine, "--format", "json"]
+    for value in args:
+        command += ["--arg", value]
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = child.stdout.read(), child.stderr.read()
+    _, _, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - started
+    child.returncode = 0  # reaped by wait4 above
+    try:
+        verdicts = {result["verdict"] for result in json.loads(stdout)["results"]}
+        verdict = "/".join(sorted(verdicts))
+    except (json.JSONDecodeError, KeyError):
+        verdict = f"error: {stderr.strip()[:80]}"
+    return elapsed, usage.ru_maxrss / 1024, verdict
+
+
+def measure(
+    label: str, path: Path, ranks: int, engine: str, args: tuple[str, ...], repeats: int
+) -> Measurement:
+    times, peaks, verdict = [], [], ""
+    for _ in range(repeats):
+        elapsed, peak, verdict = run_once(path, ranks, engine, args)
+        times.append(elapsed)
+        peaks.append(peak)
+    return Measurement(
+        protocol=label,
+        engine=engine,
+        ranks=ranks,
+        seconds=statistics.median(times),
+        peak_mib=max(peaks),
+        verdict=verdict,
+    )
+
+
+def sweep(
+    engines: tuple[str, ...], ranks: tuple[int, ...], repeats: int, budget: float
+) -> list[Measurement]:
+    rows = []
+    for label, name, args in PROTOCOLS:
+        for engine in engines:
+            for count in ranks:
+                row = measure(label, EXAMPLES / name, count, engine, args, repeats)
+                rows.append(row)
+                print(
+                    f"{label:22} {engine:9} P={count:<4} {row.seconds:8.2f} s"
+                    f" {row.peak_mib:8.1f} MiB  {row.verdict}",
+                    flush=True,
+                )
+                if row.seconds > budget:
+                    break
+    return rows
+
+
+def growth_exponent(rows: list[Measurement], protocol: str, engine: str) -> float | None:
+    """Least-squares slope of log(time) against log(P) over the P >= 8 points."""
+    import math
+
+    points = [
+        (math.log(row.ranks), math.log(row.seconds))
+        for row in rows
+        if row.protocol == protocol and row.engine == engine and row.ranks >= 8
+    ]
+    if len(points) < 2:
+        return None
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+
+
+def markdown(rows: list[Measurement], command: str) -> str:
+    lines = [
+        "# racecheck benchmarks",
+        "",
+        f"Machine: {platform.machine()}, {platform.python_implementation()}"
+        f" {platform.python_version()}, {platform.system()}; `nproc` = 2, 24 GiB.",
+        f"Command: `{command}`. Whole processes; median wall time of the repeats; peak RSS"
+        " is the largest of the repeats.",
+        "",
+        "| protocol | engine | P | seconds (median) | peak MiB | verdict |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.protocol} | {row.engine} | {row.ranks} | {row.seconds:.2f}"
+            f" | {row.peak_mib:.0f} | {row.verdict} |"
+        )
+    lines += ["", "Growth in P (slope of log time against log P, P >= 8):", ""]
+    for label, _, _ in PROTOCOLS:
+        for engine in sorted({row.engine for row in rows}):
+            slope = growth_exponent(rows, label, engine)
+            if slope is not None:
+                lines.append(f"- {label}, {engine}: time ∝ P^{slope:.2f}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="P up to 16, auto engine only")
+    parser.add_argument("--engines", default="auto", help="comma-separated engines")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--budget", type=float, default=120.0, help="stop a row past this")
+    parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
+    options = parser.parse_args()
+    ranks = tuple(p for p in FULL_RANKS if p <= 16) if options.quick else FULL_RANKS
+    engines = tuple(options.engines.split(","))
+    rows = sweep(engines, ranks, options.repeats, options.budget)
+    Path(options.out).write_text(markdown(rows, " ".join(["python", *sys.argv])))
+    print(f"wrote {options.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""User-supplied goldens: a model spec `path/to/file.py:function` or `package.module:function`.
+
+The named function receives the inputs as a numpy array `[P, ...]` (row r is rank r's
+input) and returns the expected outputs with leading dimension P. A `.py` path is
+resolved against the current directory. The file is imported as a plain module: if it
+imports PyPTO at module level, load it through racecheck's frontend instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from racecheck.errors import UsageError
+
+UserGolden = Callable[[np.ndarray], np.ndarray]
+
+
+def load_user_golden(spec: str) -> UserGolden:
+    """The function a `where:function` spec names; UsageError if it cannot be found."""
+    where, _, function_name = spec.rpartition(":")
+    if not where or not function_name.isidentifier():
+        raise UsageError(f"golden {spec!r}: write file.py:function or module:function")
+    module = _load_file(where, spec) if where.endswith(".py") else _load_module(where, spec)
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise UsageError(f"golden {spec!r}: {where} defines no function {function_name!r}")
+    return function
+
+
+def _load_file(path_text: str, spec: str) -> ModuleType:
+    path = Path(path_text)
+    if not path.is_file():
+        raise UsageError(f"golden {spec!r}: no such file {path_text}")
+    module_spec = importlib.util.spec_from_file_location(f"racecheck_golden_{path.stem}", path)
+    if module_spec is None or module_spec.loader is None:
+        raise UsageError(f"golden {spec!r}: cannot import {path_text}")
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as error:  # the user's file: any failure is theirs to fix
+        raise UsageError(f"golden {spec!r}: importing {path_text} failed: {error}") from error
+    return module
+
+
+def _load_module(name: str, spec: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except Exception as error:
+        raise UsageError(f"golden {spec!r}: importing {name} failed: {error}") from error

@@ -1,0 +1,61 @@
+"""racecheck: prove hand-rolled PyPTO collectives race-free, deadlock-free and correct.
+
+    report = racecheck.verify("08_allreduce_mesh.py", ranks="2..8")
+    racecheck.assert_proved("08_allreduce_mesh.py", ranks="2..8", expect="allreduce-sum")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
+from racecheck.options import Options, engine_choice, parse_ranks
+
+__all__ = [
+    "Finding",
+    "FindingKind",
+    "ProgramResult",
+    "Report",
+    "Verdict",
+    "assert_proved",
+    "verify",
+]
+
+
+def verify(
+    path: str,
+    *,
+    ranks: str | Sequence[int] = "2..8",
+    engine: str = "auto",
+    expect: str | None = None,
+    repeat: int = 1,
+    programs: Sequence[str] = (),
+    args: Mapping[str, str] = {},  # noqa: B006 - read-only default
+    timeout: float = 60.0,
+    seed: int = 0,
+) -> Report:
+    """Check every program of the file at every rank count; see SPEC §4 for the result."""
+    from racecheck.check import check
+
+    options = Options(
+        ranks=parse_ranks(ranks) if isinstance(ranks, str) else tuple(sorted(set(ranks))),
+        engine=engine_choice(engine),
+        programs=tuple(programs),
+        args=tuple((name, str(value)) for name, value in args.items()),
+        repeat=repeat,
+        expect=expect,
+        timeout=timeout,
+        seed=seed,
+    )
+    return check(path, options)
+
+
+def assert_proved(path: str, **kwargs) -> Report:
+    """Fail (AssertionError carrying the human report) unless every P is proved or skipped
+    by the program's own rule, with at least one proved (exit status 0)."""
+    report = verify(path, **kwargs)
+    if report.exit_code != 0:
+        from racecheck.report.text import render_text
+
+        raise AssertionError(render_text(report, color=False))
+    return report

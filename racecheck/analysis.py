@@ -1,0 +1,389 @@
+"""The properties of SPEC §2, decided from an engine's ordering answers.
+
+* Race: two accesses of overlapping bytes from different ranks, at least one writing,
+  not both atomic, that can happen in either order (`can_precede` both ways).
+  A read with some other write to those bytes, from the same `--repeat` round, that
+  always precedes it is a write-after-read race (the racing write clobbers what it
+  should read); otherwise read-after-write (it may read before its data lands).
+* Stale read: bytes of a data window (one no NOTIFY/WAIT targets) that a read covers
+  and that no write can precede in any execution.
+* Deadlock: the engine's `stuck()` state.
+* Out of bounds: recorded by the co-simulation with its line.
+
+One finding per kind, detail and pair of source lines: the same bug seen by many rank
+pairs is one finding, shown with its first pair. One pair of lines can race both ways
+(a repeated call reads the previous round's data, and overwrites before the peer read).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from racecheck.describe import describe_cell, describe_event
+from racecheck.engines.base import OrderOracle
+from racecheck.engines.syncview import signal_cells
+from racecheck.events import (
+    AccessMode,
+    Event,
+    EventKind,
+    EventRef,
+    MemoryKind,
+    Region,
+    Schedule,
+    SourceLocation,
+    Trace,
+    intersect_ranges,
+    subtract_ranges,
+    union_ranges,
+)
+from racecheck.findings import Finding, FindingKind, RaceDetail, WitnessStep
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hazard:
+    """A finding before rendering: which events, and which order shows it."""
+
+    kind: FindingKind
+    detail: str
+    message: str
+    events: tuple[EventRef, ...]  # primary first
+    ranks: tuple[int, ...]
+    locations: tuple[SourceLocation, ...]
+    regions: tuple[Region, ...] = ()
+    bad_first: EventRef | None = None  # the witness runs `bad_first` while `bad_second` waits
+    bad_second: EventRef | None = None
+    schedule: Schedule = ()  # a ready witness (deadlocks)
+
+
+def find_hazards(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
+    hazards = out_of_bounds(trace)
+    stuck = deadlock(trace, oracle)
+    if stuck is not None:
+        hazards.append(stuck)
+    pairs = writer_pairs(trace)
+    hazards.extend(races(trace, oracle, pairs))
+    hazards.extend(stale_reads(trace, oracle, pairs))
+    return hazards
+
+
+def out_of_bounds(trace: Trace) -> list[Hazard]:
+    seen: dict[SourceLocation, Hazard] = {}
+    for record in trace.out_of_bounds:
+        seen.setdefault(
+            record.location,
+            Hazard(
+                kind=FindingKind.OUT_OF_BOUNDS,
+                detail="",
+                message=f"rank {record.rank}: {record.message}",
+                events=(),
+                ranks=(record.rank,),
+                locations=(record.location,),
+                regions=(),
+            ),
+        )
+    return list(seen.values())
+
+
+def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
+    stuck = oracle.stuck()
+    if stuck is None:
+        return None
+    waits = [trace.event(ref) for ref in stuck.blocked]
+    values = {(cell.memory, cell.owner, cell.offset): value for cell, value in stuck.cell_values}
+    parts = []
+    for event in waits:
+        assert event.wait is not None
+        cell = event.wait.cell
+        value = values.get((cell.memory, cell.owner, cell.offset))
+        seen = f" (it holds {value})" if value is not None else ""
+        parts.append(f"rank {event.rank} waits forever on {describe_event(event, trace)}{seen}")
+    locations = tuple(dict.fromkeys(event.location for event in waits))
+    return Hazard(
+        kind=FindingKind.DEADLOCK,
+        detail="",
+        message="; ".join(parts),
+        events=stuck.blocked,
+        ranks=tuple(dict.fromkeys(ref.rank for ref in stuck.blocked)),
+        locations=locations,
+        schedule=stuck.schedule,
+    )
+
+
+def _writes(event: Event) -> bool:
+    return event.mode is AccessMode.WRITE or (
+        event.mode is AccessMode.ATOMIC and event.kind is not EventKind.WAIT
+    )
+
+
+def _conflict(a: Event, b: Event) -> bool:
+    if not (_writes(a) or _writes(b)):
+        return False
+    return not (a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC)
+
+
+def writer_pairs(trace: Trace) -> list[tuple[Event, Event]]:
+    """Every pair of overlapping accesses in which at least one writes (same rank included)."""
+    groups: dict[tuple[int, int], list[tuple[int, int, Event]]] = defaultdict(list)
+    for rank_events in trace.events:
+        for event in rank_events:
+            if event.access is None:
+                continue
+            key = (event.access.memory, event.access.owner)
+            for start, end in event.access.ranges:
+                groups[key].append((start, end, event))
+    pairs: list[tuple[Event, Event]] = []
+    for items in groups.values():
+        pairs.extend(_sweep(items))
+    return pairs
+
+
+def _sweep(items: list[tuple[int, int, Event]]) -> Iterator[tuple[Event, Event]]:
+    """Overlaps by start order; a reader is checked against active writers only."""
+    items.sort(key=lambda item: item[0])
+    active_writers: list[tuple[int, int, Event]] = []
+    active_all: list[tuple[int, int, Event]] = []
+    reported: set[tuple[EventRef, EventRef]] = set()
+    for start, end, event in items:
+        writes = _writes(event)
+        active_writers = [item for item in active_writers if item[1] > start]
+        if writes:
+            active_all = [item for item in active_all if item[1] > start]
+        for _, _, other in active_all if writes else active_writers:
+            if other is event or (other.ref, event.ref) in reported:
+                continue
+            reported.add((other.ref, event.ref))
+            reported.add((event.ref, other.ref))
+            yield other, event
+        active_all.append((start, end, event))
+        if writes:
+            active_writers.append((start, end, event))
+
+
+def races(trace: Trace, oracle: OrderOracle, pairs: list[tuple[Event, Event]]) -> list[Hazard]:
+    found: dict[tuple[str, SourceLocation, SourceLocation], Hazard] = {}
+    settled: set[tuple[SourceLocation, SourceLocation]] = set()
+    writes_by_instance = _writes_by_instance(trace)
+    for a, b in pairs:
+        if a.rank == b.rank or not _conflict(a, b):
+            continue
+        first, second = _ordered_pair(a, b)
+        lines = (first.location, second.location)
+        if lines in settled:
+            continue
+        if oracle.can_precede(a.ref, b.ref) and oracle.can_precede(b.ref, a.ref):
+            hazard = _race(trace, oracle, first, second, writes_by_instance)
+            found.setdefault((hazard.detail, *lines), hazard)
+            if _writes(first) or all((d.value, *lines) in found for d in _READ_DETAILS):
+                settled.add(lines)
+    return list(found.values())
+
+
+_READ_DETAILS = (RaceDetail.READ_AFTER_WRITE, RaceDetail.WRITE_AFTER_READ)
+
+
+def _ordered_pair(a: Event, b: Event) -> tuple[Event, Event]:
+    """Reader first; two writers by rank."""
+    if _writes(a) and not _writes(b):
+        return b, a
+    if _writes(b) and not _writes(a):
+        return a, b
+    return (a, b) if (a.rank, a.index) <= (b.rank, b.index) else (b, a)
+
+
+def _writes_by_instance(trace: Trace) -> dict[tuple[int, int], list[Event]]:
+    table: dict[tuple[int, int], list[Event]] = defaultdict(list)
+    for rank_events in trace.events:
+        for event in rank_events:
+            if event.access is not None and _writes(event):
+                table[(event.access.memory, event.access.owner)].append(event)
+    return table
+
+
+def _always_before(oracle: OrderOracle, earlier: Event, later: Event) -> bool:
+    if earlier.rank == later.rank:
+        return earlier.index < later.index
+    return not oracle.can_precede(later.ref, earlier.ref)
+
+
+def _race(
+    trace: Trace,
+    oracle: OrderOracle,
+    first: Event,
+    second: Event,
+    writes_by_instance: dict[tuple[int, int], list[Event]],
+) -> Hazard:
+    assert first.access is not None and second.access is not None
+    overlap = intersect_ranges(first.access.ranges, second.access.ranges)
+    if _writes(first):
+        detail = RaceDetail.WRITE_AFTER_WRITE
+    else:
+        instance = (first.access.memory, first.access.owner)
+        shadowed = any(
+            other is not second
+            and other.repeat == first.repeat
+            and intersect_ranges(other.access.ranges, overlap)
+            and _always_before(oracle, other, first)
+            for other in writes_by_instance[instance]
+            if other.access is not None
+        )
+        detail = RaceDetail.WRITE_AFTER_READ if shadowed else RaceDetail.READ_AFTER_WRITE
+    shared = Region(memory=first.access.memory, owner=first.access.owner, ranges=overlap)
+    if detail is RaceDetail.READ_AFTER_WRITE:
+        message = (
+            f"rank {first.rank} can read {_what(shared, trace)} before rank {second.rank}"
+            " writes it: nothing orders the two"
+        )
+        bad_first, bad_second = first, second
+    elif detail is RaceDetail.WRITE_AFTER_READ:
+        message = (
+            f"rank {second.rank} can overwrite {_what(shared, trace)} before rank {first.rank}"
+            " has read it: nothing orders the two"
+        )
+        bad_first, bad_second = second, first
+    else:
+        message = (
+            f"ranks {first.rank} and {second.rank} both write {_what(shared, trace)}"
+            " in either order"
+        )
+        bad_first, bad_second = second, first
+    if first.ref in trace.control_reads or second.ref in trace.control_reads:
+        message += "; control flow depends on this value, so other executions may differ further"
+    return Hazard(
+        kind=FindingKind.RACE,
+        detail=detail.value,
+        message=message,
+        events=(first.ref, second.ref),
+        ranks=(first.rank, second.rank),
+        locations=(first.location, second.location),
+        regions=(first.access, second.access),
+        bad_first=bad_first.ref,
+        bad_second=bad_second.ref,
+    )
+
+
+def _what(region: Region, trace: Trace) -> str:
+    memory = trace.memory(region.memory)
+    cells = [cell for cell in signal_cells(trace).values() if _cell_in(cell, region)]
+    if cells:
+        return "signal cell " + describe_cell(cells[0], trace)
+    owner = "" if memory.kind is MemoryKind.HOST else f"[{region.owner}]"
+    spans = ", ".join(f"{start}..{end}" for start, end in region.ranges[:2])
+    return f"{memory.name}{owner} bytes {spans}"
+
+
+def _cell_in(cell, region: Region) -> bool:
+    return (
+        cell.memory == region.memory
+        and cell.owner == region.owner
+        and bool(intersect_ranges(((cell.offset, cell.offset + 4),), region.ranges))
+    )
+
+
+def stale_reads(
+    trace: Trace, oracle: OrderOracle, pairs: list[tuple[Event, Event]]
+) -> list[Hazard]:
+    signal_memories = {cell.memory for cell in signal_cells(trace).values()}
+    feeders: dict[EventRef, list[Event]] = defaultdict(list)
+    for a, b in pairs:
+        for reader, writer in ((a, b), (b, a)):
+            if reader.kind is EventKind.LOAD and _writes(writer):
+                feeders[reader.ref].append(writer)
+    found: dict[SourceLocation, Hazard] = {}
+    for rank_events in trace.events:
+        for event in rank_events:
+            if event.kind is not EventKind.LOAD or event.access is None:
+                continue
+            memory = trace.memory(event.access.memory)
+            if memory.kind is not MemoryKind.WINDOW or memory.id in signal_memories:
+                continue
+            if event.location in found:
+                continue
+            hazard = _stale(trace, oracle, event, feeders[event.ref])
+            if hazard is not None:
+                found[event.location] = hazard
+    return list(found.values())
+
+
+def _stale(trace: Trace, oracle: OrderOracle, read: Event, writers: list[Event]) -> Hazard | None:
+    assert read.access is not None
+    covered = union_ranges(
+        [
+            span
+            for writer in writers
+            if writer.access is not None and _may_precede(oracle, writer, read)
+            for span in intersect_ranges(writer.access.ranges, read.access.ranges)
+        ]
+    )
+    missing = subtract_ranges(read.access.ranges, covered)
+    if not missing:
+        return None
+    stale = Region(memory=read.access.memory, owner=read.access.owner, ranges=missing)
+    later = [w for w in writers if w.access and intersect_ranges(w.access.ranges, missing)]
+    message = (
+        f"rank {read.rank} reads {_what(stale, trace)}, which no write can reach before the read:"
+        " it always sees the zero-initialised window"
+    )
+    locations: tuple[SourceLocation, ...] = (read.location,)
+    if later:
+        message += f" (rank {later[0].rank} writes it only afterwards)"
+        locations += (later[0].location,)
+    return Hazard(
+        kind=FindingKind.STALE_READ,
+        detail="",
+        message=message,
+        events=(read.ref,),
+        ranks=(read.rank,),
+        locations=locations,
+        regions=(stale,),
+    )
+
+
+def _may_precede(oracle: OrderOracle, writer: Event, read: Event) -> bool:
+    if writer.rank == read.rank:
+        return writer.index < read.index
+    return oracle.can_precede(writer.ref, read.ref)
+
+
+def witness_steps(
+    trace: Trace, schedule: Schedule, highlight: tuple[EventRef, ...]
+) -> tuple[WitnessStep, ...]:
+    """The events of a witness that explain it: sync events and the highlighted ones."""
+    steps = []
+    for ref in schedule:
+        event = trace.event(ref)
+        marked = ref in highlight
+        if event.is_sync or marked:
+            steps.append(_step(trace, event, marked, ""))
+    for ref in highlight:
+        if ref not in schedule:
+            steps.append(_step(trace, trace.event(ref), True, "afterwards: "))
+    return tuple(steps)
+
+
+def _step(trace: Trace, event: Event, highlight: bool, prefix: str) -> WitnessStep:
+    return WitnessStep(
+        rank=event.rank,
+        index=event.index,
+        action=prefix + describe_event(event, trace),
+        location=event.location,
+        highlight=highlight,
+    )
+
+
+def to_finding(trace: Trace, oracle: OrderOracle, hazard: Hazard) -> tuple[Finding, Schedule]:
+    """The finding with its witness steps, and the full witness schedule to replay."""
+    schedule = hazard.schedule
+    if hazard.bad_first is not None and hazard.bad_second is not None:
+        schedule = oracle.witness(hazard.bad_first, hazard.bad_second)
+    finding = Finding(
+        kind=hazard.kind,
+        detail=hazard.detail,
+        message=hazard.message,
+        locations=hazard.locations,
+        ranks=hazard.ranks,
+        regions=hazard.regions,
+        witness=witness_steps(trace, schedule, hazard.events) if schedule else (),
+    )
+    return finding, schedule

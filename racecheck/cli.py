@@ -1,0 +1,241 @@
+"""The command line: parse flags once into frozen options, run one command, return its exit code.
+
+Decides how failures reach the user: a `UserError` is one line on stderr
+(`file:line: error: ...`, or `racecheck: error: ...` when no file is involved) and exit
+status 2; any other exception is reported as an internal error, also exit 2 and never
+a verdict. `--debug` adds the traceback. Everything the report says is rendered by
+`racecheck.report`; this module only chooses the renderer and the streams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NoReturn, TextIO
+
+from racecheck.errors import ProgramRejected, UsageError, UserError
+from racecheck.options import (
+    EngineChoice,
+    Options,
+    engine_choice,
+    parse_arg,
+    parse_count,
+    parse_ranks,
+    parse_seconds,
+)
+from racecheck.report import OutputFormat, render
+
+EXIT_NOT_CHECKED = 2
+ProgressSink = Callable[[str, int], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyCommand:
+    path: str
+    options: Options
+    output_format: OutputFormat
+    color: bool
+    html: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceCommand:
+    path: str
+    ranks: int
+    programs: tuple[str, ...]
+    args: tuple[tuple[str, str], ...]
+    repeat: int
+    seed: int
+
+
+class _ParserExit(Exception):
+    """argparse finished on its own (--help): nothing to check, exit with `status`."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            raise UsageError(message.strip())
+        raise _ParserExit(status)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in arguments
+    try:
+        command = parse_command(arguments, out)
+        if isinstance(command, VerifyCommand):
+            return run_verify(command, out, err)
+        return run_trace(command, out)
+    except _ParserExit as done:
+        return done.status
+    except UserError as error:
+        return _fail(err, _user_error_line(error), debug=debug)
+    except KeyboardInterrupt:
+        return _fail(err, "racecheck: interrupted; nothing was proved", debug=debug)
+    except Exception as error:  # the one place an internal failure becomes exit status 2
+        line = (
+            f"racecheck: internal error: {type(error).__name__}: {error} "
+            "(nothing was proved; run again with --debug for the traceback)"
+        )
+        return _fail(err, line, debug=debug)
+
+
+def _user_error_line(error: UserError) -> str:
+    line = error.render()
+    return line if error.file is not None else f"racecheck: {line}"
+
+
+def _fail(err: TextIO, line: str, *, debug: bool) -> int:
+    if debug:
+        traceback.print_exc(file=err)
+    err.write(" ".join(line.splitlines()) + "\n")
+    return EXIT_NOT_CHECKED
+
+
+# --- parsing ---------------------------------------------------------------------------
+
+
+def parse_command(arguments: Sequence[str], out: TextIO) -> VerifyCommand | TraceCommand:
+    parser = _build_parser()
+    with contextlib.redirect_stdout(out):  # --help prints to the caller's stdout
+        namespace = parser.parse_args(arguments)
+    if namespace.command == "verify":
+        return _verify_command(namespace, out)
+    return _trace_command(namespace)
+
+
+def _build_parser() -> _Parser:
+    parser = _Parser(
+        prog="racecheck",
+        description="Model checker and race detector for PyPTO distributed collectives.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    verify = commands.add_parser("verify", help="prove a collective correct or show its bug")
+    _add_program_flags(verify)
+    verify.add_argument("--ranks", default="2..8", help="rank counts: 4, 2,4,8 or 2..8")
+    engines = ",".join(choice.value for choice in EngineChoice)
+    verify.add_argument("--engine", default="auto", metavar=f"{{{engines}}}")
+    verify.add_argument("--expect", metavar="MODEL", help="golden model, e.g. allreduce-sum")
+    verify.add_argument("--timeout", default="60", metavar="S", help="seconds per program and P")
+    verify.add_argument("--format", choices=[f.value for f in OutputFormat], default="text")
+    verify.add_argument("--html", metavar="FILE", help="also write an HTML report (not yet built)")
+    verify.add_argument("--no-color", action="store_true", help="never colour the text report")
+    trace = commands.add_parser("trace", help="print each rank's co-simulated events")
+    _add_program_flags(trace)
+    trace.add_argument("--ranks", required=True, metavar="P", help="one rank count")
+    return parser
+
+
+def _add_program_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="the Python file that holds the collective")
+    parser.add_argument("--program", action="append", default=[], metavar="NAME")
+    parser.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--repeat", default="1", metavar="N", help="back-to-back runs")
+    parser.add_argument("--seed", default="0", metavar="N")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand:
+    options = Options(
+        ranks=parse_ranks(namespace.ranks),
+        engine=engine_choice(namespace.engine),
+        programs=tuple(namespace.program),
+        args=tuple(parse_arg(text) for text in namespace.arg),
+        repeat=parse_count("--repeat", namespace.repeat, minimum=1),
+        expect=namespace.expect,
+        timeout=parse_seconds("--timeout", namespace.timeout),
+        seed=parse_count("--seed", namespace.seed, minimum=0),
+    )
+    return VerifyCommand(
+        path=namespace.file,
+        options=options,
+        output_format=OutputFormat(namespace.format),
+        color=not namespace.no_color and _wants_color(out),
+        html=namespace.html,
+    )
+
+
+def _wants_color(out: TextIO) -> bool:
+    return out.isatty() and "NO_COLOR" not in os.environ
+
+
+def _trace_command(namespace: argparse.Namespace) -> TraceCommand:
+    ranks = parse_ranks(namespace.ranks)
+    if len(ranks) != 1:
+        raise UsageError(f"trace --ranks {namespace.ranks!r}: give one rank count, e.g. --ranks 4")
+    return TraceCommand(
+        path=namespace.file,
+        ranks=ranks[0],
+        programs=tuple(namespace.program),
+        args=tuple(parse_arg(text) for text in namespace.arg),
+        repeat=parse_count("--repeat", namespace.repeat, minimum=1),
+        seed=parse_count("--seed", namespace.seed, minimum=0),
+    )
+
+
+# --- commands --------------------------------------------------------------------------
+
+
+def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
+    # Imported on use: the pipeline pulls in z3, which --help and usage errors need not load.
+    from racecheck.check import check
+
+    if command.html is not None:
+        err.write("racecheck: warning: --html is not implemented yet; no HTML was written\n")
+    progress = _terminal_progress(err) if err.isatty() else None
+    try:
+        report = check(command.path, command.options, progress=progress)
+    finally:
+        if progress is not None:
+            err.write("\r\033[K")  # erase the progress line, also before an error line
+    out.write(render(report, command.output_format, color=command.color))
+    return report.exit_code
+
+
+def _terminal_progress(err: TextIO) -> ProgressSink:
+    def show(program: str, ranks: int) -> None:
+        err.write(f"\r\033[Kracecheck: checking {program} at P={ranks}...")
+        err.flush()
+
+    return show
+
+
+def run_trace(command: TraceCommand, out: TextIO) -> int:
+    from racecheck.cosim import simulate
+    from racecheck.load import discover, load_file
+    from racecheck.report.trace import render_trace
+
+    loaded = load_file(command.path)
+    traced = 0
+    for spec in discover(loaded, programs=command.programs, args=dict(command.args)):
+        try:
+            instance = spec.instantiate(command.ranks)
+        except ProgramRejected as rejected:
+            out.write(f"{spec.name}  P={command.ranks}  skipped  {rejected.message}\n")
+            continue
+        execution = simulate(instance, repeat=command.repeat, seed=command.seed)
+        out.write(("\n" if traced else "") + render_trace(execution.trace, program=spec.name))
+        traced += 1
+    return 0 if traced else EXIT_NOT_CHECKED

@@ -1,0 +1,106 @@
+"""The execution context a DSL call runs in: the host body, or one rank's kernels.
+
+Each thread has at most one active context. DSL operations look it up and hand it
+the work; the co-simulation (`racecheck.cosim`) provides the implementations. A DSL
+call made with no active context (e.g. at import time) is unsupported.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from racecheck.dsl.location import user_location
+from racecheck.errors import UnsupportedConstruct
+from racecheck.events import EventRef, NotifyOp, WaitCmp
+
+if TYPE_CHECKING:
+    from racecheck.dsl.tensors import TensorView, WindowBuffer
+
+
+class HostContext(Protocol):
+    ranks: int
+
+    def alloc_window(self, nbytes: int) -> WindowBuffer: ...
+
+    def dispatch(self, rank: int, function: Callable[..., object], args: tuple[object, ...],
+                 kwargs: dict[str, object]) -> None: ...
+
+    def row_view(self, view: TensorView, row: int) -> TensorView: ...
+
+
+class RankContext(Protocol):
+    rank: int
+    ranks: int
+
+    def load(self, view: TensorView, owner: int, offsets: Sequence[int],
+             extent: Sequence[int], label: str) -> tuple[np.ndarray, EventRef]: ...
+
+    def store(self, view: TensorView, owner: int, offsets: Sequence[int], values: np.ndarray,
+              label: str, *, accumulate: bool = False) -> None: ...
+
+    def notify(self, view: TensorView, peer: int, offsets: Sequence[int], value: int,
+               op: NotifyOp, label: str) -> None: ...
+
+    def wait(self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp,
+             label: str) -> None: ...
+
+    def note_control(self, sources: frozenset[EventRef]) -> None: ...
+
+    def fail_bounds(self, message: str) -> None:
+        """Record an out-of-bounds access at the user's line and stop this rank."""
+        ...
+
+
+_active = threading.local()
+
+
+def current() -> HostContext | RankContext | None:
+    return getattr(_active, "context", None)
+
+
+@contextmanager
+def activated(context: HostContext | RankContext) -> Iterator[None]:
+    previous = current()
+    _active.context = context
+    try:
+        yield
+    finally:
+        _active.context = previous
+
+
+def is_rank_context(context: object) -> bool:
+    return hasattr(context, "note_control")
+
+
+def rank_context(construct: str) -> RankContext:
+    context = current()
+    if context is None or not is_rank_context(context):
+        where = user_location()
+        raise UnsupportedConstruct(
+            f"{construct} is only modelled inside a per-rank kernel, not here",
+            file=where.file, line=where.line,
+        )
+    return context  # type: ignore[return-value]
+
+
+def host_context(construct: str) -> HostContext:
+    context = current()
+    if context is None or is_rank_context(context):
+        where = user_location()
+        raise UnsupportedConstruct(
+            f"{construct} is only modelled in the host entry's body",
+            file=where.file, line=where.line,
+        )
+    return context  # type: ignore[return-value]
+
+
+def note_control(sources: frozenset[EventRef]) -> None:
+    """Values read from memory reached control flow or an address."""
+    context = current()
+    if sources and context is not None and is_rank_context(context):
+        context.note_control(sources)  # type: ignore[union-attr]

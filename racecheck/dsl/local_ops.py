@@ -1,0 +1,227 @@
+"""`pl.*` operations of one rank: loads, stores, element reads/writes, tile math, loops.
+
+A window view used by a local op means the rank's own instance (`t[me]`); a host
+view means the shared host tensor. Memory accesses go through the active rank
+context, which bounds-checks, schedules and records them; tile math is plain numpy.
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from types import CodeType
+from typing import Any
+
+import numpy as np
+
+from racecheck.dsl.context import rank_context
+from racecheck.dsl.dtypes import DType
+from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index
+from racecheck.dsl.tensors import TensorView, Tile
+from racecheck.events import HOST_OWNER
+
+
+def indices(values: Sequence[object]) -> list[int]:
+    return [as_index(value) for value in values]
+
+
+def local_owner(view: TensorView, rank: int) -> int:
+    return rank if view.is_window else HOST_OWNER
+
+
+def require_view(value: object, construct: str, role: str) -> TensorView:
+    if not isinstance(value, TensorView):
+        raise TypeError(f"{construct}: {role} must be a tensor or window view, got {value!r}")
+    return value
+
+
+def make_tile(values: np.ndarray, dtype: DType, shape: Sequence[int],
+              sources: frozenset) -> Tile:
+    extent = tuple(values.shape)
+    if tuple(shape) == extent:
+        return Tile(data=values, dtype=dtype, valid=extent, sources=sources)
+    data = np.zeros(tuple(shape), dtype=dtype.compute)
+    data[tuple(slice(0, size) for size in extent)] = values
+    return Tile(data=data, dtype=dtype, valid=extent, sources=sources)
+
+
+def load_region(view: TensorView, owner: int, offsets: Sequence[object], shape: Sequence[object],
+                valid_shape: Sequence[object] | None, label: str) -> Tile:
+    context = rank_context(label)
+    tile_shape = indices(shape)
+    extent = indices(valid_shape) if valid_shape is not None else tile_shape
+    values, ref = context.load(view, owner, indices(offsets), extent, label)
+    return make_tile(values, view.dtype, tile_shape, frozenset({ref}))
+
+
+def load(tensor: object, offsets: Sequence[object], shape: Sequence[object],
+         valid_shape: Sequence[object] | None = None) -> Tile:
+    view = require_view(tensor, "pl.load", "the source")
+    context = rank_context("pl.load")
+    return load_region(view, local_owner(view, context.rank), offsets, shape, valid_shape,
+                       "pl.load")
+
+
+def tile_values(tile: object, dtype: DType) -> np.ndarray:
+    if isinstance(tile, Tile):
+        return tile.valid_values()
+    return np.asarray(as_data(tile), dtype=dtype.compute).reshape(1, 1)
+
+
+def store(tile: object, offsets: Sequence[object], output_tensor: object) -> TensorView:
+    view = require_view(output_tensor, "pl.store", "the destination")
+    context = rank_context("pl.store")
+    values = tile_values(tile, view.dtype)
+    context.store(view, local_owner(view, context.rank), indices(offsets), values, "pl.store")
+    return view
+
+
+def read(tensor: object, offsets: Sequence[object]) -> Tainted:
+    if isinstance(tensor, Tile):
+        return tensor[tuple(offsets)]
+    view = require_view(tensor, "pl.read", "the source")
+    context = rank_context("pl.read")
+    values, ref = context.load(view, local_owner(view, context.rank), indices(offsets),
+                               [1] * len(offsets), "pl.read")
+    return Tainted(values.reshape(-1)[0], frozenset({ref}))
+
+
+def write(tensor: object, offsets: Sequence[object], value: object) -> None:
+    view = require_view(tensor, "pl.write", "the destination")
+    context = rank_context("pl.write")
+    values = np.full([1] * len(offsets), as_data(value), dtype=view.dtype.compute)
+    context.store(view, local_owner(view, context.rank), indices(offsets), values, "pl.write")
+
+
+def _elementwise(function: Callable[..., Any], *operands: object) -> Any:
+    tiles = [operand for operand in operands if isinstance(operand, Tile)]
+    if not tiles:
+        return function(*operands)
+    first = tiles[0]
+    arrays = [operand.data if isinstance(operand, Tile) else as_data(operand)
+              for operand in operands]
+    data = np.asarray(function(*arrays)).astype(first.dtype.compute)
+    sources = frozenset().union(*(tile.sources for tile in tiles))
+    return Tile(data=data, dtype=first.dtype, valid=first.valid, sources=sources)
+
+
+def add(lhs: object, rhs: object) -> Any:
+    return _elementwise(lambda a, b: a + b, lhs, rhs)
+
+
+def sub(lhs: object, rhs: object) -> Any:
+    return _elementwise(lambda a, b: a - b, lhs, rhs)
+
+
+def mul(lhs: object, rhs: object) -> Any:
+    return _elementwise(lambda a, b: a * b, lhs, rhs)
+
+
+def div(lhs: object, rhs: object) -> Any:
+    return _elementwise(lambda a, b: a / b, lhs, rhs)
+
+
+def maximum(lhs: object, rhs: object) -> Any:
+    return _elementwise(np.maximum, lhs, rhs)
+
+
+def minimum(lhs: object, rhs: object) -> Any:
+    return _elementwise(np.minimum, lhs, rhs)
+
+
+def neg(value: object) -> Any:
+    return _elementwise(lambda a: -a, value)
+
+
+def absolute(value: object) -> Any:
+    return _elementwise(np.abs, value)
+
+
+def exp(value: object) -> Any:
+    return _elementwise(np.exp, value)
+
+
+def cast(value: object, target_type: DType | None = None, mode: object = None,
+         **aliases: object) -> Any:
+    target = target_type or aliases.get("dtype")
+    if not isinstance(target, DType):
+        raise TypeError(f"pl.cast needs target_type=<dtype>, got {target!r}")
+    if isinstance(value, Tile):
+        data = target.decode(target.encode(value.data.astype(target.compute)))
+        return Tile(data=data, dtype=target, valid=value.valid, sources=value.sources)
+    plain = as_data(value)
+    converted = float(plain) if target.is_float else int(plain)
+    return Tainted(converted, value.sources) if isinstance(value, Tainted) else converted
+
+
+class _CarriedLoop:
+    __slots__ = ("values",)
+
+    def __init__(self, values: tuple[object, ...]) -> None:
+        self.values = values
+
+
+_carried = threading.local()
+
+
+def _carried_stack() -> list[_CarriedLoop]:
+    stack = getattr(_carried, "stack", None)
+    if stack is None:
+        stack = _carried.stack = []
+    return stack
+
+
+def _loop_indices(args: tuple[object, ...]) -> range:
+    bounds = indices(args)
+    if not 1 <= len(bounds) <= 3:
+        raise TypeError(f"pl.range takes 1 to 3 bounds, got {len(bounds)}")
+    return range(*bounds)
+
+
+def _carried_iteration(steps: range, init: tuple[object, ...]) -> Iterator[tuple[object, ...]]:
+    stack = _carried_stack()
+    loop = _CarriedLoop(init)
+    stack.append(loop)
+    try:
+        for index in steps:
+            yield DeviceInt(index), loop.values
+    finally:
+        stack.remove(loop)
+
+
+def range_(*args: object, init_values: Sequence[object] | None = None,
+           **hints: object) -> Iterator[Any]:
+    """`pl.range` / `pl.parallel`: unrolled by Python; indices are device ints."""
+    steps = _loop_indices(args)
+    if init_values is None:
+        return (DeviceInt(index) for index in steps)
+    return _carried_iteration(steps, tuple(init_values))
+
+
+_unpacking_calls: dict[tuple[CodeType, int], bool] = {}
+
+
+def _caller_unpacks(frame: Any) -> bool:
+    key = (frame.f_code, frame.f_lasti)
+    known = _unpacking_calls.get(key)
+    if known is None:
+        # f_lasti may point into the CALL's inline cache: the call is the last
+        # instruction at or before it, and the unpacking is the one after
+        instructions = list(dis.get_instructions(frame.f_code))
+        following = [instruction for instruction in instructions
+                     if instruction.offset > frame.f_lasti]
+        known = bool(following) and following[0].opname == "UNPACK_SEQUENCE"
+        _unpacking_calls[key] = known
+    return known
+
+
+def yield_(*values: object) -> Any:
+    """Carry `values` into the next iteration of the innermost `init_values` loop."""
+    stack = _carried_stack()
+    if stack:
+        stack[-1].values = values
+    if len(values) == 1 and not _caller_unpacks(sys._getframe(1)):
+        return values[0]
+    return values

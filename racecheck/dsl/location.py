@@ -1,0 +1,78 @@
+"""Where in the user's file a DSL call happens.
+
+Assumes the loader registers every user file it executes (by the filename the code
+was compiled with); the innermost stack frame from a registered file is "the user's
+line" of any event, error or unsupported construct.
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+from types import FrameType
+
+from racecheck.events import SourceLocation
+
+_display_names: dict[str, str] = {}
+_locations: dict[tuple[str, int, str], SourceLocation] = {}
+
+
+def register_user_file(compiled_name: str, display_name: str) -> None:
+    _display_names[compiled_name] = display_name
+
+
+def is_user_file(compiled_name: str) -> bool:
+    return compiled_name in _display_names
+
+
+def display_name(compiled_name: str) -> str:
+    return _display_names.get(compiled_name, compiled_name)
+
+
+def innermost_user_frame(frame: FrameType | None = None) -> FrameType | None:
+    current = frame if frame is not None else sys._getframe(1)
+    while current is not None:
+        if current.f_code.co_filename in _display_names:
+            return current
+        current = current.f_back
+    return None
+
+
+def location_of(frame: FrameType) -> SourceLocation:
+    code = frame.f_code
+    key = (code.co_filename, frame.f_lineno, code.co_name)
+    known = _locations.get(key)
+    if known is None:
+        text = linecache.getline(code.co_filename, frame.f_lineno).strip()
+        known = SourceLocation(
+            file=display_name(code.co_filename), line=frame.f_lineno, text=text,
+            function=code.co_name,
+        )
+        _locations[key] = known
+    return known
+
+
+UNKNOWN_LOCATION = SourceLocation(file="<unknown>", line=0, text="")
+
+
+def user_location(frame: FrameType | None = None) -> SourceLocation:
+    """The innermost user-file location on the stack (from `frame`, default: the caller)."""
+    found = innermost_user_frame(frame if frame is not None else sys._getframe(1))
+    return location_of(found) if found is not None else UNKNOWN_LOCATION
+
+
+def traceback_location(tb: object) -> SourceLocation | None:
+    """The innermost user-file location in a traceback (where an exception was raised)."""
+    found: SourceLocation | None = None
+    while tb is not None:
+        frame = tb.tb_frame  # type: ignore[attr-defined]
+        if is_user_file(frame.f_code.co_filename):
+            code = frame.f_code
+            lineno = tb.tb_lineno  # type: ignore[attr-defined]
+            text = linecache.getline(code.co_filename, lineno).strip()
+            found = SourceLocation(
+                file=display_name(code.co_filename), line=lineno, text=text,
+                function=code.co_name,
+            )
+        tb = tb.tb_next  # type: ignore[attr-defined]
+    return found

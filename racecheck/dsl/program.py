@@ -1,0 +1,164 @@
+"""Program structure: `@pl.program` classes, `@pl.function` roles, the `@pl.jit` family.
+
+Decorators only mark functions with their role (kernel, per-device, host entry);
+nothing is traced at decoration time. A call with `device=r` made from the host
+body records a dispatch for rank r (the keyword is not passed on); any other call
+runs the function directly, so kernels call kernels as plain Python.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+from racecheck.dsl.context import current, host_context, is_rank_context
+from racecheck.dsl.location import user_location
+from racecheck.dsl.scalars import as_index
+from racecheck.dsl.types import FunctionType, Level, Role
+from racecheck.errors import UnsupportedConstruct
+
+
+class FunctionRole(Enum):
+    KERNEL = "kernel"
+    PER_DEVICE = "per-device"
+    HOST = "host"
+
+
+class DslFunction:
+    """A decorated function: callable as plain Python, or dispatched with `device=`."""
+
+    def __init__(self, function: Callable[..., Any], role: FunctionRole) -> None:
+        self.function = function
+        self.role = role
+        self.__name__ = getattr(function, "__name__", "function")
+        self.__qualname__ = getattr(function, "__qualname__", self.__name__)
+        self.__doc__ = getattr(function, "__doc__", None)
+        self.__wrapped__ = function
+
+    def __get__(self, instance: object, owner: type | None = None) -> DslFunction:
+        if instance is None:
+            return self
+        return type(self)(self.function.__get__(instance, owner), self.role)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if "device" in kwargs:
+            device = kwargs.pop("device")
+            host_context(f"{self.__name__}(..., device=...)").dispatch(
+                as_index(device), self.function, args, kwargs)
+            return None
+        context = current()
+        on_host = context is not None and not is_rank_context(context)
+        if on_host and self.role is not FunctionRole.HOST:
+            where = user_location()
+            raise UnsupportedConstruct(
+                f"the host calls {self.__name__}() without device=r; racecheck models "
+                "per-device calls dispatched with device=", file=where.file, line=where.line)
+        if context is None and self.role is FunctionRole.HOST:
+            raise _not_run(self.__name__)
+        return self.function(*args, **kwargs)
+
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
+        raise _not_run(self.__name__)
+
+    def __repr__(self) -> str:
+        return f"<{self.role.value} function {self.__qualname__}>"
+
+
+def _not_run(name: str) -> UnsupportedConstruct:
+    where = user_location()
+    return UnsupportedConstruct(
+        f"running or compiling {name} for hardware is not modelled; racecheck traces it itself",
+        file=where.file, line=where.line)
+
+
+def _role_of(type: object = None, level: object = None, role: object = None) -> FunctionRole:
+    if level is Level.HOST or role is Role.Orchestrator:
+        return FunctionRole.HOST
+    if type is FunctionType.Orchestration:
+        return FunctionRole.PER_DEVICE
+    return FunctionRole.KERNEL
+
+
+def function(fn: Callable[..., Any] | None = None, *, type: object = None, level: object = None,
+             role: object = None, **options: object) -> Any:
+    """`@pl.function(type=..., level=..., role=...)`, also bare `@pl.function`."""
+    function_role = _role_of(type, level, role)
+    if fn is not None:
+        return DslFunction(fn, function_role)
+    return lambda wrapped: DslFunction(wrapped, function_role)
+
+
+class Program:
+    """`@pl.program` on a class: its methods are the kernel, per-device and host functions."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.__name__ = cls.__name__
+        self.__qualname__ = cls.__qualname__
+        self.__module__ = cls.__module__
+
+    @property
+    def defined_at_module_level(self) -> bool:
+        return "<locals>" not in self.cls.__qualname__
+
+    def host_entry(self) -> DslFunction | None:
+        for name, member in vars(self.cls).items():
+            if isinstance(member, DslFunction) and member.role is FunctionRole.HOST:
+                return getattr(self.cls(), name)
+        return None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise _not_run(self.__name__)
+
+    def __repr__(self) -> str:
+        return f"<pl.program {self.__qualname__}>"
+
+
+def program(cls: type | None = None, **options: object) -> Any:
+    """`@pl.program`, also `@pl.program(...)`."""
+    if cls is not None:
+        return Program(cls)
+    return Program
+
+
+class _JitDecorator:
+    """`pl.jit` (per-device), `pl.jit.incore` (kernel), `pl.jit.host` (entry).
+
+    Each works bare (`@pl.jit`) and called (`@pl.jit()`, `@pl.jit.host(...)`).
+    """
+
+    def __init__(self, role: FunctionRole, name: str) -> None:
+        self.role = role
+        self.name = name
+
+    def __call__(self, fn: Callable[..., Any] | None = None, **options: object) -> Any:
+        if fn is not None and callable(fn):
+            return DslFunction(fn, self.role)
+        return lambda wrapped: DslFunction(wrapped, self.role)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class _Jit(_JitDecorator):
+    def __init__(self) -> None:
+        super().__init__(FunctionRole.PER_DEVICE, "pl.jit")
+        self.incore = _JitDecorator(FunctionRole.KERNEL, "pl.jit.incore")
+        self.host = _JitDecorator(FunctionRole.HOST, "pl.jit.host")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        where = user_location()
+        raise UnsupportedConstruct(f"pl.jit.{name} is not part of the DSL racecheck models",
+                                   file=where.file, line=where.line)
+
+
+jit = _Jit()
+
+
+def entry_parameters(entry: DslFunction) -> list[inspect.Parameter]:
+    """The host entry's parameters (after `self` for a method)."""
+    return list(inspect.signature(entry.function).parameters.values())

@@ -1,0 +1,215 @@
+"""Device scalars: integers with C division, and values read from memory.
+
+`DeviceInt` is what `pld.rank`, `pld.nranks`, `pld.world_size` and loop indices
+return: `%` and `//` truncate toward zero as on the device (`(0 - 1) % 4 == -1`), and
++ - * keep the type so derived rank arithmetic stays on the device's semantics.
+
+`Tainted` wraps a value that came out of memory (`pl.read`, an element of a loaded
+tile) with the load events it came from. Arithmetic propagates the taint; when the
+value decides control flow (`bool`, `int`, an index) the loads are reported as
+control reads.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from racecheck.dsl.context import note_control
+from racecheck.events import EventRef
+
+Number = int | float
+
+
+def truncating_div(left: int, right: int) -> int:
+    quotient = abs(left) // abs(right)
+    return quotient if (left < 0) == (right < 0) else -quotient
+
+
+def truncating_mod(left: int, right: int) -> int:
+    return left - right * truncating_div(left, right)
+
+
+def _is_integral(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _device_binary(op: Callable[[int, int], int], left: object, right: object) -> object:
+    if isinstance(left, Tainted) or isinstance(right, Tainted):
+        return NotImplemented
+    if _is_integral(left) and _is_integral(right):
+        return DeviceInt(op(int(left), int(right)))  # type: ignore[arg-type]
+    return NotImplemented
+
+
+class DeviceInt(int):
+    """An int with the device's truncating `%` and `//`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+    def __add__(self, other: object) -> Any:
+        result = _device_binary(operator.add, self, other)
+        return int.__add__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+
+    def __radd__(self, other: object) -> Any:
+        return self.__add__(other)
+
+    def __sub__(self, other: object) -> Any:
+        result = _device_binary(operator.sub, self, other)
+        return int.__sub__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+
+    def __rsub__(self, other: object) -> Any:
+        result = _device_binary(operator.sub, other, self)
+        return int.__rsub__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+
+    def __mul__(self, other: object) -> Any:
+        result = _device_binary(operator.mul, self, other)
+        return int.__mul__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+
+    def __rmul__(self, other: object) -> Any:
+        return self.__mul__(other)
+
+    def __floordiv__(self, other: object) -> Any:
+        result = _device_binary(truncating_div, self, other)
+        return int.__floordiv__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+
+    def __rfloordiv__(self, other: object) -> Any:
+        result = _device_binary(truncating_div, other, self)
+        return int.__rfloordiv__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+
+    def __mod__(self, other: object) -> Any:
+        result = _device_binary(truncating_mod, self, other)
+        return int.__mod__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+
+    def __rmod__(self, other: object) -> Any:
+        result = _device_binary(truncating_mod, other, self)
+        return int.__rmod__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+
+    def __neg__(self) -> DeviceInt:
+        return DeviceInt(-int(self))
+
+    def __pos__(self) -> DeviceInt:
+        return self
+
+    def __abs__(self) -> DeviceInt:
+        return DeviceInt(abs(int(self)))
+
+
+def _plain(value: object) -> object:
+    return value.value if isinstance(value, Tainted) else value
+
+
+def _sources(*values: object) -> frozenset[EventRef]:
+    found: frozenset[EventRef] = frozenset()
+    for value in values:
+        if isinstance(value, Tainted):
+            found |= value.sources
+    return found
+
+
+def _scalar_op(op: Callable[[Any, Any], Any], left: object, right: object) -> Any:
+    """Apply `op` to plain values with device integer semantics."""
+    plain_left, plain_right = _plain(left), _plain(right)
+    if _is_integral(plain_left) and _is_integral(plain_right):
+        if op is operator.floordiv:
+            return DeviceInt(truncating_div(plain_left, plain_right))  # type: ignore[arg-type]
+        if op is operator.mod:
+            return DeviceInt(truncating_mod(plain_left, plain_right))  # type: ignore[arg-type]
+    return op(plain_left, plain_right)
+
+
+def _binary(op: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[..., Tainted]:
+    def method(self: Tainted, other: object) -> Tainted:
+        left, right = (other, self) if reflected else (self, other)
+        return Tainted(_scalar_op(op, left, right), _sources(self, other))
+
+    return method
+
+
+class Tainted:
+    """A scalar value read from memory, with the load events it depends on."""
+
+    __slots__ = ("value", "sources")
+
+    def __init__(self, value: Any, sources: frozenset[EventRef]) -> None:
+        self.value = value.item() if hasattr(value, "item") else value
+        self.sources = sources
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    def reveal(self) -> Any:
+        """The value, for a use that decides control flow or an address."""
+        note_control(self.sources)
+        return self.value
+
+    def __bool__(self) -> bool:
+        return bool(self.reveal())
+
+    def __index__(self) -> int:
+        return int(self.reveal())
+
+    def __int__(self) -> int:
+        return int(self.reveal())
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __hash__(self) -> int:
+        return hash(self.reveal())
+
+    __add__ = _binary(operator.add)
+    __radd__ = _binary(operator.add, reflected=True)
+    __sub__ = _binary(operator.sub)
+    __rsub__ = _binary(operator.sub, reflected=True)
+    __mul__ = _binary(operator.mul)
+    __rmul__ = _binary(operator.mul, reflected=True)
+    __truediv__ = _binary(operator.truediv)
+    __rtruediv__ = _binary(operator.truediv, reflected=True)
+    __floordiv__ = _binary(operator.floordiv)
+    __rfloordiv__ = _binary(operator.floordiv, reflected=True)
+    __mod__ = _binary(operator.mod)
+    __rmod__ = _binary(operator.mod, reflected=True)
+    __lt__ = _binary(operator.lt)
+    __le__ = _binary(operator.le)
+    __gt__ = _binary(operator.gt)
+    __ge__ = _binary(operator.ge)
+    __eq__ = _binary(operator.eq)  # type: ignore[assignment]
+    __ne__ = _binary(operator.ne)  # type: ignore[assignment]
+    __and__ = _binary(operator.and_)
+    __or__ = _binary(operator.or_)
+
+    def __neg__(self) -> Tainted:
+        return Tainted(-self.value, self.sources)
+
+    def __abs__(self) -> Tainted:
+        return Tainted(abs(self.value), self.sources)
+
+
+def as_index(value: object) -> int:
+    """An integer used as an address, offset, peer or loop bound (reveals taint)."""
+    if type(value) is int or type(value) is DeviceInt:
+        return int(value)
+    if isinstance(value, Tainted):
+        return int(value.reveal())
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return int(value)
+    if hasattr(value, "__index__"):
+        return int(value.__index__())  # type: ignore[union-attr]
+    raise TypeError(f"expected an integer, got {value!r}")
+
+
+def as_data(value: object) -> Number:
+    """A scalar used as data (written to memory, added to a tile): taint is not control."""
+    plain = _plain(value)
+    if isinstance(plain, (int, float)):
+        return plain
+    if hasattr(plain, "item"):
+        return plain.item()  # type: ignore[union-attr]
+    return float(plain)  # type: ignore[arg-type]

@@ -1,0 +1,172 @@
+"""Runtime values of the DSL: window buffers, tensor views, tiles, and regions.
+
+A `TensorView` is a row-major block of one memory (a window buffer, whose owner is
+picked per access, or a host tensor) starting at a byte offset: `pld.window` views
+start at byte 0 (two views of one buffer alias), `x[r]` drops the leading dim.
+A `Tile` is a local value (numpy array) with the part that holds data (`valid`) and
+the load events its values came from. `region_runs` turns offsets + extent into the
+contiguous byte runs an access touches, one per run, never one per element.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from racecheck.dsl.dtypes import DType
+from racecheck.dsl.scalars import Tainted, as_index
+from racecheck.events import EventRef, MemoryKind, union_ranges
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowBuffer:
+    """`pld.alloc_window_buffer(...)`: one zero-initialised instance per rank."""
+
+    memory: int
+    nbytes: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class TensorView:
+    memory: int
+    kind: MemoryKind
+    name: str
+    base: int  # byte offset of the view in its memory
+    shape: tuple[int, ...]
+    dtype: DType
+    memory_nbytes: int
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.nbytes
+
+    @property
+    def is_window(self) -> bool:
+        return self.kind is MemoryKind.WINDOW
+
+    def row(self, index: int) -> TensorView:
+        row_shape = self.shape[1:]
+        row_bytes = math.prod(row_shape) * self.dtype.nbytes
+        return TensorView(
+            memory=self.memory, kind=self.kind, name=f"{self.name}[{index}]",
+            base=self.base + index * row_bytes, shape=row_shape, dtype=self.dtype,
+            memory_nbytes=self.memory_nbytes,
+        )
+
+    def __getitem__(self, index: object) -> TensorView:
+        from racecheck.dsl.context import current, is_rank_context
+
+        context = current()
+        row = as_index(index)
+        if context is not None and not is_rank_context(context):
+            return context.row_view(self, row)  # type: ignore[union-attr]
+        if not 0 <= row < (self.shape[0] if self.shape else 0):
+            raise IndexError(f"row {row} of {self.name} with shape {list(self.shape)}")
+        return self.row(row)
+
+    def __repr__(self) -> str:
+        return f"{self.name}{list(self.shape)}:{self.dtype.name}"
+
+
+@dataclass(slots=True, kw_only=True, eq=False)
+class Tile:
+    """A local tile: values, the valid extent, and the loads the values depend on."""
+
+    data: np.ndarray
+    dtype: DType
+    valid: tuple[int, ...]
+    sources: frozenset[EventRef] = field(default_factory=frozenset)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    def valid_values(self) -> np.ndarray:
+        return self.data[tuple(slice(0, extent) for extent in self.valid)]
+
+    def __getitem__(self, index: object) -> Tainted:
+        key = tuple(as_index(i) for i in index) if isinstance(index, tuple) else as_index(index)
+        return Tainted(self.data[key], self.sources)
+
+    def __add__(self, other: object) -> Tile:
+        from racecheck.dsl.local_ops import add
+
+        return add(self, other)
+
+    def __sub__(self, other: object) -> Tile:
+        from racecheck.dsl.local_ops import sub
+
+        return sub(self, other)
+
+    def __mul__(self, other: object) -> Tile:
+        from racecheck.dsl.local_ops import mul
+
+        return mul(self, other)
+
+    def __truediv__(self, other: object) -> Tile:
+        from racecheck.dsl.local_ops import div
+
+        return div(self, other)
+
+    def __neg__(self) -> Tile:
+        from racecheck.dsl.local_ops import neg
+
+        return neg(self)
+
+
+def region_problem(view: TensorView, offsets: Sequence[int], extent: Sequence[int]) -> str | None:
+    """Why offsets + extent is not inside the view (or the view not inside its memory)."""
+    shape = view.shape
+    if len(offsets) != len(shape) or len(extent) != len(shape):
+        return (f"offsets {list(offsets)} / shape {list(extent)} do not match the "
+                f"{len(shape)} dims of {view!r}")
+    for axis in range(len(shape)):
+        start, size = offsets[axis], extent[axis]
+        if start < 0 or size < 0 or start + size > shape[axis]:
+            return (f"region offsets {list(offsets)} shape {list(extent)} exceeds "
+                    f"{view!r} in dim {axis}")
+    if view.base + view.nbytes > view.memory_nbytes:
+        return (f"view {view!r} needs bytes {view.base}..{view.base + view.nbytes} but its "
+                f"buffer has {view.memory_nbytes} bytes")
+    return None
+
+
+def region_runs(view: TensorView, offsets: Sequence[int],
+                extent: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """Byte ranges (in the memory) of a bounds-checked region, merged and sorted."""
+    if 0 in extent:
+        return ()
+    shape = view.shape
+    itemsize = view.dtype.nbytes
+    inner = len(shape)
+    while inner > 0 and offsets[inner - 1] == 0 and extent[inner - 1] == shape[inner - 1]:
+        inner -= 1
+    # dims [inner:] are fully covered; dim inner-1 contributes a contiguous span
+    if inner == 0:
+        return ((view.base, view.base + view.nbytes),)
+    strides = [math.prod(shape[axis + 1:]) for axis in range(len(shape))]
+    span_axis = inner - 1
+    span = extent[span_axis] * strides[span_axis]
+    if all(size == 1 for size in extent[:span_axis]):
+        start = sum(offsets[axis] * strides[axis] for axis in range(inner))
+        first = view.base + start * itemsize
+        return ((first, first + span * itemsize),)
+    runs: list[tuple[int, int]] = []
+    for outer in np.ndindex(*extent[:span_axis]):
+        start = offsets[span_axis] * strides[span_axis] + sum(
+            (offsets[axis] + outer[axis]) * strides[axis] for axis in range(span_axis))
+        first = view.base + start * itemsize
+        runs.append((first, first + span * itemsize))
+    return union_ranges(runs)
+
+
+def element_slices(offsets: Sequence[int], extent: Sequence[int]) -> tuple[slice, ...]:
+    return tuple(slice(start, start + size) for start, size in zip(offsets, extent, strict=True))

@@ -1,0 +1,180 @@
+"""The `monotone` engine: exact ordering by holding one event back, no search.
+
+Decides: the three questions of `racecheck.engines.base` for monotone traces.
+
+Model boundary: a trace is monotone when every NOTIFY is an AtomicAdd, a negative value
+only lands on the notifier's own cell, every WAIT is Ge, and no plain store assigns a
+signal cell. Then (1) cell updates commute, and (2) executing an event of another rank
+never disables a rank's pending wait: that wait reads the rank's own cell, which other
+ranks only increase. So every maximal run from a state reaches the same final state
+(confluence), and "can `first` run while `second` is held back?" is answered by one
+maximal run with `second`'s rank stopped just before it: `first` can precede `second`
+iff that run executes `first`. A rank's hold position only matters through the
+notifies it has issued, so one incremental sweep per rank yields every frontier:
+O(P · S) steps for S sync events in all.
+
+Unknown policy: none — the answer is a deterministic fixpoint; a trace outside the
+boundary is refused by `unsupported` and goes to an exact engine instead.
+
+Limitations: fixed per-rank event sequences (the co-simulation's trace); memory is
+quadratic in P per sync event (one frontier row per notify-delimited hold position).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from racecheck.engines.syncview import SyncView, cell_key_of
+from racecheck.errors import EngineUnknown
+from racecheck.events import (
+    EventKind,
+    EventRef,
+    NotifyOp,
+    Schedule,
+    Stuck,
+    Trace,
+    WaitCmp,
+)
+
+
+class MonotoneEngine:
+    name = "monotone"
+
+    def unsupported(self, trace: Trace) -> str | None:
+        view = SyncView(trace)
+        for rank_events in trace.events:
+            for event in rank_events:
+                reason = _non_monotone_reason(event, view)
+                if reason:
+                    return f"{reason} at {event.location}"
+        return None
+
+    def order(self, trace: Trace, *, deadline: float) -> MonotoneOracle:
+        return MonotoneOracle(SyncView(trace), deadline)
+
+
+def _non_monotone_reason(event, view: SyncView) -> str | None:
+    if event.notify is not None:
+        if event.notify.op is NotifyOp.SET:
+            return "a Set notify"
+        if event.notify.value < 0 and event.notify.cell.owner != event.rank:
+            return "a negative AtomicAdd on another rank's cell"
+    if event.wait is not None and event.wait.cmp is WaitCmp.EQ:
+        return "an Eq wait"
+    if event.kind is EventKind.STORE and view.assigned_cells(event):
+        return "a plain store into a signal cell"
+    return None
+
+
+class _Run:
+    """One maximal-run simulation over sync events, with per-rank limits."""
+
+    def __init__(self, view: SyncView, limits: list[int]) -> None:
+        self.view = view
+        self.limits = limits
+        self.sync_pos = [0] * view.ranks  # next sync position per rank
+        self.values = [0] * len(view.cells)
+        self.waiting: list[list[int]] = [[] for _ in view.cells]
+        self.steps: list[tuple[int, int]] = []  # (rank, sync position) in execution order
+
+    def run(self, ranks: list[int]) -> None:
+        """Advance the given ranks, and every rank they wake, as far as they can go."""
+        view = self.view
+        work = list(ranks)
+        while work:
+            rank = work.pop()
+            kinds, cells, amounts = view.kind[rank], view.cell[rank], view.amount[rank]
+            position, limit = self.sync_pos[rank], self.limits[rank]
+            while position < limit:
+                cell = cells[position]
+                if kinds[position]:  # a wait
+                    if self.values[cell] < amounts[position]:
+                        self.waiting[cell].append(rank)
+                        break
+                else:
+                    self.values[cell] += amounts[position]
+                    if self.waiting[cell]:
+                        work.extend(self.waiting[cell])
+                        self.waiting[cell] = []
+                self.steps.append((rank, position))
+                position += 1
+            self.sync_pos[rank] = position
+
+    def event_frontier(self) -> list[int]:
+        """Per rank, how many of its events can have executed in this state."""
+        view = self.view
+        return [view.reach(rank, position) for rank, position in enumerate(self.sync_pos)]
+
+
+class MonotoneOracle:
+    def __init__(self, view: SyncView, deadline: float) -> None:
+        self.view = view
+        self.trace = view.trace
+        self._frontiers: list[np.ndarray] = []
+        for held in range(view.ranks):
+            if time.monotonic() > deadline:
+                raise EngineUnknown("monotone engine: time limit reached while computing frontiers")
+            self._frontiers.append(self._sweep(held))
+
+    def _sweep(self, held: int) -> np.ndarray:
+        """Row k: every rank's reach while `held` may execute only its first k sync events."""
+        view = self.view
+        total = len(view.kind[held])
+        limits = [len(kinds) for kinds in view.kind]
+        limits[held] = 0
+        run = _Run(view, limits)
+        run.run([rank for rank in range(view.ranks) if rank != held])
+        rows = np.empty((total + 1, view.ranks), dtype=np.int64)
+        rows[0] = run.event_frontier()
+        for k in range(1, total + 1):
+            before = run.sync_pos[held]
+            run.limits[held] = k
+            run.run([held])
+            if run.sync_pos[held] == before:
+                rows[k:] = rows[k - 1]  # blocked for good: nothing else can change
+                break
+            rows[k] = run.event_frontier() if view.kind[held][k - 1] == 0 else rows[k - 1]
+        return rows
+
+    def can_precede(self, first: EventRef, second: EventRef) -> bool:
+        if first.rank == second.rank:
+            return first.index < second.index
+        hold = self.view.syncs_before(second.rank, second.index)
+        return first.index < int(self._frontiers[second.rank][hold, first.rank])
+
+    def witness(self, first: EventRef, second: EventRef) -> Schedule:
+        view = self.view
+        limits = [len(kinds) for kinds in view.kind]
+        limits[second.rank] = view.syncs_before(second.rank, second.index)
+        run = _Run(view, limits)
+        run.run(list(range(view.ranks)))
+        return view.causal_schedule(run.steps, first)
+
+    def _maximal_run(self) -> _Run:
+        run = _Run(self.view, [len(kinds) for kinds in self.view.kind])
+        run.run(list(range(self.view.ranks)))
+        return run
+
+    def maximal_schedule(self) -> Schedule:
+        """One maximal execution: by confluence, every maximal run ends in this state."""
+        run = self._maximal_run()
+        return self.view.full_schedule(run.steps, run.event_frontier())
+
+    def stuck(self) -> Stuck | None:
+        view = self.view
+        run = self._maximal_run()
+        blocked = tuple(
+            EventRef(rank=rank, index=view.index[rank][position])
+            for rank, position in enumerate(run.sync_pos)
+            if position < len(view.kind[rank])
+        )
+        if not blocked:
+            return None
+        schedule = view.full_schedule(run.steps, run.event_frontier())
+        values = tuple(
+            (cell, run.values[view.cell_index[cell_key_of(cell)]])
+            for cell in view.cells_of(blocked)
+        )
+        return Stuck(schedule=schedule, blocked=blocked, cell_values=values)

@@ -1,0 +1,575 @@
+"""The `smt` engine: ordering questions over every execution of a trace, decided by z3.
+
+What it decides
+    The three questions of `racecheck.engines.base` (`can_precede`, `witness`, `stuck`),
+    exactly, for the execution semantics stated there. An execution is encoded as an
+    assignment to a Bool *executed* and an Int *time* per *signal event* (a NOTIFY, a
+    WAIT, or a STORE whose `cell_values` land on a signal cell): the executed events
+    form a prefix of each rank, times follow program order and differ between events on
+    one cell, and an executed WAIT's condition holds on its cell's value just before its
+    time. Sorting the executed signal events by time gives an execution, and every
+    execution gives such an assignment, so satisfiable means reachable.
+
+    Data events (LOAD, plain STORE, ATOMIC_ADD) neither read nor change a signal cell
+    and are always enabled, so they get no variables. For ranks f ≠ s,
+    `can_precede(first, second)` is the query "the last signal event of f at or before
+    `first` executed, the first signal event of s at or after `second` not executed";
+    data events are filled back in when a schedule is decoded.
+
+Model boundary
+    A cell's value is the value of the last executed Set before the moment asked about
+    (0 if none) plus every executed AtomicAdd after that Set; a plain STORE assigns the
+    `cell_values` that land on signal cells, as a Set. Nothing else touches cells: an
+    ATOMIC_ADD data event or a store without `cell_values` does not change a signal.
+
+Unknown policy
+    `_solve` is the only place that runs z3. It hands z3 the time left before the
+    oracle's deadline; z3 `unknown` (timeout, resource limit, cancellation) raises
+    `EngineUnknown`, and so does a deadline that has already passed. Only decided
+    answers are cached; a question is never answered from a query z3 did not decide.
+
+Limitations
+    Relies on fixed per-rank event sequences (the co-simulation's trace): whether those
+    sequences hold in every execution is the analysis's business, not this engine's.
+    The value of a cell at a wait is a sum over the cell's writers with one "not
+    overwritten" test per Set, so the encoding grows as waits × writers × Sets per cell.
+    Witnesses are shortened greedily (whole rank tails dropped while the replay stays
+    valid), which is small in practice but not guaranteed minimal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+
+import z3
+
+from racecheck.engines.syncview import CellKey, cell_key_of, signal_cells
+from racecheck.errors import EngineUnknown
+from racecheck.events import (
+    Event,
+    EventKind,
+    EventRef,
+    NotifyOp,
+    Schedule,
+    SignalCell,
+    Stuck,
+    Trace,
+    WaitCmp,
+)
+
+
+class SmtInternalError(RuntimeError):
+    """The engine decoded something that is not an execution: a bug in racecheck."""
+
+
+# ---------------------------------------------------------------------------------------
+# The signal skeleton and the plain-Python replay (no z3)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _CellWrite:
+    cell: CellKey
+    op: NotifyOp  # a plain store into a signal cell is a SET
+    value: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Skeleton:
+    """Which events touch signal cells and how."""
+
+    cells: dict[CellKey, SignalCell]
+    writes: dict[EventRef, tuple[_CellWrite, ...]]
+    signal_indices: tuple[tuple[int, ...], ...]  # per rank: indices of its signal events
+
+
+def _skeleton(trace: Trace) -> _Skeleton:
+    cells = signal_cells(trace)
+    writes: dict[EventRef, tuple[_CellWrite, ...]] = {}
+    indices: list[tuple[int, ...]] = []
+    for rank_events in trace.events:
+        for event in rank_events:
+            event_writes = _cell_writes(event, cells)
+            if event_writes:
+                writes[event.ref] = event_writes
+        indices.append(tuple(e.index for e in rank_events if e.wait is not None or e.ref in writes))
+    return _Skeleton(cells=cells, writes=writes, signal_indices=tuple(indices))
+
+
+def _cell_writes(event: Event, cells: dict[CellKey, SignalCell]) -> tuple[_CellWrite, ...]:
+    if event.notify is not None:
+        notify = event.notify
+        return (_CellWrite(cell=cell_key_of(notify.cell), op=notify.op, value=notify.value),)
+    if event.kind is not EventKind.STORE or event.access is None:
+        return ()
+    memory, owner = event.access.memory, event.access.owner
+    return tuple(
+        _CellWrite(cell=(memory, owner, offset), op=NotifyOp.SET, value=value)
+        for offset, value in event.cell_values
+        if (memory, owner, offset) in cells
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Replayed:
+    positions: tuple[int, ...]
+    values: dict[CellKey, int]
+
+
+def _wait_holds(event: Event, values: dict[CellKey, int]) -> bool:
+    assert event.wait is not None
+    value = values.get(cell_key_of(event.wait.cell), 0)
+    return event.wait.cmp.holds(value, event.wait.expected)
+
+
+def _replay(trace: Trace, skeleton: _Skeleton, schedule: Iterable[EventRef]) -> _Replayed | None:
+    """The state after `schedule`, or None if it is not an execution of `trace`."""
+    positions = [0] * trace.ranks
+    values: dict[CellKey, int] = {}
+    for ref in schedule:
+        if positions[ref.rank] != ref.index or ref.index >= len(trace.events[ref.rank]):
+            return None
+        event = trace.event(ref)
+        if event.wait is not None and not _wait_holds(event, values):
+            return None
+        for write in skeleton.writes.get(ref, ()):
+            base = values.get(write.cell, 0) if write.op is NotifyOp.ATOMIC_ADD else 0
+            values[write.cell] = base + write.value
+        positions[ref.rank] += 1
+    return _Replayed(positions=tuple(positions), values=values)
+
+
+def _blocked_waits(trace: Trace, state: _Replayed) -> tuple[EventRef, ...] | None:
+    """The waits unfinished ranks sit at, if no rank can move and some is unfinished."""
+    blocked: list[EventRef] = []
+    for rank, position in enumerate(state.positions):
+        if position == len(trace.events[rank]):
+            continue
+        event = trace.events[rank][position]
+        if event.wait is None or _wait_holds(event, state.values):
+            return None
+        blocked.append(event.ref)
+    return tuple(blocked) or None
+
+
+def _emit_until(out: list[EventRef], emitted: list[int], rank: int, stop: int) -> None:
+    """Append `rank`'s events from where it stands up to index `stop` (exclusive)."""
+    out.extend(EventRef(rank=rank, index=index) for index in range(emitted[rank], stop))
+    emitted[rank] = max(emitted[rank], stop)
+
+
+def _with_data_events(
+    trace: Trace, signal_run: Iterable[EventRef], tails: dict[int, int]
+) -> Schedule:
+    """A run of signal events with each rank's data events just before its next signal
+    event, then every rank in `tails` run up to the index it maps to (exclusive)."""
+    out: list[EventRef] = []
+    emitted = [0] * trace.ranks
+    for ref in signal_run:
+        _emit_until(out, emitted, ref.rank, ref.index + 1)
+    for rank, stop in tails.items():
+        _emit_until(out, emitted, rank, stop)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------
+# The z3 encoding
+
+
+def _value_bound(writes: Iterable[_CellWrite]) -> int:
+    """No interleaving of `writes` (from a zero cell) gives the cell a larger value."""
+    largest_set = 0
+    positive_adds = 0
+    for write in writes:
+        if write.op is NotifyOp.SET:
+            largest_set = max(largest_set, write.value)
+        else:
+            positive_adds += max(write.value, 0)
+    return largest_set + positive_adds
+
+
+def _holds(cmp: WaitCmp, value: z3.ArithRef, expected: int) -> z3.BoolRef:
+    return value >= expected if cmp is WaitCmp.GE else value == expected
+
+
+class _Encoding:
+    """The executions of one trace as constraints on one solver, reused by every query."""
+
+    def __init__(self, trace: Trace, skeleton: _Skeleton) -> None:
+        self.context = z3.Context()
+        self.solver = z3.SolverFor("QF_LIA", ctx=self.context)
+        self.executed: dict[EventRef, z3.BoolRef] = {}
+        self.time: dict[EventRef, z3.ArithRef] = {}
+        self._trace = trace
+        self._skeleton = skeleton
+        self._writers: dict[CellKey, list[tuple[EventRef, _CellWrite]]] = {}
+        self._stuck_guard: z3.BoolRef | None = None
+        self._declare_signal_events()
+        self._separate_events_on_each_cell()
+        self._require_waits_to_hold()
+
+    def _declare_signal_events(self) -> None:
+        for rank, indices in enumerate(self._skeleton.signal_indices):
+            previous: EventRef | None = None
+            for index in indices:
+                ref = EventRef(rank=rank, index=index)
+                self.executed[ref] = z3.Bool(f"x_{rank}_{index}", self.context)
+                self.time[ref] = z3.Int(f"t_{rank}_{index}", self.context)
+                if previous is not None:
+                    self.solver.add(z3.Implies(self.executed[ref], self.executed[previous]))
+                    self.solver.add(self.time[previous] < self.time[ref])
+                previous = ref
+                for write in self._skeleton.writes.get(ref, ()):
+                    self._writers.setdefault(write.cell, []).append((ref, write))
+
+    def _separate_events_on_each_cell(self) -> None:
+        # Ties are decoded waits first, so a writer tied with a wait is after it, as the
+        # strict `<` in `_value` assumes, and tied AtomicAdds commute. Only a Set tied
+        # with another writer of its cell would be ambiguous.
+        for writers in self._writers.values():
+            for n, (ref, write) in enumerate(writers):
+                for other, other_write in writers[n + 1 :]:
+                    if ref.rank != other.rank and NotifyOp.SET in (write.op, other_write.op):
+                        self.solver.add(self.time[ref] != self.time[other])
+
+    def _require_waits_to_hold(self) -> None:
+        for ref, executed in self.executed.items():
+            wait = self._trace.event(ref).wait
+            if wait is None:
+                continue
+            value = self._value(cell_key_of(wait.cell), partial(self._counted_at, ref))
+            self.solver.add(z3.Implies(executed, _holds(wait.cmp, value, wait.expected)))
+            self._add_forced_writes(ref, wait.expected)
+
+    def _counted_at(self, wait: EventRef, writer: EventRef) -> z3.BoolRef:
+        """Whether `writer` ran before `wait`, given that `wait` ran."""
+        if writer.rank == wait.rank:
+            return z3.BoolVal(writer.index < wait.index, self.context)
+        return z3.And(self.executed[writer], self.time[writer] < self.time[wait])
+
+    def _add_forced_writes(self, wait: EventRef, expected: int) -> None:
+        """Implied constraints that make most waits propagate instead of search.
+
+        An upper bound of the cell's value over a set of writers: the largest Set value
+        (or 0) plus the positive AtomicAdds. If the writers that can still run before
+        the wait, minus rank q's writes from its j-th on, bound the value below
+        `expected`, then q's j-th write runs before the wait (both Ge and Eq need
+        value >= expected). Each other rank's writes are in program order, so the
+        latest such j is the one worth stating.
+        """
+        wait_event = self._trace.event(wait)
+        assert wait_event.wait is not None
+        writers = [
+            (ref, write)
+            for ref, write in self._writers.get(cell_key_of(wait_event.wait.cell), [])
+            if ref.rank != wait.rank or ref.index < wait.index
+        ]
+        if _value_bound(write for _, write in writers) < expected:
+            self.solver.add(z3.Not(self.executed[wait]))
+            return
+        for rank in sorted({ref.rank for ref, _ in writers} - {wait.rank}):
+            own = [(ref, write) for ref, write in writers if ref.rank == rank]
+            others = [write for ref, write in writers if ref.rank != rank]
+            forced = [
+                ref
+                for j, (ref, _) in enumerate(own)
+                if _value_bound(others + [write for _, write in own[:j]]) < expected
+            ]
+            if forced:
+                writer = forced[-1]
+                self.solver.add(
+                    z3.Implies(
+                        self.executed[wait],
+                        z3.And(self.executed[writer], self.time[writer] < self.time[wait]),
+                    )
+                )
+
+    def _value(self, cell: CellKey, counted: Callable[[EventRef], z3.BoolRef]) -> z3.ArithRef:
+        """The cell's value over the writers `counted` admits: the last Set among them
+        (0 if none) plus the AtomicAdds after it."""
+        writers = self._writers.get(cell, [])
+        sets = [ref for ref, write in writers if write.op is NotifyOp.SET]
+        terms: list[z3.ArithRef] = []
+        for ref, write in writers:
+            overwritten = [
+                z3.And(counted(later), self.time[ref] < self.time[later])
+                for later in sets
+                if later != ref
+            ]
+            alive = counted(ref)
+            if overwritten:
+                alive = z3.And(alive, z3.Not(z3.Or(overwritten)))
+            terms.append(z3.If(alive, z3.IntVal(write.value, self.context), 0))
+        return z3.Sum(terms) if terms else z3.IntVal(0, self.context)
+
+    def stuck_guard(self) -> z3.BoolRef | None:
+        """A literal that, assumed, asks for a stuck state; None if none can exist."""
+        if self._stuck_guard is None:
+            constraints = self._stuck_constraints()
+            if constraints is None:
+                return None
+            self._stuck_guard = z3.Bool("stuck", self.context)
+            self.solver.add(z3.Implies(self._stuck_guard, z3.And(constraints)))
+        return self._stuck_guard
+
+    def _stuck_constraints(self) -> list[z3.BoolRef] | None:
+        """Every rank finished or at a WAIT false on the final values; some unfinished."""
+        constraints: list[z3.BoolRef] = []
+        unfinished: list[z3.BoolRef] = []
+        for rank, indices in enumerate(self._skeleton.signal_indices):
+            before: z3.BoolRef = z3.BoolVal(True, self.context)
+            for index in indices:
+                ref = EventRef(rank=rank, index=index)
+                at_next = z3.And(before, z3.Not(self.executed[ref]))
+                wait = self._trace.event(ref).wait
+                if wait is None:
+                    constraints.append(z3.Not(at_next))
+                else:
+                    final = self._value(cell_key_of(wait.cell), self.executed.__getitem__)
+                    blocked = z3.Not(_holds(wait.cmp, final, wait.expected))
+                    constraints.append(z3.Implies(at_next, blocked))
+                before = self.executed[ref]
+            if any(self._trace.events[rank][i].wait is not None for i in indices):
+                unfinished.append(z3.Not(before))
+        if not unfinished:
+            return None
+        constraints.append(z3.Or(unfinished))
+        return constraints
+
+    def decode(self, model: z3.ModelRef) -> tuple[EventRef, ...]:
+        """The executed signal events in time order."""
+        executed = [
+            ref
+            for ref, flag in self.executed.items()
+            if z3.is_true(model.eval(flag, model_completion=True))
+        ]
+        moment = {
+            ref: model.eval(self.time[ref], model_completion=True).as_long() for ref in executed
+        }
+        return tuple(
+            sorted(executed, key=lambda ref: (moment[ref], self._is_writer(ref), _order(ref)))
+        )
+
+    def _is_writer(self, ref: EventRef) -> bool:
+        return ref in self._skeleton.writes
+
+
+def _order(ref: EventRef) -> tuple[int, int]:
+    return (ref.rank, ref.index)
+
+
+def _solve(
+    encoding: _Encoding, assumptions: list[z3.BoolRef], deadline: float
+) -> z3.ModelRef | None:
+    """A model of the encoding under `assumptions`, or None if there is none."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise EngineUnknown("smt: the time budget ran out before z3 was asked")
+    encoding.solver.set("timeout", max(1, int(remaining * 1000)))
+    result = encoding.solver.check(*assumptions)
+    if result == z3.sat:
+        return encoding.solver.model()
+    if result == z3.unsat:
+        return None
+    raise EngineUnknown(f"smt: z3 could not decide ({encoding.solver.reason_unknown()})")
+
+
+# ---------------------------------------------------------------------------------------
+# The oracle
+
+
+@dataclass(slots=True)
+class _KnownRun:
+    """A decoded execution of signal events, with each event's position in it."""
+
+    run: tuple[EventRef, ...]
+    position: dict[EventRef, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.position = {ref: n for n, ref in enumerate(self.run)}
+
+    def prefix_through(
+        self, last: EventRef, blocker: EventRef | None
+    ) -> tuple[EventRef, ...] | None:
+        """The run up to `last` if it executes `last` before (or without) `blocker`."""
+        at = self.position.get(last)
+        if at is None:
+            return None
+        if blocker is not None and self.position.get(blocker, at + 1) < at:
+            return None
+        return self.run[: at + 1]
+
+
+class SmtOracle:
+    """Answers the engine questions for one trace; every z3 model it gets is kept and
+    answers later questions that the same execution settles."""
+
+    def __init__(self, trace: Trace, *, deadline: float, minimize_witnesses: bool = True) -> None:
+        self._trace = trace
+        self._skeleton = _skeleton(trace)
+        self._encoding = _Encoding(trace, self._skeleton)
+        self._deadline = deadline
+        self._runs: list[_KnownRun] = []
+        self._refuted: set[tuple[EventRef, EventRef | None]] = set()
+        self._stuck_asked = False
+        self._stuck: Stuck | None = None
+        self.queries = 0  # z3 checks made, for benchmarks
+        if time.monotonic() > deadline:
+            raise EngineUnknown("smt: the time budget ran out while encoding")
+
+    def can_precede(self, first: EventRef, second: EventRef) -> bool:
+        return self._signal_prefix(first, second) is not None
+
+    def witness(self, first: EventRef, second: EventRef) -> Schedule:
+        prefix = self._signal_prefix(first, second)
+        if prefix is None:
+            raise ValueError(f"no execution runs {first} without {second}")
+        if prefix:
+            prefix = self._causal_past(prefix)
+        schedule = self._ending_with(prefix, first)
+        state = _replay(self._trace, self._skeleton, schedule)
+        if state is None or not schedule or schedule[-1] != first or second in schedule:
+            raise SmtInternalError(f"decoded witness for {first} before {second} is not one")
+        return schedule
+
+    def stuck(self) -> Stuck | None:
+        if not self._stuck_asked:
+            self._stuck = self._find_stuck()
+            self._stuck_asked = True
+        return self._stuck
+
+    # -- can_precede and witness
+
+    def _signal_prefix(self, first: EventRef, second: EventRef) -> tuple[EventRef, ...] | None:
+        """A run of signal events after which `first`'s rank can run on to `first` while
+        `second` has not run; None if there is none."""
+        if first.rank == second.rank:
+            if first.index >= second.index:
+                return None
+            blocker = None
+        else:
+            blocker = self._first_signal_from(second)
+        last = self._last_signal_through(first)
+        if last is None:
+            return ()
+        return self._reach(last, blocker)
+
+    def _last_signal_through(self, ref: EventRef) -> EventRef | None:
+        indices = [i for i in self._skeleton.signal_indices[ref.rank] if i <= ref.index]
+        return EventRef(rank=ref.rank, index=indices[-1]) if indices else None
+
+    def _first_signal_from(self, ref: EventRef) -> EventRef | None:
+        indices = [i for i in self._skeleton.signal_indices[ref.rank] if i >= ref.index]
+        return EventRef(rank=ref.rank, index=indices[0]) if indices else None
+
+    def _reach(self, last: EventRef, blocker: EventRef | None) -> tuple[EventRef, ...] | None:
+        """A run that executes `last` and not `blocker` before it."""
+        if (last, blocker) in self._refuted:
+            return None
+        known = self._known_prefix(last, blocker)
+        if known is not None:
+            return known
+        assumptions = [self._encoding.executed[last]]
+        if blocker is not None:
+            assumptions.append(z3.Not(self._encoding.executed[blocker]))
+        model = self._query(assumptions)
+        if model is None:
+            self._refuted.add((last, blocker))
+            return None
+        self._runs.append(_KnownRun(self._encoding.decode(model)))
+        known = self._runs[-1].prefix_through(last, blocker)
+        if known is None:
+            raise SmtInternalError(f"z3 model does not run {last} without {blocker}")
+        return known
+
+    def _known_prefix(
+        self, last: EventRef, blocker: EventRef | None
+    ) -> tuple[EventRef, ...] | None:
+        for known in self._runs:
+            prefix = known.prefix_through(last, blocker)
+            if prefix is not None:
+                return prefix
+        return None
+
+    def _query(self, assumptions: list[z3.BoolRef]) -> z3.ModelRef | None:
+        self.queries += 1
+        return _solve(self._encoding, assumptions, self._deadline)
+
+    def _ending_with(self, prefix: Iterable[EventRef], first: EventRef) -> Schedule:
+        return _with_data_events(self._trace, prefix, {first.rank: first.index + 1})
+
+    def _causal_past(self, prefix: tuple[EventRef, ...]) -> tuple[EventRef, ...]:
+        """The events of `prefix` that its last event needs: its rank's earlier events
+        and, for every needed wait, every write to the wait's cell that ran before it
+        (so every needed wait sees the same value), closed under both rules."""
+        needed = [-1] * self._trace.ranks
+        needed[prefix[-1].rank] = prefix[-1].index
+        kept: list[EventRef] = []
+        for position in range(len(prefix) - 1, -1, -1):
+            ref = prefix[position]
+            if ref.index > needed[ref.rank]:
+                continue
+            kept.append(ref)
+            wait = self._trace.event(ref).wait
+            if wait is None:
+                continue
+            cell = cell_key_of(wait.cell)
+            for earlier in prefix[:position]:
+                if any(write.cell == cell for write in self._skeleton.writes.get(earlier, ())):
+                    needed[earlier.rank] = max(needed[earlier.rank], earlier.index)
+        return tuple(reversed(kept))
+
+    # -- stuck
+
+    def _find_stuck(self) -> Stuck | None:
+        guard = self._encoding.stuck_guard()
+        if guard is None:
+            return None
+        model = self._query([guard])
+        if model is None:
+            return None
+        run = self._encoding.decode(model)
+        self._runs.append(_KnownRun(run))
+        schedule = _with_data_events(self._trace, run, self._stops(run))
+        state = _replay(self._trace, self._skeleton, schedule)
+        blocked = None if state is None else _blocked_waits(self._trace, state)
+        if state is None or blocked is None:
+            raise SmtInternalError("decoded stuck state does not replay to a stuck state")
+        cells = sorted({self._waited_cell(ref) for ref in blocked})
+        return Stuck(
+            schedule=schedule,
+            blocked=blocked,
+            cell_values=tuple(
+                (self._skeleton.cells[key], state.values.get(key, 0)) for key in cells
+            ),
+        )
+
+    def _waited_cell(self, ref: EventRef) -> CellKey:
+        wait = self._trace.event(ref).wait
+        assert wait is not None
+        return cell_key_of(wait.cell)
+
+    def _stops(self, run: tuple[EventRef, ...]) -> dict[int, int]:
+        """Per rank, where it stops after `run`: its first signal event not in the run
+        (a blocked wait), or its end."""
+        executed = set(run)
+        stops: dict[int, int] = {}
+        for rank, indices in enumerate(self._skeleton.signal_indices):
+            pending = [i for i in indices if EventRef(rank=rank, index=i) not in executed]
+            stops[rank] = pending[0] if pending else len(self._trace.events[rank])
+        return stops
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SmtEngine:
+    """The `smt` engine; see the module docstring for what it decides."""
+
+    name: str = field(default="smt", init=False)
+
+    def unsupported(self, trace: Trace) -> str | None:
+        return None
+
+    def order(self, trace: Trace, *, deadline: float) -> SmtOracle:
+        return SmtOracle(trace, deadline=deadline)

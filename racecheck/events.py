@@ -1,0 +1,259 @@
+"""The event record: what one rank did, in program order, as racecheck's stages see it.
+
+Every later stage (happens-before, engines, analysis, reference execution, reports)
+reads these frozen records and nothing else from the co-simulation. A trace is fixed
+once recorded: engines never re-run user code, they reason over these events.
+
+Vocabulary: a *rank* runs a sequence of *events*; an event may *access* a *region*
+(byte ranges of one memory instance) and may be a *notify* or a *wait* on a *signal
+cell*. A *schedule* is an interleaving of event references.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+HOST_OWNER = -1
+"""Owner rank of host tensors: one shared instance, not one per rank."""
+
+
+class MemoryKind(Enum):
+    WINDOW = "window"
+    HOST = "host"
+
+
+class AccessMode(Enum):
+    READ = "read"
+    WRITE = "write"
+    ATOMIC = "atomic"  # atomic read-modify-write (AtomicAdd accumulate, notify, wait's read)
+
+
+class NotifyOp(Enum):
+    ATOMIC_ADD = "AtomicAdd"
+    SET = "Set"
+
+
+class WaitCmp(Enum):
+    GE = "Ge"
+    EQ = "Eq"
+
+    def holds(self, value: int, expected: int) -> bool:
+        return value >= expected if self is WaitCmp.GE else value == expected
+
+
+class EventKind(Enum):
+    LOAD = "load"  # plain read: pl.load/read, remote_load, the read half of put/get
+    STORE = "store"  # plain write: pl.store/write, remote_store, the write half of put/get
+    ATOMIC_ADD = "atomic-add"  # remote_store / put with atomic=Add
+    NOTIFY = "notify"
+    WAIT = "wait"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceLocation:
+    file: str
+    line: int
+    text: str  # the source line, stripped
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Memory:
+    """One allocation: a window buffer (one instance per rank) or a host tensor."""
+
+    id: int
+    kind: MemoryKind
+    name: str  # the user's variable name where known, e.g. "data_buf" or "y"
+    nbytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Region:
+    """Bytes of one memory instance: sorted, disjoint, non-adjacent [start, end) ranges."""
+
+    memory: int  # Memory.id
+    owner: int  # rank owning the instance; HOST_OWNER for host tensors
+    ranges: tuple[tuple[int, int], ...]
+
+    def overlaps(self, other: Region) -> bool:
+        if self.memory != other.memory or self.owner != other.owner:
+            return False
+        return bool(intersect_ranges(self.ranges, other.ranges))
+
+    @property
+    def nbytes(self) -> int:
+        return sum(end - start for start, end in self.ranges)
+
+
+def intersect_ranges(
+    a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]
+) -> tuple[tuple[int, int], ...]:
+    """Intersection of two sorted disjoint range lists, by a merge sweep."""
+    out: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo = max(a[i][0], b[j][0])
+        hi = min(a[i][1], b[j][1])
+        if lo < hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
+
+
+def subtract_ranges(
+    a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]
+) -> tuple[tuple[int, int], ...]:
+    """The parts of sorted disjoint ranges `a` not covered by sorted disjoint ranges `b`."""
+    out: list[tuple[int, int]] = []
+    j = 0
+    for start, end in a:
+        cursor = start
+        while j < len(b) and b[j][1] <= cursor:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] < end:
+            if b[k][0] > cursor:
+                out.append((cursor, b[k][0]))
+            cursor = max(cursor, b[k][1])
+            k += 1
+        if cursor < end:
+            out.append((cursor, end))
+    return tuple(out)
+
+
+def union_ranges(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Sorted, merged union of arbitrary ranges."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if start >= end:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return tuple(merged)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalCell:
+    """One INT32 cell of a signal window instance."""
+
+    memory: int
+    owner: int
+    offset: int  # byte offset of the cell in the buffer
+    index: tuple[int, ...]  # element index in the view the program used, for messages
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notify:
+    cell: SignalCell
+    op: NotifyOp
+    value: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Wait:
+    cell: SignalCell
+    cmp: WaitCmp
+    expected: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventRef:
+    rank: int
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One step of one rank. `index` is its position in the rank's event sequence.
+
+    Invariants: NOTIFY carries `notify` and an ATOMIC access of the cell's 4 bytes;
+    WAIT carries `wait` and an ATOMIC access of its cell; LOAD/STORE/ATOMIC_ADD carry
+    an access with mode READ/WRITE/ATOMIC and no sync. `cell_values` is set for plain
+    writes that land on INT32 data small enough to matter as signal values: the
+    integer written at each 4-byte-aligned offset, so engines can model a plain store
+    into a signal cell as a Set.
+    """
+
+    rank: int
+    index: int
+    kind: EventKind
+    access: Region | None
+    mode: AccessMode | None
+    location: SourceLocation
+    notify: Notify | None = None
+    wait: Wait | None = None
+    cell_values: tuple[tuple[int, int], ...] = ()  # (byte offset, int32 value)
+    repeat: int = 0  # which --repeat round issued it
+    label: str = ""  # the DSL call, e.g. "pld.tile.remote_load" or "pld.tensor.barrier"
+
+    @property
+    def ref(self) -> EventRef:
+        return EventRef(rank=self.rank, index=self.index)
+
+    @property
+    def is_sync(self) -> bool:
+        return self.kind is EventKind.NOTIFY or self.kind is EventKind.WAIT
+
+
+class RankEnd(Enum):
+    """How a rank's recorded run ended under the tracing schedule."""
+
+    FINISHED = "finished"
+    FORCED = "forced"  # a wait was forced past to finish tracing (the tracing run deadlocked)
+    CRASHED = "crashed"  # stopped by an out-of-bounds access it could not perform
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutOfBounds:
+    rank: int
+    location: SourceLocation
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trace:
+    """The P ranks' event sequences of one program at one rank count.
+
+    `control_reads` are the loads whose values decided control flow or addresses;
+    if none of them races, every execution has these same event sequences.
+    """
+
+    ranks: int
+    events: tuple[tuple[Event, ...], ...]
+    memories: tuple[Memory, ...]
+    ends: tuple[RankEnd, ...]
+    out_of_bounds: tuple[OutOfBounds, ...] = ()
+    control_reads: tuple[EventRef, ...] = ()
+    repeat: int = 1
+
+    def event(self, ref: EventRef) -> Event:
+        return self.events[ref.rank][ref.index]
+
+    @property
+    def size(self) -> int:
+        return sum(len(seq) for seq in self.events)
+
+    def memory(self, memory_id: int) -> Memory:
+        return self.memories[memory_id]
+
+
+Schedule = tuple[EventRef, ...]
+"""An interleaving (or a prefix of one): event references in execution order."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stuck:
+    """A reachable state in which some rank waits forever."""
+
+    schedule: Schedule  # how to get there
+    blocked: tuple[EventRef, ...]  # the waits that can never pass
+    cell_values: tuple[tuple[SignalCell, int], ...] = field(default=())

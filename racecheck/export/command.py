@@ -1,0 +1,49 @@
+"""`racecheck export FILE --ranks P --format promela`: one program's trace as a model file.
+
+Loads and traces the program exactly as `verify` does (frontend, then co-simulation
+under the default schedule) and renders the trace; it decides nothing itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from racecheck.errors import ProgramRejected, UsageError
+from racecheck.export.promela import to_promela
+
+FORMATS = ("promela",)
+
+
+def export_command(
+    path: str,
+    ranks: int,
+    fmt: str = "promela",
+    *,
+    programs: tuple[str, ...] = (),
+    args: Mapping[str, str] | None = None,
+    repeat: int = 1,
+) -> str:
+    """The model text of the one program of `path` (or of `--program`) at `ranks` ranks."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    # Imported on use, like the CLI's other commands: tracing pulls in the whole frontend.
+    from racecheck.cosim import simulate
+    from racecheck.load import discover, load_file
+
+    specs = list(discover(load_file(path), programs=programs, args=dict(args or {})))
+    if len(specs) != 1:
+        names = ", ".join(spec.name for spec in specs) or "none"
+        raise UsageError(
+            f"export writes one program's model, and {path} has {len(specs)} ({names});"
+            " choose one with --program NAME"
+        )
+    (spec,) = specs
+    try:
+        instance = spec.instantiate(ranks)
+    except ProgramRejected as rejected:
+        raise UsageError(
+            f"{spec.name} rejects {ranks} ranks ({rejected.message}); nothing to export"
+        ) from None
+    trace = simulate(instance, repeat=repeat).trace
+    header = f"/* {spec.name} from {path.replace('*/', '* /')}, P={ranks}, repeat={repeat} */\n"
+    return header + to_promela(trace)

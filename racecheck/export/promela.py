@@ -1,0 +1,197 @@
+"""A trace as a Promela model, so that SPIN decides its properties independently.
+
+The model follows the execution semantics of `racecheck.engines.base` literally:
+
+* One `active proctype` per rank runs that rank's events in program order; each event
+  is one atomic step. Signal cells (cells some NOTIFY or WAIT targets; identity
+  (memory, owner, byte offset)) are global `int`s, initially 0. A WAIT is its
+  condition as a blocking guard (Ge `>=`, Eq `==`); a NOTIFY adds (AtomicAdd) or
+  assigns (Set); a plain STORE whose `cell_values` land on signal cells assigns them.
+* Deadlock is SPIN's invalid end state: a state with no executable statement in which
+  some rank has not reached the end of its proctype. Finished ranks have terminated,
+  which SPIN counts as a valid end state; a rank blocked at a WAIT is not in one.
+* Each ordering question ("can `first` run while `second` has not?", see
+  `racecheck.export.properties`) is a *marker*: a `skip` labelled `q_<n>` on a line of
+  its own, inside the atomic step of `first`, guarded by "`second` has not run". It
+  is reachable iff the answer is yes. Whether `second` has run is read from its rank's
+  `done_<rank>` counter, which the atomic steps of question targets (only those) set
+  to their position + 1.
+* Data events that no question mentions and that change no signal cell are left out:
+  they are always enabled and change nothing any guard reads.
+
+Run by hand: `spin -a -o3 model.pml && gcc -DSAFETY -DNOREDUCE -o pan pan.c &&
+./pan -c0`; the markers SPIN lists as "unreached" are the questions answered no.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from racecheck.events import Event, EventKind, NotifyOp, SignalCell, Trace, WaitCmp
+from racecheck.export.properties import Question, questions
+
+CellKey = tuple[int, int, int]  # (memory, owner, byte offset)
+INDENT = "    "
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromelaModel:
+    text: str
+    markers: Mapping[int, Question]  # line number (1-based) of each question's marker
+    steps: tuple[int, ...]  # atomic steps of each rank's proctype
+
+
+def to_promela(trace: Trace) -> str:
+    """The model of `trace` with a marker for every race and stale-read question."""
+    return write_model(trace, questions(trace)).text
+
+
+def write_model(trace: Trace, asked: tuple[Question, ...]) -> PromelaModel:
+    """The model of `trace` with one marker per question of `asked` (questions of
+    different ranks only), and the line of each marker."""
+    cells = _signal_cells(trace)
+    asked_after: dict[tuple[int, int], list[Question]] = defaultdict(list)
+    for question in asked:
+        asked_after[(question.first.rank, question.first.index)].append(question)
+    targets = {(q.second.rank, q.second.index) for q in asked}
+    writer = _Writer()
+    _header(writer, trace, len(asked))
+    _declarations(writer, trace, cells, targets)
+    markers: dict[int, Question] = {}
+    steps_per_rank = []
+    for rank, rank_events in enumerate(trace.events):
+        writer.line(f"active proctype rank_{rank}() {{")
+        steps = 0
+        for event in rank_events:
+            spot = (event.rank, event.index)
+            effects = _effects(event, cells)
+            if effects is None and spot not in targets and spot not in asked_after:
+                continue
+            _step(writer, trace, event, effects or [], spot in targets, asked_after[spot], markers)
+            steps += 1
+        if steps == 0:
+            writer.line(f"{INDENT}skip")
+        writer.line("}")
+        writer.line("")
+        steps_per_rank.append(steps)
+    return PromelaModel(text=writer.text(), markers=markers, steps=tuple(steps_per_rank))
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def line(self, text: str) -> int:
+        self.lines.append(text)
+        return len(self.lines)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _signal_cells(trace: Trace) -> dict[CellKey, tuple[int, SignalCell]]:
+    """Each signal cell with its number in the model, in first-seen order."""
+    cells: dict[CellKey, tuple[int, SignalCell]] = {}
+    for rank_events in trace.events:
+        for event in rank_events:
+            sync = event.notify or event.wait
+            if sync is not None:
+                key = (sync.cell.memory, sync.cell.owner, sync.cell.offset)
+                cells.setdefault(key, (len(cells), sync.cell))
+    return cells
+
+
+def _comment(text: str) -> str:
+    """A one-line comment: source text may span lines, and marker lines are counted."""
+    return "/* " + " ".join(text.split()).replace("*/", "* /") + " */"
+
+
+def _header(writer: _Writer, trace: Trace, asked: int) -> None:
+    writer.line(_comment(f"racecheck model: {trace.ranks} ranks, {trace.size} events"))
+    writer.line(_comment(f"{asked} ordering questions: marker q_<n> reachable = answer yes"))
+    writer.line(_comment("deadlock = invalid end state"))
+    writer.line("")
+
+
+def _declarations(
+    writer: _Writer,
+    trace: Trace,
+    cells: dict[CellKey, tuple[int, SignalCell]],
+    targets: set[tuple[int, int]],
+) -> None:
+    for number, cell in cells.values():
+        memory = trace.memory(cell.memory)
+        index = ", ".join(str(i) for i in cell.index)
+        where = f"{memory.name}[{cell.owner}][{index}] at byte {cell.offset}"
+        writer.line(f"int cell_{number} = 0; {_comment(where)}")
+    for rank in sorted({rank for rank, _ in targets}):
+        writer.line(f"{_counter_type(len(trace.events[rank]))} done_{rank} = 0;")
+    writer.line("")
+
+
+def _counter_type(limit: int) -> str:
+    if limit <= 255:
+        return "byte"
+    return "short" if limit <= 32767 else "int"
+
+
+def _effects(event: Event, cells: dict[CellKey, tuple[int, SignalCell]]) -> list[str] | None:
+    """The statements that give `event` its semantics; None for an event that has none."""
+    if event.wait is not None:
+        wait = event.wait
+        number, _ = cells[(wait.cell.memory, wait.cell.owner, wait.cell.offset)]
+        relation = ">=" if wait.cmp is WaitCmp.GE else "=="
+        return [f"cell_{number} {relation} {wait.expected}"]
+    if event.notify is not None:
+        notify = event.notify
+        number, _ = cells[(notify.cell.memory, notify.cell.owner, notify.cell.offset)]
+        if notify.op is NotifyOp.ATOMIC_ADD:
+            return [f"cell_{number} = cell_{number} + {notify.value}"]
+        return [f"cell_{number} = {notify.value}"]
+    if event.kind is EventKind.STORE and event.access is not None:
+        base = (event.access.memory, event.access.owner)
+        assigned = [
+            f"cell_{cells[(*base, offset)][0]} = {value}"
+            for offset, value in event.cell_values
+            if (*base, offset) in cells
+        ]
+        return assigned or None
+    return None
+
+
+def _step(
+    writer: _Writer,
+    trace: Trace,
+    event: Event,
+    effects: list[str],
+    is_target: bool,
+    asked: list[Question],
+    markers: dict[int, Question],
+) -> None:
+    location = event.location
+    writer.line(
+        INDENT + _comment(f"e{event.index}: {event.kind.value} {location}: {location.text}")
+    )
+    statements = list(effects)
+    if is_target:
+        statements.append(f"done_{event.rank} = {event.index + 1}")
+    writer.line(f"{INDENT}atomic {{")
+    body = INDENT * 2
+    for n, statement in enumerate(statements):
+        last = n == len(statements) - 1 and not asked
+        writer.line(f"{body}{statement}{'' if last else ';'}")
+    for n, question in enumerate(asked):
+        second = question.second
+        writer.line(f"{body}if")
+        writer.line(f"{body}:: done_{second.rank} <= {second.index} ->")
+        number = len(markers)
+        line = writer.line(
+            f"q_{number}: {body}skip "
+            + _comment(f"can e{event.index} run before rank {second.rank} e{second.index}?")
+        )
+        markers[line] = question
+        writer.line(f"{body}:: else -> skip")
+        writer.line(f"{body}fi{'' if n == len(asked) - 1 else ';'}")
+    writer.line(f"{INDENT}}};")

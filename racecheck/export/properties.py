@@ -1,0 +1,169 @@
+"""The SPEC §2 properties as ordering questions, and the verdicts their answers give.
+
+Decides nothing by itself: it lists, straight from the definitions (written here
+independently of `racecheck.analysis`, so that a SPIN run is a real second opinion),
+which `can_precede` questions a trace's race and stale-read verdicts rest on, and turns
+a model checker's answers to them into verdicts.
+
+* Conflict: accesses of overlapping bytes of one memory instance by different ranks,
+  at least one writing (a NOTIFY and an ATOMIC_ADD write, a WAIT only reads), not both
+  atomic. A conflicting pair races iff each can run while the other has not.
+* Stale read: a LOAD of a data window (a window memory no NOTIFY/WAIT targets); its
+  bytes that no overlapping write can precede (an earlier write of the same rank
+  always does) are stale.
+* Deadlock: answered by the model checker directly; nothing to derive.
+
+Assumes a well-formed trace (events indexed by position, regions normalised).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from racecheck.events import (
+    AccessMode,
+    Event,
+    EventKind,
+    EventRef,
+    MemoryKind,
+    Trace,
+    intersect_ranges,
+    subtract_ranges,
+    union_ranges,
+)
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Question:
+    """Can `first` have run in some execution while `second` has not yet?"""
+
+    first: EventRef
+    second: EventRef
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StaleRead:
+    read: EventRef
+    ranges: Ranges  # bytes of the read's memory instance that no write can precede
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdicts:
+    """What the answers say: racing pairs (lower (rank, index) first), stale reads, deadlock."""
+
+    races: frozenset[tuple[EventRef, EventRef]]
+    stale_reads: tuple[StaleRead, ...]
+    deadlock: bool
+
+
+def writes(event: Event) -> bool:
+    return event.mode is AccessMode.WRITE or (
+        event.mode is AccessMode.ATOMIC and event.kind is not EventKind.WAIT
+    )
+
+
+def conflicts(a: Event, b: Event) -> bool:
+    """Different ranks, overlapping bytes, one writes, not both atomic."""
+    if a.rank == b.rank or a.access is None or b.access is None:
+        return False
+    if not (writes(a) or writes(b)):
+        return False
+    if a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC:
+        return False
+    return a.access.overlaps(b.access)
+
+
+def _by_instance(trace: Trace) -> dict[tuple[int, int], list[Event]]:
+    table: dict[tuple[int, int], list[Event]] = defaultdict(list)
+    for rank_events in trace.events:
+        for event in rank_events:
+            if event.access is not None:
+                table[(event.access.memory, event.access.owner)].append(event)
+    return table
+
+
+def conflicting_pairs(trace: Trace) -> list[tuple[Event, Event]]:
+    """Every conflicting pair once, the event of lower (rank, index) first."""
+    pairs = []
+    for events in _by_instance(trace).values():
+        for n, a in enumerate(events):
+            pairs.extend((a, b) for b in events[n + 1 :] if conflicts(a, b))
+    return pairs
+
+
+def _data_windows(trace: Trace) -> set[int]:
+    signal_memories = {
+        sync.cell.memory
+        for rank_events in trace.events
+        for event in rank_events
+        for sync in (event.notify, event.wait)
+        if sync is not None
+    }
+    return {
+        memory.id
+        for memory in trace.memories
+        if memory.kind is MemoryKind.WINDOW and memory.id not in signal_memories
+    }
+
+
+def stale_candidates(trace: Trace) -> list[tuple[Event, list[Event]]]:
+    """Each LOAD of a data window with every write (any rank) that overlaps it."""
+    data_windows = _data_windows(trace)
+    candidates = []
+    for events in _by_instance(trace).values():
+        if events[0].access is None or events[0].access.memory not in data_windows:
+            continue
+        writers = [event for event in events if writes(event)]
+        for read in events:
+            if read.kind is EventKind.LOAD:
+                assert read.access is not None
+                overlapping = [w for w in writers if w.access and read.access.overlaps(w.access)]
+                candidates.append((read, overlapping))
+    return candidates
+
+
+def questions(trace: Trace) -> tuple[Question, ...]:
+    """Every question the race and stale-read verdicts need, each once, in trace order."""
+    found: dict[Question, None] = {}
+    for a, b in conflicting_pairs(trace):
+        found[Question(first=a.ref, second=b.ref)] = None
+        found[Question(first=b.ref, second=a.ref)] = None
+    for read, writers in stale_candidates(trace):
+        for writer in writers:
+            if writer.rank != read.rank:
+                found[Question(first=writer.ref, second=read.ref)] = None
+    return tuple(found)
+
+
+def decide(trace: Trace, answers: Mapping[Question, bool], *, deadlock: bool) -> Verdicts:
+    """The verdicts, given an answer to every question of `questions(trace)`."""
+
+    def can_precede(first: Event, second: Event) -> bool:
+        if first.rank == second.rank:
+            return first.index < second.index
+        return answers[Question(first=first.ref, second=second.ref)]
+
+    races = frozenset(
+        (a.ref, b.ref)
+        for a, b in conflicting_pairs(trace)
+        if can_precede(a, b) and can_precede(b, a)
+    )
+    stale = []
+    for read, writers in stale_candidates(trace):
+        assert read.access is not None
+        reached = union_ranges(
+            [
+                span
+                for writer in writers
+                if writer.access is not None and can_precede(writer, read)
+                for span in intersect_ranges(writer.access.ranges, read.access.ranges)
+            ]
+        )
+        missing = subtract_ranges(read.access.ranges, reached)
+        if missing:
+            stale.append(StaleRead(read=read.ref, ranges=missing))
+    return Verdicts(races=races, stale_reads=tuple(stale), deadlock=deadlock)

@@ -1,0 +1,397 @@
+"""Loading a user file and discovering the programs in it (SPEC §1).
+
+`load_file` executes the file as a fresh module (never as `__main__`, so its
+`main()` block does not run) with racecheck's `pypto` modules installed.
+`discover` lists its programs: module-level `@pl.program` classes, module-level
+`@pl.jit.host` entries, and factories (module-level functions whose body defines a
+`@pl.program` class or `@pl.jit` functions and returns one, found from the AST),
+each as a `ProgramSpec` that instantiates the program at a rank count P.
+
+A `raise`/`assert` of the user's own code while building or running a program for a
+P means the program rejects that P (`ProgramRejected`, the P is skipped); anything
+else the user's code raises is a `TracingError` at its line.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import itertools
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from racecheck.dsl.location import register_user_file, traceback_location
+from racecheck.dsl.modules import installed
+from racecheck.dsl.program import DslFunction, FunctionRole, Program, entry_parameters
+from racecheck.dsl.types import DimExpr, DynVar, ScalarType, TensorType, resolve_dim
+from racecheck.errors import LoadError, ProgramRejected, TracingError, UserError
+
+RANK_COUNT_NAMES = frozenset({
+    "nr", "n", "p", "n_ranks", "nranks", "num_ranks", "world_size", "world", "ranks",
+    "n_devices", "num_devices", "nrank", "rank_count", "n_rank",
+})
+REJECTING_EXCEPTIONS = (ValueError, AssertionError, NotImplementedError, RuntimeError, SystemExit)
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedFile:
+    path: str  # as the user gave it; used in every message
+    module: ModuleType
+    source: str
+    tree: ast.Module
+
+    @property
+    def namespace(self) -> dict[str, Any]:
+        return vars(self.module)
+
+
+def load_file(path: str) -> LoadedFile:
+    """Execute the user's file as a fresh module; any failure is one `LoadError`."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+    except FileNotFoundError:
+        raise LoadError("no such file", file=path) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise LoadError(f"cannot read the file: {error}", file=path) from None
+    compiled_name = os.path.abspath(path)
+    try:
+        tree = ast.parse(source, filename=compiled_name)
+        code = compile(tree, compiled_name, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        raise LoadError(f"syntax error: {error.msg}", file=path, line=error.lineno) from None
+    register_user_file(compiled_name, path)
+    module = _fresh_module(compiled_name)
+    with installed():
+        try:
+            exec(code, module.__dict__)
+        except UserError:
+            raise
+        except BaseException as error:  # noqa: BLE001 - any import-time failure is a LoadError
+            where = traceback_location(error.__traceback__)
+            raise LoadError(
+                f"importing the file raised {type(error).__name__}: {error}",
+                file=path, line=where.line if where else None) from None
+    return LoadedFile(path=path, module=module, source=source, tree=tree)
+
+
+def _fresh_module(compiled_name: str) -> ModuleType:
+    digest = hashlib.sha1(compiled_name.encode()).hexdigest()[:12]
+    stem = os.path.splitext(os.path.basename(compiled_name))[0]
+    name = f"racecheck_user_{stem}_{digest}".replace("-", "_").replace(".", "_")
+    module = ModuleType(name)
+    module.__file__ = compiled_name
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    return module
+
+
+# ---------------------------------------------------------------------------- instances
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostParameter:
+    name: str
+    annotation: TensorType | ScalarType | None
+    value: Any = None  # scalars: the value passed to the entry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgramInstance:
+    """One program at one rank count, ready to simulate."""
+
+    name: str
+    ranks: int
+    entry: DslFunction
+    parameters: tuple[HostParameter, ...]
+    bindings: tuple[tuple[str, int], ...] = ()  # values of pl.dynamic dims
+    file: str = ""
+
+    def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
+        return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgramSpec:
+    name: str
+    build: Callable[[int], ProgramInstance] = field(repr=False)
+
+    def instantiate(self, ranks: int) -> ProgramInstance:
+        """The program at `ranks`; raises ProgramRejected (skip this P) or UserError."""
+        return self.build(ranks)
+
+
+def rejection_message(error: BaseException) -> str | None:
+    """The program's own message if `error` is a rejection raised by the user's code."""
+    if not isinstance(error, REJECTING_EXCEPTIONS):
+        return None
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames or not _is_registered(frames[-1].filename):
+        return None
+    if isinstance(error, SystemExit):
+        return str(error.code)
+    text = str(error)
+    if not text:
+        last = frames[-1]
+        text = f"{type(error).__name__} at line {last.lineno}: {(last.line or '').strip()}"
+    return text
+
+
+def _is_registered(filename: str) -> bool:
+    from racecheck.dsl.location import is_user_file
+
+    return is_user_file(filename)
+
+
+def _user_call(loaded: LoadedFile, what: str, call: Callable[[], Any]) -> Any:
+    with installed():
+        try:
+            return call()
+        except (UserError, ProgramRejected):
+            raise
+        except BaseException as error:  # noqa: BLE001 - classified here
+            message = rejection_message(error)
+            if message is not None:
+                raise ProgramRejected(message) from None
+            where = traceback_location(error.__traceback__)
+            raise TracingError(f"{what} raised {type(error).__name__}: {error}",
+                               file=loaded.path, line=where.line if where else None) from None
+
+
+def _annotation(parameter: inspect.Parameter, function: Callable[..., Any]) -> Any:
+    annotation = parameter.annotation
+    if isinstance(annotation, str):
+        scope = dict(getattr(function, "__globals__", {}))
+        closure = inspect.getclosurevars(function)
+        scope.update(closure.nonlocals)
+        with installed():
+            annotation = eval(annotation, scope)  # noqa: S307 - the user's own annotation
+    return None if annotation is inspect.Parameter.empty else annotation
+
+
+def _dynamic_symbols(annotations: list[Any]) -> tuple[set[str], set[str]]:
+    """(all pl.dynamic symbols in host tensor dims, those that are a leading dim)."""
+    symbols: set[str] = set()
+    leading: set[str] = set()
+    for annotation in annotations:
+        if not isinstance(annotation, TensorType):
+            continue
+        for position, dim in enumerate(annotation.dims):
+            if isinstance(dim, DimExpr):
+                symbols |= dim.symbols()
+                if position == 0 and isinstance(dim, DynVar):
+                    leading.add(dim.name)
+    return symbols, leading
+
+
+def _instance(loaded: LoadedFile, name: str, entry: DslFunction, ranks: int,
+              args: Mapping[str, str]) -> ProgramInstance:
+    parameters: list[HostParameter] = []
+    annotations: list[Any] = []
+    for parameter in entry_parameters(entry):
+        annotation = _annotation(parameter, entry.function)
+        annotations.append(annotation)
+        if isinstance(annotation, TensorType):
+            parameters.append(HostParameter(name=parameter.name, annotation=annotation))
+            continue
+        if parameter.name in args:
+            value = parse_arg(args[parameter.name], loaded)
+        elif parameter.default is not inspect.Parameter.empty:
+            value = parameter.default
+        else:
+            raise UserError(
+                f"{name}: host parameter {parameter.name!r} has no default; pass "
+                f"--arg {parameter.name}=VALUE", file=loaded.path)
+        parameters.append(HostParameter(name=parameter.name, annotation=annotation, value=value))
+    symbols, leading = _dynamic_symbols(annotations)
+    bindings: dict[str, int] = {}
+    for symbol in sorted(symbols):
+        if symbol in args:
+            bindings[symbol] = int(parse_arg(args[symbol], loaded))
+        elif symbol in leading or symbol.lower() in RANK_COUNT_NAMES:
+            bindings[symbol] = ranks
+        else:
+            raise UserError(
+                f"{name}: dynamic dim {symbol} is not the rank count; pass --arg {symbol}=VALUE",
+                file=loaded.path)
+    return ProgramInstance(name=name, ranks=ranks, entry=entry, parameters=tuple(parameters),
+                           bindings=tuple(bindings.items()), file=loaded.path)
+
+
+def _entry_of(value: Any, name: str, loaded: LoadedFile) -> DslFunction:
+    if isinstance(value, Program):
+        entry = _user_call(loaded, name, value.host_entry)
+        if entry is None:
+            raise UserError(f"program {name} has no host entry "
+                            "(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator))",
+                            file=loaded.path)
+        return entry
+    if isinstance(value, DslFunction) and value.role is FunctionRole.HOST:
+        return value
+    raise UserError(f"{name} returned {value!r}, not a @pl.program class or a @pl.jit.host "
+                    "entry", file=loaded.path)
+
+
+# ---------------------------------------------------------------------------- discovery
+
+
+def parse_arg(text: str, loaded: LoadedFile) -> Any:
+    """`--arg` VALUE: a Python literal, else an expression over the file, else a string."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        pass
+    try:
+        with installed():
+            return eval(text, dict(loaded.namespace))  # noqa: S307 - the user's own expression
+    except Exception:  # noqa: BLE001 - anything else is taken as a plain string
+        return text
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        return _dotted(node.func)
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def _own_nodes(function: ast.FunctionDef) -> Iterator[ast.AST]:
+    """Nodes of a function body, not descending into nested functions or classes."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _defines_program(function: ast.FunctionDef) -> bool:
+    for node in ast.walk(function):
+        if node is function:
+            continue
+        decorators = [_dotted(decorator).split(".") for decorator in
+                      getattr(node, "decorator_list", ())]
+        if isinstance(node, ast.ClassDef) and any(names[-1] == "program" for names in decorators):
+            return True
+        if isinstance(node, ast.FunctionDef) and any("jit" in names for names in decorators):
+            return True
+    return False
+
+
+def _is_factory(function: ast.FunctionDef) -> bool:
+    returns = any(isinstance(node, ast.Return) and node.value is not None
+                  for node in _own_nodes(function))
+    return returns and _defines_program(function)
+
+
+def _factory_names(loaded: LoadedFile) -> list[str]:
+    return [node.name for node in loaded.tree.body
+            if isinstance(node, ast.FunctionDef) and _is_factory(node)]
+
+
+def _is_bool(parameter: inspect.Parameter) -> bool:
+    return parameter.annotation in (bool, "bool")
+
+
+def _factory_specs(loaded: LoadedFile, name: str, args: Mapping[str, str]) -> list[ProgramSpec]:
+    factory = loaded.namespace[name]
+    fixed: dict[str, Any] = {}
+    rank_parameter: str | None = None
+    both_ways: list[str] = []
+    for parameter in inspect.signature(factory).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if parameter.name in args:
+            fixed[parameter.name] = parse_arg(args[parameter.name], loaded)
+        elif parameter.name.lower() in RANK_COUNT_NAMES and rank_parameter is None:
+            rank_parameter = parameter.name
+        elif parameter.default is not inspect.Parameter.empty:
+            continue
+        elif _is_bool(parameter):
+            both_ways.append(parameter.name)
+        else:
+            line = getattr(getattr(factory, "__code__", None), "co_firstlineno", None)
+            raise UserError(
+                f"factory {name}() has a parameter {parameter.name!r} without a default; "
+                f"pass --arg {parameter.name}=VALUE", file=loaded.path, line=line)
+    specs = []
+    for flags in itertools.product((True, False), repeat=len(both_ways)):
+        chosen = dict(zip(both_ways, flags, strict=True))
+        label = ",".join(f"{key}={value}" for key, value in chosen.items())
+        spec_name = f"{name}[{label}]" if label else name
+        specs.append(ProgramSpec(name=spec_name, build=_factory_builder(
+            loaded, spec_name, factory, {**fixed, **chosen}, rank_parameter, args)))
+    return specs
+
+
+def _factory_builder(loaded: LoadedFile, spec_name: str, factory: Callable[..., Any],
+                     keywords: dict[str, Any], rank_parameter: str | None,
+                     args: Mapping[str, str]) -> Callable[[int], ProgramInstance]:
+    def build(ranks: int) -> ProgramInstance:
+        call_keywords = dict(keywords)
+        if rank_parameter is not None:
+            call_keywords[rank_parameter] = ranks
+        built = _user_call(loaded, f"{spec_name}", lambda: factory(**call_keywords))
+        return _instance(loaded, spec_name, _entry_of(built, spec_name, loaded), ranks, args)
+
+    return build
+
+
+def _fixed_builder(loaded: LoadedFile, name: str, value: Any,
+                   args: Mapping[str, str]) -> Callable[[int], ProgramInstance]:
+    def build(ranks: int) -> ProgramInstance:
+        return _instance(loaded, name, _entry_of(value, name, loaded), ranks, args)
+
+    return build
+
+
+def _module_level_programs(loaded: LoadedFile, args: Mapping[str, str]) -> list[ProgramSpec]:
+    classes, entries = [], []
+    for name, value in loaded.namespace.items():
+        if isinstance(value, Program) and value.defined_at_module_level:
+            classes.append(ProgramSpec(name=name, build=_fixed_builder(loaded, name, value, args)))
+        elif (isinstance(value, DslFunction) and value.role is FunctionRole.HOST
+              and "<locals>" not in value.__qualname__):
+            entries.append(ProgramSpec(name=name, build=_fixed_builder(loaded, name, value, args)))
+    return classes + entries
+
+
+def discover(loaded: LoadedFile, *, programs: tuple[str, ...] = (),
+             args: Mapping[str, str] | None = None) -> list[ProgramSpec]:
+    """The programs of a loaded file, in SPEC order, or those named in `programs`."""
+    arguments = dict(args or {})
+    if programs:
+        return [spec for name in programs for spec in _named(loaded, name, arguments)]
+    specs = _module_level_programs(loaded, arguments)
+    for name in _factory_names(loaded):
+        specs.extend(_factory_specs(loaded, name, arguments))
+    if not specs:
+        raise UserError("no program found: expected a @pl.program class, a @pl.jit.host entry "
+                        "or a factory function that returns one", file=loaded.path)
+    return specs
+
+
+def _named(loaded: LoadedFile, name: str, args: Mapping[str, str]) -> list[ProgramSpec]:
+    base = name.split("[", 1)[0]
+    value = loaded.namespace.get(base)
+    if isinstance(value, (Program, DslFunction)):
+        return [ProgramSpec(name=base, build=_fixed_builder(loaded, base, value, args))]
+    if inspect.isfunction(value):
+        specs = _factory_specs(loaded, base, args)
+        chosen = [spec for spec in specs if name in (spec.name, base)]
+        if chosen:
+            return chosen
+    available = ", ".join(spec.name for spec in discover(loaded, args=args)) or "none"
+    raise UserError(f"--program {name}: no such program (available: {available})",
+                    file=loaded.path)

@@ -1,0 +1,78 @@
+"""The reference executor's judgement: do a run's host outputs match a golden model?
+
+The co-simulation already executed the program on numpy data under some schedule;
+this module reads that run's host tensors and compares them with `racecheck.models`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from racecheck import models
+from racecheck.cosim import Execution, TensorRole
+from racecheck.findings import OutputDiff
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostIO:
+    """The collective's per-rank input and output rows, as the models see them."""
+
+    name: str  # the output tensor's name
+    dtype: str
+    inputs: np.ndarray  # [P, ...]
+    outputs: np.ndarray  # [P, ...]
+    in_place: bool  # the output is also the input: N repeats compose the collective N times
+
+
+def host_io(execution: Execution) -> HostIO | None:
+    """The first input-carrying tensor and the first output-carrying one, if any."""
+    source = next(
+        (t for t in execution.tensors if t.role in (TensorRole.INPUT, TensorRole.INOUT)), None
+    )
+    sink = next(
+        (t for t in execution.tensors if t.role in (TensorRole.OUTPUT, TensorRole.INOUT)), None
+    )
+    if source is None or sink is None:
+        return None
+    return HostIO(
+        name=sink.name,
+        dtype=sink.dtype,
+        inputs=source.initial,
+        outputs=sink.final,
+        in_place=source is sink,
+    )
+
+
+def identify(io: HostIO, *, repeat: int) -> str | None:
+    """The model the outputs match; a repeated in-place run matches nothing by name."""
+    if repeat != 1 and io.in_place:
+        return None
+    return models.identify(io.inputs, io.outputs, io.dtype)
+
+
+def difference(model_name: str, io: HostIO, *, repeat: int) -> OutputDiff | None:
+    """Where `io`'s outputs first differ from the golden (None if they match).
+
+    A model that cannot apply at this P (e.g. P does not divide the row) differs at
+    the first element of rank 0."""
+    model = models.parse_model(model_name)
+    try:
+        golden = models.golden_repeated(model, io.inputs, repeat if io.in_place else 1)
+    except models.ModelNotApplicable:
+        where = models.Difference(0, (0,), tuple(io.outputs.reshape(-1)[:4]), ())
+    else:
+        if models.close_enough(golden, io.outputs, io.dtype):
+            return None
+        where = models.first_difference(golden, io.outputs, io.dtype)
+        if where is None:
+            return None
+    rank, index, got, expected = where
+    return OutputDiff(
+        tensor=io.name,
+        rank=rank,
+        index=tuple(index),
+        got=tuple(float(v) for v in got),
+        golden=tuple(float(v) for v in expected),
+    )

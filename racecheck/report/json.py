@@ -1,0 +1,102 @@
+"""The JSON report: SPEC §4's stable object for CI scripts.
+
+The keys SPEC §4 names keep their meaning forever (`schema` 1). Extra keys carry the
+rest of the Report (engine, message, notes, regions, witness, diff, errors); they may
+grow but never change what the contract keys say. Findings are not grouped across rank
+counts here: each result lists its own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from racecheck.events import Region, SourceLocation
+from racecheck.findings import Finding, OutputDiff, ProgramResult, Report, WitnessStep
+
+SCHEMA_VERSION = 1
+
+JsonObject = dict[str, Any]
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_to_json(report), indent=2, allow_nan=False) + "\n"
+
+
+def report_to_json(report: Report) -> JsonObject:
+    return {
+        "schema": SCHEMA_VERSION,
+        "file": report.file,
+        "results": [_result(result) for result in report.results],
+        "verdict": report.verdict.value,
+        "exit_code": report.exit_code,
+        "errors": list(report.errors),
+    }
+
+
+def _result(result: ProgramResult) -> JsonObject:
+    return {
+        "program": result.program,
+        "ranks": result.ranks,
+        "verdict": result.verdict.value,
+        "findings": [_finding(finding) for finding in result.findings],
+        "model": result.model,
+        "events": result.events,
+        "seconds": round(result.seconds, 6),
+        "engine": result.engine,
+        "message": result.message,
+        "notes": list(result.notes),
+    }
+
+
+def _finding(finding: Finding) -> JsonObject:
+    return {
+        "kind": finding.kind.value,
+        "detail": finding.detail,
+        "message": finding.message,
+        "locations": [_location(location) for location in finding.locations],
+        "ranks": list(finding.ranks),
+        "regions": [region_to_json(region) for region in finding.regions],
+        "witness": [_witness_step(step) for step in finding.witness],
+        "confirmed": finding.confirmed,
+        "diff": _diff(finding.diff) if finding.diff is not None else None,
+    }
+
+
+def region_to_json(region: Region) -> JsonObject:
+    """Memory id and owner rank (-1: host), byte ranges [start, end)."""
+    return {
+        "memory": region.memory,
+        "owner": region.owner,
+        "ranges": [list(span) for span in region.ranges],
+    }
+
+
+def _location(location: SourceLocation) -> JsonObject:
+    return {"file": location.file, "line": location.line, "text": location.text}
+
+
+def _witness_step(step: WitnessStep) -> JsonObject:
+    return {
+        "rank": step.rank,
+        "index": step.index,
+        "action": step.action,
+        "location": _location(step.location),
+        "highlight": step.highlight,
+    }
+
+
+def _diff(diff: OutputDiff) -> JsonObject:
+    return {
+        "tensor": diff.tensor,
+        "rank": diff.rank,
+        "index": list(diff.index),
+        "got": [_number(value) for value in diff.got],
+        "golden": [_number(value) for value in diff.golden],
+    }
+
+
+def _number(value: float) -> float | str:
+    """JSON has no NaN or infinity: those become the strings "nan", "inf", "-inf"."""
+    return value if math.isfinite(value) else str(value)

@@ -1,0 +1,137 @@
+"""The human report: one line per program and rank count, then one block per bug.
+
+Decides the layout a kernel author reads; assumes nothing about the terminal. ANSI
+colour appears only when `color=True`, so the plain output is stable enough for tests
+and CI logs to compare. Identical findings across rank counts print once (see
+`grouping`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from racecheck.findings import Finding, ProgramResult, Report, Verdict, WitnessStep
+from racecheck.report.grouping import FindingGroup, group_findings, group_notes
+from racecheck.report.phrases import describe_diff, describe_rank_counts, describe_ranks
+
+_RESET = "\033[0m"
+_BOLD = "1"
+_RED = "31"
+_GREEN = "32"
+_YELLOW = "33"
+_VERDICT_COLOUR = {
+    Verdict.PROVED: _GREEN,
+    Verdict.SKIPPED: _YELLOW,
+    Verdict.UNKNOWN: _YELLOW,
+    Verdict.BUG: _RED,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Paint:
+    enabled: bool
+
+    def __call__(self, text: str, *codes: str) -> str:
+        if not self.enabled or not codes:
+            return text
+        return f"\033[{';'.join(codes)}m{text}{_RESET}"
+
+
+def render_text(report: Report, *, color: bool) -> str:
+    paint = _Paint(color)
+    lines = [report.file]
+    lines += _result_lines(report.results, paint)
+    lines += [
+        f"note: {note.program} at P={describe_rank_counts(note.rank_counts)}: {note.text}"
+        for note in group_notes(report)
+    ]
+    lines += list(report.errors)
+    for group in group_findings(report):
+        lines.append("")
+        lines += _finding_block(group, report.file, paint)
+    lines.append("")
+    lines.append(_summary(report))
+    return "\n".join(lines) + "\n"
+
+
+def _result_lines(results: Sequence[ProgramResult], paint: _Paint) -> list[str]:
+    name_width = max((len(result.program) for result in results), default=0)
+    rank_width = max((len(str(result.ranks)) for result in results), default=0)
+    return [_result_line(result, name_width, rank_width, paint) for result in results]
+
+
+def _result_line(result: ProgramResult, name_width: int, rank_width: int, paint: _Paint) -> str:
+    verdict = paint(result.verdict.value, _VERDICT_COLOUR[result.verdict])
+    fields = [f"  {result.program:<{name_width}}", f"P={result.ranks:<{rank_width}}", verdict]
+    if result.verdict is Verdict.SKIPPED:
+        return "  ".join([*fields, result.message]).rstrip()
+    fields += [f"{result.events} events", f"{result.seconds:.2f}s"]
+    if result.verdict is Verdict.UNKNOWN:
+        fields.append(result.message)
+    elif result.verdict is Verdict.PROVED:
+        fields.append(result.model if result.model is not None else "matches no model")
+    return "  ".join(fields).rstrip()
+
+
+def _finding_block(group: FindingGroup, file: str, paint: _Paint) -> list[str]:
+    finding = group.finding
+    where = str(finding.locations[0]) if finding.locations else file
+    title = finding.kind.title + (f" ({finding.detail})" if finding.detail else "")
+    ranks = describe_ranks(finding.ranks)
+    header = f"{where}: {paint('error:', _BOLD, _RED)} {paint(title, _BOLD)}"
+    header += f" {ranks}" if ranks else ""
+    header += f" [{group.program} at P={describe_rank_counts(group.rank_counts)}]"
+    lines = [header]
+    lines += _quoted_sources(finding)
+    if finding.message:
+        lines.append(f"  {finding.message}")
+    lines += _witness_lines(finding, paint)
+    if finding.diff is not None:
+        lines.append(f"  output under this witness: {describe_diff(finding.diff)}")
+    return lines
+
+
+def _quoted_sources(finding: Finding) -> list[str]:
+    # Locations and ranks pair up by position when the finding gives one rank per location.
+    paired = len(finding.ranks) == len(finding.locations)
+    lines = []
+    for position, location in enumerate(finding.locations):
+        who = f"  (rank {finding.ranks[position]})" if paired else ""
+        lines.append(f"  {location}: {location.text}{who}")
+    return lines
+
+
+def _witness_lines(finding: Finding, paint: _Paint) -> list[str]:
+    if not finding.witness:
+        return []
+    replayed = "replayed" if finding.confirmed else "not replayed"
+    lines = [f"  witness ({replayed}):"]
+    lanes = {rank: lane for lane, rank in enumerate(sorted({s.rank for s in finding.witness}))}
+    number_width = len(str(len(finding.witness)))
+    for number, step in enumerate(finding.witness, start=1):
+        lines.append(_witness_step(number, number_width, lanes[step.rank], step, paint))
+    return lines
+
+
+def _witness_step(number: int, width: int, lane: int, step: WitnessStep, paint: _Paint) -> str:
+    marker = ">" if step.highlight else " "
+    body = f"{'  ' * lane}rank {step.rank}: {step.action}  ({step.location})"
+    if step.highlight:
+        body = paint(body, _BOLD)
+    return f"  {marker} {number:>{width}}. {body}"
+
+
+def _summary(report: Report) -> str:
+    counts = Counter(result.verdict for result in report.results)
+    bugs = counts[Verdict.BUG]
+    parts = [
+        f"{counts[Verdict.PROVED]} proved",
+        f"{bugs} bug" + ("" if bugs == 1 else "s"),
+        f"{counts[Verdict.SKIPPED]} skipped",
+        f"{counts[Verdict.UNKNOWN]} unknown",
+    ]
+    if report.errors:
+        parts.append(f"{len(report.errors)} error" + ("" if len(report.errors) == 1 else "s"))
+    return ", ".join(parts)

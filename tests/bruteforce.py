@@ -1,0 +1,144 @@
+"""A deliberately naive reference for the engine contract, trusted by the conformance suite.
+
+It follows the execution semantics of `racecheck.engines.base` literally: a state is
+every rank's position plus the value of every signal cell (a cell some NOTIFY or WAIT
+of the trace targets); every event is one step; a depth-first search visits every
+reachable state with no reduction at all. Only for tiny traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from racecheck.events import Event, EventKind, EventRef, NotifyOp, Schedule, Trace
+
+CellKey = tuple[int, int, int]  # (memory, owner, byte offset)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class State:
+    positions: tuple[int, ...]  # events executed per rank
+    cells: tuple[tuple[CellKey, int], ...]  # every signal cell with its value, sorted by key
+
+    def value(self, cell: CellKey) -> int:
+        return dict(self.cells)[cell]
+
+
+class InvalidSchedule(Exception):
+    """A schedule that is not an execution of the trace."""
+
+
+def signal_cells(trace: Trace) -> tuple[CellKey, ...]:
+    keys: set[CellKey] = set()
+    for event in _all_events(trace):
+        sync = event.notify.cell if event.notify else event.wait.cell if event.wait else None
+        if sync is not None:
+            keys.add((sync.memory, sync.owner, sync.offset))
+    return tuple(sorted(keys))
+
+
+def initial_state(trace: Trace) -> State:
+    return State(positions=(0,) * trace.ranks, cells=tuple((key, 0) for key in signal_cells(trace)))
+
+
+def next_event(trace: Trace, state: State, rank: int) -> Event | None:
+    position = state.positions[rank]
+    events = trace.events[rank]
+    return events[position] if position < len(events) else None
+
+
+def is_enabled(trace: Trace, state: State, rank: int) -> bool:
+    event = next_event(trace, state, rank)
+    if event is None:
+        return False
+    if event.kind is not EventKind.WAIT:
+        return True
+    assert event.wait is not None
+    cell = event.wait.cell
+    value = state.value((cell.memory, cell.owner, cell.offset))
+    return event.wait.cmp.holds(value, event.wait.expected)
+
+
+def step(trace: Trace, state: State, rank: int) -> State:
+    """Execute `rank`'s next event, which must be enabled."""
+    event = next_event(trace, state, rank)
+    assert event is not None and is_enabled(trace, state, rank)
+    cells = dict(state.cells)
+    if event.kind is EventKind.NOTIFY:
+        assert event.notify is not None
+        cell = event.notify.cell
+        key = (cell.memory, cell.owner, cell.offset)
+        if event.notify.op is NotifyOp.ATOMIC_ADD:
+            cells[key] += event.notify.value
+        else:
+            cells[key] = event.notify.value
+    if event.kind is EventKind.STORE and event.access is not None:
+        for offset, value in event.cell_values:
+            key = (event.access.memory, event.access.owner, offset)
+            if key in cells:
+                cells[key] = value
+    positions = list(state.positions)
+    positions[rank] += 1
+    return State(positions=tuple(positions), cells=tuple(sorted(cells.items())))
+
+
+def replay(trace: Trace, schedule: Schedule) -> State:
+    """The state after `schedule`; raises InvalidSchedule if it is not an execution."""
+    state = initial_state(trace)
+    for ref in schedule:
+        if next_event(trace, state, ref.rank) is None or state.positions[ref.rank] != ref.index:
+            raise InvalidSchedule(f"{ref} is not rank {ref.rank}'s next event")
+        if not is_enabled(trace, state, ref.rank):
+            raise InvalidSchedule(f"{ref} is a wait that is not enabled")
+        state = step(trace, state, ref.rank)
+    return state
+
+
+def is_stuck(trace: Trace, state: State) -> bool:
+    """No rank can move while some rank has not finished."""
+    unfinished = [r for r in range(trace.ranks) if next_event(trace, state, r) is not None]
+    return bool(unfinished) and not any(is_enabled(trace, state, r) for r in unfinished)
+
+
+def reachable_states(trace: Trace, *, limit: int = 200_000) -> set[State]:
+    start = initial_state(trace)
+    seen = {start}
+    todo = [start]
+    while todo:
+        state = todo.pop()
+        for rank in range(trace.ranks):
+            if is_enabled(trace, state, rank):
+                successor = step(trace, state, rank)
+                if successor not in seen:
+                    seen.add(successor)
+                    todo.append(successor)
+        if len(seen) > limit:
+            raise ValueError(f"trace too large for the brute force ({limit} states)")
+    return seen
+
+
+class BruteForce:
+    """The three engine questions, answered from the full set of reachable states."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.states = reachable_states(trace)
+
+    def can_precede(self, first: EventRef, second: EventRef) -> bool:
+        return any(
+            state.positions[first.rank] > first.index
+            and state.positions[second.rank] <= second.index
+            for state in self.states
+        )
+
+    def has_stuck_state(self) -> bool:
+        return any(is_stuck(self.trace, state) for state in self.states)
+
+
+def cross_rank_pairs(trace: Trace) -> list[tuple[EventRef, EventRef]]:
+    events = list(_all_events(trace))
+    return [(a.ref, b.ref) for a in events for b in events if a.rank != b.rank]
+
+
+def _all_events(trace: Trace) -> list[Event]:
+    return [event for rank_events in trace.events for event in rank_events]

@@ -1,0 +1,139 @@
+"""Parse an example's `racecheck expects:` block and resolve its `@marker`s to line numbers.
+
+Grammar of one line (indented under `racecheck expects:` in the module docstring):
+
+    ranks <R> [--repeat N] [--expect MODEL]: <verdict> [<kind> [<detail>]] [model]
+        [at @m1, @m2] [ranks r1 r2]
+
+R uses the `--ranks` syntax. A marker `@name` refers to the source line that carries the
+trailing comment `# @name`. The block ends at the first blank or unindented line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from racecheck.options import parse_ranks
+
+VERDICTS = ("proved", "bug", "skipped", "unknown")
+KINDS = ("race", "deadlock", "out-of-bounds", "stale-read", "wrong-result")
+RACE_DETAILS = ("read-after-write", "write-after-read", "write-after-write")
+HEADER = "racecheck expects:"
+_MARKER_COMMENT = re.compile(r"#\s*((?:@[\w-]+\s*)+)$")
+_LINE = re.compile(
+    r"ranks\s+(?P<ranks>[\d.,\s]+?)"
+    r"(?:\s+--repeat\s+(?P<repeat>\d+))?"
+    r"(?:\s+--expect\s+(?P<expect>\S+))?"
+    r"\s*:\s*(?P<claim>.+)"
+)
+
+
+class ExpectationError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expectation:
+    text: str  # the line as written, for test ids and messages
+    ranks: tuple[int, ...]
+    repeat: int = 1
+    expect: str | None = None
+    verdict: str
+    kind: str | None = None
+    detail: str | None = None
+    model: str | None = None
+    markers: tuple[str, ...] = ()
+    lines: frozenset[int] = frozenset()  # the markers' source lines
+    finding_ranks: tuple[int, ...] | None = None
+
+
+def markers_of(source: str) -> dict[str, int]:
+    """`# @name` trailing comments → their 1-based line numbers; a name may appear once."""
+    found: dict[str, int] = {}
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = _MARKER_COMMENT.search(line)
+        if match is None:
+            continue
+        for name in match.group(1).split():
+            if name[1:] in found:
+                raise ExpectationError(
+                    f"marker {name} appears on lines {found[name[1:]]} and {number}"
+                )
+            found[name[1:]] = number
+    return found
+
+
+def block_of(source: str) -> list[str]:
+    """The stripped lines of the module docstring's expectation block."""
+    docstring = ast.get_docstring(ast.parse(source)) or ""
+    lines = docstring.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == HEADER)
+    except StopIteration:
+        raise ExpectationError(f"the module docstring has no {HEADER!r} block") from None
+    block: list[str] = []
+    for line in lines[start + 1 :]:
+        if not line.strip() or not line[:1].isspace():
+            break
+        block.append(line.strip())
+    if not block:
+        raise ExpectationError(f"the {HEADER!r} block is empty")
+    return block
+
+
+def parse_line(text: str, markers: dict[str, int]) -> Expectation:
+    match = _LINE.fullmatch(text)
+    if match is None:
+        raise ExpectationError(f"cannot parse expectation {text!r}")
+    claim, at_part, pinned = _split_claim(match.group("claim"))
+    words = claim.split()
+    verdict, rest = words[0], words[1:]
+    if verdict not in VERDICTS:
+        raise ExpectationError(f"{text!r}: verdict must be one of {VERDICTS}")
+    kind = detail = model = None
+    if verdict == "bug" and rest:
+        kind, rest = rest[0], rest[1:]
+        if kind not in KINDS:
+            raise ExpectationError(f"{text!r}: kind must be one of {KINDS}")
+        if rest and rest[0] in RACE_DETAILS:
+            detail, rest = rest[0], rest[1:]
+    if verdict == "proved" and rest:
+        model, rest = rest[0], rest[1:]
+    if rest:
+        raise ExpectationError(f"{text!r}: unexpected words {rest}")
+    names = tuple(name.strip().removeprefix("@") for name in at_part.split(",") if name.strip())
+    unknown = [name for name in names if name not in markers]
+    if unknown:
+        raise ExpectationError(f"{text!r}: no `# @{unknown[0]}` comment in the file")
+    return Expectation(
+        text=text,
+        ranks=parse_ranks(match.group("ranks").strip()),
+        repeat=int(match.group("repeat") or 1),
+        expect=match.group("expect"),
+        verdict=verdict,
+        kind=kind,
+        detail=detail,
+        model=model,
+        markers=names,
+        lines=frozenset(markers[name] for name in names),
+        finding_ranks=tuple(int(r) for r in pinned.split()) if pinned is not None else None,
+    )
+
+
+def _split_claim(claim: str) -> tuple[str, str, str | None]:
+    """`<verdict...> [at @a, @b] [ranks 0 1]` → (verdict part, markers part, pinned ranks)."""
+    pinned = None
+    head, found, tail = claim.partition(" ranks ")
+    if found:
+        claim, pinned = head, tail
+    head, found, tail = claim.partition(" at ")
+    return (head, tail, pinned) if found else (claim, "", pinned)
+
+
+def expectations_of(path: Path) -> list[Expectation]:
+    source = path.read_text()
+    markers = markers_of(source)
+    return [parse_line(line, markers) for line in block_of(source)]

@@ -1,0 +1,160 @@
+"""Hypothesis strategies for random protocols: small `Trace`s the brute force can enumerate.
+
+Memories: a data window (16 bytes per rank), a signal window (cells at offsets 0 and 4,
+plus offset 8 that only plain stores touch) and a shared host tensor. Ranks: 1..4,
+with few enough events per rank that every interleaving can be enumerated.
+
+`traces()` mixes every event the engines must handle: plain loads/stores on own and
+peers' data (overlapping and disjoint ranges), host accesses, ATOMIC_ADD, notifies
+(AtomicAdd including negative resets of own cells, Set), Ge and Eq waits, and plain
+stores whose `cell_values` assign signal cells (or land where no cell is).
+`monotone_traces()` keeps to the monotone fragment: AtomicAdd notifies with values
+>= 0 except negative ones on the notifier's own cells, Ge waits, no plain stores to
+the signal window.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from racecheck.events import (
+    HOST_OWNER,
+    AccessMode,
+    Event,
+    EventKind,
+    Memory,
+    MemoryKind,
+    Notify,
+    NotifyOp,
+    RankEnd,
+    Region,
+    SignalCell,
+    SourceLocation,
+    Trace,
+    Wait,
+    WaitCmp,
+)
+
+DATA = Memory(id=0, kind=MemoryKind.WINDOW, name="data", nbytes=16)
+SIGNAL = Memory(id=1, kind=MemoryKind.WINDOW, name="signal", nbytes=12)
+HOST = Memory(id=2, kind=MemoryKind.HOST, name="y", nbytes=16)
+MEMORIES = (DATA, SIGNAL, HOST)
+
+CELL_OFFSETS = (0, 0, 4)  # mostly one cell per rank, so updates pile up on it
+DATA_RANGES = (((0, 8),), ((4, 12),), ((8, 16),), ((0, 4), (8, 12)))
+MAX_EVENTS_PER_RANK = {1: 5, 2: 6, 3: 5, 4: 4}
+
+GENERAL_KINDS = (
+    "load",
+    "store",
+    "atomic",
+    "host",
+    "notify",
+    "notify",
+    "wait",
+    "wait",
+    "cell-store",
+)
+MONOTONE_KINDS = ("load", "store", "atomic", "host", "notify", "notify", "wait", "wait")
+
+
+def traces(*, max_ranks: int = 4) -> st.SearchStrategy[Trace]:
+    return _traces(monotone=False, max_ranks=max_ranks)
+
+
+def monotone_traces(*, max_ranks: int = 4) -> st.SearchStrategy[Trace]:
+    return _traces(monotone=True, max_ranks=max_ranks)
+
+
+@st.composite
+def _traces(draw: st.DrawFn, *, monotone: bool, max_ranks: int) -> Trace:
+    ranks = draw(st.integers(1, max_ranks))
+    per_rank = []
+    for rank in range(ranks):
+        count = draw(st.integers(0, MAX_EVENTS_PER_RANK[ranks]))
+        per_rank.append(
+            tuple(draw(_events(rank, index, ranks, monotone)) for index in range(count))
+        )
+    return Trace(
+        ranks=ranks,
+        events=tuple(per_rank),
+        memories=MEMORIES,
+        ends=(RankEnd.FINISHED,) * ranks,
+    )
+
+
+@st.composite
+def _events(draw: st.DrawFn, rank: int, index: int, ranks: int, monotone: bool) -> Event:
+    kind = draw(st.sampled_from(MONOTONE_KINDS if monotone else GENERAL_KINDS))
+    location = SourceLocation(file="gen.py", line=100 * rank + index + 1, text=kind)
+    base = {"rank": rank, "index": index, "location": location, "label": kind}
+    peer = draw(st.integers(0, ranks - 1))
+    if kind in ("load", "store", "atomic"):
+        region = Region(memory=DATA.id, owner=peer, ranges=draw(st.sampled_from(DATA_RANGES)))
+        event_kind, mode = {
+            "load": (EventKind.LOAD, AccessMode.READ),
+            "store": (EventKind.STORE, AccessMode.WRITE),
+            "atomic": (EventKind.ATOMIC_ADD, AccessMode.ATOMIC),
+        }[kind]
+        # A data store may carry cell_values too: no signal cell is there, so no effect.
+        cell_values = ((0, 1),) if kind == "store" and draw(st.booleans()) else ()
+        return Event(kind=event_kind, access=region, mode=mode, cell_values=cell_values, **base)
+    if kind == "host":
+        region = Region(memory=HOST.id, owner=HOST_OWNER, ranges=draw(st.sampled_from(DATA_RANGES)))
+        write = draw(st.booleans())
+        return Event(
+            kind=EventKind.STORE if write else EventKind.LOAD,
+            access=region,
+            mode=AccessMode.WRITE if write else AccessMode.READ,
+            **base,
+        )
+    if kind == "notify":
+        cell = _cell(peer, draw(st.sampled_from(CELL_OFFSETS)))
+        notify = draw(_notifies(cell, own=peer == rank, monotone=monotone))
+        return Event(
+            kind=EventKind.NOTIFY,
+            access=_cell_region(cell),
+            mode=AccessMode.ATOMIC,
+            notify=notify,
+            **base,
+        )
+    if kind == "wait":
+        cell = _cell(rank, draw(st.sampled_from(CELL_OFFSETS)))
+        cmp = WaitCmp.GE if monotone else draw(st.sampled_from(WaitCmp))
+        expected = draw(st.sampled_from((0, 1, 1, 1, 2)))
+        return Event(
+            kind=EventKind.WAIT,
+            access=_cell_region(cell),
+            mode=AccessMode.ATOMIC,
+            wait=Wait(cell=cell, cmp=cmp, expected=expected),
+            **base,
+        )
+    start, end = draw(st.sampled_from(((0, 4), (4, 8), (8, 12), (0, 8))))
+    values = tuple((offset, draw(st.integers(0, 2))) for offset in range(start, end, 4))
+    return Event(
+        kind=EventKind.STORE,
+        access=Region(memory=SIGNAL.id, owner=peer, ranges=((start, end),)),
+        mode=AccessMode.WRITE,
+        cell_values=values,
+        **base,
+    )
+
+
+@st.composite
+def _notifies(draw: st.DrawFn, cell: SignalCell, *, own: bool, monotone: bool) -> Notify:
+    op = NotifyOp.ATOMIC_ADD if monotone else draw(st.sampled_from(NotifyOp))
+    if op is NotifyOp.SET:
+        values: tuple[int, ...] = (0, 1, 2)
+    elif own:
+        values = (0, 1, 1, 2, -1, -2)
+    else:
+        values = (0, 1, 1, 2)
+    return Notify(cell=cell, op=op, value=draw(st.sampled_from(values)))
+
+
+def _cell(owner: int, offset: int) -> SignalCell:
+    return SignalCell(memory=SIGNAL.id, owner=owner, offset=offset, index=(offset // 4, 0))
+
+
+def _cell_region(cell: SignalCell) -> Region:
+    return Region(memory=cell.memory, owner=cell.owner, ranges=((cell.offset, cell.offset + 4),))

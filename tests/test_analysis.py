@@ -1,0 +1,141 @@
+"""The SPEC §2 properties on hand-built traces, decided with the monotone engine."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from tracebuild import (
+    LINE_REMOTE,
+    LINE_STORE,
+    TraceBuilder,
+    mesh_allreduce,
+)
+
+from racecheck.analysis import Hazard, find_hazards, to_finding
+from racecheck.engines.monotone import MonotoneEngine
+from racecheck.events import HOST_OWNER, EventRef, Trace
+from racecheck.findings import FindingKind
+
+
+def hazards_of(trace: Trace) -> list[Hazard]:
+    engine = MonotoneEngine()
+    assert engine.unsupported(trace) is None
+    return find_hazards(trace, engine.order(trace, deadline=time.monotonic() + 30))
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4, 8])
+def test_mesh_with_barrier_has_no_hazard(ranks: int) -> None:
+    assert hazards_of(mesh_allreduce(ranks)) == []
+
+
+@pytest.mark.parametrize("ranks", [2, 4, 8])
+def test_mesh_without_barrier_is_one_read_after_write_race(ranks: int) -> None:
+    (hazard,) = hazards_of(mesh_allreduce(ranks, barrier=False))
+    assert hazard.kind is FindingKind.RACE
+    assert hazard.detail == "read-after-write"
+    assert [loc.line for loc in hazard.locations] == [LINE_REMOTE, LINE_STORE]
+    reader, writer = hazard.ranks
+    assert reader != writer and {reader, writer} <= set(range(ranks))
+
+
+def test_race_witness_runs_the_read_before_the_write() -> None:
+    trace = mesh_allreduce(4, barrier=False)
+    engine = MonotoneEngine()
+    oracle = engine.order(trace, deadline=time.monotonic() + 30)
+    (hazard,) = find_hazards(trace, oracle)
+    finding, schedule = to_finding(trace, oracle, hazard)
+    assert schedule[-1] == hazard.bad_first
+    assert hazard.bad_second not in schedule
+    assert [step.highlight for step in finding.witness].count(True) == 2
+
+
+def _overwrite_protocol(*, ack: bool) -> Trace:
+    """Rank 0 pushes two rounds into rank 1's buffer; rank 1 reads each round.
+    Without an acknowledgement, round 2 can clobber round 1 before rank 1 read it."""
+    builder = TraceBuilder(2)
+    buf = builder.window("buf", 64)
+    sig = builder.window("sig", 16)
+    builder.store(0, buf, 1, 0, 64, line=1)
+    builder.notify(0, sig, 1, 0, line=2)
+    if ack:
+        builder.wait(0, sig, 4, line=3)
+    builder.store(0, buf, 1, 0, 64, line=4)
+    builder.notify(0, sig, 1, 0, line=5)
+    builder.wait(1, sig, 0, line=11)
+    builder.load(1, buf, 1, 0, 64, line=12)
+    if ack:
+        builder.notify(1, sig, 0, 4, line=13)
+    builder.wait(1, sig, 0, line=14, expected=2)
+    builder.load(1, buf, 1, 0, 64, line=15)
+    return builder.build()
+
+
+def test_unacknowledged_second_round_is_write_after_read() -> None:
+    (hazard,) = hazards_of(_overwrite_protocol(ack=False))
+    assert (hazard.kind, hazard.detail) == (FindingKind.RACE, "write-after-read")
+    assert [loc.line for loc in hazard.locations] == [12, 4]
+    assert hazard.bad_first == EventRef(rank=0, index=2)
+
+
+def test_acknowledged_rounds_are_safe() -> None:
+    assert hazards_of(_overwrite_protocol(ack=True)) == []
+
+
+def test_unreachable_threshold_is_a_deadlock_naming_the_wait() -> None:
+    builder = TraceBuilder(2)
+    sig = builder.window("sig", 8)
+    builder.notify(0, sig, 1, 0, line=1)
+    builder.wait(1, sig, 0, line=2, expected=2)
+    (hazard,) = hazards_of(builder.build())
+    assert hazard.kind is FindingKind.DEADLOCK
+    assert [loc.line for loc in hazard.locations] == [2]
+    assert hazard.ranks == (1,)
+    assert "holds 1" in hazard.message
+
+
+def test_read_of_never_written_bytes_is_stale() -> None:
+    builder = TraceBuilder(2)
+    buf = builder.window("buf", 128)
+    sig = builder.window("sig", 8)
+    builder.store(0, buf, 0, 0, 64, line=1)
+    builder.notify(0, sig, 1, 0, line=2)
+    builder.wait(1, sig, 0, line=3)
+    builder.load(1, buf, 0, 64, 128, line=4)  # one chunk off
+    (hazard,) = hazards_of(builder.build())
+    assert hazard.kind is FindingKind.STALE_READ
+    assert [loc.line for loc in hazard.locations] == [4]
+    assert hazard.regions[0].ranges == ((64, 128),)
+
+
+def test_partly_covered_read_is_stale_only_where_uncovered() -> None:
+    builder = TraceBuilder(1)
+    buf = builder.window("buf", 128)
+    builder.store(0, buf, 0, 0, 96, line=1)
+    builder.load(0, buf, 0, 0, 128, line=2)
+    (hazard,) = hazards_of(builder.build())
+    assert hazard.regions[0].ranges == ((96, 128),)
+
+
+def test_two_ranks_writing_one_host_row_race() -> None:
+    builder = TraceBuilder(2)
+    out = builder.host("y", 64)
+    builder.store(0, out, HOST_OWNER, 0, 32, line=1)
+    builder.store(1, out, HOST_OWNER, 16, 48, line=1)
+    (hazard,) = hazards_of(builder.build())
+    assert (hazard.kind, hazard.detail) == (FindingKind.RACE, "write-after-write")
+
+
+def test_either_of_two_notifiers_can_release_a_ge_one_wait() -> None:
+    """Disjunctive release: the wait passes after whichever notify comes first, so the
+    store behind the other notifier is not ordered before the load."""
+    builder = TraceBuilder(3)
+    buf = builder.window("buf", 64)
+    sig = builder.window("sig", 8)
+    builder.notify(0, sig, 2, 0, line=1)
+    builder.store(1, buf, 2, 0, 64, line=2)
+    builder.notify(1, sig, 2, 0, line=3)
+    builder.wait(2, sig, 0, line=4)
+    builder.load(2, buf, 2, 0, 64, line=5)
+    (hazard,) = hazards_of(builder.build())
+    assert (hazard.kind, hazard.detail) == (FindingKind.RACE, "read-after-write")

@@ -1,0 +1,231 @@
+"""The command line in-process, with the pipeline replaced by a recorder.
+
+These tests pin down the CLI's own decisions: how flags become Options, which renderer
+runs, the exit status, and how every failure becomes one line on stderr. The real
+pipeline on real files is exercised in test_cli_end_to_end.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+from report_samples import mixed_report, proved_report
+
+from racecheck.cli import main
+from racecheck.errors import LoadError
+from racecheck.findings import Report
+from racecheck.options import EngineChoice, Options
+
+
+class TerminalStream(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@dataclass
+class Recorder:
+    """Stands in for racecheck.check: records each call, answers with `report` or raises."""
+
+    report: Report = field(default_factory=proved_report)
+    error: BaseException | None = None
+    calls: list[tuple[str, Options, object]] = field(default_factory=list)
+
+    def check(self, path: str, options: Options, *, progress: object = None) -> Report:
+        self.calls.append((path, options, progress))
+        if self.error is not None:
+            raise self.error
+        return self.report
+
+
+@pytest.fixture
+def pipeline(monkeypatch: pytest.MonkeyPatch) -> Recorder:
+    recorder = Recorder()
+    module = types.ModuleType("racecheck.check")
+    module.check = recorder.check  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "racecheck.check", module)
+    return recorder
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+def run(*argv: str, stdout: io.StringIO | None = None, stderr: io.StringIO | None = None) -> Run:
+    out, err = stdout or io.StringIO(), stderr or io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return Run(code=code, out=out.getvalue(), err=err.getvalue())
+
+
+def assert_one_line_failure(result: Run) -> None:
+    assert result.code == 2
+    assert len(result.err.splitlines()) == 1, result.err
+    assert "Traceback" not in result.err
+    assert result.out == ""
+
+
+def test_flags_become_options(pipeline: Recorder) -> None:
+    run(
+        "verify", "f.py", "--ranks", "2,4..5", "--engine", "smt", "--program", "A",
+        "--program", "B", "--arg", "mode=ring", "--arg", "dtype=pl.FP16", "--repeat", "3",
+        "--expect", "allreduce-sum", "--timeout", "2.5", "--seed", "7",
+    )  # fmt: skip
+    [(path, options, progress)] = pipeline.calls
+    assert path == "f.py"
+    assert options == Options(
+        ranks=(2, 4, 5),
+        engine=EngineChoice.SMT,
+        programs=("A", "B"),
+        args=(("mode", "ring"), ("dtype", "pl.FP16")),
+        repeat=3,
+        expect="allreduce-sum",
+        timeout=2.5,
+        seed=7,
+    )
+    assert progress is None  # stderr is not a terminal
+
+
+def test_defaults(pipeline: Recorder) -> None:
+    run("verify", "f.py")
+    [(_, options, _)] = pipeline.calls
+    assert options == Options()
+
+
+@pytest.mark.parametrize(
+    ("report", "code"),
+    [(proved_report(), 0), (mixed_report(), 1), (Report(file="f.py"), 2)],
+)
+def test_exit_status_is_the_reports(pipeline: Recorder, report: Report, code: int) -> None:
+    pipeline.report = report
+    assert run("verify", "f.py").code == code
+
+
+def test_text_report_on_stdout(pipeline: Recorder) -> None:
+    pipeline.report = mixed_report()
+    result = run("verify", "f.py")
+    assert "  MeshAllreduce  P=2  proved" in result.out
+    assert "error: data race (read-after-write)" in result.out
+    assert result.err == ""
+
+
+@pytest.mark.parametrize("output_format", ["json", "sarif"])
+def test_machine_formats_print_one_json_document(pipeline: Recorder, output_format: str) -> None:
+    pipeline.report = mixed_report()
+    result = run("verify", "f.py", "--format", output_format)
+    document = json.loads(result.out)
+    assert document.get("schema") == 1 or document.get("version") == "2.1.0"
+    assert result.code == 1
+
+
+def test_colour_follows_the_terminal_and_no_color(pipeline: Recorder) -> None:
+    assert "\033[" in run("verify", "f.py", stdout=TerminalStream()).out
+    assert "\033[" not in run("verify", "f.py", "--no-color", stdout=TerminalStream()).out
+    assert "\033[" not in run("verify", "f.py").out
+
+
+def test_progress_only_on_a_terminal(pipeline: Recorder) -> None:
+    result = run("verify", "f.py", stderr=TerminalStream())
+    [(_, _, progress)] = pipeline.calls
+    assert callable(progress)
+    assert "\033[K" in result.err
+
+
+def test_progress_names_program_and_rank_count() -> None:
+    from racecheck.cli import _terminal_progress
+
+    stream = io.StringIO()
+    show: Callable[[str, int], None] = _terminal_progress(stream)
+    show("MeshAllreduce", 4)
+    assert "checking MeshAllreduce at P=4" in stream.getvalue()
+
+
+def test_user_error_is_one_located_line(pipeline: Recorder) -> None:
+    pipeline.error = LoadError("invalid syntax", file="bad.py", line=3)
+    result = run("verify", "bad.py")
+    assert_one_line_failure(result)
+    assert result.err == "bad.py:3: error: invalid syntax\n"
+
+
+def test_user_error_in_json_mode_is_still_a_stderr_line(pipeline: Recorder) -> None:
+    pipeline.error = LoadError("no such file", file="gone.py")
+    result = run("verify", "gone.py", "--format", "json")
+    assert_one_line_failure(result)
+    assert result.err == "gone.py: error: no such file\n"
+
+
+def test_internal_error_is_never_a_verdict(pipeline: Recorder) -> None:
+    pipeline.error = KeyError("boom")
+    result = run("verify", "f.py")
+    assert_one_line_failure(result)
+    assert "internal error" in result.err and "--debug" in result.err
+
+
+def test_debug_shows_the_traceback(pipeline: Recorder) -> None:
+    pipeline.error = KeyError("boom")
+    result = run("verify", "f.py", "--debug")
+    assert result.code == 2
+    assert "Traceback" in result.err
+    assert result.err.splitlines()[-1].startswith("racecheck: internal error: KeyError")
+
+
+def test_html_is_not_silently_ignored(pipeline: Recorder) -> None:
+    result = run("verify", "f.py", "--html", "out.html")
+    assert "--html is not implemented yet" in result.err
+    assert result.code == 0
+
+
+def test_help_goes_to_stdout() -> None:
+    result = run("verify", "--help")
+    assert result.code == 0
+    assert "--ranks" in result.out and "--engine" in result.out
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["verify", "f.py", "--ranks", "0"], "between 1 and"),
+        (["verify", "f.py", "--ranks", "8..2"], "is empty"),
+        (["verify", "f.py", "--ranks", "x"], "not a rank count"),
+        (["verify", "f.py", "--ranks", ""], "not a rank count"),
+        (["verify", "f.py", "--engine", "z3"], "unknown engine 'z3'"),
+        (["verify", "f.py", "--format", "xml"], "invalid choice: 'xml'"),
+        (["verify", "f.py", "--repeat", "0"], "--repeat '0': must be at least 1"),
+        (["verify", "f.py", "--timeout", "-1"], "positive number of seconds"),
+        (["verify", "f.py", "--timeout", "nan"], "positive number of seconds"),
+        (["verify", "f.py", "--seed", "x"], "whole number"),
+        (["verify", "f.py", "--arg", "nodefault"], "expected NAME=VALUE"),
+        (["verify", "f.py", "--bogus"], "unrecognized arguments: --bogus"),
+        (["verify"], "required: FILE"),
+        ([], "required: COMMAND"),
+        (["prove", "f.py"], "invalid choice: 'prove'"),
+        (["trace", "f.py"], "required: --ranks"),
+        (["trace", "f.py", "--ranks", "2..4"], "give one rank count"),
+    ],
+)
+def test_bad_flags(pipeline: Recorder, argv: list[str], says: str) -> None:
+    result = run(*argv)
+    assert_one_line_failure(result)
+    assert result.err.startswith("racecheck: error: ")
+    assert says in result.err
+    assert pipeline.calls == []
+
+
+def test_module_entry_point_exits_with_the_status() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "racecheck", "verify", "f.py", "--ranks", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 2
+    assert completed.stderr.startswith("racecheck: error: --ranks '0'")
+    assert completed.stdout == ""

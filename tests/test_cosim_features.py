@@ -1,0 +1,152 @@
+"""Co-simulation of single DSL features: regions, carried loops, policies, forcing, repeat."""
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from racecheck.cosim import HoldPolicy, ReplayPolicy, ScheduleDivergence, simulate
+from racecheck.errors import ProgramRejected, TracingError
+from racecheck.events import EventKind, EventRef, NotifyOp, RankEnd, WaitCmp
+from racecheck.load import discover, load_file
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _specs(name: str) -> dict:
+    return {spec.name: spec for spec in discover(load_file(str(FIXTURES / name)))}
+
+
+FEATURES = _specs("features.py")
+
+
+def test_init_values_and_yield_carry_tiles_and_scalars() -> None:
+    x, y, z = simulate(FEATURES["carry"].instantiate(2)).tensors
+    np.testing.assert_allclose(y.final, 4 * x.initial)
+    assert list(z.final[:, 0, 0]) == [224.0, 224.0]
+
+
+def test_valid_shape_regions_aliasing_views_and_set_eq() -> None:
+    execution = simulate(FEATURES["regions"].instantiate(2))
+    load, store, alias_load, notify, wait, out = execution.trace.events[0]
+    assert load.access.ranges == ((0, 12), (32, 44))  # 2x3 valid of a 4x8 tile
+    assert store.access.ranges == ((40, 52), (72, 84))  # rows 1-2, cols 2-4
+    assert alias_load.access.memory == store.access.memory  # two views, one buffer
+    assert alias_load.access.ranges == ((0, 64),) and alias_load.access.overlaps(store.access)
+    assert (notify.notify.op, notify.notify.value, notify.notify.cell.offset) == (
+        NotifyOp.SET, 5, 4)
+    assert (wait.wait.cmp, wait.wait.expected) == (WaitCmp.EQ, 5)
+    assert out.access.ranges == ((0, 16), (32, 48), (64, 80), (96, 112))
+    x, y = execution.tensors
+    assert y.final[0, 2, 2] == x.initial[0, 0, 0]  # the aliased bytes moved
+
+
+def test_values_read_into_control_flow_are_control_reads() -> None:
+    execution = simulate(FEATURES["counted"].instantiate(2))
+    assert execution.trace.control_reads == (EventRef(rank=1, index=1),)
+    assert list(execution.tensors[0].final[1, 0]) == [0, 1, 2, 0]
+    write = execution.trace.events[0][0]
+    assert write.label == "pl.write" and write.cell_values == ((0, 3),)
+
+
+def test_forced_waits_complete_the_trace() -> None:
+    execution = simulate(FEATURES["stuck"].instantiate(3))
+    assert execution.forced == tuple(EventRef(rank=rank, index=1) for rank in range(3))
+    assert execution.trace.ends == (RankEnd.FORCED,) * 3
+    assert all(len(events) == 3 for events in execution.trace.events)
+
+
+def test_without_forcing_the_blocked_waits_are_reported() -> None:
+    execution = simulate(FEATURES["stuck"].instantiate(3), force_waits=False)
+    assert execution.stalled == tuple(EventRef(rank=rank, index=1) for rank in range(3))
+    assert execution.trace.size == 3 and execution.forced == ()
+
+
+def test_view_larger_than_its_buffer_is_out_of_bounds() -> None:
+    trace = simulate(FEATURES["oversize"].instantiate(2)).trace
+    assert trace.ends == (RankEnd.CRASHED,) * 2 and trace.size == 0
+    assert "buffer has 4 bytes" in trace.out_of_bounds[0].message
+    assert trace.out_of_bounds[0].location.line == 136
+
+
+def test_kernel_that_never_reaches_an_event_times_out() -> None:
+    with pytest.raises(TracingError, match="did not finish") as caught:
+        simulate(FEATURES["spin"].instantiate(2), timeout=0.5)
+    assert caught.value.line == 118
+    for thread in threading.enumerate():
+        if thread.name.startswith("racecheck-rank"):
+            thread.join(timeout=2)
+    assert not [t for t in threading.enumerate() if t.name.startswith("racecheck-rank")]
+
+
+def test_event_budget_is_a_tracing_error() -> None:
+    with pytest.raises(TracingError, match="budget of 10 events"):
+        simulate(_specs("mesh_class.py")["MeshAllreduce"].instantiate(4), max_events=10)
+
+
+def test_truncating_modulo_gives_peer_minus_one_out_of_bounds() -> None:
+    spec = _specs("ring_left.py")["build_left"]
+    trace = simulate(spec.instantiate(3)).trace
+    assert trace.ends == (RankEnd.CRASHED, RankEnd.FINISHED, RankEnd.FINISHED)
+    (record,) = trace.out_of_bounds
+    assert record.rank == 0 and record.location.line == 17
+    assert record.message.startswith("peer -1 is outside [0, 3)")
+
+
+def test_builtin_barrier_lowering() -> None:
+    spec = _specs("shift_factory.py")["build_shift[use_builtin=True]"]
+    execution = simulate(spec.instantiate(3))
+    events = execution.trace.events[1]
+    barrier = [event for event in events if event.label == "pld.tensor.barrier"]
+    assert [event.kind for event in barrier] == [EventKind.NOTIFY] * 2 + [EventKind.WAIT] * 2 + [
+        EventKind.NOTIFY] * 2
+    assert [(e.notify.cell.owner, e.notify.cell.index) for e in barrier[:2]] == [
+        (0, (1, 0)), (2, (1, 0))]
+    assert [(e.wait.cell.index, e.wait.expected) for e in barrier[2:4]] == [((0, 0), 1),
+                                                                             ((2, 0), 1)]
+    assert [(e.notify.cell.owner, e.notify.cell.index, e.notify.value) for e in barrier[4:]] == [
+        (1, (0, 0), -1), (1, (2, 0), -1)]
+    assert {event.location.line for event in barrier} == {20}
+    x, y = execution.tensors
+    np.testing.assert_array_equal(y.final, np.roll(x.initial, -1, axis=0))
+
+
+def test_repeat_runs_the_dispatches_again_on_the_same_windows() -> None:
+    spec = _specs("shift_factory.py")["build_shift[use_builtin=False]"]
+    execution = simulate(spec.instantiate(2), repeat=3)
+    events = execution.trace.events[0]
+    assert len(events) == 3 * 6 and [event.repeat for event in events[::6]] == [0, 1, 2]
+    assert execution.trace.repeat == 3
+
+
+def test_replay_and_hold_policies() -> None:
+    spec = _specs("shift_factory.py")["build_shift[use_builtin=False]"]
+    instance = spec.instantiate(2)
+    default = simulate(instance)
+    assert default.schedule[0].rank == 0
+    held = EventRef(rank=0, index=0)
+    holding = simulate(instance, policy=HoldPolicy(held))
+    assert holding.schedule.index(held) > holding.schedule.index(EventRef(rank=1, index=0))
+    replayed = simulate(instance, policy=ReplayPolicy(holding.schedule))
+    assert replayed.schedule == holding.schedule
+    with pytest.raises(ScheduleDivergence):
+        simulate(instance, policy=ReplayPolicy((EventRef(rank=1, index=3),)))
+
+
+def test_factory_rejection_skips_the_rank_count() -> None:
+    spec = _specs("shift_factory.py")["build_shift[use_builtin=True]"]
+    with pytest.raises(ProgramRejected) as caught:
+        spec.instantiate(5)
+    assert caught.value.message == "SIZE=12 must be divisible by the rank count, got 5"
+
+
+def test_fixed_host_rows_reject_other_rank_counts() -> None:
+    specs = _specs("jit_put_get.py")
+    assert list(specs) == ["ring_put", "ring_get"]
+    for name in specs:
+        x, y = simulate(specs[name].instantiate(2)).tensors
+        np.testing.assert_array_equal(y.final, x.initial[::-1])
+        with pytest.raises(ProgramRejected, match="host tensor x has 2 rows; the program is "
+                                                  "written for 2 ranks"):
+            simulate(specs[name].instantiate(4))

@@ -1,0 +1,269 @@
+"""The explore engine on hand-written protocols whose answers are known."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from bruteforce import is_stuck, replay
+from strategies import DATA, HOST, MEMORIES, SIGNAL
+
+from racecheck.engines.explore import ExploreEngine, ExploreOracle
+from racecheck.errors import EngineUnknown
+from racecheck.events import (
+    HOST_OWNER,
+    AccessMode,
+    Event,
+    EventKind,
+    EventRef,
+    Notify,
+    NotifyOp,
+    RankEnd,
+    Region,
+    SignalCell,
+    SourceLocation,
+    Trace,
+    Wait,
+    WaitCmp,
+)
+
+
+class Protocol:
+    """Builds a trace rank by rank over the strategies' memories; each call returns the ref."""
+
+    def __init__(self, ranks: int) -> None:
+        self.ranks = ranks
+        self.events: list[list[Event]] = [[] for _ in range(ranks)]
+
+    def _add(
+        self, rank: int, kind: EventKind, region: Region, mode: AccessMode, **extra
+    ) -> EventRef:
+        index = len(self.events[rank])
+        location = SourceLocation(file="proto.py", line=100 * rank + index + 1, text=kind.value)
+        event = Event(
+            rank=rank, index=index, kind=kind, access=region, mode=mode, location=location, **extra
+        )
+        self.events[rank].append(event)
+        return event.ref
+
+    def store(self, rank: int, owner: int, memory: int = DATA.id) -> EventRef:
+        region = Region(memory=memory, owner=owner, ranges=((0, 8),))
+        return self._add(rank, EventKind.STORE, region, AccessMode.WRITE)
+
+    def load(self, rank: int, owner: int, memory: int = DATA.id) -> EventRef:
+        region = Region(memory=memory, owner=owner, ranges=((0, 8),))
+        return self._add(rank, EventKind.LOAD, region, AccessMode.READ)
+
+    def notify(
+        self,
+        rank: int,
+        peer: int,
+        value: int = 1,
+        op: NotifyOp = NotifyOp.ATOMIC_ADD,
+        *,
+        row: int = 0,
+    ) -> EventRef:
+        cell = _cell(peer, row)
+        notify = Notify(cell=cell, op=op, value=value)
+        return self._add(
+            rank, EventKind.NOTIFY, _cell_region(cell), AccessMode.ATOMIC, notify=notify
+        )
+
+    def wait(
+        self, rank: int, expected: int = 1, cmp: WaitCmp = WaitCmp.GE, *, row: int = 0
+    ) -> EventRef:
+        cell = _cell(rank, row)
+        wait = Wait(cell=cell, cmp=cmp, expected=expected)
+        return self._add(rank, EventKind.WAIT, _cell_region(cell), AccessMode.ATOMIC, wait=wait)
+
+    def cell_store(self, rank: int, peer: int, value: int, *, row: int = 0) -> EventRef:
+        region = _cell_region(_cell(peer, row))
+        cell_values = ((4 * row, value),)
+        return self._add(rank, EventKind.STORE, region, AccessMode.WRITE, cell_values=cell_values)
+
+    def trace(self) -> Trace:
+        return Trace(
+            ranks=self.ranks,
+            events=tuple(tuple(events) for events in self.events),
+            memories=MEMORIES,
+            ends=(RankEnd.FINISHED,) * self.ranks,
+        )
+
+
+def _cell(owner: int, row: int) -> SignalCell:
+    return SignalCell(memory=SIGNAL.id, owner=owner, offset=4 * row, index=(row, 0))
+
+
+def _cell_region(cell: SignalCell) -> Region:
+    return Region(memory=cell.memory, owner=cell.owner, ranges=((cell.offset, cell.offset + 4),))
+
+
+def oracle_for(protocol: Protocol, **engine_options: int) -> ExploreOracle:
+    return ExploreEngine(**engine_options).order(protocol.trace(), deadline=time.monotonic() + 30)
+
+
+def can_precede_checked(protocol: Protocol, first: EventRef, second: EventRef) -> bool:
+    """can_precede, and when true a witness that replays, ends with first, lacks second."""
+    oracle = oracle_for(protocol)
+    answer = oracle.can_precede(first, second)
+    if answer:
+        schedule = oracle.witness(first, second)
+        replay(protocol.trace(), schedule)
+        assert schedule[-1] == first and second not in schedule
+    return answer
+
+
+def stuck_values(protocol: Protocol) -> dict[EventRef, int] | None:
+    """The blocked waits of the engine's stuck state with their cells' values, replayed."""
+    stuck = oracle_for(protocol).stuck()
+    if stuck is None:
+        return None
+    trace = protocol.trace()
+    assert is_stuck(trace, replay(trace, stuck.schedule))
+    return {ref: value for ref, (_, value) in zip(stuck.blocked, stuck.cell_values, strict=True)}
+
+
+def mesh_allreduce(ranks: int) -> Protocol:
+    """The seed mesh all-reduce: stage, notify-all / wait-all barrier, read every peer, store y."""
+    protocol = Protocol(ranks)
+    for me in range(ranks):
+        protocol.store(me, me)
+        for peer in range(ranks):
+            if peer != me:
+                protocol.notify(me, peer, row=me)
+        for source in range(ranks):
+            if source != me:
+                protocol.wait(me, row=source)
+        protocol.load(me, me)
+        for peer in range(ranks):
+            if peer != me:
+                protocol.load(me, peer)
+        protocol.store(me, HOST_OWNER, memory=HOST.id)
+    return protocol
+
+
+def test_message_passing_orders_the_store_before_the_load() -> None:
+    protocol = Protocol(2)
+    store = protocol.store(0, 0)
+    protocol.notify(0, 1)
+    protocol.wait(1)
+    load = protocol.load(1, 0)
+    assert can_precede_checked(protocol, store, load)
+    assert not can_precede_checked(protocol, load, store)
+    assert stuck_values(protocol) is None
+
+
+def test_unsynchronised_accesses_go_both_ways() -> None:
+    protocol = Protocol(2)
+    store = protocol.store(0, 1)
+    load = protocol.load(1, 1)
+    assert can_precede_checked(protocol, store, load)
+    assert can_precede_checked(protocol, load, store)
+
+
+def test_a_notify_after_the_store_does_not_order_an_earlier_load() -> None:
+    protocol = Protocol(2)
+    protocol.wait(0)
+    store = protocol.store(0, 1)
+    load = protocol.load(1, 1)
+    protocol.notify(1, 0)
+    assert not can_precede_checked(protocol, store, load)
+    assert can_precede_checked(protocol, load, store)
+
+
+def test_set_after_add_loses_an_update_and_deadlocks() -> None:
+    protocol = Protocol(3)
+    protocol.notify(0, 2, 1, NotifyOp.SET)
+    after_set = protocol.load(0, 0)
+    protocol.notify(1, 2, 1)
+    wait = protocol.wait(2, 2)
+    assert stuck_values(protocol) == {wait: 1}
+    assert can_precede_checked(protocol, wait, after_set)  # Set first, then Add: it passes
+
+
+def test_eq_wait_deadlocks_when_the_counter_jumps_past_it() -> None:
+    protocol = Protocol(3)
+    protocol.notify(0, 2)
+    second = protocol.notify(1, 2)
+    wait = protocol.wait(2, 1, WaitCmp.EQ)
+    assert stuck_values(protocol) == {wait: 2}
+    assert can_precede_checked(protocol, wait, second)
+
+
+def test_a_wait_nobody_notifies_blocks_forever_while_the_others_finish() -> None:
+    protocol = Protocol(2)
+    wait = protocol.wait(0)
+    store = protocol.store(1, 1)
+    stuck = oracle_for(protocol).stuck()
+    assert stuck is not None
+    assert stuck.blocked == (wait,)
+    assert stuck.schedule == (store,)
+    assert not can_precede_checked(protocol, wait, store)
+
+
+def test_atomic_add_minus_one_resets_the_cell_for_the_next_round() -> None:
+    protocol = Protocol(2)
+    protocol.notify(0, 1)
+    second_notify = protocol.notify(0, 1)
+    protocol.wait(1)
+    protocol.notify(1, 1, -1)
+    second_wait = protocol.wait(1)
+    assert not can_precede_checked(protocol, second_wait, second_notify)
+    assert stuck_values(protocol) is None
+
+
+def test_a_reset_without_a_second_round_of_notifies_deadlocks() -> None:
+    protocol = Protocol(2)
+    protocol.notify(0, 1)
+    protocol.wait(1)
+    protocol.notify(1, 1, -1)
+    second_wait = protocol.wait(1)
+    assert stuck_values(protocol) == {second_wait: 0}
+
+
+def test_counters_that_may_decrease_are_not_saturated() -> None:
+    protocol = Protocol(1)
+    protocol.notify(0, 0, 2)
+    protocol.notify(0, 0, 2)
+    protocol.notify(0, 0, -1)
+    wait = protocol.wait(0, 2, WaitCmp.EQ)
+    assert stuck_values(protocol) == {wait: 3}
+
+
+def test_a_plain_store_into_a_signal_cell_is_a_set() -> None:
+    protocol = Protocol(2)
+    store = protocol.store(0, 1)
+    protocol.cell_store(0, 1, 1)
+    protocol.wait(1)
+    load = protocol.load(1, 1)
+    assert not can_precede_checked(protocol, load, store)
+
+
+def test_a_plain_store_beside_the_cells_signals_nothing() -> None:
+    protocol = Protocol(2)
+    protocol.cell_store(0, 1, 1, row=2)  # offset 8: no notify or wait targets it
+    wait = protocol.wait(1)
+    assert stuck_values(protocol) == {wait: 0}
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_mesh_allreduce_stages_before_every_peer_reads_and_never_deadlocks(ranks: int) -> None:
+    protocol = mesh_allreduce(ranks)
+    oracle = oracle_for(protocol)
+    assert oracle.stuck() is None
+    stage = EventRef(rank=0, index=0)
+    for reader in range(1, ranks):
+        remote_load = EventRef(rank=reader, index=len(protocol.events[reader]) - 1 - (ranks - 1))
+        assert protocol.trace().event(remote_load).access.owner == 0
+        assert not oracle.can_precede(remote_load, stage)
+        assert oracle.can_precede(stage, remote_load)
+
+
+def test_too_many_states_is_unknown_not_an_answer() -> None:
+    with pytest.raises(EngineUnknown, match="states"):
+        oracle_for(mesh_allreduce(3), max_states=10)
+
+
+def test_a_passed_deadline_is_unknown_not_an_answer() -> None:
+    with pytest.raises(EngineUnknown, match="deadline"):
+        ExploreEngine().order(mesh_allreduce(2).trace(), deadline=time.monotonic() - 1)

