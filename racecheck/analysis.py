@@ -40,6 +40,11 @@ from racecheck.events import (
 )
 from racecheck.findings import Finding, FindingKind, RaceDetail, WitnessStep
 
+AFTERWARDS = "afterwards: "
+BLOCKED = "blocked forever: "
+PENDING_PREFIXES = (AFTERWARDS, BLOCKED)
+"""Prefixes of witness steps for highlighted events the witness schedule does not run."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Hazard:
@@ -55,16 +60,22 @@ class Hazard:
     bad_first: EventRef | None = None  # the witness runs `bad_first` while `bad_second` waits
     bad_second: EventRef | None = None
     schedule: Schedule = ()  # a ready witness (deadlocks)
+    pending: str = AFTERWARDS  # how the witness shows highlighted events it does not run
 
 
 def find_hazards(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
+    """Every hazard of the trace. A rank stopped by an out-of-bounds access never ran
+    its remaining events, so waits on it and reads of what it would have written are
+    consequences, not findings: only races among the events that did run are added."""
     hazards = out_of_bounds(trace)
-    stuck = deadlock(trace, oracle)
-    if stuck is not None:
-        hazards.append(stuck)
     pairs = writer_pairs(trace)
+    if not hazards:
+        stuck = deadlock(trace, oracle)
+        if stuck is not None:
+            hazards.append(stuck)
     hazards.extend(races(trace, oracle, pairs))
-    hazards.extend(stale_reads(trace, oracle, pairs))
+    if not trace.out_of_bounds:
+        hazards.extend(stale_reads(trace, oracle, pairs))
     return hazards
 
 
@@ -108,6 +119,7 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
         ranks=tuple(dict.fromkeys(ref.rank for ref in stuck.blocked)),
         locations=locations,
         schedule=stuck.schedule,
+        pending=BLOCKED,
     )
 
 
@@ -347,9 +359,10 @@ def _may_precede(oracle: OrderOracle, writer: Event, read: Event) -> bool:
 
 
 def witness_steps(
-    trace: Trace, schedule: Schedule, highlight: tuple[EventRef, ...]
+    trace: Trace, schedule: Schedule, highlight: tuple[EventRef, ...], pending: str
 ) -> tuple[WitnessStep, ...]:
-    """The events of a witness that explain it: sync events and the highlighted ones."""
+    """The events of a witness that explain it: sync events and the highlighted ones;
+    highlighted events the schedule does not run come last, behind `pending`."""
     steps = []
     for ref in schedule:
         event = trace.event(ref)
@@ -358,7 +371,7 @@ def witness_steps(
             steps.append(_step(trace, event, marked, ""))
     for ref in highlight:
         if ref not in schedule:
-            steps.append(_step(trace, trace.event(ref), True, "afterwards: "))
+            steps.append(_step(trace, trace.event(ref), True, pending))
     return tuple(steps)
 
 
@@ -384,6 +397,6 @@ def to_finding(trace: Trace, oracle: OrderOracle, hazard: Hazard) -> tuple[Findi
         locations=hazard.locations,
         ranks=hazard.ranks,
         regions=hazard.regions,
-        witness=witness_steps(trace, schedule, hazard.events) if schedule else (),
+        witness=witness_steps(trace, schedule, hazard.events, hazard.pending) if schedule else (),
     )
     return finding, schedule

@@ -16,6 +16,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 from racecheck.errors import ProgramRejected, UsageError, UserError
@@ -36,7 +37,7 @@ ProgressSink = Callable[[str, int], None]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VerifyCommand:
-    path: str
+    paths: tuple[str, ...]
     options: Options
     output_format: OutputFormat
     color: bool
@@ -51,6 +52,12 @@ class TraceCommand:
     args: tuple[tuple[str, str], ...]
     repeat: int
     seed: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExportCommand:
+    trace: TraceCommand  # the same file, program and rank count selection
+    output_format: str
 
 
 class _ParserExit(Exception):
@@ -87,6 +94,8 @@ def main(
         command = parse_command(arguments, out)
         if isinstance(command, VerifyCommand):
             return run_verify(command, out, err)
+        if isinstance(command, ExportCommand):
+            return run_export(command, out)
         return run_trace(command, out)
     except _ParserExit as done:
         return done.status
@@ -117,12 +126,16 @@ def _fail(err: TextIO, line: str, *, debug: bool) -> int:
 # --- parsing ---------------------------------------------------------------------------
 
 
-def parse_command(arguments: Sequence[str], out: TextIO) -> VerifyCommand | TraceCommand:
+def parse_command(
+    arguments: Sequence[str], out: TextIO
+) -> VerifyCommand | TraceCommand | ExportCommand:
     parser = _build_parser()
     with contextlib.redirect_stdout(out):  # --help prints to the caller's stdout
         namespace = parser.parse_args(arguments)
     if namespace.command == "verify":
         return _verify_command(namespace, out)
+    if namespace.command == "export":
+        return ExportCommand(trace=_trace_command(namespace), output_format=namespace.format)
     return _trace_command(namespace)
 
 
@@ -133,23 +146,29 @@ def _build_parser() -> _Parser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     verify = commands.add_parser("verify", help="prove a collective correct or show its bug")
-    _add_program_flags(verify)
+    _add_program_flags(verify, files="+")
     verify.add_argument("--ranks", default="2..8", help="rank counts: 4, 2,4,8 or 2..8")
     engines = ",".join(choice.value for choice in EngineChoice)
     verify.add_argument("--engine", default="auto", metavar=f"{{{engines}}}")
     verify.add_argument("--expect", metavar="MODEL", help="golden model, e.g. allreduce-sum")
     verify.add_argument("--timeout", default="60", metavar="S", help="seconds per program and P")
     verify.add_argument("--format", choices=[f.value for f in OutputFormat], default="text")
-    verify.add_argument("--html", metavar="FILE", help="also write an HTML report (not yet built)")
+    verify.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     verify.add_argument("--no-color", action="store_true", help="never colour the text report")
     trace = commands.add_parser("trace", help="print each rank's co-simulated events")
-    _add_program_flags(trace)
+    _add_program_flags(trace, files=None)
     trace.add_argument("--ranks", required=True, metavar="P", help="one rank count")
+    export = commands.add_parser("export", help="write the traced protocol as a Promela model")
+    _add_program_flags(export, files=None)
+    export.add_argument("--ranks", required=True, metavar="P", help="one rank count")
+    export.add_argument("--format", choices=["promela"], default="promela")
     return parser
 
 
-def _add_program_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="the Python file that holds the collective")
+def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) -> None:
+    parser.add_argument(
+        "file", metavar="FILE", nargs=files, help="the Python file that holds the collective"
+    )
     parser.add_argument("--program", action="append", default=[], metavar="NAME")
     parser.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--repeat", default="1", metavar="N", help="back-to-back runs")
@@ -168,10 +187,16 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
         timeout=parse_seconds("--timeout", namespace.timeout),
         seed=parse_count("--seed", namespace.seed, minimum=0),
     )
+    output_format = OutputFormat(namespace.format)
+    paths = tuple(namespace.file)
+    if len(paths) > 1 and (output_format is not OutputFormat.TEXT or namespace.html):
+        raise UsageError(
+            f"--format {output_format.value} and --html describe one file; give one FILE"
+        )
     return VerifyCommand(
-        path=namespace.file,
+        paths=paths,
         options=options,
-        output_format=OutputFormat(namespace.format),
+        output_format=output_format,
         color=not namespace.no_color and _wants_color(out),
         html=namespace.html,
     )
@@ -202,16 +227,28 @@ def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
     # Imported on use: the pipeline pulls in z3, which --help and usage errors need not load.
     from racecheck.check import check
 
-    if command.html is not None:
-        err.write("racecheck: warning: --html is not implemented yet; no HTML was written\n")
     progress = _terminal_progress(err) if err.isatty() else None
-    try:
-        report = check(command.path, command.options, progress=progress)
-    finally:
-        if progress is not None:
-            err.write("\r\033[K")  # erase the progress line, also before an error line
-    out.write(render(report, command.output_format, color=command.color))
-    return report.exit_code
+    exit_codes = []
+    for path in command.paths:
+        try:
+            report = check(path, command.options, progress=progress)
+        finally:
+            if progress is not None:
+                err.write("\r\033[K")  # erase the progress line, also before an error line
+        out.write(render(report, command.output_format, color=command.color))
+        if command.html is not None:
+            from racecheck.report.html import render_html
+
+            Path(command.html).write_text(render_html(report), encoding="utf-8")
+        exit_codes.append(report.exit_code)
+    return worst_exit_code(exit_codes)
+
+
+def worst_exit_code(codes: list[int]) -> int:
+    """Several files: 1 if any found a bug, else 2 if any was not checked, else 0."""
+    if 1 in codes:
+        return 1
+    return max(codes, default=0)
 
 
 def _terminal_progress(err: TextIO) -> ProgressSink:
@@ -220,6 +257,23 @@ def _terminal_progress(err: TextIO) -> ProgressSink:
         err.flush()
 
     return show
+
+
+def run_export(command: ExportCommand, out: TextIO) -> int:
+    from racecheck.export import export_command
+
+    selection = command.trace
+    out.write(
+        export_command(
+            selection.path,
+            selection.ranks,
+            command.output_format,
+            programs=selection.programs,
+            args=dict(selection.args),
+            repeat=selection.repeat,
+        )
+    )
+    return 0
 
 
 def run_trace(command: TraceCommand, out: TextIO) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import random
 import re
 import sys
 import threading
@@ -93,6 +94,18 @@ class RoundRobinPolicy:
                pending: Mapping[int, Event]) -> int:
         later = [rank for rank in runnable if current is None or rank > current]
         return min(later) if later else min(runnable)
+
+
+class RandomPolicy:
+    """A uniformly random runnable rank at every step, from a generator of its own: one
+    more schedule among all, reproducible from `seed`."""
+
+    def __init__(self, seed: int) -> None:
+        self.random = random.Random(seed)
+
+    def choose(self, runnable: Set[int], current: int | None,
+               pending: Mapping[int, Event]) -> int:
+        return self.random.choice(sorted(runnable))
 
 
 class ScheduleDivergence(RuntimeError):

@@ -14,6 +14,7 @@ import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from report_samples import mixed_report, proved_report
@@ -177,10 +178,22 @@ def test_debug_shows_the_traceback(pipeline: Recorder) -> None:
     assert result.err.splitlines()[-1].startswith("racecheck: internal error: KeyError")
 
 
-def test_html_is_not_silently_ignored(pipeline: Recorder) -> None:
-    result = run("verify", "f.py", "--html", "out.html")
-    assert "--html is not implemented yet" in result.err
+def test_html_report_is_written(pipeline: Recorder, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    result = run("verify", "f.py", "--html", str(page))
     assert result.code == 0
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_several_files_are_checked_in_turn_and_exit_with_the_worst(pipeline: Recorder) -> None:
+    result = run("verify", "a.py", "b.py", "--ranks", "2")
+    assert [call[0] for call in pipeline.calls] == ["a.py", "b.py"]
+    assert result.code == 0
+
+
+def test_json_describes_one_file_only(pipeline: Recorder) -> None:
+    assert_one_line_failure(run("verify", "a.py", "b.py", "--format", "json"))
+    assert pipeline.calls == []
 
 
 def test_help_goes_to_stdout() -> None:

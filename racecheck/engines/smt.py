@@ -57,6 +57,7 @@ from racecheck.events import (
     SignalCell,
     Stuck,
     Trace,
+    Wait,
     WaitCmp,
 )
 
@@ -178,6 +179,23 @@ def _with_data_events(
 # The z3 encoding
 
 
+Condition = bool | z3.BoolRef
+"""A constraint, or a Python bool where the answer is known without z3."""
+
+
+def _conjunction(parts: list[Condition]) -> Condition:
+    if any(part is False for part in parts):
+        return False
+    open_parts = [part for part in parts if part is not True]
+    if not open_parts:
+        return True
+    return open_parts[0] if len(open_parts) == 1 else z3.And(open_parts)
+
+
+def _negation(condition: Condition) -> Condition:
+    return not condition if isinstance(condition, bool) else z3.Not(condition)
+
+
 def _value_bound(writes: Iterable[_CellWrite]) -> int:
     """No interleaving of `writes` (from a zero cell) gives the cell a larger value."""
     largest_set = 0
@@ -190,6 +208,58 @@ def _value_bound(writes: Iterable[_CellWrite]) -> int:
     return largest_set + positive_adds
 
 
+def _write_count_bounds(
+    wait: Wait, earlier_own: list[_CellWrite], other_ranks: dict[int, list[_CellWrite]]
+) -> dict[int, tuple[int, int]] | None:
+    """For each other rank, (at least, at most) how many of its writes to the wait's
+    cell (in program order) precede the wait in any execution where the wait passes;
+    None if the wait can never pass. `earlier_own` are the waiting rank's writes to the
+    cell before the wait: they always precede it.
+
+    Both Ge and Eq need value >= expected, so if the writes that may precede the wait
+    minus rank q's j-th write onward bound the value below `expected`, q's first j
+    writes precede it. An Eq wait also needs value <= expected; on a cell with no Set,
+    if q's first j writes plus every write that lowers the value still exceed
+    `expected`, fewer than j of q's writes precede it.
+    """
+    foreign = [write for writes in other_ranks.values() for write in writes]
+    if _value_bound(earlier_own + foreign) < wait.expected:
+        return None
+    eq_on_adds = wait.cmp is WaitCmp.EQ and all(
+        write.op is NotifyOp.ATOMIC_ADD for write in earlier_own + foreign
+    )
+    if eq_on_adds and _lowest(earlier_own, foreign) > wait.expected:
+        return None
+    bounds: dict[int, tuple[int, int]] = {}
+    for rank, writes in other_ranks.items():
+        foreign_rest = [
+            write for other, others in other_ranks.items() if other != rank for write in others
+        ]
+        rest = earlier_own + foreign_rest
+        at_least = max(
+            (j + 1 for j in range(len(writes)) if _value_bound(rest + writes[:j]) < wait.expected),
+            default=0,
+        )
+        at_most = len(writes)
+        if eq_on_adds:
+            at_most = min(
+                (
+                    j - 1
+                    for j in range(1, len(writes) + 1)
+                    if _lowest(earlier_own + writes[:j], foreign_rest + writes[j:]) > wait.expected
+                ),
+                default=len(writes),
+            )
+        bounds[rank] = (at_least, at_most)
+    return bounds
+
+
+def _lowest(counted: list[_CellWrite], uncertain: list[_CellWrite]) -> int:
+    """The least value AtomicAdds give a zero cell when all of `counted` and any of
+    `uncertain` ran."""
+    return sum(write.value for write in counted) + sum(min(write.value, 0) for write in uncertain)
+
+
 def _holds(cmp: WaitCmp, value: z3.ArithRef, expected: int) -> z3.BoolRef:
     return value >= expected if cmp is WaitCmp.GE else value == expected
 
@@ -199,15 +269,15 @@ class _Encoding:
 
     def __init__(self, trace: Trace, skeleton: _Skeleton) -> None:
         self.context = z3.Context()
-        self.solver = z3.SolverFor("QF_LIA", ctx=self.context)
+        self.solver = z3.Solver(ctx=self.context)
         self.executed: dict[EventRef, z3.BoolRef] = {}
         self.time: dict[EventRef, z3.ArithRef] = {}
         self._trace = trace
         self._skeleton = skeleton
         self._writers: dict[CellKey, list[tuple[EventRef, _CellWrite]]] = {}
         self._stuck_guard: z3.BoolRef | None = None
+        self._ran_before_flags: dict[tuple[EventRef, EventRef], z3.BoolRef] = {}
         self._declare_signal_events()
-        self._separate_events_on_each_cell()
         self._require_waits_to_hold()
 
     def _declare_signal_events(self) -> None:
@@ -224,69 +294,81 @@ class _Encoding:
                 for write in self._skeleton.writes.get(ref, ()):
                     self._writers.setdefault(write.cell, []).append((ref, write))
 
-    def _separate_events_on_each_cell(self) -> None:
-        # Ties are decoded waits first, so a writer tied with a wait is after it, as the
-        # strict `<` in `_value` assumes, and tied AtomicAdds commute. Only a Set tied
-        # with another writer of its cell would be ambiguous.
-        for writers in self._writers.values():
-            for n, (ref, write) in enumerate(writers):
-                for other, other_write in writers[n + 1 :]:
-                    if ref.rank != other.rank and NotifyOp.SET in (write.op, other_write.op):
-                        self.solver.add(self.time[ref] != self.time[other])
+    def _written_after(self, earlier: EventRef, later: EventRef) -> Condition:
+        """Whether writer `later` comes after writer `earlier` in the decoded order:
+        by time, ties broken by (rank, index) as `decode` does, so no two writers of
+        a cell need distinct times."""
+        if earlier.rank == later.rank:
+            return earlier.index < later.index
+        if _order(earlier) < _order(later):
+            return self.time[earlier] <= self.time[later]
+        return self.time[earlier] < self.time[later]
 
     def _require_waits_to_hold(self) -> None:
         for ref, executed in self.executed.items():
             wait = self._trace.event(ref).wait
             if wait is None:
                 continue
-            value = self._value(cell_key_of(wait.cell), partial(self._counted_at, ref))
+            cell = cell_key_of(wait.cell)
+            value = self._value(cell, partial(self._counted_at, ref))
             self.solver.add(z3.Implies(executed, _holds(wait.cmp, value, wait.expected)))
-            self._add_forced_writes(ref, wait.expected)
+            self._add_count_lemmas(ref, wait, self._writers.get(cell, []))
 
-    def _counted_at(self, wait: EventRef, writer: EventRef) -> z3.BoolRef:
+    def _counted_at(self, wait: EventRef, writer: EventRef) -> Condition:
         """Whether `writer` ran before `wait`, given that `wait` ran."""
         if writer.rank == wait.rank:
-            return z3.BoolVal(writer.index < wait.index, self.context)
-        return z3.And(self.executed[writer], self.time[writer] < self.time[wait])
+            return writer.index < wait.index
+        return self._ran_before(wait, writer)
 
-    def _add_forced_writes(self, wait: EventRef, expected: int) -> None:
-        """Implied constraints that make most waits propagate instead of search.
+    def _ran_before(self, wait: EventRef, writer: EventRef) -> z3.BoolRef:
+        """A named flag for `writer` (of another rank) having run before `wait`."""
+        key = (wait, writer)
+        if key not in self._ran_before_flags:
+            flag = z3.Bool(f"b_{wait.rank}_{wait.index}_{writer.rank}_{writer.index}", self.context)
+            self.solver.add(
+                flag == z3.And(self.executed[writer], self.time[writer] < self.time[wait])
+            )
+            self._ran_before_flags[key] = flag
+        return self._ran_before_flags[key]
 
-        An upper bound of the cell's value over a set of writers: the largest Set value
-        (or 0) plus the positive AtomicAdds. If the writers that can still run before
-        the wait, minus rank q's writes from its j-th on, bound the value below
-        `expected`, then q's j-th write runs before the wait (both Ge and Eq need
-        value >= expected). Each other rank's writes are in program order, so the
-        latest such j is the one worth stating.
-        """
-        wait_event = self._trace.event(wait)
-        assert wait_event.wait is not None
-        writers = [
-            (ref, write)
-            for ref, write in self._writers.get(cell_key_of(wait_event.wait.cell), [])
-            if ref.rank != wait.rank or ref.index < wait.index
+    def _add_count_lemmas(
+        self, ref: EventRef, wait: Wait, writers: list[tuple[EventRef, _CellWrite]]
+    ) -> None:
+        """Implied constraints on how many of each rank's writes precede the wait; they
+        change no answer but let z3 propagate where it would otherwise search."""
+        executed = self.executed[ref]
+        earlier_own = [
+            write
+            for writer, write in writers
+            if writer.rank == ref.rank and writer.index < ref.index
         ]
-        if _value_bound(write for _, write in writers) < expected:
-            self.solver.add(z3.Not(self.executed[wait]))
+        by_rank: dict[int, list[EventRef]] = {}
+        for writer, _ in writers:
+            if writer.rank != ref.rank:
+                by_rank.setdefault(writer.rank, []).append(writer)
+        bounds = _write_count_bounds(
+            wait,
+            earlier_own,
+            {rank: [self._skeleton_write(w, wait) for w in refs] for rank, refs in by_rank.items()},
+        )
+        if bounds is None:
+            self.solver.add(z3.Not(executed))
             return
-        for rank in sorted({ref.rank for ref, _ in writers} - {wait.rank}):
-            own = [(ref, write) for ref, write in writers if ref.rank == rank]
-            others = [write for ref, write in writers if ref.rank != rank]
-            forced = [
-                ref
-                for j, (ref, _) in enumerate(own)
-                if _value_bound(others + [write for _, write in own[:j]]) < expected
-            ]
-            if forced:
-                writer = forced[-1]
-                self.solver.add(
-                    z3.Implies(
-                        self.executed[wait],
-                        z3.And(self.executed[writer], self.time[writer] < self.time[wait]),
-                    )
-                )
+        for rank, refs in by_rank.items():
+            flags = [self._ran_before(ref, writer) for writer in refs]
+            for later, earlier in zip(flags[1:], flags, strict=False):
+                self.solver.add(z3.Implies(later, earlier))
+            at_least, at_most = bounds[rank]
+            if at_least > 0:
+                self.solver.add(z3.Implies(executed, flags[at_least - 1]))
+            if at_most < len(flags):
+                self.solver.add(z3.Implies(executed, z3.Not(flags[at_most])))
 
-    def _value(self, cell: CellKey, counted: Callable[[EventRef], z3.BoolRef]) -> z3.ArithRef:
+    def _skeleton_write(self, writer: EventRef, wait: Wait) -> _CellWrite:
+        cell = cell_key_of(wait.cell)
+        return next(w for w in self._skeleton.writes[writer] if w.cell == cell)
+
+    def _value(self, cell: CellKey, counted: Callable[[EventRef], Condition]) -> z3.ArithRef:
         """The cell's value over the writers `counted` admits: the last Set among them
         (0 if none) plus the AtomicAdds after it."""
         writers = self._writers.get(cell, [])
@@ -294,14 +376,15 @@ class _Encoding:
         terms: list[z3.ArithRef] = []
         for ref, write in writers:
             overwritten = [
-                z3.And(counted(later), self.time[ref] < self.time[later])
+                _negation(_conjunction([counted(later), self._written_after(ref, later)]))
                 for later in sets
                 if later != ref
             ]
-            alive = counted(ref)
-            if overwritten:
-                alive = z3.And(alive, z3.Not(z3.Or(overwritten)))
-            terms.append(z3.If(alive, z3.IntVal(write.value, self.context), 0))
+            alive = _conjunction([counted(ref), *overwritten])
+            if alive is True:
+                terms.append(z3.IntVal(write.value, self.context))
+            elif alive is not False:
+                terms.append(z3.If(alive, z3.IntVal(write.value, self.context), 0))
         return z3.Sum(terms) if terms else z3.IntVal(0, self.context)
 
     def stuck_guard(self) -> z3.BoolRef | None:
@@ -339,7 +422,9 @@ class _Encoding:
         return constraints
 
     def decode(self, model: z3.ModelRef) -> tuple[EventRef, ...]:
-        """The executed signal events in time order."""
+        """The executed signal events in time order. Equal times are ordered as the
+        encoding assumes: waits first (a wait only sees writes strictly before it),
+        then writers by (rank, index) (see `_written_after`)."""
         executed = [
             ref
             for ref, flag in self.executed.items()

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import PurePath
 
+from racecheck.analysis import PENDING_PREFIXES
 from racecheck.events import HOST_OWNER, Event, SignalCell, Trace
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, WitnessStep
 from racecheck.report.phrases import describe_diff, describe_ranks
@@ -38,7 +39,6 @@ _TOP = 40  # room for the lane headers
 _LEFT = 12
 _TEXT_GAP = 18
 _CHAR_WIDTH = 8.0  # monospace 12px (bold is wider); sizes the text column
-_AFTERWARDS = "afterwards: "  # how analysis prefixes a highlighted step past the schedule
 _ARROW_GAP = 8  # stop arrowheads at the rim of the target dot
 
 _HIGHLIGHT_NOTES = {
@@ -334,7 +334,8 @@ _REGION_ACTION = re.compile(r"[\w.]+\[(?P<owner>\d+)\] bytes ")
 
 
 def _links_from_action(action: str) -> StepLinks:
-    action = action.removeprefix(_AFTERWARDS)
+    for prefix in PENDING_PREFIXES:
+        action = action.removeprefix(prefix)
     sync = _SYNC_ACTION.match(action)
     if sync is not None:
         return StepLinks(
