@@ -245,7 +245,7 @@ def _race(
     if detail is RaceDetail.READ_AFTER_WRITE:
         message = (
             f"rank {first.rank} can read {_what(shared, trace)} before rank {second.rank}"
-            " writes it: nothing orders the two"
+            " writes it, and see stale data (zeros on a first call): nothing orders the two"
         )
         bad_first, bad_second = first, second
     elif detail is RaceDetail.WRITE_AFTER_READ:

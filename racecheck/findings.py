@@ -71,6 +71,7 @@ class OutputDiff:
     index: tuple[int, ...]  # first differing element in the row's own shape
     got: tuple[float, ...]  # a few elements starting there
     golden: tuple[float, ...]
+    model: str = ""  # the golden model's name, e.g. "allreduce-sum"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

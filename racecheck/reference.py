@@ -75,4 +75,5 @@ def difference(model_name: str, io: HostIO, *, repeat: int) -> OutputDiff | None
         index=tuple(index),
         got=tuple(float(v) for v in got),
         golden=tuple(float(v) for v in expected),
+        model=model_name,
     )

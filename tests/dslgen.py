@@ -85,6 +85,15 @@ class Protocol:
             bodies[perm[rank]] = tuple(op.relabelled(perm) for op in body)
         return Protocol(ranks=self.ranks, bodies=tuple(bodies))
 
+    def position(self, tag: str) -> tuple[int, int]:
+        """(rank, index) of the operation tagged `tag`."""
+        return next(
+            (rank, index)
+            for rank, body in enumerate(self.bodies)
+            for index, op in enumerate(body)
+            if op.tag == tag
+        )
+
     def with_edge(self, *, notifier: int, after: int, waiter: int, before: int) -> Protocol:
         """Add a sync edge on a fresh cell: `notifier` notifies after its first `after`
         operations, `waiter` waits for it before its operation number `before`."""

@@ -100,3 +100,12 @@ def test_engine_agrees_with_brute_force_on_monotone_protocols(
     engine_name: str, trace: Trace
 ) -> None:
     assert_conforms(make_engine(engine_name)(), trace)
+
+
+@CONFORMANCE
+@given(trace=traces())
+def test_monotone_engine_is_exact_wherever_it_accepts_a_trace(trace: Trace) -> None:
+    """The monotone engine's own boundary (`unsupported`) is where it stays exact."""
+    engine = make_engine("monotone")()
+    if engine.unsupported(trace) is None:
+        assert_conforms(engine, trace)

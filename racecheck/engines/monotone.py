@@ -2,14 +2,15 @@
 
 Decides: the three questions of `racecheck.engines.base` for monotone traces.
 
-Model boundary: a trace is monotone when every NOTIFY is an AtomicAdd, a negative value
-only lands on the notifier's own cell, every WAIT is Ge, and no plain store assigns a
-signal cell. Then (1) cell updates commute, and (2) executing an event of another rank
-never disables a rank's pending wait: that wait reads the rank's own cell, which other
-ranks only increase. So every maximal run from a state reaches the same final state
-(confluence), and "can `first` run while `second` is held back?" is answered by one
-maximal run with `second`'s rank stopped just before it: `first` can precede `second`
-iff that run executes `first`. A rank's hold position only matters through the
+Model boundary: a trace is monotone when every WAIT is Ge, no plain store assigns a
+signal cell, and each cell is written either only by AtomicAdds — negative values only
+from the cell's owner — or only by Sets of one value v >= 0 (any number of writers: the
+cell goes 0 → v and stays there). Then (1) cell updates commute, and (2) executing an
+event of another rank never disables a rank's pending wait: that wait reads the rank's
+own cell, which other ranks only increase. So every maximal run from a state reaches
+the same final state (confluence), and "can `first` run while `second` is held back?"
+is answered by one maximal run with `second`'s rank stopped just before it: `first`
+can precede `second` iff that run executes `first`. A rank's hold position only matters through the
 notifies it has issued, so one incremental sweep per rank yields every frontier:
 O(P · S) steps for S sync events in all.
 
@@ -26,9 +27,10 @@ import time
 
 import numpy as np
 
-from racecheck.engines.syncview import SyncView, cell_key_of
+from racecheck.engines.syncview import SET_KIND, WAIT_KIND, CellKey, SyncView, cell_key_of
 from racecheck.errors import EngineUnknown
 from racecheck.events import (
+    Event,
     EventKind,
     EventRef,
     NotifyOp,
@@ -44,21 +46,28 @@ class MonotoneEngine:
 
     def unsupported(self, trace: Trace) -> str | None:
         view = SyncView(trace)
+        writers: dict[CellKey, set[tuple[NotifyOp, int]]] = {}
         for rank_events in trace.events:
             for event in rank_events:
                 reason = _non_monotone_reason(event, view)
                 if reason:
                     return f"{reason} at {event.location}"
+                if event.notify is not None:
+                    writes = writers.setdefault(cell_key_of(event.notify.cell), set())
+                    kind = event.notify.value if event.notify.op is NotifyOp.SET else None
+                    writes.add((event.notify.op, kind))
+                    if len(writes) > 1 and any(op is NotifyOp.SET for op, _ in writes):
+                        return f"a Set notify on a cell also written otherwise at {event.location}"
         return None
 
     def order(self, trace: Trace, *, deadline: float) -> MonotoneOracle:
         return MonotoneOracle(SyncView(trace), deadline)
 
 
-def _non_monotone_reason(event, view: SyncView) -> str | None:
+def _non_monotone_reason(event: Event, view: SyncView) -> str | None:
     if event.notify is not None:
-        if event.notify.op is NotifyOp.SET:
-            return "a Set notify"
+        if event.notify.op is NotifyOp.SET and event.notify.value < 0:
+            return "a negative Set notify"
         if event.notify.value < 0 and event.notify.cell.owner != event.rank:
             return "a negative AtomicAdd on another rank's cell"
     if event.wait is not None and event.wait.cmp is WaitCmp.EQ:
@@ -89,12 +98,16 @@ class _Run:
             position, limit = self.sync_pos[rank], self.limits[rank]
             while position < limit:
                 cell = cells[position]
-                if kinds[position]:  # a wait
+                kind = kinds[position]
+                if kind == WAIT_KIND:
                     if self.values[cell] < amounts[position]:
                         self.waiting[cell].append(rank)
                         break
                 else:
-                    self.values[cell] += amounts[position]
+                    if kind == SET_KIND:
+                        self.values[cell] = amounts[position]
+                    else:
+                        self.values[cell] += amounts[position]
                     if self.waiting[cell]:
                         work.extend(self.waiting[cell])
                         self.waiting[cell] = []
@@ -135,7 +148,8 @@ class MonotoneOracle:
             if run.sync_pos[held] == before:
                 rows[k:] = rows[k - 1]  # blocked for good: nothing else can change
                 break
-            rows[k] = run.event_frontier() if view.kind[held][k - 1] == 0 else rows[k - 1]
+            waited = view.kind[held][k - 1] == WAIT_KIND
+            rows[k] = rows[k - 1] if waited else run.event_frontier()
         return rows
 
     def can_precede(self, first: EventRef, second: EventRef) -> bool:

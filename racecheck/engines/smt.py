@@ -5,16 +5,23 @@ What it decides
     exactly, for the execution semantics stated there. An execution is encoded as an
     assignment to a Bool *executed* and an Int *time* per *signal event* (a NOTIFY, a
     WAIT, or a STORE whose `cell_values` land on a signal cell): the executed events
-    form a prefix of each rank, times follow program order and differ between events on
-    one cell, and an executed WAIT's condition holds on its cell's value just before its
-    time. Sorting the executed signal events by time gives an execution, and every
-    execution gives such an assignment, so satisfiable means reachable.
+    form a prefix of each rank, times follow program order, and an executed WAIT's
+    condition holds on its cell's value over the writes strictly before its time.
+    Sorting the executed signal events by (time, waits before writers, rank, index)
+    gives an execution, and every execution gives such an assignment, so satisfiable
+    means reachable. Equal times need no exclusion: the encoding compares writers with
+    that same tie-break.
+
+    On top of that exact core sit implied constraints only (`_write_count_bounds`):
+    how many of each rank's writes to a cell must, or cannot, precede a wait. They
+    remove no execution but turn most queries into propagation.
 
     Data events (LOAD, plain STORE, ATOMIC_ADD) neither read nor change a signal cell
     and are always enabled, so they get no variables. For ranks f ≠ s,
     `can_precede(first, second)` is the query "the last signal event of f at or before
     `first` executed, the first signal event of s at or after `second` not executed";
-    data events are filled back in when a schedule is decoded.
+    data events are filled back in when a schedule is decoded. Every z3 model is kept
+    as a run and answers every later question that run settles.
 
 Model boundary
     A cell's value is the value of the last executed Set before the moment asked about
@@ -33,13 +40,16 @@ Limitations
     sequences hold in every execution is the analysis's business, not this engine's.
     The value of a cell at a wait is a sum over the cell's writers with one "not
     overwritten" test per Set, so the encoding grows as waits × writers × Sets per cell.
-    Witnesses are shortened greedily (whole rank tails dropped while the replay stays
-    valid), which is small in practice but not guaranteed minimal.
+    A witness is the causal past of `first` in one model's run (its rank's prefix and,
+    for every needed wait, all writes to that cell before it): short, but not
+    guaranteed to be the shortest execution. Witnesses and stuck states are replayed
+    here before they are returned; a replay failure raises `SmtInternalError`.
 """
 
 from __future__ import annotations
 
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -465,15 +475,16 @@ def _solve(
 # The oracle
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _KnownRun:
     """A decoded execution of signal events, with each event's position in it."""
 
     run: tuple[EventRef, ...]
-    position: dict[EventRef, int] = field(init=False)
+    position: dict[EventRef, int]
 
-    def __post_init__(self) -> None:
-        self.position = {ref: n for n, ref in enumerate(self.run)}
+    @staticmethod
+    def of(run: tuple[EventRef, ...]) -> _KnownRun:
+        return _KnownRun(run=run, position={ref: n for n, ref in enumerate(run)})
 
     def prefix_through(
         self, last: EventRef, blocker: EventRef | None
@@ -491,7 +502,7 @@ class SmtOracle:
     """Answers the engine questions for one trace; every z3 model it gets is kept and
     answers later questions that the same execution settles."""
 
-    def __init__(self, trace: Trace, *, deadline: float, minimize_witnesses: bool = True) -> None:
+    def __init__(self, trace: Trace, *, deadline: float) -> None:
         self._trace = trace
         self._skeleton = _skeleton(trace)
         self._encoding = _Encoding(trace, self._skeleton)
@@ -542,12 +553,14 @@ class SmtOracle:
         return self._reach(last, blocker)
 
     def _last_signal_through(self, ref: EventRef) -> EventRef | None:
-        indices = [i for i in self._skeleton.signal_indices[ref.rank] if i <= ref.index]
-        return EventRef(rank=ref.rank, index=indices[-1]) if indices else None
+        indices = self._skeleton.signal_indices[ref.rank]
+        at = bisect_right(indices, ref.index)
+        return EventRef(rank=ref.rank, index=indices[at - 1]) if at else None
 
     def _first_signal_from(self, ref: EventRef) -> EventRef | None:
-        indices = [i for i in self._skeleton.signal_indices[ref.rank] if i >= ref.index]
-        return EventRef(rank=ref.rank, index=indices[0]) if indices else None
+        indices = self._skeleton.signal_indices[ref.rank]
+        at = bisect_left(indices, ref.index)
+        return EventRef(rank=ref.rank, index=indices[at]) if at < len(indices) else None
 
     def _reach(self, last: EventRef, blocker: EventRef | None) -> tuple[EventRef, ...] | None:
         """A run that executes `last` and not `blocker` before it."""
@@ -563,7 +576,7 @@ class SmtOracle:
         if model is None:
             self._refuted.add((last, blocker))
             return None
-        self._runs.append(_KnownRun(self._encoding.decode(model)))
+        self._runs.append(_KnownRun.of(self._encoding.decode(model)))
         known = self._runs[-1].prefix_through(last, blocker)
         if known is None:
             raise SmtInternalError(f"z3 model does not run {last} without {blocker}")
@@ -616,7 +629,7 @@ class SmtOracle:
         if model is None:
             return None
         run = self._encoding.decode(model)
-        self._runs.append(_KnownRun(run))
+        self._runs.append(_KnownRun.of(run))
         schedule = _with_data_events(self._trace, run, self._stops(run))
         state = _replay(self._trace, self._skeleton, schedule)
         blocked = None if state is None else _blocked_waits(self._trace, state)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from racecheck.events import Event, EventKind, EventRef, Schedule, SignalCell, Trace
+from racecheck.events import Event, EventKind, EventRef, NotifyOp, Schedule, SignalCell, Trace
 
 CellKey = tuple[int, int, int]  # (memory, owner, byte offset)
 
-NOTIFY_KIND = 0
+NOTIFY_KIND = 0  # AtomicAdd
 WAIT_KIND = 1
+SET_KIND = 2
 
 
 def cell_key_of(cell: SignalCell) -> CellKey:
@@ -53,7 +54,7 @@ class SyncView:
         for event in rank_events:
             if event.notify is not None:
                 index.append(event.index)
-                kind.append(NOTIFY_KIND)
+                kind.append(SET_KIND if event.notify.op is NotifyOp.SET else NOTIFY_KIND)
                 cell.append(self.cell_index[cell_key_of(event.notify.cell)])
                 amount.append(event.notify.value)
             elif event.wait is not None:
@@ -144,7 +145,7 @@ class SyncView:
         return [
             (other, other_position + 1)
             for other, other_position in steps[:limit]
-            if self.kind[other][other_position] == NOTIFY_KIND
+            if self.kind[other][other_position] != WAIT_KIND
             and self.cell[other][other_position] == cell
         ]
 

@@ -94,6 +94,7 @@ def _diff(diff: OutputDiff) -> JsonObject:
         "index": list(diff.index),
         "got": [_number(value) for value in diff.got],
         "golden": [_number(value) for value in diff.golden],
+        "model": diff.model or None,
     }
 
 

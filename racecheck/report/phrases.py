@@ -35,10 +35,11 @@ def describe_ranks(ranks: Sequence[int]) -> str:
 
 
 def describe_diff(diff: OutputDiff) -> str:
-    """`rank 2, y[0, 0:4] = [1.0, 0.0, ...], golden [6.0, ...]`."""
+    """`rank 2, y[0, 0:4] = [1.0, 0.0, ...], golden allreduce-sum [6.0, ...]`."""
+    golden = f"golden {diff.model} " if diff.model else "golden "
     return (
         f"rank {diff.rank}, {diff.tensor}[{_diff_span(diff)}] = {_numbers(diff.got)}, "
-        f"golden {_numbers(diff.golden)}"
+        f"{golden}{_numbers(diff.golden)}"
     )
 
 
