@@ -1,12 +1,15 @@
 """Benchmark `racecheck verify` as whole processes: wall time (median) and peak memory.
 
+    pip install '.[bench]'                       # matplotlib, for the plot
     python bench/bench_verify.py                 # the issue's table, writes docs/benchmarks.md
     python bench/bench_verify.py --quick         # P up to 16, one engine, for a smoke run
 
 Each cell runs `racecheck verify FILE --ranks P --engine E --format json` in a fresh
 process `--repeats` times and records the median wall time and the largest peak RSS
 (from the child's rusage). A row stops growing P once a run exceeds `--budget` seconds.
-SPIN, when installed, runs on racecheck's Promela export of the same protocol.
+SPIN, when installed, runs on racecheck's Promela export of the mesh all-reduce (the
+same trace racecheck decides) until one P exceeds 300 s or 8 GB; next to it, racecheck
+`auto` on the same P, in the same run.
 """
 
 from __future__ import annotations
@@ -105,6 +108,77 @@ def sweep(
     return rows
 
 
+def spin_sweep(limit_seconds: float, limit_mib: int) -> list[Measurement]:
+    """SPIN on the exported mesh trace for P = 2, 3, ... until a P fails its limits."""
+    from racecheck.cosim import simulate
+    from racecheck.errors import EngineUnknown
+    from racecheck.export.spin import check_with_spin
+    from racecheck.load import discover, load_file
+
+    (spec,) = discover(load_file(str(EXAMPLES / "08_allreduce_mesh.py")))
+    rows = []
+    for count in range(2, 17):
+        trace = simulate(spec.instantiate(count)).trace
+        started = time.perf_counter()
+        try:
+            outcome = check_with_spin(trace, timeout=limit_seconds, memory_mb=limit_mib)
+        except EngineUnknown as stopped:
+            verdict, peak = f"gave up: {stopped.reason}", float(limit_mib)
+        else:
+            verdict = "bug" if outcome.verdicts.races or outcome.run.deadlock else "proved"
+            peak = outcome.run.megabytes
+        elapsed = time.perf_counter() - started
+        rows.append(_spin_row(count, elapsed, peak, verdict))
+        own, own_peak, own_verdict = run_once(EXAMPLES / "08_allreduce_mesh.py", count, "auto", ())
+        rows.append(
+            Measurement(
+                protocol="mesh allreduce (vs SPIN)", engine="auto", ranks=count,
+                seconds=own, peak_mib=own_peak, verdict=own_verdict,
+            )
+        )
+        print(f"SPIN P={count}: {elapsed:.2f} s ({verdict}); racecheck {own:.2f} s", flush=True)
+        if verdict.startswith("gave up"):
+            break
+    return rows
+
+
+def _spin_row(count: int, seconds: float, peak: float, verdict: str) -> Measurement:
+    return Measurement(
+        protocol="mesh allreduce (vs SPIN)", engine="spin", ranks=count,
+        seconds=seconds, peak_mib=peak, verdict=verdict,
+    )
+
+
+def plot(rows: list[Measurement], path: Path) -> None:
+    """Time against P on log axes, one line per (protocol, engine)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(9, 6))
+    series = sorted({(row.protocol, row.engine) for row in rows})
+    for protocol, engine in series:
+        points = [
+            (row.ranks, row.seconds) for row in rows
+            if (row.protocol, row.engine) == (protocol, engine)
+            and not row.verdict.startswith(("gave up", "error"))
+        ]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            style = "--" if engine == "spin" else "-"
+            axes.plot(xs, ys, style, marker="o", label=f"{protocol} [{engine}]")
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    axes.set_xlabel("ranks P")
+    axes.set_ylabel("wall time of the whole process (s, median)")
+    axes.set_title("racecheck verify: time against P")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
 def growth_exponent(rows: list[Measurement], protocol: str, engine: str) -> float | None:
     """Least-squares slope of log(time) against log(P) over the P >= 8 points."""
     import math
@@ -155,12 +229,17 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--budget", type=float, default=120.0, help="stop a row past this")
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
+    parser.add_argument("--no-spin", action="store_true", help="skip the SPIN comparison")
     options = parser.parse_args()
     ranks = tuple(p for p in FULL_RANKS if p <= 16) if options.quick else FULL_RANKS
     engines = tuple(options.engines.split(","))
     rows = sweep(engines, ranks, options.repeats, options.budget)
-    Path(options.out).write_text(markdown(rows, " ".join(["python", *sys.argv])))
-    print(f"wrote {options.out}")
+    if not options.no_spin:
+        rows += spin_sweep(limit_seconds=300.0, limit_mib=8192)
+    out = Path(options.out)
+    out.write_text(markdown(rows, " ".join(["python", *sys.argv])))
+    plot(rows, out.with_suffix(".png"))
+    print(f"wrote {out} and {out.with_suffix('.png')}")
     return 0
 
 

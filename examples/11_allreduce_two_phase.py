@@ -27,28 +27,28 @@ from pypto.ir.distributed_compiled_program import DistributedConfig
 SIZE = 48
 
 
-def build_two_phase_allreduce(nr: int):
-    """The two-phase all-reduce for ``nr`` ranks (``SIZE`` must split into ``nr`` chunks)."""
-    if SIZE % nr != 0:
-        raise ValueError(f"SIZE={SIZE} must be divisible by the rank count, got {nr}")
-    chunk = SIZE // nr
+def build_two_phase_allreduce(nr: int, size: int = SIZE):
+    """The two-phase all-reduce for ``nr`` ranks (``size`` must split into ``nr`` chunks)."""
+    if size % nr != 0:
+        raise ValueError(f"size={size} must be divisible by the rank count, got {nr}")
+    chunk = size // nr
 
     @pl.program
     class TwoPhaseAllreduce:
         @pl.function(type=pl.FunctionType.InCore)
         def reduce_step(
             self,
-            x: pl.Tensor[[1, SIZE], pl.FP32],
-            y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
-            data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
-            result: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+            x: pl.Tensor[[1, size], pl.FP32],
+            y: pl.Out[pl.Tensor[[1, size], pl.FP32]],
+            data: pl.InOut[pld.DistributedTensor[[1, size], pl.FP32]],
+            result: pl.InOut[pld.DistributedTensor[[1, size], pl.FP32]],
             signal: pl.InOut[pld.DistributedTensor[[2, nr], pl.INT32]],
-        ) -> pl.Tensor[[1, SIZE], pl.FP32]:
+        ) -> pl.Tensor[[1, size], pl.FP32]:
             ctx = pld.get_comm_ctx(data)
             my_rank = pld.rank(ctx)
             nranks = pld.nranks(ctx)
 
-            local = pl.load(x, [0, 0], [1, SIZE])
+            local = pl.load(x, [0, 0], [1, size])
             data = pl.store(local, [0, 0], data)
 
             # Barrier A (row 0): every input is staged.
@@ -92,26 +92,26 @@ def build_two_phase_allreduce(nr: int):
         @pl.function(type=pl.FunctionType.Orchestration)
         def per_rank(
             self,
-            x: pl.Tensor[[1, SIZE], pl.FP32],
-            y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
-            data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
-            result: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+            x: pl.Tensor[[1, size], pl.FP32],
+            y: pl.Out[pl.Tensor[[1, size], pl.FP32]],
+            data: pl.InOut[pld.DistributedTensor[[1, size], pl.FP32]],
+            result: pl.InOut[pld.DistributedTensor[[1, size], pl.FP32]],
             signal: pl.InOut[pld.DistributedTensor[[2, nr], pl.INT32]],
-        ) -> pl.Tensor[[1, SIZE], pl.FP32]:
+        ) -> pl.Tensor[[1, size], pl.FP32]:
             return self.reduce_step(x, y, data, result, signal)
 
         @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
         def two_phase_allreduce(
             self,
-            x: pl.Tensor[[nr, 1, SIZE], pl.FP32],
-            y: pl.Out[pl.Tensor[[nr, 1, SIZE], pl.FP32]],
-        ) -> pl.Tensor[[nr, 1, SIZE], pl.FP32]:
-            data_buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
-            result_buf = pld.alloc_window_buffer(SIZE * pl.FP32.get_byte())
+            x: pl.Tensor[[nr, 1, size], pl.FP32],
+            y: pl.Out[pl.Tensor[[nr, 1, size], pl.FP32]],
+        ) -> pl.Tensor[[nr, 1, size], pl.FP32]:
+            data_buf = pld.alloc_window_buffer([1, size], dtype=pl.FP32)
+            result_buf = pld.alloc_window_buffer(size * pl.FP32.get_byte())
             signal_buf = pld.alloc_window_buffer([2, nr], dtype=pl.INT32)
             for r in pl.range(nr):
-                data = pld.window(data_buf, [1, SIZE], dtype=pl.FP32)
-                result = pld.window(result_buf, [1, SIZE], dtype=pl.FP32)
+                data = pld.window(data_buf, [1, size], dtype=pl.FP32)
+                result = pld.window(result_buf, [1, size], dtype=pl.FP32)
                 signal = pld.window(signal_buf, [2, nr], dtype=pl.INT32)
                 self.per_rank(x[r], y[r], data, result, signal, device=r)
             return y

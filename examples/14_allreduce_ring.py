@@ -34,13 +34,13 @@ from pypto.ir.distributed_compiled_program import DistributedConfig
 SIZE = 48
 
 
-def build_ring_allreduce(nr: int):
+def build_ring_allreduce(nr: int, size: int = SIZE):
     """The in-place ring all-reduce for ``nr`` ranks."""
     if nr < 2:
         raise ValueError(f"the ring needs at least 2 ranks, got {nr}")
-    if SIZE % nr != 0:
-        raise ValueError(f"SIZE={SIZE} must be divisible by the rank count, got {nr}")
-    chunk = SIZE // nr
+    if size % nr != 0:
+        raise ValueError(f"size={size} must be divisible by the rank count, got {nr}")
+    chunk = size // nr
     rounds = 2 * (nr - 1)
 
     @pl.program
@@ -48,18 +48,18 @@ def build_ring_allreduce(nr: int):
         @pl.function(type=pl.FunctionType.InCore)
         def ring_step(
             self,
-            x: pl.Tensor[[1, SIZE], pl.FP32],
-            y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
-            scratch: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+            x: pl.Tensor[[1, size], pl.FP32],
+            y: pl.Out[pl.Tensor[[1, size], pl.FP32]],
+            scratch: pl.InOut[pld.DistributedTensor[[1, size], pl.FP32]],
             signal: pl.InOut[pld.DistributedTensor[[rounds, nr], pl.INT32]],
-        ) -> pl.Tensor[[1, SIZE], pl.FP32]:
+        ) -> pl.Tensor[[1, size], pl.FP32]:
             ctx = pld.get_comm_ctx(scratch)
             my_rank = pld.rank(ctx)
             nranks = pld.nranks(ctx)
             left = (my_rank - 1 + nranks) % nranks
             right = (my_rank + 1) % nranks
 
-            staged = pl.load(x, [0, 0], [1, SIZE])
+            staged = pl.load(x, [0, 0], [1, size])
             scratch = pl.store(staged, [0, 0], scratch)
             pld.system.notify(
                 signal, peer=right, offsets=[0, my_rank], value=1, op=pld.NotifyOp.AtomicAdd
@@ -84,29 +84,29 @@ def build_ring_allreduce(nr: int):
                         op=pld.NotifyOp.AtomicAdd,
                     )
 
-            reduced = pl.load(scratch, [0, 0], [1, SIZE])
+            reduced = pl.load(scratch, [0, 0], [1, size])
             return pl.store(reduced, [0, 0], y)
 
         @pl.function(type=pl.FunctionType.Orchestration)
         def per_rank(
             self,
-            x: pl.Tensor[[1, SIZE], pl.FP32],
-            y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
-            scratch: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+            x: pl.Tensor[[1, size], pl.FP32],
+            y: pl.Out[pl.Tensor[[1, size], pl.FP32]],
+            scratch: pl.InOut[pld.DistributedTensor[[1, size], pl.FP32]],
             signal: pl.InOut[pld.DistributedTensor[[rounds, nr], pl.INT32]],
-        ) -> pl.Tensor[[1, SIZE], pl.FP32]:
+        ) -> pl.Tensor[[1, size], pl.FP32]:
             return self.ring_step(x, y, scratch, signal)
 
         @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
         def ring_allreduce(
             self,
-            x: pl.Tensor[[nr, 1, SIZE], pl.FP32],
-            y: pl.Out[pl.Tensor[[nr, 1, SIZE], pl.FP32]],
-        ) -> pl.Tensor[[nr, 1, SIZE], pl.FP32]:
-            scratch_buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
+            x: pl.Tensor[[nr, 1, size], pl.FP32],
+            y: pl.Out[pl.Tensor[[nr, 1, size], pl.FP32]],
+        ) -> pl.Tensor[[nr, 1, size], pl.FP32]:
+            scratch_buf = pld.alloc_window_buffer([1, size], dtype=pl.FP32)
             signal_buf = pld.alloc_window_buffer([rounds, nr], dtype=pl.INT32)
             for r in pl.range(pld.world_size()):
-                scratch = pld.window(scratch_buf, [1, SIZE], dtype=pl.FP32)
+                scratch = pld.window(scratch_buf, [1, size], dtype=pl.FP32)
                 signal = pld.window(signal_buf, [rounds, nr], dtype=pl.INT32)
                 self.per_rank(x[r], y[r], scratch, signal, device=r)
             return y

@@ -13,11 +13,15 @@ Columns `0..SIGNAL_COLS - 2` of the signal window belong to generated notifies a
 waits; the last column is kept free for `with_edge`, so an inserted edge's cell is
 fresh. Signal rows are rank numbers, so a relabelling maps them with the ranks.
 
-`protocols(ranks, monotone=...)` draws protocols: data operations at random, then
-notify/wait pairs (mostly the conventional "notify a peer's cell [me, c], wait on
-own cell") at random positions, plus the occasional stray notify or unmatched wait.
-Monotone protocols use AtomicAdd notifies and Ge waits only (and AtomicAdd -1 resets
-of the rank's own cells); the others also use Set notifies and Eq waits.
+`protocols(ranks, monotone=...)` draws two families half and half. Phased protocols
+are disciplined exchanges (stage, notify, push, wait, read, output: pulls and pushes
+each guarded by a notify/wait pair on a single-writer cell), correct unless one
+mutation drops an operation or swaps two neighbours. Scrambled protocols are random
+data operations with notify/wait pairs (mostly the conventional "notify a peer's cell
+[me, c], wait on own cell") at random positions, a stray notify or unmatched wait now
+and then: bugs of every kind. Monotone protocols use AtomicAdd notifies and Ge waits
+only (and AtomicAdd -1 resets of the rank's own cells); the others also use Set
+notifies and Eq waits.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dslgen import Protocol, protocols, render, tags_by_line
+from dslgen import Op, OpKind, Protocol, protocols, render, tags_by_line
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -207,3 +207,35 @@ def _across(protocol: Protocol, first: str, second: str) -> dict[str, int]:
     notifier, after = protocol.position(first)
     waiter, before = protocol.position(second)
     return {"notifier": notifier, "after": after + 1, "waiter": waiter, "before": before}
+
+
+# ---------------------------------------------------------------------------- anchors
+
+_PULL = Protocol(ranks=2, bodies=(
+    (Op(kind=OpKind.STORE, tag="r0stage"),
+     Op(kind=OpKind.NOTIFY, tag="pull1n", peer=1, cell=(0, 0)),
+     Op(kind=OpKind.OUTPUT_ACC, tag="r0out")),
+    (Op(kind=OpKind.STORE, tag="r1stage"),
+     Op(kind=OpKind.WAIT, tag="pull1w", cell=(0, 0)),
+     Op(kind=OpKind.REMOTE_LOAD, tag="pull1l", peer=0),
+     Op(kind=OpKind.OUTPUT_ACC, tag="r1out")),
+))
+
+
+def test_a_guarded_pull_is_proved_and_sums_the_inputs(workdir: Path) -> None:
+    path = _write(workdir, _PULL)
+    assert _verify(path, 2).verdict is Verdict.PROVED
+    (spec,) = discover(load_file(str(path)))
+    execution = simulate(spec.instantiate(2), policy=RandomPolicy(7))
+    final = {tensor.name: tensor.final for tensor in execution.tensors}
+    x, y = final["x"], final["y"]
+    assert np.array_equal(y[0], x[0]) and np.allclose(y[1], x[0] + x[1])
+
+
+def test_a_pull_without_its_wait_races_on_those_two_operations(workdir: Path) -> None:
+    reader = tuple(op for op in _PULL.bodies[1] if op.kind is not OpKind.WAIT)
+    path = _write(workdir, Protocol(ranks=2, bodies=(_PULL.bodies[0], reader)))
+    result = _verify(path, 2)
+    assert result.verdict is Verdict.BUG
+    assert _by_operation(path, result) == {
+        ("race", "read-after-write", frozenset({"pull1l", "r0stage"}))}

@@ -14,7 +14,7 @@ from racecheck.errors import EngineUnknown
 from racecheck.events import Trace
 from racecheck.options import EngineChoice
 
-AUTO_EXPLORE_STATES = 200_000
+AUTO_EXPLORE_STATES = 50_000
 
 
 def engine_for(choice: EngineChoice) -> Engine:
