@@ -376,10 +376,11 @@ def witness_steps(
 
 
 def _step(trace: Trace, event: Event, highlight: bool, prefix: str) -> WitnessStep:
+    call = f"call {event.repeat + 1}: " if trace.repeat > 1 else ""
     return WitnessStep(
         rank=event.rank,
         index=event.index,
-        action=prefix + describe_event(event, trace),
+        action=prefix + call + describe_event(event, trace),
         location=event.location,
         highlight=highlight,
     )

@@ -330,12 +330,14 @@ def _cell_key(cell: SignalCell) -> tuple[int, int, int]:
 
 # The shapes `racecheck.describe` gives cells (`signal[1][0, 0]`) and regions (`data[1] bytes`).
 _SYNC_ACTION = re.compile(r"^(?P<verb>notify|wait) (?P<cell>[\w.]+\[(?P<owner>\d+)\]\[[^\]]*\])")
+_CALL_PREFIX = re.compile(r"^call \d+: ")  # which --repeat call, on repeated runs
 _REGION_ACTION = re.compile(r"[\w.]+\[(?P<owner>\d+)\] bytes ")
 
 
 def _links_from_action(action: str) -> StepLinks:
     for prefix in PENDING_PREFIXES:
         action = action.removeprefix(prefix)
+    action = _CALL_PREFIX.sub("", action)
     sync = _SYNC_ACTION.match(action)
     if sync is not None:
         return StepLinks(
