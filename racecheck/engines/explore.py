@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from racecheck.engines.syncview import CellKey, cell_key_of
 from racecheck.errors import EngineUnknown
 from racecheck.events import (
     Event,
@@ -62,7 +63,6 @@ from racecheck.events import (
     WaitCmp,
 )
 
-CellKey = tuple[int, int, int]  # (memory, owner, byte offset): a signal cell's identity
 DEADLINE_CHECK_INTERVAL = 2048  # expanded states between two looks at the clock
 
 
@@ -100,7 +100,7 @@ class SyncProgram:
 
 def compile_sync_program(trace: Trace) -> SyncProgram:
     waits = [event.wait for event in _events(trace) if event.wait is not None]
-    cells = tuple(sorted({_key(wait.cell) for wait in waits}))
+    cells = tuple(sorted({cell_key_of(wait.cell) for wait in waits}))
     number = {cell: position for position, cell in enumerate(cells)}
     steps = tuple(
         tuple(
@@ -118,7 +118,7 @@ def compile_sync_program(trace: Trace) -> SyncProgram:
 def _sync_step(event: Event, number: dict[CellKey, int]) -> SyncStep | None:
     if event.wait is not None:
         guard = Guard(
-            cell=number[_key(event.wait.cell)],
+            cell=number[cell_key_of(event.wait.cell)],
             greater_or_equal=event.wait.cmp is WaitCmp.GE,
             expected=event.wait.expected,
         )
@@ -129,7 +129,7 @@ def _sync_step(event: Event, number: dict[CellKey, int]) -> SyncStep | None:
 
 def _cell_effects(event: Event, number: dict[CellKey, int]) -> tuple[CellEffect, ...]:
     if event.kind is EventKind.NOTIFY and event.notify is not None:
-        cell = number.get(_key(event.notify.cell))
+        cell = number.get(cell_key_of(event.notify.cell))
         if cell is None:
             return ()
         add = event.notify.op is NotifyOp.ATOMIC_ADD
@@ -151,7 +151,7 @@ def _saturation_cap(
     own = [effect for effect in effects if effect.cell == number[cell]]
     if any(not effect.add or effect.value < 0 for effect in own):
         return None
-    thresholds = [wait.expected for wait in waits if _key(wait.cell) == cell]
+    thresholds = [wait.expected for wait in waits if cell_key_of(wait.cell) == cell]
     return max(0, *thresholds) + 1
 
 
@@ -317,7 +317,7 @@ class ExploreOracle:
             for effect in _cell_effects(self._trace.event(ref), number):
                 base = values[effect.cell] if effect.add else 0
                 values[effect.cell] = base + effect.value
-        return tuple((cell, values[number[_key(cell)]]) for cell in cells)
+        return tuple((cell, values[number[cell_key_of(cell)]]) for cell in cells)
 
 
 def _run_rank(rank: int, positions: list[int], stop: int) -> list[EventRef]:
@@ -340,10 +340,6 @@ class ExploreEngine:
         program = compile_sync_program(trace)
         space = explore(program, max_states=self.max_states, deadline=deadline)
         return ExploreOracle(trace, program, space)
-
-
-def _key(cell: SignalCell) -> CellKey:
-    return (cell.memory, cell.owner, cell.offset)
 
 
 def _events(trace: Trace) -> list[Event]:
