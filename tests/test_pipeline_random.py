@@ -3,8 +3,8 @@
 Each example renders a `dslgen.Protocol` to a real DSL file and runs `racecheck.verify`
 on it, then holds the answers to properties that must hold on every program:
 
-* the engines agree (explore and smt always; monotone when the protocol is monotone,
-  and it refuses with `unknown` otherwise);
+* the engines agree, run once or twice back to back (`--repeat`): explore and smt
+  always, monotone wherever it decides (it must decide every monotone protocol);
 * the executor agrees with the verdict: a proved program is determinate (the same host
   outputs under random schedules); every race and deadlock finding was confirmed by
   replaying its witness;
@@ -39,7 +39,6 @@ _file_numbers = itertools.count()
 
 examples = settings(
     deadline=None,
-    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -56,8 +55,9 @@ def _write(workdir: Path, protocol: Protocol) -> Path:
     return path
 
 
-def _verify(path: Path, ranks: int, engine: str = "auto") -> ProgramResult:
-    report = racecheck.verify(str(path), ranks=[ranks], engine=engine, timeout=TIMEOUT)
+def _verify(path: Path, ranks: int, engine: str = "auto", repeat: int = 1) -> ProgramResult:
+    report = racecheck.verify(
+        str(path), ranks=[ranks], engine=engine, repeat=repeat, timeout=TIMEOUT)
     assert not report.errors, report.errors
     (result,) = report.results
     return result
@@ -116,14 +116,14 @@ def _ranked_protocols(draw: st.DrawFn) -> Protocol:
 # ---------------------------------------------------------------------------- properties
 
 
-@settings(examples, max_examples=60)
-@given(protocol=_ranked_protocols())
-def test_engines_agree(workdir: Path, protocol: Protocol) -> None:
+@settings(examples, max_examples=100)
+@given(protocol=_ranked_protocols(), repeat=st.sampled_from((1, 2)))
+def test_engines_agree(workdir: Path, protocol: Protocol, repeat: int) -> None:
     path = _write(workdir, protocol)
     ranks = protocol.ranks
-    explored = _decided(_verify(path, ranks, "explore"))
-    solved = _decided(_verify(path, ranks, "smt"))
-    monotone = _verify(path, ranks, "monotone")
+    explored = _decided(_verify(path, ranks, "explore", repeat))
+    solved = _decided(_verify(path, ranks, "smt", repeat))
+    monotone = _verify(path, ranks, "monotone", repeat)
     if monotone.verdict is Verdict.UNKNOWN:
         assert not protocol.monotone, monotone.message
         assert "monotone engine cannot decide" in monotone.message
@@ -136,7 +136,7 @@ def test_engines_agree(workdir: Path, protocol: Protocol) -> None:
         assert _lines(monotone, stuck_lines=True) == _lines(explored, stuck_lines=True)
 
 
-@settings(examples, max_examples=50)
+@settings(examples, max_examples=80)
 @given(protocol=_ranked_protocols())
 def test_executor_agrees_with_the_verdict(workdir: Path, protocol: Protocol) -> None:
     path = _write(workdir, protocol)
@@ -160,7 +160,7 @@ def _outputs(path: Path, ranks: int, schedule_seed: int) -> list[np.ndarray]:
     return [tensor.final for tensor in execution.tensors if tensor.role is TensorRole.OUTPUT]
 
 
-@settings(examples, max_examples=40)
+@settings(examples, max_examples=60)
 @given(data=st.data())
 def test_relabelling_ranks_keeps_the_findings(workdir: Path, data: st.DataObject) -> None:
     protocol = data.draw(_ranked_protocols(), label="protocol")
@@ -173,7 +173,7 @@ def test_relabelling_ranks_keeps_the_findings(workdir: Path, data: st.DataObject
     assert _by_operation(relabelled_path, relabelled) == _by_operation(path, original)
 
 
-@settings(examples, max_examples=50)
+@settings(examples, max_examples=80)
 @given(data=st.data())
 def test_an_added_sync_edge_never_adds_a_race(workdir: Path, data: st.DataObject) -> None:
     protocol = data.draw(_ranked_protocols(), label="protocol")
