@@ -47,12 +47,14 @@ class Measurement:
     seconds: float  # median wall time of the whole process
     peak_mib: float
     verdict: str
+    checking: float = 0.0  # median of the report's own per-program seconds (no start-up)
 
 
 def run_once(
     path: Path, ranks: int, engine: str, args: tuple[str, ...]
-) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MiB, verdicts) of one whole `racecheck verify` process."""
+) -> tuple[float, float, str, float]:
+    """(wall seconds, peak RSS in MiB, verdicts, checking seconds) of one whole
+    `racecheck verify` process; checking excludes interpreter start-up and imports."""
     command = [sys.executable, "-m", "racecheck", "verify", str(path), "--ranks", str(ranks)]
     command += ["--engine", engine, "--format", "json"]
     for value in args:
@@ -64,21 +66,23 @@ def run_once(
     elapsed = time.perf_counter() - started
     child.returncode = 0  # reaped by wait4 above
     try:
-        verdicts = {result["verdict"] for result in json.loads(stdout)["results"]}
-        verdict = "/".join(sorted(verdicts))
+        results = json.loads(stdout)["results"]
+        verdict = "/".join(sorted({result["verdict"] for result in results}))
+        checking = sum(result["seconds"] for result in results)
     except (json.JSONDecodeError, KeyError):
-        verdict = f"error: {stderr.strip()[:80]}"
-    return elapsed, usage.ru_maxrss / 1024, verdict
+        verdict, checking = f"error: {stderr.strip()[:80]}", 0.0
+    return elapsed, usage.ru_maxrss / 1024, verdict, checking
 
 
 def measure(
     label: str, path: Path, ranks: int, engine: str, args: tuple[str, ...], repeats: int
 ) -> Measurement:
-    times, peaks, verdict = [], [], ""
+    times, peaks, checks, verdict = [], [], [], ""
     for _ in range(repeats):
-        elapsed, peak, verdict = run_once(path, ranks, engine, args)
+        elapsed, peak, verdict, checking = run_once(path, ranks, engine, args)
         times.append(elapsed)
         peaks.append(peak)
+        checks.append(checking)
     return Measurement(
         protocol=label,
         engine=engine,
@@ -86,6 +90,7 @@ def measure(
         seconds=statistics.median(times),
         peak_mib=max(peaks),
         verdict=verdict,
+        checking=statistics.median(checks),
     )
 
 
@@ -129,14 +134,15 @@ def spin_sweep(limit_seconds: float, limit_mib: int) -> list[Measurement]:
             peak = outcome.run.megabytes
         elapsed = time.perf_counter() - started
         rows.append(_spin_row(count, elapsed, peak, verdict))
-        own, own_peak, own_verdict = run_once(EXAMPLES / "08_allreduce_mesh.py", count, "auto", ())
-        rows.append(
-            Measurement(
-                protocol="mesh allreduce (vs SPIN)", engine="auto", ranks=count,
-                seconds=own, peak_mib=own_peak, verdict=own_verdict,
-            )
+        own = measure(
+            "mesh allreduce (vs SPIN)", EXAMPLES / "08_allreduce_mesh.py", count, "auto", (), 3
         )
-        print(f"SPIN P={count}: {elapsed:.2f} s ({verdict}); racecheck {own:.2f} s", flush=True)
+        rows.append(own)
+        print(
+            f"SPIN P={count}: {elapsed:.2f} s ({verdict}); racecheck {own.seconds:.2f} s"
+            f" (checking {own.checking:.3f} s)",
+            flush=True,
+        )
         if verdict.startswith("gave up"):
             break
     return rows
@@ -203,15 +209,17 @@ def markdown(rows: list[Measurement], command: str) -> str:
         f"Machine: {platform.machine()}, {platform.python_implementation()}"
         f" {platform.python_version()}, {platform.system()}; `nproc` = 2, 24 GiB.",
         f"Command: `{command}`. Whole processes; median wall time of the repeats; peak RSS"
-        " is the largest of the repeats.",
+        " is the largest of the repeats. *checking s* is the report's own time per program"
+        " and P (no interpreter start-up or imports).",
         "",
-        "| protocol | engine | P | seconds (median) | peak MiB | verdict |",
-        "|---|---|---:|---:|---:|---|",
+        "| protocol | engine | P | seconds (median) | checking s | peak MiB | verdict |",
+        "|---|---|---:|---:|---:|---:|---|",
     ]
     for row in rows:
+        checking = f"{row.checking:.3f}" if row.engine != "spin" else "—"
         lines.append(
             f"| {row.protocol} | {row.engine} | {row.ranks} | {row.seconds:.2f}"
-            f" | {row.peak_mib:.0f} | {row.verdict} |"
+            f" | {checking} | {row.peak_mib:.0f} | {row.verdict} |"
         )
     lines += ["", "Growth in P (slope of log time against log P, P >= 8):", ""]
     for label, _, _ in PROTOCOLS:

@@ -6,10 +6,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from racecheck.engines.base import Engine, OrderOracle
 from racecheck.engines.explore import ExploreEngine
 from racecheck.engines.monotone import MonotoneEngine
-from racecheck.engines.smt import SmtEngine
 from racecheck.errors import EngineUnknown
 from racecheck.events import Trace
 from racecheck.options import EngineChoice
@@ -17,12 +18,26 @@ from racecheck.options import EngineChoice
 AUTO_EXPLORE_STATES = 50_000
 
 
+def smt_engine() -> Engine:
+    """Imported on use: z3 costs start-up time that monotone programs never need."""
+    from racecheck.engines.smt import SmtEngine
+
+    return SmtEngine()
+
+
 def engine_for(choice: EngineChoice) -> Engine:
     if choice is EngineChoice.MONOTONE:
         return MonotoneEngine()
     if choice is EngineChoice.EXPLORE:
         return ExploreEngine()
-    return SmtEngine()
+    return smt_engine()
+
+
+AUTO_ROUTE: tuple[Callable[[], Engine], ...] = (
+    MonotoneEngine,
+    lambda: ExploreEngine(max_states=AUTO_EXPLORE_STATES),
+    smt_engine,
+)
 
 
 def prepare(choice: EngineChoice, trace: Trace, *, deadline: float) -> tuple[str, OrderOracle]:
@@ -33,7 +48,8 @@ def prepare(choice: EngineChoice, trace: Trace, *, deadline: float) -> tuple[str
         if reason:
             raise EngineUnknown(f"the {engine.name} engine cannot decide this program: {reason}")
         return engine.name, engine.order(trace, deadline=deadline)
-    for engine in (MonotoneEngine(), ExploreEngine(max_states=AUTO_EXPLORE_STATES), SmtEngine()):
+    for make in AUTO_ROUTE:
+        engine = make()
         if engine.unsupported(trace):
             continue
         try:
