@@ -2,8 +2,8 @@
 
 The named function receives the inputs as a numpy array `[P, ...]` (row r is rank r's
 input) and returns the expected outputs with leading dimension P. A `.py` path is
-resolved against the current directory. The file is imported as a plain module: if it
-imports PyPTO at module level, load it through racecheck's frontend instead.
+resolved against the current directory. The file may be the collective itself: its
+`pypto` imports resolve to racecheck's DSL while it loads, as when it is verified.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from types import ModuleType
 
 import numpy as np
 
+from racecheck.dsl.modules import installed
 from racecheck.errors import UsageError
 
 UserGolden = Callable[[np.ndarray], np.ndarray]
@@ -42,7 +43,8 @@ def _load_file(path_text: str, spec: str) -> ModuleType:
         raise UsageError(f"golden {spec!r}: cannot import {path_text}")
     module = importlib.util.module_from_spec(module_spec)
     try:
-        module_spec.loader.exec_module(module)
+        with installed():
+            module_spec.loader.exec_module(module)
     except Exception as error:  # the user's file: any failure is theirs to fix
         raise UsageError(f"golden {spec!r}: importing {path_text} failed: {error}") from error
     return module

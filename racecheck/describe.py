@@ -38,7 +38,8 @@ def describe_event(event: Event, trace: Trace) -> str:
     verb = _VERBS[event.kind]
     label = event.label.rsplit(".", 1)[-1] if event.label else verb
     region = describe_region(event.access, trace) if event.access is not None else ""
-    return f"{label} ({verb}) {region}".rstrip()
+    action = label if label == verb else f"{label} ({verb})"
+    return f"{action} {region}".rstrip()
 
 
 _VERBS = {
