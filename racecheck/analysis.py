@@ -2,9 +2,12 @@
 
 * Race: two accesses of overlapping bytes from different ranks, at least one writing,
   not both atomic, that can happen in either order (`can_precede` both ways).
-  A read with some other write to those bytes, from the same `--repeat` round, that
-  always precedes it is a write-after-read race (the racing write clobbers what it
-  should read); otherwise read-after-write (it may read before its data lands).
+  Both orders are possible, so the detail names the likelier intent: when another
+  write of those bytes (same `--repeat` call) always precedes the read and was
+  published to it — its rank reaches the synchronisation the read depends on without
+  waiting again — the read was meant for that value and the race is write-after-read
+  (a later round clobbers it); otherwise read-after-write (the read may see the bytes
+  before the write it was meant to see lands).
 * Stale read: bytes of a data window (one no NOTIFY/WAIT targets) that a read covers
   and that no write can precede in any execution.
 * Deadlock: the engine's `stuck()` state.
@@ -219,6 +222,23 @@ def _always_before(oracle: OrderOracle, earlier: Event, later: Event) -> bool:
     return not oracle.can_precede(later.ref, earlier.ref)
 
 
+def _published_to(trace: Trace, oracle: OrderOracle, write: Event, read: Event) -> bool:
+    """Was `write` the value the synchronisation before `read` published? True when the
+    writer reaches its last event that always precedes the read without waiting on
+    anything after the write (a wait in between starts a later round)."""
+    if write.rank == read.rank:
+        return True
+    events = trace.events[write.rank]
+    low, high = write.index, len(events) - 1  # events[low] always precedes the read
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _always_before(oracle, events[middle], read):
+            low = middle
+        else:
+            high = middle - 1
+    return all(event.kind is not EventKind.WAIT for event in events[write.index + 1 : low + 1])
+
+
 def _race(
     trace: Trace,
     oracle: OrderOracle,
@@ -237,6 +257,7 @@ def _race(
             and other.repeat == first.repeat
             and intersect_ranges(other.access.ranges, overlap)
             and _always_before(oracle, other, first)
+            and _published_to(trace, oracle, other, first)
             for other in writes_by_instance[instance]
             if other.access is not None
         )

@@ -56,10 +56,10 @@ def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramRes
     except ProgramRejected as rejected:
         return _result(spec, ranks, started, verdict=Verdict.SKIPPED, message=rejected.message)
     trace = execution.trace
-    golden = options.expect or _model_of(instance, execution, options)
     try:
         engine, oracle = prepare(options.engine, trace, deadline=deadline)
         hazards = find_hazards(trace, oracle)
+        golden = (options.expect or _model_of(instance, execution, options)) if hazards else None
         findings = [
             _confirmed(instance, trace, oracle, hazard, golden, options) for hazard in hazards
         ]

@@ -199,9 +199,10 @@ _ASSIGNED_NAME = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")
 class _Host:
     """The host entry's context: window allocation, row views, dispatches."""
 
-    def __init__(self, ranks: int, memory: MemoryState) -> None:
+    def __init__(self, ranks: int, memory: MemoryState, dims: Mapping[str, int]) -> None:
         self.ranks = ranks
         self.memory = memory
+        self.dims = dims
         self.dispatches: list[list[_Dispatch]] = [[] for _ in range(ranks)]
         self.row_sliced: dict[int, TensorView] = {}
         self.host_roots: set[int] = set()
@@ -309,6 +310,7 @@ class _Rank:
     def __init__(self, rank: int, run: _Run) -> None:
         self.rank = rank
         self.ranks = run.ranks
+        self.dims = run.dims
         self.run = run
         self.events: list[Event] = []
         self.repeat = 0
@@ -427,8 +429,9 @@ class _Run:
     """The scheduler: one baton, passed between rank threads at scheduling points."""
 
     def __init__(self, ranks: int, memory: MemoryState, policy: SchedulePolicy,
-                 force_waits: bool, max_events: int) -> None:
+                 force_waits: bool, max_events: int, dims: Mapping[str, int]) -> None:
         self.ranks = ranks
+        self.dims = dims
         self.memory = memory
         self.policy = policy
         self.force_waits = force_waits
@@ -598,7 +601,7 @@ def _last_user_location(thread: threading.Thread | None) -> SourceLocation | Non
 
 def _run_host(instance: ProgramInstance, memory: MemoryState, seed: int
               ) -> tuple[_Host, list[_HostTensor]]:
-    host = _Host(instance.ranks, memory)
+    host = _Host(instance.ranks, memory, dict(instance.bindings))
     arguments, tensors = _create_host_arguments(instance, memory, host, seed)
     with activated(host):
         _call_user(lambda: instance.entry(*arguments), instance.name)
@@ -655,7 +658,8 @@ def simulate(instance: ProgramInstance, *, policy: SchedulePolicy | None = None,
     memory = MemoryState(instance.ranks)
     with installed():
         host, tensors = _run_host(instance, memory, seed)
-        run = _Run(instance.ranks, memory, policy or DefaultPolicy(), force_waits, max_events)
+        run = _Run(instance.ranks, memory, policy or DefaultPolicy(), force_waits, max_events,
+                   dict(instance.bindings))
         remaining = max(timeout - (time.monotonic() - started), 0.001)
         _execute_ranks(run, host, repeat, remaining, instance.name)
     trace = Trace(

@@ -51,8 +51,9 @@ def test_race_witness_runs_the_read_before_the_write() -> None:
 
 
 def _overwrite_protocol(*, ack: bool) -> Trace:
-    """Rank 0 pushes two rounds into rank 1's buffer; rank 1 reads each round.
-    Without an acknowledgement, round 2 can clobber round 1 before rank 1 read it."""
+    """Rank 0 pushes two rounds into rank 1's buffer from one line of a loop; rank 1 reads
+    each round. Without an acknowledgement, round 2 can clobber round 1 before rank 1
+    read it."""
     builder = TraceBuilder(2)
     buf = builder.window("buf", 64)
     sig = builder.window("sig", 16)
@@ -60,8 +61,8 @@ def _overwrite_protocol(*, ack: bool) -> Trace:
     builder.notify(0, sig, 1, 0, line=2)
     if ack:
         builder.wait(0, sig, 4, line=3)
-    builder.store(0, buf, 1, 0, 64, line=4)
-    builder.notify(0, sig, 1, 0, line=5)
+    builder.store(0, buf, 1, 0, 64, line=1)
+    builder.notify(0, sig, 1, 0, line=2)
     builder.wait(1, sig, 0, line=11)
     builder.load(1, buf, 1, 0, 64, line=12)
     if ack:
@@ -74,7 +75,7 @@ def _overwrite_protocol(*, ack: bool) -> Trace:
 def test_unacknowledged_second_round_is_write_after_read() -> None:
     (hazard,) = hazards_of(_overwrite_protocol(ack=False))
     assert (hazard.kind, hazard.detail) == (FindingKind.RACE, "write-after-read")
-    assert [loc.line for loc in hazard.locations] == [12, 4]
+    assert [loc.line for loc in hazard.locations] == [12, 1]
     assert hazard.bad_first == EventRef(rank=0, index=2)
 
 

@@ -104,7 +104,7 @@ def allreduce(data: object, signal: object, *, op: ReduceOp = ReduceOp.Sum, mode
 
 def _check_ring_signal(context: RankContext, signal: TensorView, label: str) -> None:
     """The ring lowering addresses a [2(N-1), N] signal; a smaller one is out of bounds."""
-    rows = max(2 * (context.ranks - 1), 1)
+    rows = 2 * (context.ranks - 1)
     needed = (rows, context.ranks)
     if signal.ndim != 2 or signal.shape[0] < needed[0] or signal.shape[1] < needed[1]:
         context.fail_bounds(f"{label}(mode='ring') needs a signal of {list(needed)}, "

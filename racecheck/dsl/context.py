@@ -8,7 +8,7 @@ call made with no active context (e.g. at import time) is unsupported.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 class HostContext(Protocol):
     ranks: int
+    dims: Mapping[str, int]  # values of the pl.dynamic dims in this run
 
     def alloc_window(self, nbytes: int) -> WindowBuffer: ...
 
@@ -36,6 +37,7 @@ class HostContext(Protocol):
 class RankContext(Protocol):
     rank: int
     ranks: int
+    dims: Mapping[str, int]
 
     def load(self, view: TensorView, owner: int, offsets: Sequence[int],
              extent: Sequence[int], label: str) -> tuple[np.ndarray, EventRef]: ...
@@ -97,6 +99,12 @@ def host_context(construct: str) -> HostContext:
             file=where.file, line=where.line,
         )
     return context  # type: ignore[return-value]
+
+
+def dim_bindings() -> Mapping[str, int] | None:
+    """The values of the `pl.dynamic` dims in the running program, if one runs."""
+    context = current()
+    return None if context is None else context.dims
 
 
 def note_control(sources: frozenset[EventRef]) -> None:

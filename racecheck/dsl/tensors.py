@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from racecheck.dsl.dtypes import DType
+from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import Tainted, as_index
+from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, MemoryKind, union_ranges
 
 
@@ -62,6 +64,13 @@ class TensorView:
         )
 
     def __getitem__(self, index: object) -> TensorView:
+        if isinstance(index, tuple):
+            return self._index_axes(index)
+        if isinstance(index, slice):
+            return self._select((index,))
+        return self._index_row(index)
+
+    def _index_row(self, index: object) -> TensorView:
         from racecheck.dsl.context import current, is_rank_context
 
         context = current()
@@ -72,8 +81,80 @@ class TensorView:
             raise IndexError(f"row {row} of {self.name} with shape {list(self.shape)}")
         return self.row(row)
 
+    def _index_axes(self, index: tuple[object, ...]) -> TensorView:
+        """`t[r, 0:1, a:b]`: a leading integer drops a row as `t[r]` does; the rest
+        selects a block, which must be contiguous (a view has no strides)."""
+        if index and not isinstance(index[0], slice):
+            return self._index_row(index[0])._select(index[1:])
+        return self._select(index)
+
+    def _select(self, index: tuple[object, ...]) -> TensorView:
+        if len(index) > self.ndim:
+            raise IndexError(f"{len(index)} indices for {self!r}")
+        offsets: list[int] = []
+        extent: list[int] = []
+        kept: list[int] = []
+        for axis, size in enumerate(self.shape):
+            start, length, keeps = _axis_selection(index[axis] if axis < len(index) else
+                                                   slice(None), size, self, axis)
+            offsets.append(start)
+            extent.append(length)
+            if keeps:
+                kept.append(length)
+        if not _is_contiguous_block(self.shape, extent):
+            where = user_location()
+            raise UnsupportedConstruct(
+                f"{self!r}[{_index_text(index)}] is not one contiguous block; racecheck "
+                "models views without strides: pass the whole tensor and use offsets",
+                file=where.file, line=where.line)
+        strides = [math.prod(self.shape[axis + 1:]) for axis in range(self.ndim)]
+        first = sum(start * stride for start, stride in zip(offsets, strides, strict=True))
+        return TensorView(
+            memory=self.memory, kind=self.kind, name=f"{self.name}[{_index_text(index)}]",
+            base=self.base + first * self.dtype.nbytes, shape=tuple(kept), dtype=self.dtype,
+            memory_nbytes=self.memory_nbytes,
+        )
+
     def __repr__(self) -> str:
         return f"{self.name}{list(self.shape)}:{self.dtype.name}"
+
+
+def _axis_selection(item: object, size: int, view: TensorView, axis: int) -> tuple[int, int, bool]:
+    """(offset, extent, whether the axis stays) of one index item on one axis."""
+    if isinstance(item, slice):
+        if item.step not in (None, 1):
+            raise UnsupportedConstruct(f"a slice with step {item.step} of {view!r}")
+        start = 0 if item.start is None else as_index(item.start)
+        stop = size if item.stop is None else as_index(item.stop)
+        if not 0 <= start <= stop <= size:
+            raise IndexError(f"slice {start}:{stop} of {view!r} in dim {axis}")
+        return start, stop - start, True
+    position = as_index(item)
+    if not 0 <= position < size:
+        raise IndexError(f"index {position} of {view!r} in dim {axis}")
+    return position, 1, False
+
+
+def _is_contiguous_block(shape: Sequence[int], extent: Sequence[int]) -> bool:
+    """Row-major contiguity: once an axis spans more than one index, every later axis
+    must be taken whole."""
+    spread = False
+    for size, length in zip(shape, extent, strict=True):
+        if spread and length != size:
+            return False
+        spread = spread or length > 1
+    return True
+
+
+def _index_text(index: tuple[object, ...]) -> str:
+    def item_text(item: object) -> str:
+        if isinstance(item, slice):
+            start = "" if item.start is None else as_index(item.start)
+            stop = "" if item.stop is None else as_index(item.stop)
+            return f"{start}:{stop}"
+        return str(as_index(item))
+
+    return ", ".join(item_text(item) for item in index)
 
 
 @dataclass(slots=True, kw_only=True, eq=False)

@@ -28,6 +28,19 @@ class DimExpr:
     def symbols(self) -> frozenset[str]:
         raise NotImplementedError
 
+    def __index__(self) -> int:
+        """A dim used as a number in a running body (`alloc_window_buffer(NR * 4)`)."""
+        from racecheck.dsl.context import dim_bindings
+
+        bindings = dim_bindings()
+        if bindings is None or not self.symbols() <= bindings.keys():
+            raise TypeError(f"{self!r} is a pl.dynamic dim: its value is known only "
+                            "inside a running program")
+        return self.evaluate(bindings)
+
+    def __int__(self) -> int:
+        return self.__index__()
+
     def _combine(self, op: Callable[[int, int], int], symbol: str, other: object,
                  reflected: bool) -> DimExpr:
         if not isinstance(other, (int, DimExpr)):
