@@ -99,6 +99,18 @@ def test_wait_nobody_notifies_deadlocks() -> None:
     assert spin(builder.build()).verdicts.deadlock
 
 
+def test_nothing_behind_a_wait_that_never_passes_can_run_first() -> None:
+    """The marker of a question sits behind a blocked wait: SPIN must report it unreached
+    (a no-op marker can be merged away and vanish from pan's unreached report)."""
+    builder, data, signal = two_ranks_with_data()
+    builder.wait(0, signal, 0, line=10)
+    builder.load(0, data, 0, 0, 8, line=11)
+    builder.store(1, data, 0, 0, 8, line=20)
+    answers = spin(builder.build()).answers
+    assert not any(question.first == ref(0, 1) and answer for question, answer in answers.items())
+    assert answers, "the model asks about the load"
+
+
 def test_read_before_its_only_write_is_stale() -> None:
     builder, data, signal = two_ranks_with_data()
     builder.load(1, data, 1, 0, 8, line=10)
