@@ -21,7 +21,7 @@ from racecheck.cosim import (
 )
 from racecheck.engines import prepare
 from racecheck.engines.base import OrderOracle
-from racecheck.errors import EngineUnknown, ProgramRejected
+from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
 from racecheck.events import NotifyOp, Schedule, Trace
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
 from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
@@ -36,13 +36,24 @@ def check(path: str, options: Options, *, progress: Progress | None = None) -> R
         parse_model(options.expect)  # a bad model name is a usage error before any work
     loaded = load_file(path)
     specs = discover(loaded, programs=options.programs, args=dict(options.args))
-    results = []
+    results: list[ProgramResult] = []
+    errors: list[str] = []
     for spec in specs:
         for ranks in options.ranks:
             if progress is not None:
                 progress(spec.name, ranks)
-            results.append(check_program(spec, ranks, options))
-    return Report(file=path, results=tuple(results))
+            try:
+                results.append(check_program(spec, ranks, options))
+            except (UnsupportedConstruct, TracingError) as error:
+                # One program the DSL cannot follow must not hide the file's other programs.
+                errors.append(error.render())
+                results.append(
+                    ProgramResult(
+                        program=spec.name, ranks=ranks, verdict=Verdict.UNKNOWN,
+                        message=error.message,
+                    )
+                )
+    return Report(file=path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
 
 
 def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramResult:

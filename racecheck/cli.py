@@ -236,6 +236,8 @@ def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
             if progress is not None:
                 err.write("\r\033[K")  # erase the progress line, also before an error line
         out.write(render(report, command.output_format, color=command.color))
+        for error in report.errors:  # the programs the DSL could not follow, one line each
+            err.write(error + "\n")
         if command.html is not None:
             from racecheck.report.html import render_html
 

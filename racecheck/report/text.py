@@ -47,7 +47,6 @@ def render_text(report: Report, *, color: bool) -> str:
         f"note: {note.program} at P={describe_rank_counts(note.rank_counts)}: {note.text}"
         for note in group_notes(report)
     ]
-    lines += list(report.errors)
     for group in group_findings(report):
         lines.append("")
         lines += _finding_block(group, report.file, paint)
