@@ -18,6 +18,7 @@ from .compare import (
     golden_repeated,
     identify,
     matches,
+    matching,
     tolerance,
 )
 
@@ -32,6 +33,7 @@ __all__ = [
     "golden_repeated",
     "identify",
     "matches",
+    "matching",
     "parse_model",
     "tolerance",
 ]

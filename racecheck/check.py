@@ -78,7 +78,7 @@ def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramRes
         return _result(
             spec, ranks, started, verdict=Verdict.UNKNOWN, message=unknown.reason, trace=trace
         )
-    return _judge(spec, ranks, started, options, engine, execution, findings)
+    return _judge(spec, ranks, started, options, engine, instance, execution, findings)
 
 
 def _judge(
@@ -87,6 +87,7 @@ def _judge(
     started: float,
     options: Options,
     engine: str,
+    instance: ProgramInstance,
     execution: Execution,
     findings: list[Finding],
 ) -> ProgramResult:
@@ -112,7 +113,7 @@ def _judge(
             else:
                 model = options.expect
         else:
-            model = reference.identify(io, repeat=options.repeat)
+            model = _identify(instance, io, options)
     verdict = Verdict.BUG if findings else Verdict.PROVED
     return _result(
         spec,
@@ -127,21 +128,36 @@ def _judge(
     )
 
 
+def _identify(instance: ProgramInstance, io: reference.HostIO, options: Options) -> str | None:
+    """The model the outputs match. Random inputs can make two models agree by chance
+    (rank 1's row the element-wise minimum, say): then a second draw decides."""
+    names = reference.candidates(io, repeat=options.repeat)
+    if len(names) > 1:
+        second = simulate(
+            instance, repeat=options.repeat, seed=options.seed + 1, timeout=options.timeout
+        )
+        other = reference.host_io(second)
+        again = reference.candidates(other, repeat=options.repeat) if other is not None else ()
+        names = tuple(name for name in names if name in again)
+    return names[0] if names else None
+
+
 def _model_of(instance: ProgramInstance, execution: Execution, options: Options) -> str | None:
     """The model the traced run matches or, failing that, a fully interleaved run: the
     golden a racy program's wrong output is shown against."""
     io = reference.host_io(execution)
-    if io is None:
-        return None
-    model = reference.identify(io, repeat=options.repeat)
-    if model is not None:
-        return model
-    interleaved = simulate(
+    model = _identify(instance, io, options) if io is not None else None
+    if model is None:
+        interleaved = reference.host_io(_interleaved(instance, options))
+        model = _identify(instance, interleaved, options) if interleaved is not None else None
+    return model
+
+
+def _interleaved(instance: ProgramInstance, options: Options) -> Execution:
+    return simulate(
         instance, policy=RoundRobinPolicy(), repeat=options.repeat, seed=options.seed,
         timeout=options.timeout,
     )
-    other = reference.host_io(interleaved)
-    return reference.identify(other, repeat=options.repeat) if other is not None else None
 
 
 def _confirmed(
