@@ -18,7 +18,6 @@ from .compare import (
     golden_repeated,
     identify,
     matches,
-    matching,
     tolerance,
 )
 
@@ -33,7 +32,6 @@ __all__ = [
     "golden_repeated",
     "identify",
     "matches",
-    "matching",
     "parse_model",
     "tolerance",
 ]

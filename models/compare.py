@@ -148,12 +148,7 @@ def matches(
 
 def identify(inputs: np.ndarray, outputs: np.ndarray, dtype: str) -> str | None:
     """The first named model (most specific first, never `none`) the outputs match."""
-    names = matching(inputs, outputs, dtype)
-    return names[0] if names else None
-
-
-def matching(inputs: np.ndarray, outputs: np.ndarray, dtype: str) -> tuple[str, ...]:
-    """Every named model the outputs match, most specific first (`none` excluded)."""
-    return tuple(
-        model.name for model in candidates(len(inputs)) if matches(model, inputs, outputs, dtype)
-    )
+    for model in candidates(len(inputs)):
+        if matches(model, inputs, outputs, dtype):
+            return model.name
+    return None

@@ -113,7 +113,7 @@ def _judge(
             else:
                 model = options.expect
         else:
-            model = _identify(instance, io, options)
+            model = reference.identify(io, repeat=options.repeat)
     verdict = Verdict.BUG if findings else Verdict.PROVED
     return _result(
         spec,
@@ -128,28 +128,15 @@ def _judge(
     )
 
 
-def _identify(instance: ProgramInstance, io: reference.HostIO, options: Options) -> str | None:
-    """The model the outputs match. Random inputs can make two models agree by chance
-    (rank 1's row the element-wise minimum, say): then a second draw decides."""
-    names = reference.candidates(io, repeat=options.repeat)
-    if len(names) > 1:
-        second = simulate(
-            instance, repeat=options.repeat, seed=options.seed + 1, timeout=options.timeout
-        )
-        other = reference.host_io(second)
-        again = reference.candidates(other, repeat=options.repeat) if other is not None else ()
-        names = tuple(name for name in names if name in again)
-    return names[0] if names else None
-
-
 def _model_of(instance: ProgramInstance, execution: Execution, options: Options) -> str | None:
     """The model the traced run matches or, failing that, a fully interleaved run: the
     golden a racy program's wrong output is shown against."""
     io = reference.host_io(execution)
-    model = _identify(instance, io, options) if io is not None else None
+    model = reference.identify(io, repeat=options.repeat) if io is not None else None
     if model is None:
         interleaved = reference.host_io(_interleaved(instance, options))
-        model = _identify(instance, interleaved, options) if interleaved is not None else None
+        if interleaved is not None:
+            model = reference.identify(interleaved, repeat=options.repeat)
     return model
 
 

@@ -7,6 +7,9 @@ or signal operation is a scheduling point, where the rank parks with its pending
 event and a `SchedulePolicy` picks which enabled rank executes next (a WAIT whose
 condition is false is not enabled). Values are real bytes, so control flow that
 depends on memory follows this schedule; such loads are listed as control reads.
+Every window must be dispatched to every rank: PyPTO makes a smaller communication
+group (with its own rank numbering) of a window that reaches only some devices, and
+that is refused as unsupported rather than checked with world ranks.
 
 When no rank can move but some wait: with `force_waits` the lowest blocked wait is
 forced past (tracing keeps going, so traces are complete), else the run stops and
@@ -41,7 +44,7 @@ from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
 from racecheck.dsl.tensors import TensorView, WindowBuffer, region_problem, region_runs
 from racecheck.dsl.types import Direction, TensorType
-from racecheck.errors import ProgramRejected, TracingError, UserError
+from racecheck.errors import ProgramRejected, TracingError, UnsupportedConstruct, UserError
 from racecheck.events import (
     HOST_OWNER,
     AccessMode,
@@ -206,6 +209,8 @@ class _Host:
         self.dispatches: list[list[_Dispatch]] = [[] for _ in range(ranks)]
         self.row_sliced: dict[int, TensorView] = {}
         self.host_roots: set[int] = set()
+        self.window_ranks: dict[int, set[int]] = {}
+        self.window_sites: dict[int, SourceLocation] = {}
 
     def alloc_window(self, nbytes: int) -> WindowBuffer:
         where = user_location()
@@ -235,6 +240,23 @@ class _Host:
             raise ProgramRejected(
                 f"the program dispatches to device {rank} but runs on {self.ranks} ranks")
         self.dispatches[rank].append(_Dispatch(function=function, args=args, kwargs=kwargs))
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, TensorView) and value.is_window:
+                self.window_ranks.setdefault(value.memory, set()).add(rank)
+                self.window_sites.setdefault(value.memory, user_location())
+
+    def check_one_group(self) -> None:
+        """PyPTO forms one communication group per set of devices a window is dispatched
+        to, and ranks and peers inside a kernel are numbered within that group; racecheck
+        numbers them in the world, so a window that reaches only some ranks is refused."""
+        for memory, ranks in self.window_ranks.items():
+            if len(ranks) != self.ranks:
+                name = self.memory.memories[memory].name
+                where = self.window_sites[memory]
+                raise UnsupportedConstruct(
+                    f"window {name} is dispatched to devices {sorted(ranks)} of {self.ranks}: "
+                    "communication groups smaller than the world (group-relative ranks) are "
+                    "not modelled", file=where.file, line=where.line)
 
     def check_row_counts(self) -> None:
         for view in self.row_sliced.values():
@@ -247,15 +269,33 @@ def _rows_message(name: str, rows: int) -> str:
 
 
 def _initial_values(dtype: DType, shape: tuple[int, ...], direction: Direction,
-                    rng: np.random.Generator) -> np.ndarray:
+                    rng: np.random.Generator, ranks: int) -> np.ndarray:
     if direction is Direction.OUT:
         return np.zeros(shape, dtype=dtype.compute)
-    if dtype.is_float:
-        values = rng.standard_normal(shape).astype(dtype.compute)
-        return dtype.decode(dtype.encode(values))
     if dtype.name == "BOOL":
         return rng.integers(0, 2, size=shape).astype(bool)
-    return rng.integers(0, 10, size=shape).astype(dtype.compute)
+    if dtype.is_float:
+        values = rng.standard_normal(shape)
+    else:
+        values = rng.integers(2, 10, size=shape).astype(np.float64)
+    if len(shape) > 0 and shape[0] == ranks:
+        _spread_extremes(values.reshape(ranks, -1))
+    values = values.astype(dtype.compute)
+    return dtype.decode(dtype.encode(values)) if dtype.is_float else values
+
+
+def _spread_extremes(rows: np.ndarray) -> None:
+    """Make column j's maximum rank j mod P and its minimum rank j+1 mod P, so no rank's
+    row is the element-wise max or min of all rows by chance (a broadcast of it would
+    then look like allreduce-max or -min to the golden models)."""
+    ranks, width = rows.shape
+    if ranks < 2 or width < 2:
+        return
+    for column in range(width):
+        top, bottom = column % ranks, (column + 1) % ranks
+        high, low = rows[:, column].max(), rows[:, column].min()
+        rows[top, column] = high + 1
+        rows[bottom, column] = low - 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -277,7 +317,8 @@ def _create_host_arguments(instance: ProgramInstance, memory: MemoryState, host:
             arguments.append(parameter.value)
             continue
         shape = instance.shape_of(annotation)
-        values = _initial_values(annotation.dtype, shape, annotation.direction, rng)
+        values = _initial_values(annotation.dtype, shape, annotation.direction, rng,
+                                 instance.ranks)
         view = memory.add_host_tensor(parameter.name, values, annotation.dtype)
         host.host_roots.add(view.memory)
         arguments.append(view)
@@ -606,6 +647,7 @@ def _run_host(instance: ProgramInstance, memory: MemoryState, seed: int
     with activated(host):
         _call_user(lambda: instance.entry(*arguments), instance.name)
     host.check_row_counts()
+    host.check_one_group()
     return host, tensors
 
 

@@ -356,10 +356,23 @@ def _fixed_builder(loaded: LoadedFile, name: str, value: Any,
     return build
 
 
+def _dispatches_nothing(value: Any) -> bool:
+    """A program class with no host entry: a single-chip program, not a collective."""
+    return not any(isinstance(member, DslFunction) and member.role is FunctionRole.HOST
+                   for member in vars(value.cls).values())
+
+
+def _single_chip_programs(loaded: LoadedFile) -> list[str]:
+    return [name for name, value in loaded.namespace.items()
+            if isinstance(value, Program) and value.defined_at_module_level
+            and _dispatches_nothing(value)]
+
+
 def _module_level_programs(loaded: LoadedFile, args: Mapping[str, str]) -> list[ProgramSpec]:
     classes, entries = [], []
     for name, value in loaded.namespace.items():
-        if isinstance(value, Program) and value.defined_at_module_level:
+        if (isinstance(value, Program) and value.defined_at_module_level
+                and not _dispatches_nothing(value)):
             classes.append(ProgramSpec(name=name, build=_fixed_builder(loaded, name, value, args)))
         elif (isinstance(value, DslFunction) and value.role is FunctionRole.HOST
               and "<locals>" not in value.__qualname__):
@@ -377,8 +390,12 @@ def discover(loaded: LoadedFile, *, programs: tuple[str, ...] = (),
     for name in _factory_names(loaded):
         specs.extend(_factory_specs(loaded, name, arguments))
     if not specs:
-        raise UserError("no program found: expected a @pl.program class, a @pl.jit.host entry "
-                        "or a factory function that returns one", file=loaded.path)
+        single_chip = _single_chip_programs(loaded)
+        found = (f" ({', '.join(single_chip)} has no host entry: nothing is dispatched to "
+                 "ranks, so there is no collective to check)") if single_chip else ""
+        raise UserError("no program found: expected a @pl.program class with a host entry, a "
+                        f"@pl.jit.host entry or a factory function that returns one{found}",
+                        file=loaded.path)
     return specs
 
 

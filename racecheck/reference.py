@@ -45,11 +45,11 @@ def host_io(execution: Execution) -> HostIO | None:
     )
 
 
-def candidates(io: HostIO, *, repeat: int) -> tuple[str, ...]:
-    """Every model the outputs match; a repeated in-place run matches nothing by name."""
+def identify(io: HostIO, *, repeat: int) -> str | None:
+    """The model the outputs match; a repeated in-place run matches nothing by name."""
     if repeat != 1 and io.in_place:
-        return ()
-    return models.matching(io.inputs, io.outputs, io.dtype)
+        return None
+    return models.identify(io.inputs, io.outputs, io.dtype)
 
 
 def difference(model_name: str, io: HostIO, *, repeat: int) -> OutputDiff | None:

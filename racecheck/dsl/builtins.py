@@ -143,16 +143,45 @@ def _scatter_rows(context: RankContext, source: TensorView, target: TensorView,
         context.store(target, destination, row_offsets, values.reshape(row_extent), label)
 
 
-def allgather(local: object, target: object, signal: object) -> object:
+def allgather(local: object, target: object, signal: object, out: object = None) -> object:
     label = "pld.tensor.allgather"
     local_view = require_view(local, label, "local")
     target_view = _window(target, label, "target")
     signal_view = _window(signal, label, "the signal")
     context = rank_context(label)
+    if out is not None:
+        return _allgather_into(context, local_view, target_view, signal_view,
+                               require_view(out, label, "out"), label)
     _scatter_rows(context, local_view, target_view, lambda _: None, label)
     _generation(context, signal_view, 1, label)
     _epilogue(context, signal_view, 1, label)
     return _first_window(local_view, target_view)
+
+
+def _allgather_into(context: RankContext, local: TensorView, target: TensorView,
+                    signal: TensorView, out: TensorView, label: str) -> TensorView:
+    """The four-argument intrinsic `allgather(local, target, signal, out)`: stage `local`
+    into row `me` of the own target, barrier, then read row p of every target[p] into
+    block p of the plain tensor `out` (row-major); returns `out`."""
+    row_offsets, row_extent = _row(target, context.rank)
+    values, _ = context.load(local, local_owner(local, context.rank), *_whole(local), label)
+    if values.size != int(np.prod(row_extent)):
+        raise UnsupportedConstruct(
+            f"{label}: {local!r} does not fit row {context.rank} of {target!r}")
+    context.store(target, context.rank, row_offsets, values.reshape(row_extent), label)
+    _generation(context, signal, 1, label)
+    flat = np.zeros(int(np.prod(out.shape)), dtype=out.dtype.compute)
+    if flat.size != int(np.prod(target.shape)):
+        raise UnsupportedConstruct(f"{label}: {out!r} does not hold all of {target!r}")
+    block = int(np.prod(row_extent))
+    for source in range(context.ranks):
+        offsets, extent = _row(target, source)
+        gathered, _ = context.load(target, source, offsets, extent, label)
+        flat[source * block:(source + 1) * block] = gathered.reshape(-1)
+    context.store(out, local_owner(out, context.rank), [0] * out.ndim, flat.reshape(out.shape),
+                  label)
+    _epilogue(context, signal, 1, label)
+    return out
 
 
 def reduce_scatter(target: object, signal: object, *, op: ReduceOp = ReduceOp.Sum) -> object:

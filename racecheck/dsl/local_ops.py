@@ -1,8 +1,12 @@
 """`pl.*` operations of one rank: loads, stores, element reads/writes, tile math, loops.
 
 A window view used by a local op means the rank's own instance (`t[me]`); a host
-view means the shared host tensor. Memory accesses go through the active rank
-context, which bounds-checks, schedules and records them; tile math is plain numpy.
+view means the shared host tensor. Inside a kernel, tensor-level forms lower to
+loads and stores as PyPTO lowers them: a view given to tile math is read whole, a
+slice (`t[a:b, c:d]`, `pl.tensor.slice`) that is not one contiguous block is loaded
+where it is taken, and `t[block] = value` stores into the block. Memory accesses go
+through the active rank context, which bounds-checks, schedules and records them;
+tile math is plain numpy.
 """
 
 from __future__ import annotations
@@ -64,6 +68,49 @@ def load(tensor: object, offsets: Sequence[object], shape: Sequence[object],
                        "pl.load")
 
 
+def load_block(view: TensorView, offsets: Sequence[int], extent: Sequence[int],
+               kept: Sequence[int]) -> Tile:
+    """A kernel's `t[a:b, c:d]` or `pl.tensor.slice`: this rank's block as a tile, shaped
+    by the axes the selection keeps."""
+    context = rank_context("a tensor slice")
+    values, ref = context.load(view, local_owner(view, context.rank), offsets, extent,
+                               "tensor.slice")
+    shape = tuple(kept)
+    return Tile(data=values.reshape(shape), dtype=view.dtype, valid=shape,
+                sources=frozenset({ref}))
+
+
+def tensor_slice(tensor: object, shape: Sequence[object], offsets: Sequence[object],
+                 valid_shape: Sequence[object] | None = None) -> Tile:
+    view = require_view(tensor, "pl.tensor.slice", "the source")
+    extent = indices(valid_shape if valid_shape is not None else shape)
+    return load_block(view, indices(offsets), extent, extent)
+
+
+def _as_operand(value: object) -> object:
+    """A tensor operand of tile math is read whole (tensor ops lower to loads)."""
+    if isinstance(value, TensorView):
+        return load(value, [0] * value.ndim, list(value.shape))
+    return value
+
+
+def assign(view: TensorView, offsets: Sequence[int], extent: Sequence[int],
+           value: object) -> None:
+    """`t[block] = value`: a tile, a tensor view (read whole) or a scalar, stored into
+    this rank's block of `t`."""
+    context = rank_context("a slice assignment")
+    source = _as_operand(value)
+    if isinstance(source, Tile):
+        values = source.valid_values()
+    else:
+        values = np.full(tuple(extent), as_data(source), dtype=view.dtype.compute)
+    if values.size != int(np.prod(extent)):
+        raise ValueError(f"assigning {list(values.shape)} values to a {list(extent)} block "
+                         f"of {view!r}")
+    context.store(view, local_owner(view, context.rank), offsets,
+                  values.reshape(tuple(extent)), "tensor.assemble")
+
+
 def tile_values(tile: object, dtype: DType) -> np.ndarray:
     if isinstance(tile, Tile):
         return tile.valid_values()
@@ -95,7 +142,8 @@ def write(tensor: object, offsets: Sequence[object], value: object) -> None:
     context.store(view, local_owner(view, context.rank), indices(offsets), values, "pl.write")
 
 
-def _elementwise(function: Callable[..., Any], *operands: object) -> Any:
+def _elementwise(function: Callable[..., Any], *raw_operands: object) -> Any:
+    operands = [_as_operand(operand) for operand in raw_operands]
     tiles = [operand for operand in operands if isinstance(operand, Tile)]
     if not tiles:
         return function(*operands)
@@ -148,6 +196,7 @@ def cast(value: object, target_type: DType | None = None, mode: object = None,
     target = target_type or aliases.get("dtype")
     if not isinstance(target, DType):
         raise TypeError(f"pl.cast needs target_type=<dtype>, got {target!r}")
+    value = _as_operand(value)
     if isinstance(value, Tile):
         data = target.decode(target.encode(value.data.astype(target.compute)))
         return Tile(data=data, dtype=target, valid=value.valid, sources=value.sources)

@@ -6,11 +6,15 @@ and `pypto.runtime` into `sys.modules` (and a torch stand-in when torch is not
 importable) and restores the previous entries afterwards. Reading a name the DSL
 does not define raises `UnsupportedConstruct` at the user's line. Driver-only names
 (`ir.compile`, `DistributedConfig`, `RunConfig`) are inert: they import and
-construct, but running a program on hardware is never modelled.
+construct, but running a program on hardware is never modelled. Other `pypto.*`
+modules outside `pypto.language` (`pypto.runtime.device_runner`, ...) are driver
+modules: they import, and their names are inert calls.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 import threading
@@ -72,6 +76,37 @@ def _inert_call(name: str) -> Any:
     return call
 
 
+class _DriverModule(ModuleType):
+    """A `pypto` driver module racecheck does not know (`pypto.runtime.device_runner`,
+    ...): it imports, and each name in it is an inert call that is never run."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _inert_call(f"{self.__name__}.{name}")
+
+
+class _DriverModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves unknown `pypto.*` modules outside `pypto.language` as driver modules."""
+
+    def find_spec(self, fullname: str, path: object, target: object = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if not fullname.startswith("pypto.") or fullname.startswith("pypto.language"):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = _DriverModule(spec.name)
+        module.__path__ = []  # type: ignore[attr-defined]
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        return None
+
+
+_DRIVER_FINDER = _DriverModuleFinder()
+
+
 def _dtype_members() -> dict[str, Any]:
     return {dtype.name: dtype for dtype in dtypes.ALL_DTYPES}
 
@@ -94,7 +129,8 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "program": program.program, "function": program.function, "jit": program.jit,
         "range": local_ops.range_, "parallel": local_ops.range_, "yield_": local_ops.yield_,
         "tile": DslNamespace("pypto.language.tile", "pl.tile", dict(LOCAL_OPS)),
-        "tensor": DslNamespace("pypto.language.tensor", "pl.tensor", dict(LOCAL_OPS)),
+        "tensor": DslNamespace("pypto.language.tensor", "pl.tensor",
+                               {**LOCAL_OPS, "slice": local_ops.tensor_slice}),
         "distributed": distributed,
     }
     return DslNamespace("pypto.language", "pl", members)
@@ -164,6 +200,7 @@ def _build_modules() -> dict[str, ModuleType]:
                                     {"DistributedConfig": DistributedConfig})
     ir = DslNamespace("pypto.ir", "pypto.ir", {
         "compile": _inert_call("ir.compile"), "distributed_compiled_program": compiled_program,
+        "DistributedConfig": DistributedConfig,
     })
     runtime = DslNamespace("pypto.runtime", "pypto.runtime", {
         "RunConfig": RunConfig, "DistributedConfig": DistributedConfig,
@@ -204,6 +241,7 @@ def installed() -> Iterator[None]:
             for name, module in replacements.items():
                 _saved[name] = sys.modules.get(name)
                 sys.modules[name] = module
+            sys.meta_path.insert(0, _DRIVER_FINDER)
         _depth += 1
     try:
         yield
@@ -211,6 +249,10 @@ def installed() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0:
+                sys.meta_path.remove(_DRIVER_FINDER)
+                for name in [name for name, module in sys.modules.items()
+                             if isinstance(module, _DriverModule)]:
+                    del sys.modules[name]
                 for name, previous in _saved.items():
                     if previous is None:
                         sys.modules.pop(name, None)

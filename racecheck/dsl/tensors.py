@@ -63,12 +63,21 @@ class TensorView:
             memory_nbytes=self.memory_nbytes,
         )
 
-    def __getitem__(self, index: object) -> TensorView:
+    def __getitem__(self, index: object) -> TensorView | Tile:
         if isinstance(index, tuple):
             return self._index_axes(index)
         if isinstance(index, slice):
             return self._select((index,))
         return self._index_row(index)
+
+    def __setitem__(self, index: object, value: object) -> None:
+        """`t[a:b, c:d] = src` in a kernel (PyPTO's slice-assign, lowered to a store):
+        writes the selected block of this rank's view; the block may be strided."""
+        from racecheck.dsl.local_ops import assign
+
+        items = index if isinstance(index, tuple) else (index,)
+        offsets, extent, _ = self._selection(items)
+        assign(self, offsets, extent, value)
 
     def _index_row(self, index: object) -> TensorView:
         from racecheck.dsl.context import current, is_rank_context
@@ -83,12 +92,14 @@ class TensorView:
 
     def _index_axes(self, index: tuple[object, ...]) -> TensorView:
         """`t[r, 0:1, a:b]`: a leading integer drops a row as `t[r]` does; the rest
-        selects a block, which must be contiguous (a view has no strides)."""
+        selects a block, which must be contiguous (a view has no strides) unless the
+        slice is taken in a kernel, where it is a load."""
         if index and not isinstance(index[0], slice):
             return self._index_row(index[0])._select(index[1:])
         return self._select(index)
 
-    def _select(self, index: tuple[object, ...]) -> TensorView:
+    def _selection(self, index: tuple[object, ...]) -> tuple[list[int], list[int], list[int]]:
+        """Offsets and extent of `index` on every axis, and the extents of the axes kept."""
         if len(index) > self.ndim:
             raise IndexError(f"{len(index)} indices for {self!r}")
         offsets: list[int] = []
@@ -101,7 +112,19 @@ class TensorView:
             extent.append(length)
             if keeps:
                 kept.append(length)
-        if not _is_contiguous_block(self.shape, extent):
+        return offsets, extent, kept
+
+    def _select(self, index: tuple[object, ...]) -> TensorView | Tile:
+        from racecheck.dsl.context import current, is_rank_context
+
+        offsets, extent, kept = self._selection(index)
+        contiguous = _is_contiguous_block(self.shape, extent)
+        if not contiguous and is_rank_context(current()):
+            # In a kernel a strided slice is a tensor.slice, which lowers to a load.
+            from racecheck.dsl.local_ops import load_block
+
+            return load_block(self, offsets, extent, kept)
+        if not contiguous:
             where = user_location()
             raise UnsupportedConstruct(
                 f"{self!r}[{_index_text(index)}] is not one contiguous block; racecheck "

@@ -62,6 +62,12 @@ class StepLinks:
     owner: int | None = None
 
 
+def _text_with_errors(report: Report) -> str:
+    """The text report, followed by the errors the CLI writes to stderr beside it."""
+    errors = "".join(f"{error}\n" for error in report.errors)
+    return render_text(report, color=False) + errors
+
+
 def render_html(report: Report, traces: Mapping[TraceKey, Trace] | None = None) -> str:
     """The whole page. `traces[(program, ranks)]` is the trace a result was decided on;
     without it a diagram's arrows come from the witness steps' action text."""
@@ -77,7 +83,7 @@ def render_html(report: Report, traces: Mapping[TraceKey, Trace] | None = None) 
         f'<p>verdict: <span class="verdict {verdict}">{verdict}</span></p>',
         _MARKERS,
         "<h2>Report</h2>",
-        f"<pre>{escape(render_text(report, color=False))}</pre>",
+        f"<pre>{escape(_text_with_errors(report))}</pre>",
     ]
     if sections:
         body += ["<h2>Witnesses</h2>", _LEGEND, *sections]
