@@ -654,10 +654,21 @@ def _run_host(instance: ProgramInstance, memory: MemoryState, seed: int
 def _call_user(call: Callable[[], Any], program: str) -> Any:
     try:
         return call()
-    except (UserError, ProgramRejected):
+    except UserError as error:
+        raise _located(error) from None
+    except ProgramRejected:
         raise
     except BaseException as error:  # noqa: BLE001 - classified below
         raise _classify(error, program) from error
+
+
+def _located(error: UserError) -> UserError:
+    """The error, pinned to the user's line it came from when it does not name one."""
+    if error.file is None:
+        where = traceback_location(error.__traceback__)
+        if where is not None:
+            error.file, error.line = where.file, where.line
+    return error
 
 
 def _classify(error: BaseException, program: str) -> Exception:
@@ -687,7 +698,9 @@ def _execute_ranks(run: _Run, host: _Host, repeat: int, timeout: float, program:
             file=where.file if where else None, line=where.line if where else None)
     run.stop()
     if run.failure is not None:
-        if isinstance(run.failure, (UserError, ProgramRejected, ScheduleDivergence)):
+        if isinstance(run.failure, UserError):
+            raise _located(run.failure)
+        if isinstance(run.failure, (ProgramRejected, ScheduleDivergence)):
             raise run.failure
         raise _classify(run.failure, program) from run.failure
 
