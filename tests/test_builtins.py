@@ -63,3 +63,16 @@ def test_broadcast_from_a_root_outside_the_world_is_out_of_bounds() -> None:
     )
     (result,) = report.results
     assert [finding.kind for finding in result.findings] == [racecheck.FindingKind.OUT_OF_BOUNDS]
+
+
+def test_an_unmodelled_builtin_call_is_unknown_and_names_its_line() -> None:
+    path = FIXTURES / "allgather_same_buffer.py"
+    call_line = next(
+        number
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if "pld.tensor.allgather(" in line
+    )
+    report = racecheck.verify(str(path), ranks="2")
+    assert [result.verdict for result in report.results] == [racecheck.Verdict.UNKNOWN]
+    assert report.errors[0].startswith(f"{path}:{call_line}: error: pld.tensor.allgather")
+    assert report.exit_code == 2
