@@ -72,12 +72,12 @@ def find_hazards(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
     consequences, not findings: only races among the events that did run are added."""
     hazards = out_of_bounds(trace)
     pairs = writer_pairs(trace)
-    if not hazards:
-        stuck = deadlock(trace, oracle)
-        if stuck is not None:
-            hazards.append(stuck)
+    crashed = bool(trace.out_of_bounds)
+    stuck = None if crashed else deadlock(trace, oracle)
+    if stuck is not None:
+        hazards.append(stuck)
     hazards.extend(races(trace, oracle, pairs))
-    if not trace.out_of_bounds:
+    if not crashed:
         hazards.extend(stale_reads(trace, oracle, pairs))
     return hazards
 

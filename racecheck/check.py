@@ -78,7 +78,7 @@ def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramRes
         return _result(
             spec, ranks, started, verdict=Verdict.UNKNOWN, message=unknown.reason, trace=trace
         )
-    return _judge(spec, ranks, started, options, engine, instance, execution, findings)
+    return _judge(spec, ranks, started, options, engine, execution, findings)
 
 
 def _judge(
@@ -87,7 +87,6 @@ def _judge(
     started: float,
     options: Options,
     engine: str,
-    instance: ProgramInstance,
     execution: Execution,
     findings: list[Finding],
 ) -> ProgramResult:

@@ -291,11 +291,10 @@ def _spread_extremes(rows: np.ndarray) -> None:
     ranks, width = rows.shape
     if ranks < 2 or width < 2:
         return
-    for column in range(width):
-        top, bottom = column % ranks, (column + 1) % ranks
-        high, low = rows[:, column].max(), rows[:, column].min()
-        rows[top, column] = high + 1
-        rows[bottom, column] = low - 1
+    columns = np.arange(width)
+    high, low = rows.max(axis=0), rows.min(axis=0)
+    rows[columns % ranks, columns] = high + 1
+    rows[(columns + 1) % ranks, columns] = low - 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
