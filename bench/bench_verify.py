@@ -150,8 +150,12 @@ def spin_sweep(limit_seconds: float, limit_mib: int) -> list[Measurement]:
 
 def _spin_row(count: int, seconds: float, peak: float, verdict: str) -> Measurement:
     return Measurement(
-        protocol="mesh allreduce (vs SPIN)", engine="spin", ranks=count,
-        seconds=seconds, peak_mib=peak, verdict=verdict,
+        protocol="mesh allreduce (vs SPIN)",
+        engine="spin",
+        ranks=count,
+        seconds=seconds,
+        peak_mib=peak,
+        verdict=verdict,
     )
 
 
@@ -166,7 +170,8 @@ def plot(rows: list[Measurement], path: Path) -> None:
     series = sorted({(row.protocol, row.engine) for row in rows})
     for protocol, engine in series:
         points = [
-            (row.ranks, row.seconds) for row in rows
+            (row.ranks, row.seconds)
+            for row in rows
             if (row.protocol, row.engine) == (protocol, engine)
             and not row.verdict.startswith(("gave up", "error"))
         ]
@@ -193,7 +198,9 @@ def growth_exponent(rows: list[Measurement], protocol: str, engine: str) -> floa
     points = [
         (math.log(row.ranks), math.log(row.checking))
         for row in rows
-        if row.protocol == protocol and row.engine == engine and row.ranks >= 16
+        if row.protocol == protocol
+        and row.engine == engine
+        and row.ranks >= 16
         and row.checking > 0
     ]
     if len(points) < 2:

@@ -1,7 +1,7 @@
 """racecheck: prove hand-rolled PyPTO collectives race-free, deadlock-free and correct.
 
-    report = racecheck.verify("08_allreduce_mesh.py", ranks="2..8")
-    racecheck.assert_proved("08_allreduce_mesh.py", ranks="2..8", expect="allreduce-sum")
+report = racecheck.verify("08_allreduce_mesh.py", ranks="2..8")
+racecheck.assert_proved("08_allreduce_mesh.py", ranks="2..8", expect="allreduce-sum")
 """
 
 from __future__ import annotations

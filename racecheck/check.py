@@ -49,7 +49,9 @@ def check(path: str, options: Options, *, progress: Progress | None = None) -> R
                 errors.append(error.render())
                 results.append(
                     ProgramResult(
-                        program=spec.name, ranks=ranks, verdict=Verdict.UNKNOWN,
+                        program=spec.name,
+                        ranks=ranks,
+                        verdict=Verdict.UNKNOWN,
                         message=error.message,
                     )
                 )
@@ -141,7 +143,10 @@ def _model_of(instance: ProgramInstance, execution: Execution, options: Options)
 
 def _interleaved(instance: ProgramInstance, options: Options) -> Execution:
     return simulate(
-        instance, policy=RoundRobinPolicy(), repeat=options.repeat, seed=options.seed,
+        instance,
+        policy=RoundRobinPolicy(),
+        repeat=options.repeat,
+        seed=options.seed,
         timeout=options.timeout,
     )
 

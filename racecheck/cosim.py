@@ -76,15 +76,15 @@ class SchedulePolicy(Protocol):
     `current` is the rank that executed last (it may have finished or blocked).
     """
 
-    def choose(self, runnable: Set[int], current: int | None,
-               pending: Mapping[int, Event]) -> int: ...
+    def choose(
+        self, runnable: Set[int], current: int | None, pending: Mapping[int, Event]
+    ) -> int: ...
 
 
 class DefaultPolicy:
     """Keep running the current rank until it blocks or finishes, then the lowest one."""
 
-    def choose(self, runnable: Set[int], current: int | None,
-               pending: Mapping[int, Event]) -> int:
+    def choose(self, runnable: Set[int], current: int | None, pending: Mapping[int, Event]) -> int:
         return current if current in runnable else min(runnable)
 
 
@@ -93,8 +93,7 @@ class RoundRobinPolicy:
     staged its data before anyone reads far ahead. Used to guess a racy program's
     intended result."""
 
-    def choose(self, runnable: Set[int], current: int | None,
-               pending: Mapping[int, Event]) -> int:
+    def choose(self, runnable: Set[int], current: int | None, pending: Mapping[int, Event]) -> int:
         later = [rank for rank in runnable if current is None or rank > current]
         return min(later) if later else min(runnable)
 
@@ -106,8 +105,7 @@ class RandomPolicy:
     def __init__(self, seed: int) -> None:
         self.random = random.Random(seed)
 
-    def choose(self, runnable: Set[int], current: int | None,
-               pending: Mapping[int, Event]) -> int:
+    def choose(self, runnable: Set[int], current: int | None, pending: Mapping[int, Event]) -> int:
         return self.random.choice(sorted(runnable))
 
 
@@ -123,8 +121,7 @@ class ReplayPolicy:
         self.then = then or DefaultPolicy()
         self.position = 0
 
-    def choose(self, runnable: Set[int], current: int | None,
-               pending: Mapping[int, Event]) -> int:
+    def choose(self, runnable: Set[int], current: int | None, pending: Mapping[int, Event]) -> int:
         if self.position >= len(self.schedule):
             return self.then.choose(runnable, current, pending)
         ref = self.schedule[self.position]
@@ -134,7 +131,8 @@ class ReplayPolicy:
             raise ScheduleDivergence(
                 f"replay step {self.position}: expected rank {ref.rank} event {ref.index} to be "
                 f"enabled, but rank {ref.rank} is {found}"
-                + ("" if ref.rank in runnable else " and blocked"))
+                + ("" if ref.rank in runnable else " and blocked")
+            )
         self.position += 1
         return ref.rank
 
@@ -146,8 +144,7 @@ class HoldPolicy:
         self.held = held
         self.then = then or DefaultPolicy()
 
-    def choose(self, runnable: Set[int], current: int | None,
-               pending: Mapping[int, Event]) -> int:
+    def choose(self, runnable: Set[int], current: int | None, pending: Mapping[int, Event]) -> int:
         rank = self.held.rank
         holding = rank in runnable and pending[rank].index == self.held.index
         if holding and len(runnable) > 1:
@@ -164,8 +161,11 @@ class TensorRole(Enum):
     INOUT = "inout"
 
 
-_ROLES = {Direction.IN: TensorRole.INPUT, Direction.OUT: TensorRole.OUTPUT,
-          Direction.INOUT: TensorRole.INOUT}
+_ROLES = {
+    Direction.IN: TensorRole.INPUT,
+    Direction.OUT: TensorRole.OUTPUT,
+    Direction.INOUT: TensorRole.INOUT,
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,8 +224,9 @@ class _Host:
 
     def row_view(self, view: TensorView, row: int) -> TensorView:
         rows = view.shape[0] if view.shape else 0
-        is_root = view.memory in self.host_roots and view.base == 0 and \
-            view.nbytes == view.memory_nbytes
+        is_root = (
+            view.memory in self.host_roots and view.base == 0 and view.nbytes == view.memory_nbytes
+        )
         if is_root and not 0 <= row < rows:
             raise ProgramRejected(_rows_message(view.name, rows))
         if not 0 <= row < rows:
@@ -234,11 +235,13 @@ class _Host:
             self.row_sliced[view.memory] = view
         return view.row(row)
 
-    def dispatch(self, rank: int, function: Callable[..., Any], args: tuple[Any, ...],
-                 kwargs: dict[str, Any]) -> None:
+    def dispatch(
+        self, rank: int, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
         if not 0 <= rank < self.ranks:
             raise ProgramRejected(
-                f"the program dispatches to device {rank} but runs on {self.ranks} ranks")
+                f"the program dispatches to device {rank} but runs on {self.ranks} ranks"
+            )
         self.dispatches[rank].append(_Dispatch(function=function, args=args, kwargs=kwargs))
         for value in (*args, *kwargs.values()):
             if isinstance(value, TensorView) and value.is_window:
@@ -256,7 +259,10 @@ class _Host:
                 raise UnsupportedConstruct(
                     f"window {name} is dispatched to devices {sorted(ranks)} of {self.ranks}: "
                     "communication groups smaller than the world (group-relative ranks) are "
-                    "not modelled", file=where.file, line=where.line)
+                    "not modelled",
+                    file=where.file,
+                    line=where.line,
+                )
 
     def check_row_counts(self) -> None:
         for view in self.row_sliced.values():
@@ -268,8 +274,9 @@ def _rows_message(name: str, rows: int) -> str:
     return f"host tensor {name} has {rows} rows; the program is written for {rows} ranks"
 
 
-def _initial_values(dtype: DType, shape: tuple[int, ...], direction: Direction,
-                    rng: np.random.Generator, ranks: int) -> np.ndarray:
+def _initial_values(
+    dtype: DType, shape: tuple[int, ...], direction: Direction, rng: np.random.Generator, ranks: int
+) -> np.ndarray:
     if direction is Direction.OUT:
         return np.zeros(shape, dtype=dtype.compute)
     if dtype.name == "BOOL":
@@ -305,8 +312,9 @@ class _HostTensor:
     initial: np.ndarray
 
 
-def _create_host_arguments(instance: ProgramInstance, memory: MemoryState, host: _Host,
-                           seed: int) -> tuple[list[Any], list[_HostTensor]]:
+def _create_host_arguments(
+    instance: ProgramInstance, memory: MemoryState, host: _Host, seed: int
+) -> tuple[list[Any], list[_HostTensor]]:
     rng = np.random.default_rng(seed)
     arguments: list[Any] = []
     tensors: list[_HostTensor] = []
@@ -316,13 +324,18 @@ def _create_host_arguments(instance: ProgramInstance, memory: MemoryState, host:
             arguments.append(parameter.value)
             continue
         shape = instance.shape_of(annotation)
-        values = _initial_values(annotation.dtype, shape, annotation.direction, rng,
-                                 instance.ranks)
+        values = _initial_values(annotation.dtype, shape, annotation.direction, rng, instance.ranks)
         view = memory.add_host_tensor(parameter.name, values, annotation.dtype)
         host.host_roots.add(view.memory)
         arguments.append(view)
-        tensors.append(_HostTensor(name=parameter.name, role=_ROLES[annotation.direction],
-                                   view=view, initial=memory.snapshot(view)))
+        tensors.append(
+            _HostTensor(
+                name=parameter.name,
+                role=_ROLES[annotation.direction],
+                view=view,
+                initial=memory.snapshot(view),
+            )
+        )
     return arguments, tensors
 
 
@@ -364,8 +377,14 @@ class _Rank:
 
     # -- the RankContext protocol
 
-    def load(self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int],
-             label: str) -> tuple[np.ndarray, EventRef]:
+    def load(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        extent: Sequence[int],
+        label: str,
+    ) -> tuple[np.ndarray, EventRef]:
         region = self._region(view, owner, offsets, extent)
         event = self._event(EventKind.LOAD, region, AccessMode.READ, label)
         self.run.checkpoint(self, event)
@@ -373,12 +392,23 @@ class _Rank:
         self.run.executed(self, event)
         return values, event.ref
 
-    def store(self, view: TensorView, owner: int, offsets: Sequence[int], values: np.ndarray,
-              label: str, *, accumulate: bool = False) -> None:
+    def store(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        values: np.ndarray,
+        label: str,
+        *,
+        accumulate: bool = False,
+    ) -> None:
         values = _fit(np.asarray(values), len(offsets))
         region = self._region(view, owner, offsets, values.shape)
-        kind, mode = ((EventKind.ATOMIC_ADD, AccessMode.ATOMIC) if accumulate
-                      else (EventKind.STORE, AccessMode.WRITE))
+        kind, mode = (
+            (EventKind.ATOMIC_ADD, AccessMode.ATOMIC)
+            if accumulate
+            else (EventKind.STORE, AccessMode.WRITE)
+        )
         cells = () if accumulate else _cell_values(view, offsets, values)
         event = self._event(kind, region, mode, label, cell_values=cells)
         self.run.checkpoint(self, event)
@@ -388,21 +418,39 @@ class _Rank:
             self.run.memory.write(view, owner, offsets, values)
         self.run.executed(self, event)
 
-    def notify(self, view: TensorView, peer: int, offsets: Sequence[int], value: int,
-               op: NotifyOp, label: str) -> None:
+    def notify(
+        self,
+        view: TensorView,
+        peer: int,
+        offsets: Sequence[int],
+        value: int,
+        op: NotifyOp,
+        label: str,
+    ) -> None:
         cell = self._cell(view, peer, offsets)
-        event = self._event(EventKind.NOTIFY, _cell_region(cell), AccessMode.ATOMIC, label,
-                            notify=Notify(cell=cell, op=op, value=value))
+        event = self._event(
+            EventKind.NOTIFY,
+            _cell_region(cell),
+            AccessMode.ATOMIC,
+            label,
+            notify=Notify(cell=cell, op=op, value=value),
+        )
         self.run.checkpoint(self, event)
         memory = self.run.memory
         memory.set_cell(cell, value if op is NotifyOp.SET else memory.cell(cell) + value)
         self.run.executed(self, event)
 
-    def wait(self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp,
-             label: str) -> None:
+    def wait(
+        self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
+    ) -> None:
         cell = self._cell(view, self.rank, offsets)
-        event = self._event(EventKind.WAIT, _cell_region(cell), AccessMode.ATOMIC, label,
-                            wait=Wait(cell=cell, cmp=cmp, expected=expected))
+        event = self._event(
+            EventKind.WAIT,
+            _cell_region(cell),
+            AccessMode.ATOMIC,
+            label,
+            wait=Wait(cell=cell, cmp=cmp, expected=expected),
+        )
         self.run.checkpoint(self, event)
         self.run.executed(self, event)
 
@@ -414,13 +462,24 @@ class _Rank:
 
     # -- helpers
 
-    def _event(self, kind: EventKind, region: Region, mode: AccessMode, label: str,
-               **sync: Any) -> Event:
-        return Event(rank=self.rank, index=len(self.events), kind=kind, access=region, mode=mode,
-                     location=user_location(), repeat=self.repeat, label=label, **sync)
+    def _event(
+        self, kind: EventKind, region: Region, mode: AccessMode, label: str, **sync: Any
+    ) -> Event:
+        return Event(
+            rank=self.rank,
+            index=len(self.events),
+            kind=kind,
+            access=region,
+            mode=mode,
+            location=user_location(),
+            repeat=self.repeat,
+            label=label,
+            **sync,
+        )
 
-    def _region(self, view: TensorView, owner: int, offsets: Sequence[int],
-                extent: Sequence[int]) -> Region:
+    def _region(
+        self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]
+    ) -> Region:
         if view.is_window and not 0 <= owner < self.ranks:
             self.fail_bounds(f"peer {owner} is outside [0, {self.ranks}) accessing {view!r}")
         problem = region_problem(view, offsets, extent)
@@ -450,11 +509,12 @@ def _fit(values: np.ndarray, ndim: int) -> np.ndarray:
     return values.reshape(shape) if len(shape) == ndim else values
 
 
-def _cell_values(view: TensorView, offsets: Sequence[int],
-                 values: np.ndarray) -> tuple[tuple[int, int], ...]:
+def _cell_values(
+    view: TensorView, offsets: Sequence[int], values: np.ndarray
+) -> tuple[tuple[int, int], ...]:
     if view.dtype.name != "INT32" or values.size > _INT32_CELL_LIMIT:
         return ()
-    strides = [math.prod(view.shape[axis + 1:]) for axis in range(view.ndim)]
+    strides = [math.prod(view.shape[axis + 1 :]) for axis in range(view.ndim)]
     cells = []
     for index in np.ndindex(*values.shape):
         element = sum((offsets[axis] + index[axis]) * strides[axis] for axis in range(view.ndim))
@@ -468,8 +528,15 @@ def _cell_values(view: TensorView, offsets: Sequence[int],
 class _Run:
     """The scheduler: one baton, passed between rank threads at scheduling points."""
 
-    def __init__(self, ranks: int, memory: MemoryState, policy: SchedulePolicy,
-                 force_waits: bool, max_events: int, dims: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        ranks: int,
+        memory: MemoryState,
+        policy: SchedulePolicy,
+        force_waits: bool,
+        max_events: int,
+        dims: Mapping[str, int],
+    ) -> None:
         self.ranks = ranks
         self.dims = dims
         self.memory = memory
@@ -497,7 +564,9 @@ class _Run:
             raise TracingError(
                 f"rank {state.rank} exceeded the budget of {self.max_events} events; last line "
                 f"reached: {event.location} {event.location.text}",
-                file=event.location.file, line=event.location.line)
+                file=event.location.file,
+                line=event.location.line,
+            )
         priming = self.unprimed_remove(state.rank)
         self.pending[state.rank] = event
         if event.wait is None or self._satisfied(event.wait):
@@ -518,8 +587,9 @@ class _Run:
         self.schedule.append(event.ref)
         # a wait is on the waiter's own cell: only the owner of the written bytes can unblock
         owner = event.access.owner if event.access is not None else HOST_OWNER
-        if owner in self.blocked and (event.notify is not None or event.cell_values or
-                                      event.kind is EventKind.ATOMIC_ADD):
+        if owner in self.blocked and (
+            event.notify is not None or event.cell_values or event.kind is EventKind.ATOMIC_ADD
+        ):
             self._recheck(owner)
 
     def finished(self, state: _Rank) -> None:
@@ -576,9 +646,12 @@ class _Run:
 
     def start(self, dispatches: list[list[_Dispatch]], repeat: int) -> None:
         for state in self.states:
-            state.thread = threading.Thread(target=self._rank_main,
-                                            args=(state, dispatches[state.rank], repeat),
-                                            name=f"racecheck-rank-{state.rank}", daemon=True)
+            state.thread = threading.Thread(
+                target=self._rank_main,
+                args=(state, dispatches[state.rank], repeat),
+                name=f"racecheck-rank-{state.rank}",
+                daemon=True,
+            )
             state.thread.start()
         if self.ranks == 0:
             self.done.set()
@@ -624,8 +697,9 @@ class _Run:
 def _interrupt(thread: threading.Thread) -> None:
     """Raise _Abort inside a rank thread stuck in a Python loop without events."""
     if thread.ident is not None:
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
-                                                   ctypes.py_object(_Abort))
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident), ctypes.py_object(_Abort)
+        )
 
 
 def _last_user_location(thread: threading.Thread | None) -> SourceLocation | None:
@@ -639,8 +713,9 @@ def _last_user_location(thread: threading.Thread | None) -> SourceLocation | Non
 # ---------------------------------------------------------------------------- simulate
 
 
-def _run_host(instance: ProgramInstance, memory: MemoryState, seed: int
-              ) -> tuple[_Host, list[_HostTensor]]:
+def _run_host(
+    instance: ProgramInstance, memory: MemoryState, seed: int
+) -> tuple[_Host, list[_HostTensor]]:
     host = _Host(instance.ranks, memory, dict(instance.bindings))
     arguments, tensors = _create_host_arguments(instance, memory, host, seed)
     with activated(host):
@@ -679,7 +754,9 @@ def _classify(error: BaseException, program: str) -> Exception:
     at = where or SourceLocation(file="<unknown>", line=0, text="")
     return TracingError(
         f"tracing {program} raised {type(error).__name__}: {error}",
-        file=at.file if where else None, line=at.line if where else None)
+        file=at.file if where else None,
+        line=at.line if where else None,
+    )
 
 
 def _execute_ranks(run: _Run, host: _Host, repeat: int, timeout: float, program: str) -> None:
@@ -694,7 +771,9 @@ def _execute_ranks(run: _Run, host: _Host, repeat: int, timeout: float, program:
         line = f"; last line reached: {where} {where.text}" if where else ""
         raise TracingError(
             f"tracing {program} did not finish within {timeout:g} s (rank {running}{line})",
-            file=where.file if where else None, line=where.line if where else None)
+            file=where.file if where else None,
+            line=where.line if where else None,
+        )
     run.stop()
     if run.failure is not None:
         if isinstance(run.failure, UserError):
@@ -704,16 +783,29 @@ def _execute_ranks(run: _Run, host: _Host, repeat: int, timeout: float, program:
         raise _classify(run.failure, program) from run.failure
 
 
-def simulate(instance: ProgramInstance, *, policy: SchedulePolicy | None = None, repeat: int = 1,
-             seed: int = 0, force_waits: bool = True, max_events: int = 2_000_000,
-             timeout: float = 60.0) -> Execution:
+def simulate(
+    instance: ProgramInstance,
+    *,
+    policy: SchedulePolicy | None = None,
+    repeat: int = 1,
+    seed: int = 0,
+    force_waits: bool = True,
+    max_events: int = 2_000_000,
+    timeout: float = 60.0,
+) -> Execution:
     """Run `instance` once under `policy` and record what every rank did."""
     started = time.monotonic()
     memory = MemoryState(instance.ranks)
     with installed():
         host, tensors = _run_host(instance, memory, seed)
-        run = _Run(instance.ranks, memory, policy or DefaultPolicy(), force_waits, max_events,
-                   dict(instance.bindings))
+        run = _Run(
+            instance.ranks,
+            memory,
+            policy or DefaultPolicy(),
+            force_waits,
+            max_events,
+            dict(instance.bindings),
+        )
         remaining = max(timeout - (time.monotonic() - started), 0.001)
         _execute_ranks(run, host, repeat, remaining, instance.name)
     trace = Trace(
@@ -726,11 +818,22 @@ def simulate(instance: ProgramInstance, *, policy: SchedulePolicy | None = None,
         repeat=repeat,
     )
     records = tuple(
-        HostTensorRecord(name=tensor.name, role=tensor.role, dtype=tensor.view.dtype.name,
-                         initial=tensor.initial, final=memory.snapshot(tensor.view))
-        for tensor in tensors)
-    return Execution(trace=trace, schedule=tuple(run.schedule), tensors=records,
-                     forced=tuple(run.forced), stalled=run.stalled)
+        HostTensorRecord(
+            name=tensor.name,
+            role=tensor.role,
+            dtype=tensor.view.dtype.name,
+            initial=tensor.initial,
+            final=memory.snapshot(tensor.view),
+        )
+        for tensor in tensors
+    )
+    return Execution(
+        trace=trace,
+        schedule=tuple(run.schedule),
+        tensors=records,
+        forced=tuple(run.forced),
+        stalled=run.stalled,
+    )
 
 
 def _end_of(state: _Rank, run: _Run) -> RankEnd:

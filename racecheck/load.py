@@ -32,10 +32,24 @@ from racecheck.dsl.program import DslFunction, FunctionRole, Program, entry_para
 from racecheck.dsl.types import DimExpr, DynVar, ScalarType, TensorType, resolve_dim
 from racecheck.errors import LoadError, ProgramRejected, TracingError, UserError
 
-RANK_COUNT_NAMES = frozenset({
-    "nr", "n", "p", "n_ranks", "nranks", "num_ranks", "world_size", "world", "ranks",
-    "n_devices", "num_devices", "nrank", "rank_count", "n_rank",
-})
+RANK_COUNT_NAMES = frozenset(
+    {
+        "nr",
+        "n",
+        "p",
+        "n_ranks",
+        "nranks",
+        "num_ranks",
+        "world_size",
+        "world",
+        "ranks",
+        "n_devices",
+        "num_devices",
+        "nrank",
+        "rank_count",
+        "n_rank",
+    }
+)
 REJECTING_EXCEPTIONS = (ValueError, AssertionError, NotImplementedError, RuntimeError, SystemExit)
 
 
@@ -80,7 +94,9 @@ def load_file(path: str) -> LoadedFile:
             where = traceback_location(error.__traceback__)
             raise LoadError(
                 f"importing the file raised {type(error).__name__}: {error}",
-                file=path, line=where.line if where else None) from None
+                file=path,
+                line=where.line if where else None,
+            ) from None
     return LoadedFile(path=path, module=module, source=source, tree=tree)
 
 
@@ -162,8 +178,11 @@ def _user_call(loaded: LoadedFile, what: str, call: Callable[[], Any]) -> Any:
             if message is not None:
                 raise ProgramRejected(message) from None
             where = traceback_location(error.__traceback__)
-            raise TracingError(f"{what} raised {type(error).__name__}: {error}",
-                               file=loaded.path, line=where.line if where else None) from None
+            raise TracingError(
+                f"{what} raised {type(error).__name__}: {error}",
+                file=loaded.path,
+                line=where.line if where else None,
+            ) from None
 
 
 def _annotation(parameter: inspect.Parameter, function: Callable[..., Any]) -> Any:
@@ -192,8 +211,9 @@ def _dynamic_symbols(annotations: list[Any]) -> tuple[set[str], set[str]]:
     return symbols, leading
 
 
-def _instance(loaded: LoadedFile, name: str, entry: DslFunction, ranks: int,
-              args: Mapping[str, str]) -> ProgramInstance:
+def _instance(
+    loaded: LoadedFile, name: str, entry: DslFunction, ranks: int, args: Mapping[str, str]
+) -> ProgramInstance:
     parameters: list[HostParameter] = []
     annotations: list[Any] = []
     for parameter in entry_parameters(entry):
@@ -209,7 +229,9 @@ def _instance(loaded: LoadedFile, name: str, entry: DslFunction, ranks: int,
         else:
             raise UserError(
                 f"{name}: host parameter {parameter.name!r} has no default; pass "
-                f"--arg {parameter.name}=VALUE", file=loaded.path)
+                f"--arg {parameter.name}=VALUE",
+                file=loaded.path,
+            )
         parameters.append(HostParameter(name=parameter.name, annotation=annotation, value=value))
     symbols, leading = _dynamic_symbols(annotations)
     bindings: dict[str, int] = {}
@@ -221,23 +243,34 @@ def _instance(loaded: LoadedFile, name: str, entry: DslFunction, ranks: int,
         else:
             raise UserError(
                 f"{name}: dynamic dim {symbol} is not the rank count; pass --arg {symbol}=VALUE",
-                file=loaded.path)
-    return ProgramInstance(name=name, ranks=ranks, entry=entry, parameters=tuple(parameters),
-                           bindings=tuple(bindings.items()), file=loaded.path)
+                file=loaded.path,
+            )
+    return ProgramInstance(
+        name=name,
+        ranks=ranks,
+        entry=entry,
+        parameters=tuple(parameters),
+        bindings=tuple(bindings.items()),
+        file=loaded.path,
+    )
 
 
 def _entry_of(value: Any, name: str, loaded: LoadedFile) -> DslFunction:
     if isinstance(value, Program):
         entry = _user_call(loaded, name, value.host_entry)
         if entry is None:
-            raise UserError(f"program {name} has no host entry "
-                            "(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator))",
-                            file=loaded.path)
+            raise UserError(
+                f"program {name} has no host entry "
+                "(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator))",
+                file=loaded.path,
+            )
         return entry
     if isinstance(value, DslFunction) and value.role is FunctionRole.HOST:
         return value
-    raise UserError(f"{name} returned {value!r}, not a @pl.program class or a @pl.jit.host "
-                    "entry", file=loaded.path)
+    raise UserError(
+        f"{name} returned {value!r}, not a @pl.program class or a @pl.jit.host entry",
+        file=loaded.path,
+    )
 
 
 # ---------------------------------------------------------------------------- discovery
@@ -280,8 +313,9 @@ def _defines_program(function: ast.FunctionDef) -> bool:
     for node in ast.walk(function):
         if node is function:
             continue
-        decorators = [_dotted(decorator).split(".") for decorator in
-                      getattr(node, "decorator_list", ())]
+        decorators = [
+            _dotted(decorator).split(".") for decorator in getattr(node, "decorator_list", ())
+        ]
         if isinstance(node, ast.ClassDef) and any(names[-1] == "program" for names in decorators):
             return True
         if isinstance(node, ast.FunctionDef) and any("jit" in names for names in decorators):
@@ -290,14 +324,18 @@ def _defines_program(function: ast.FunctionDef) -> bool:
 
 
 def _is_factory(function: ast.FunctionDef) -> bool:
-    returns = any(isinstance(node, ast.Return) and node.value is not None
-                  for node in _own_nodes(function))
+    returns = any(
+        isinstance(node, ast.Return) and node.value is not None for node in _own_nodes(function)
+    )
     return returns and _defines_program(function)
 
 
 def _factory_names(loaded: LoadedFile) -> list[str]:
-    return [node.name for node in loaded.tree.body
-            if isinstance(node, ast.FunctionDef) and _is_factory(node)]
+    return [
+        node.name
+        for node in loaded.tree.body
+        if isinstance(node, ast.FunctionDef) and _is_factory(node)
+    ]
 
 
 def _is_bool(parameter: inspect.Parameter) -> bool:
@@ -324,20 +362,34 @@ def _factory_specs(loaded: LoadedFile, name: str, args: Mapping[str, str]) -> li
             line = getattr(getattr(factory, "__code__", None), "co_firstlineno", None)
             raise UserError(
                 f"factory {name}() has a parameter {parameter.name!r} without a default; "
-                f"pass --arg {parameter.name}=VALUE", file=loaded.path, line=line)
+                f"pass --arg {parameter.name}=VALUE",
+                file=loaded.path,
+                line=line,
+            )
     specs = []
     for flags in itertools.product((True, False), repeat=len(both_ways)):
         chosen = dict(zip(both_ways, flags, strict=True))
         label = ",".join(f"{key}={value}" for key, value in chosen.items())
         spec_name = f"{name}[{label}]" if label else name
-        specs.append(ProgramSpec(name=spec_name, build=_factory_builder(
-            loaded, spec_name, factory, {**fixed, **chosen}, rank_parameter, args)))
+        specs.append(
+            ProgramSpec(
+                name=spec_name,
+                build=_factory_builder(
+                    loaded, spec_name, factory, {**fixed, **chosen}, rank_parameter, args
+                ),
+            )
+        )
     return specs
 
 
-def _factory_builder(loaded: LoadedFile, spec_name: str, factory: Callable[..., Any],
-                     keywords: dict[str, Any], rank_parameter: str | None,
-                     args: Mapping[str, str]) -> Callable[[int], ProgramInstance]:
+def _factory_builder(
+    loaded: LoadedFile,
+    spec_name: str,
+    factory: Callable[..., Any],
+    keywords: dict[str, Any],
+    rank_parameter: str | None,
+    args: Mapping[str, str],
+) -> Callable[[int], ProgramInstance]:
     def build(ranks: int) -> ProgramInstance:
         call_keywords = dict(keywords)
         if rank_parameter is not None:
@@ -348,8 +400,9 @@ def _factory_builder(loaded: LoadedFile, spec_name: str, factory: Callable[..., 
     return build
 
 
-def _fixed_builder(loaded: LoadedFile, name: str, value: Any,
-                   args: Mapping[str, str]) -> Callable[[int], ProgramInstance]:
+def _fixed_builder(
+    loaded: LoadedFile, name: str, value: Any, args: Mapping[str, str]
+) -> Callable[[int], ProgramInstance]:
     def build(ranks: int) -> ProgramInstance:
         return _instance(loaded, name, _entry_of(value, name, loaded), ranks, args)
 
@@ -358,30 +411,43 @@ def _fixed_builder(loaded: LoadedFile, name: str, value: Any,
 
 def _dispatches_nothing(value: Any) -> bool:
     """A program class with no host entry: a single-chip program, not a collective."""
-    return not any(isinstance(member, DslFunction) and member.role is FunctionRole.HOST
-                   for member in vars(value.cls).values())
+    return not any(
+        isinstance(member, DslFunction) and member.role is FunctionRole.HOST
+        for member in vars(value.cls).values()
+    )
 
 
 def _single_chip_programs(loaded: LoadedFile) -> list[str]:
-    return [name for name, value in loaded.namespace.items()
-            if isinstance(value, Program) and value.defined_at_module_level
-            and _dispatches_nothing(value)]
+    return [
+        name
+        for name, value in loaded.namespace.items()
+        if isinstance(value, Program)
+        and value.defined_at_module_level
+        and _dispatches_nothing(value)
+    ]
 
 
 def _module_level_programs(loaded: LoadedFile, args: Mapping[str, str]) -> list[ProgramSpec]:
     classes, entries = [], []
     for name, value in loaded.namespace.items():
-        if (isinstance(value, Program) and value.defined_at_module_level
-                and not _dispatches_nothing(value)):
+        if (
+            isinstance(value, Program)
+            and value.defined_at_module_level
+            and not _dispatches_nothing(value)
+        ):
             classes.append(ProgramSpec(name=name, build=_fixed_builder(loaded, name, value, args)))
-        elif (isinstance(value, DslFunction) and value.role is FunctionRole.HOST
-              and "<locals>" not in value.__qualname__):
+        elif (
+            isinstance(value, DslFunction)
+            and value.role is FunctionRole.HOST
+            and "<locals>" not in value.__qualname__
+        ):
             entries.append(ProgramSpec(name=name, build=_fixed_builder(loaded, name, value, args)))
     return classes + entries
 
 
-def discover(loaded: LoadedFile, *, programs: tuple[str, ...] = (),
-             args: Mapping[str, str] | None = None) -> list[ProgramSpec]:
+def discover(
+    loaded: LoadedFile, *, programs: tuple[str, ...] = (), args: Mapping[str, str] | None = None
+) -> list[ProgramSpec]:
     """The programs of a loaded file, in SPEC order, or those named in `programs`."""
     arguments = dict(args or {})
     if programs:
@@ -391,11 +457,19 @@ def discover(loaded: LoadedFile, *, programs: tuple[str, ...] = (),
         specs.extend(_factory_specs(loaded, name, arguments))
     if not specs:
         single_chip = _single_chip_programs(loaded)
-        found = (f" ({', '.join(single_chip)} has no host entry: nothing is dispatched to "
-                 "ranks, so there is no collective to check)") if single_chip else ""
-        raise UserError("no program found: expected a @pl.program class with a host entry, a "
-                        f"@pl.jit.host entry or a factory function that returns one{found}",
-                        file=loaded.path)
+        found = (
+            (
+                f" ({', '.join(single_chip)} has no host entry: nothing is dispatched to "
+                "ranks, so there is no collective to check)"
+            )
+            if single_chip
+            else ""
+        )
+        raise UserError(
+            "no program found: expected a @pl.program class with a host entry, a "
+            f"@pl.jit.host entry or a factory function that returns one{found}",
+            file=loaded.path,
+        )
     return specs
 
 
@@ -410,5 +484,4 @@ def _named(loaded: LoadedFile, name: str, args: Mapping[str, str]) -> list[Progr
         if chosen:
             return chosen
     available = ", ".join(spec.name for spec in discover(loaded, args=args)) or "none"
-    raise UserError(f"--program {name}: no such program (available: {available})",
-                    file=loaded.path)
+    raise UserError(f"--program {name}: no such program (available: {available})", file=loaded.path)

@@ -231,8 +231,9 @@ def tags_by_line(source: str) -> dict[int, str]:
 
 @st.composite
 def _data_op(draw: st.DrawFn, ranks: int, tag: str) -> Op:
-    kind = draw(st.sampled_from([OpKind.STORE, OpKind.LOAD, OpKind.REMOTE_LOAD,
-                                 OpKind.REMOTE_STORE]))
+    kind = draw(
+        st.sampled_from([OpKind.STORE, OpKind.LOAD, OpKind.REMOTE_LOAD, OpKind.REMOTE_STORE])
+    )
     return Op(
         kind=kind,
         tag=tag,
@@ -310,20 +311,29 @@ def _phased_protocols(draw: st.DrawFn, ranks: int, *, monotone: bool) -> Protoco
             cell = (peer, PULL_COL)
             phases["notify"][peer].append(sync.notify(draw, tag=f"pull{r}n", peer=r, cell=cell))
             phases["wait"][r].append(sync.wait(draw, tag=f"pull{r}w", cell=cell))
-            phases["read"][r].append(Op(kind=OpKind.REMOTE_LOAD, tag=f"pull{r}l", peer=peer,
-                                        chunk=STAGED_CHUNK))
+            phases["read"][r].append(
+                Op(kind=OpKind.REMOTE_LOAD, tag=f"pull{r}l", peer=peer, chunk=STAGED_CHUNK)
+            )
         else:
             cell = (r, PUSH_COL)
-            phases["push"][r].append(Op(kind=OpKind.REMOTE_STORE, tag=f"push{r}s", peer=peer,
-                                        chunk=PUSHED_CHUNK, atomic=draw(st.booleans())))
+            phases["push"][r].append(
+                Op(
+                    kind=OpKind.REMOTE_STORE,
+                    tag=f"push{r}s",
+                    peer=peer,
+                    chunk=PUSHED_CHUNK,
+                    atomic=draw(st.booleans()),
+                )
+            )
             phases["push"][r].append(sync.notify(draw, tag=f"push{r}n", peer=peer, cell=cell))
             phases["wait"][peer].append(sync.wait(draw, tag=f"push{r}w", cell=cell))
-            phases["read"][peer].append(Op(kind=OpKind.LOAD, tag=f"push{r}l",
-                                           chunk=PUSHED_CHUNK))
+            phases["read"][peer].append(Op(kind=OpKind.LOAD, tag=f"push{r}l", chunk=PUSHED_CHUNK))
     bodies = [
-        [Op(kind=OpKind.STORE, tag=f"r{r}stage", chunk=STAGED_CHUNK),
-         *(op for phase in phases.values() for op in phase[r]),
-         draw(_output_op(f"r{r}out"))]
+        [
+            Op(kind=OpKind.STORE, tag=f"r{r}stage", chunk=STAGED_CHUNK),
+            *(op for phase in phases.values() for op in phase[r]),
+            draw(_output_op(f"r{r}out")),
+        ]
         for r in range(ranks)
     ]
     if draw(st.booleans()):
@@ -352,8 +362,10 @@ def _scrambled_protocols(draw: st.DrawFn, ranks: int, *, monotone: bool) -> Prot
     rank = st.integers(0, ranks - 1)
     col = st.integers(0, EDGE_COL - 1)
     bodies: list[list[Op]] = [
-        [*_staging(draw, r), *(draw(_data_op(ranks, f"r{r}d{i}"))
-                               for i in range(draw(st.integers(0, 3))))]
+        [
+            *_staging(draw, r),
+            *(draw(_data_op(ranks, f"r{r}d{i}")) for i in range(draw(st.integers(0, 3)))),
+        ]
         for r in range(ranks)
     ]
 

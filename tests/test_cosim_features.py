@@ -35,7 +35,10 @@ def test_valid_shape_regions_aliasing_views_and_set_eq() -> None:
     assert alias_load.access.memory == store.access.memory  # two views, one buffer
     assert alias_load.access.ranges == ((0, 64),) and alias_load.access.overlaps(store.access)
     assert (notify.notify.op, notify.notify.value, notify.notify.cell.offset) == (
-        NotifyOp.SET, 5, 4)
+        NotifyOp.SET,
+        5,
+        4,
+    )
     assert (wait.wait.cmp, wait.wait.expected) == (WaitCmp.EQ, 5)
     assert out.access.ranges == ((0, 16), (32, 48), (64, 80), (96, 112))
     x, y = execution.tensors
@@ -100,13 +103,20 @@ def test_builtin_barrier_lowering() -> None:
     events = execution.trace.events[1]
     barrier = [event for event in events if event.label == "pld.tensor.barrier"]
     assert [event.kind for event in barrier] == [EventKind.NOTIFY] * 2 + [EventKind.WAIT] * 2 + [
-        EventKind.NOTIFY] * 2
+        EventKind.NOTIFY
+    ] * 2
     assert [(e.notify.cell.owner, e.notify.cell.index) for e in barrier[:2]] == [
-        (0, (1, 0)), (2, (1, 0))]
-    assert [(e.wait.cell.index, e.wait.expected) for e in barrier[2:4]] == [((0, 0), 1),
-                                                                             ((2, 0), 1)]
+        (0, (1, 0)),
+        (2, (1, 0)),
+    ]
+    assert [(e.wait.cell.index, e.wait.expected) for e in barrier[2:4]] == [
+        ((0, 0), 1),
+        ((2, 0), 1),
+    ]
     assert [(e.notify.cell.owner, e.notify.cell.index, e.notify.value) for e in barrier[4:]] == [
-        (1, (0, 0), -1), (1, (2, 0), -1)]
+        (1, (0, 0), -1),
+        (1, (2, 0), -1),
+    ]
     assert {event.location.line for event in barrier} == {20}
     x, y = execution.tensors
     np.testing.assert_array_equal(y.final, np.roll(x.initial, -1, axis=0))
@@ -147,6 +157,7 @@ def test_fixed_host_rows_reject_other_rank_counts() -> None:
     for name in specs:
         x, y = simulate(specs[name].instantiate(2)).tensors
         np.testing.assert_array_equal(y.final, x.initial[::-1])
-        with pytest.raises(ProgramRejected, match="host tensor x has 2 rows; the program is "
-                                                  "written for 2 ranks"):
+        with pytest.raises(
+            ProgramRejected, match="host tensor x has 2 rows; the program is written for 2 ranks"
+        ):
             simulate(specs[name].instantiate(4))

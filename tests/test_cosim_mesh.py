@@ -37,8 +37,13 @@ def test_mesh_event_structure_at_four_ranks() -> None:
     for rank, events in enumerate(trace.events):
         peers = [peer for peer in range(4) if peer != rank]
         kinds = [event.kind for event in events]
-        assert kinds == ([EventKind.LOAD, EventKind.STORE] + [EventKind.NOTIFY] * 3
-                         + [EventKind.WAIT] * 3 + [EventKind.LOAD] * 4 + [EventKind.STORE])
+        assert kinds == (
+            [EventKind.LOAD, EventKind.STORE]
+            + [EventKind.NOTIFY] * 3
+            + [EventKind.WAIT] * 3
+            + [EventKind.LOAD] * 4
+            + [EventKind.STORE]
+        )
         stage_in, stage_store = events[0], events[1]
         assert (stage_in.access.memory, stage_in.access.owner) == (x_id, HOST_OWNER)
         assert stage_in.access.ranges == ((rank * 256, rank * 256 + 256),)
@@ -59,7 +64,10 @@ def test_mesh_event_structure_at_four_ranks() -> None:
             assert event.label == "pld.tile.remote_load" and event.location.line == 38
         final = events[12]
         assert (final.access.memory, final.access.owner, final.location.line) == (
-            y_id, HOST_OWNER, 40)
+            y_id,
+            HOST_OWNER,
+            40,
+        )
         assert final.location.text == "return pl.store(acc, [0, 0], y)"
         assert [event.index for event in events] == list(range(13))
     assert len(execution.schedule) == trace.size == 52

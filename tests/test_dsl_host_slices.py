@@ -20,8 +20,15 @@ SPECS = {spec.name: spec for spec in discover(load_file(str(FIXTURE)))}
 
 def _host_view(shape: tuple[int, ...]) -> TensorView:
     nbytes = int(np.prod(shape)) * 4
-    return TensorView(memory=0, kind=MemoryKind.HOST, name="t", base=0, shape=shape,
-                      dtype=FP32, memory_nbytes=nbytes)
+    return TensorView(
+        memory=0,
+        kind=MemoryKind.HOST,
+        name="t",
+        base=0,
+        shape=shape,
+        dtype=FP32,
+        memory_nbytes=nbytes,
+    )
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
@@ -34,10 +41,14 @@ def test_dispatch_per_peer_into_column_slices_gathers_every_rank(ranks: int) -> 
     width_bytes = 8 * 4
     row_bytes = ranks * width_bytes
     y_memory = next(memory.id for memory in execution.trace.memories if memory.name == "y")
-    stores = [event for event in execution.trace.events[1]
-              if event.kind is EventKind.STORE and event.access.memory == y_memory]
+    stores = [
+        event
+        for event in execution.trace.events[1]
+        if event.kind is EventKind.STORE and event.access.memory == y_memory
+    ]
     assert [event.access.ranges for event in stores] == [
-        ((row_bytes + p * width_bytes, row_bytes + (p + 1) * width_bytes),) for p in range(ranks)]
+        ((row_bytes + p * width_bytes, row_bytes + (p + 1) * width_bytes),) for p in range(ranks)
+    ]
 
 
 def test_dynamic_dim_in_host_arithmetic_sizes_the_window() -> None:

@@ -24,8 +24,11 @@ def test_strided_column_of_a_window_is_loaded_and_assigned() -> None:
     x, y = execution.tensors
     for rank in range(2):
         np.testing.assert_array_equal(y.final[rank], x.initial[rank][:, 1:2])
-    loads = [event for event in execution.trace.events[0]
-             if event.kind is EventKind.LOAD and event.label == "tensor.slice"]
+    loads = [
+        event
+        for event in execution.trace.events[0]
+        if event.kind is EventKind.LOAD and event.label == "tensor.slice"
+    ]
     assert len(loads) == 1 and len(loads[0].access.ranges) == 4  # one run per row
 
 
@@ -42,8 +45,9 @@ def test_slice_assignment_without_a_barrier_races_with_the_neighbours_read() -> 
     spec = SPECS["build_staged_shift[barrier=False]"]
     result = check_program(spec, 2, Options(ranks=(2,)))
     assert result.verdict is Verdict.BUG
-    assert any(finding.kind in (FindingKind.RACE, FindingKind.STALE_READ)
-               for finding in result.findings)
+    assert any(
+        finding.kind in (FindingKind.RACE, FindingKind.STALE_READ) for finding in result.findings
+    )
 
 
 def test_tensor_slice_cast_and_add_work_on_views() -> None:

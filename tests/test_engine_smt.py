@@ -59,7 +59,12 @@ class TraceBuilder:
         return EventRef(rank=rank, index=index)
 
     def store(
-        self, rank: int, owner: int, row: int = 0, *, memory: Memory = DATA,
+        self,
+        rank: int,
+        owner: int,
+        row: int = 0,
+        *,
+        memory: Memory = DATA,
         cell_values: tuple[tuple[int, int], ...] = (),
     ) -> EventRef:
         region = Region(memory=memory.id, owner=owner, ranges=((row * ROW, (row + 1) * ROW),))
@@ -79,7 +84,10 @@ class TraceBuilder:
         self, rank: int, target: SignalCell, value: int = 1, op: NotifyOp = NotifyOp.ATOMIC_ADD
     ) -> EventRef:
         return self._add(
-            rank, EventKind.NOTIFY, access=_cell_region(target), mode=AccessMode.ATOMIC,
+            rank,
+            EventKind.NOTIFY,
+            access=_cell_region(target),
+            mode=AccessMode.ATOMIC,
             notify=Notify(cell=target, op=op, value=value),
         )
 
@@ -87,7 +95,10 @@ class TraceBuilder:
         self, rank: int, target: SignalCell, expected: int = 1, cmp: WaitCmp = WaitCmp.GE
     ) -> EventRef:
         return self._add(
-            rank, EventKind.WAIT, access=_cell_region(target), mode=AccessMode.ATOMIC,
+            rank,
+            EventKind.WAIT,
+            access=_cell_region(target),
+            mode=AccessMode.ATOMIC,
             wait=Wait(cell=target, cmp=cmp, expected=expected),
         )
 

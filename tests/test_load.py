@@ -45,11 +45,14 @@ def test_unknown_pld_call_at_import(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedConstruct) as caught:
         load_file(path)
     assert caught.value.render() == (
-        f"{path}:4: error: pld.foo is not part of the DSL racecheck models")
+        f"{path}:4: error: pld.foo is not part of the DSL racecheck models"
+    )
 
 
 def test_unknown_pld_call_in_a_kernel_is_reported_when_traced(tmp_path: Path) -> None:
-    path = _write(tmp_path, """
+    path = _write(
+        tmp_path,
+        """
 @pl.jit.incore
 def kernel(y):
     pld.system.fence(y)
@@ -62,7 +65,8 @@ def per_rank(y):
 def entry(y: pl.Out[pl.Tensor[[2, 4], pl.FP32]]):
     for r in pl.range(pld.world_size()):
         per_rank(y[r], device=r)
-""")
+""",
+    )
     (spec,) = discover(load_file(path))
     with pytest.raises(UnsupportedConstruct) as caught:
         simulate(spec.instantiate(2))
@@ -87,13 +91,16 @@ def test_torch_call_at_import_time_is_unsupported(tmp_path: Path) -> None:
 
 
 def test_unset_factory_parameter_names_the_arg(tmp_path: Path) -> None:
-    path = _write(tmp_path, """
+    path = _write(
+        tmp_path,
+        """
 def build(nr, size):
     @pl.jit.host
     def entry(y: pl.Out[pl.Tensor[[nr, size], pl.FP32]]):
         pass
     return entry
-""")
+""",
+    )
     loaded = load_file(path)
     with pytest.raises(UserError) as caught:
         discover(loaded)
@@ -115,14 +122,17 @@ def test_program_selection_and_unknown_program() -> None:
 
 
 def test_dynamic_dim_that_is_not_the_rank_count_needs_an_arg(tmp_path: Path) -> None:
-    path = _write(tmp_path, """
+    path = _write(
+        tmp_path,
+        """
 NR = pl.dynamic("NR")
 M = pl.dynamic("M")
 
 @pl.jit.host
 def entry(y: pl.Out[pl.Tensor[[NR, M * 2], pl.FP32]]):
     pass
-""")
+""",
+    )
     loaded = load_file(path)
     (spec,) = discover(loaded)
     with pytest.raises(UserError, match="pass --arg M=VALUE"):

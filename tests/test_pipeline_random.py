@@ -57,7 +57,8 @@ def _write(workdir: Path, protocol: Protocol) -> Path:
 
 def _verify(path: Path, ranks: int, engine: str = "auto", repeat: int = 1) -> ProgramResult:
     report = racecheck.verify(
-        str(path), ranks=[ranks], engine=engine, repeat=repeat, timeout=TIMEOUT)
+        str(path), ranks=[ranks], engine=engine, repeat=repeat, timeout=TIMEOUT
+    )
     assert not report.errors, report.errors
     (result,) = report.results
     return result
@@ -68,9 +69,13 @@ def _lines(result: ProgramResult, *, stuck_lines: bool) -> set[tuple[str, str, t
     waits in the stuck state the engine picked: the only one when the protocol is
     monotone, one of several otherwise."""
     return {
-        (finding.kind.value, finding.detail,
-         tuple(sorted(loc.line for loc in finding.locations))
-         if stuck_lines or finding.kind is not FindingKind.DEADLOCK else ())
+        (
+            finding.kind.value,
+            finding.detail,
+            tuple(sorted(loc.line for loc in finding.locations))
+            if stuck_lines or finding.kind is not FindingKind.DEADLOCK
+            else (),
+        )
         for finding in result.findings
     }
 
@@ -154,8 +159,9 @@ def test_executor_agrees_with_the_verdict(workdir: Path, protocol: Protocol) -> 
 def _outputs(path: Path, ranks: int, schedule_seed: int) -> list[np.ndarray]:
     """The host outputs of one run under a random schedule (the same input data)."""
     (spec,) = discover(load_file(str(path)))
-    execution = simulate(spec.instantiate(ranks), policy=RandomPolicy(schedule_seed),
-                         force_waits=False)
+    execution = simulate(
+        spec.instantiate(ranks), policy=RandomPolicy(schedule_seed), force_waits=False
+    )
     assert not execution.stalled
     return [tensor.final for tensor in execution.tensors if tensor.role is TensorRole.OUTPUT]
 
@@ -191,12 +197,15 @@ def _edges(protocol: Protocol, races: set[frozenset[str]]) -> st.SearchStrategy[
     """Anywhere, or half the time across a racing pair: after one of its operations,
     before the other."""
     anywhere = st.permutations(range(protocol.ranks)).flatmap(
-        lambda ranks: st.fixed_dictionaries({
-            "notifier": st.just(ranks[0]),
-            "after": st.integers(0, len(protocol.bodies[ranks[0]])),
-            "waiter": st.just(ranks[1]),
-            "before": st.integers(0, len(protocol.bodies[ranks[1]])),
-        }))
+        lambda ranks: st.fixed_dictionaries(
+            {
+                "notifier": st.just(ranks[0]),
+                "after": st.integers(0, len(protocol.bodies[ranks[0]])),
+                "waiter": st.just(ranks[1]),
+                "before": st.integers(0, len(protocol.bodies[ranks[1]])),
+            }
+        )
+    )
     if not races:
         return anywhere
     across = st.sampled_from(sorted(sorted(pair) for pair in races)).flatmap(st.permutations)
@@ -211,15 +220,22 @@ def _across(protocol: Protocol, first: str, second: str) -> dict[str, int]:
 
 # ---------------------------------------------------------------------------- anchors
 
-_PULL = Protocol(ranks=2, bodies=(
-    (Op(kind=OpKind.STORE, tag="r0stage"),
-     Op(kind=OpKind.NOTIFY, tag="pull1n", peer=1, cell=(0, 0)),
-     Op(kind=OpKind.OUTPUT_ACC, tag="r0out")),
-    (Op(kind=OpKind.STORE, tag="r1stage"),
-     Op(kind=OpKind.WAIT, tag="pull1w", cell=(0, 0)),
-     Op(kind=OpKind.REMOTE_LOAD, tag="pull1l", peer=0),
-     Op(kind=OpKind.OUTPUT_ACC, tag="r1out")),
-))
+_PULL = Protocol(
+    ranks=2,
+    bodies=(
+        (
+            Op(kind=OpKind.STORE, tag="r0stage"),
+            Op(kind=OpKind.NOTIFY, tag="pull1n", peer=1, cell=(0, 0)),
+            Op(kind=OpKind.OUTPUT_ACC, tag="r0out"),
+        ),
+        (
+            Op(kind=OpKind.STORE, tag="r1stage"),
+            Op(kind=OpKind.WAIT, tag="pull1w", cell=(0, 0)),
+            Op(kind=OpKind.REMOTE_LOAD, tag="pull1l", peer=0),
+            Op(kind=OpKind.OUTPUT_ACC, tag="r1out"),
+        ),
+    ),
+)
 
 
 def test_a_guarded_pull_is_proved_and_sums_the_inputs(workdir: Path) -> None:
@@ -238,4 +254,5 @@ def test_a_pull_without_its_wait_races_on_those_two_operations(workdir: Path) ->
     result = _verify(path, 2)
     assert result.verdict is Verdict.BUG
     assert _by_operation(path, result) == {
-        ("race", "read-after-write", frozenset({"pull1l", "r0stage"}))}
+        ("race", "read-after-write", frozenset({"pull1l", "r0stage"}))
+    }

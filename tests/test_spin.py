@@ -108,8 +108,13 @@ def test_nothing_behind_a_wait_that_never_passes_can_run_first() -> None:
     builder.load(0, data, 0, 0, 8, line=11)
     trace = builder.build()
     adds = tuple(
-        dataclasses.replace(trace.events[0][1], rank=1, index=index, kind=EventKind.ATOMIC_ADD,
-                            mode=AccessMode.ATOMIC)
+        dataclasses.replace(
+            trace.events[0][1],
+            rank=1,
+            index=index,
+            kind=EventKind.ATOMIC_ADD,
+            mode=AccessMode.ATOMIC,
+        )
         for index in range(2)
     )
     trace = dataclasses.replace(trace, events=(trace.events[0], adds))

@@ -46,8 +46,9 @@ def _generation(context: RankContext, signal: TensorView, generation: int, label
 
 def _epilogue(context: RankContext, signal: TensorView, generations: int, label: str) -> None:
     for source in _peers(context):
-        context.notify(signal, context.rank, _cell(signal, source), -generations,
-                       NotifyOp.ATOMIC_ADD, label)
+        context.notify(
+            signal, context.rank, _cell(signal, source), -generations, NotifyOp.ATOMIC_ADD, label
+        )
 
 
 def _whole(view: TensorView) -> tuple[list[int], list[int]]:
@@ -64,8 +65,13 @@ def _reducer(op: object, label: str) -> Callable[[np.ndarray, np.ndarray], np.nd
     return REDUCERS[op]  # type: ignore[index]
 
 
-def _reduce_region(context: RankContext, data: TensorView, region: tuple[list[int], list[int]],
-                   op: object, label: str) -> np.ndarray:
+def _reduce_region(
+    context: RankContext,
+    data: TensorView,
+    region: tuple[list[int], list[int]],
+    op: object,
+    label: str,
+) -> np.ndarray:
     combine = _reducer(op, label)
     offsets, extent = region
     total, _ = context.load(data, context.rank, offsets, extent, label)
@@ -84,8 +90,14 @@ def barrier(signal: object) -> object:
     return signal
 
 
-def allreduce(data: object, signal: object, *, op: ReduceOp = ReduceOp.Sum, mode: str = "mesh",
-              core_num: int = 1) -> object:
+def allreduce(
+    data: object,
+    signal: object,
+    *,
+    op: ReduceOp = ReduceOp.Sum,
+    mode: str = "mesh",
+    core_num: int = 1,
+) -> object:
     label = "pld.tensor.allreduce"
     data_view = _window(data, label, "data")
     signal_view = _window(signal, label, "the signal")
@@ -107,8 +119,9 @@ def _check_ring_signal(context: RankContext, signal: TensorView, label: str) -> 
     rows = 2 * (context.ranks - 1)
     needed = (rows, context.ranks)
     if signal.ndim != 2 or signal.shape[0] < needed[0] or signal.shape[1] < needed[1]:
-        context.fail_bounds(f"{label}(mode='ring') needs a signal of {list(needed)}, "
-                            f"got {signal!r}")
+        context.fail_bounds(
+            f"{label}(mode='ring') needs a signal of {list(needed)}, got {signal!r}"
+        )
 
 
 def broadcast(data: object, signal: object, *, root: object = 0) -> object:
@@ -128,18 +141,24 @@ def broadcast(data: object, signal: object, *, root: object = 0) -> object:
     return data
 
 
-def _scatter_rows(context: RankContext, source: TensorView, target: TensorView,
-                  row_of_source: Callable[[int], tuple[list[int], list[int]] | None],
-                  label: str) -> None:
+def _scatter_rows(
+    context: RankContext,
+    source: TensorView,
+    target: TensorView,
+    row_of_source: Callable[[int], tuple[list[int], list[int]] | None],
+    label: str,
+) -> None:
     """For every rank d: put local `source` (or its row d) into row `me` of target[d]."""
     row_offsets, row_extent = _row(target, context.rank)
     for destination in range(context.ranks):
         region = row_of_source(destination) or _whole(source)
-        values, _ = context.load(source, local_owner(source, context.rank), region[0],
-                                 region[1], label)
+        values, _ = context.load(
+            source, local_owner(source, context.rank), region[0], region[1], label
+        )
         if values.size != int(np.prod(row_extent)):
             raise UnsupportedConstruct(
-                f"{label}: a row of {source!r} does not fit row {context.rank} of {target!r}")
+                f"{label}: a row of {source!r} does not fit row {context.rank} of {target!r}"
+            )
         context.store(target, destination, row_offsets, values.reshape(row_extent), label)
 
 
@@ -150,16 +169,23 @@ def allgather(local: object, target: object, signal: object, out: object = None)
     signal_view = _window(signal, label, "the signal")
     context = rank_context(label)
     if out is not None:
-        return _allgather_into(context, local_view, target_view, signal_view,
-                               require_view(out, label, "out"), label)
+        return _allgather_into(
+            context, local_view, target_view, signal_view, require_view(out, label, "out"), label
+        )
     _scatter_rows(context, local_view, target_view, lambda _: None, label)
     _generation(context, signal_view, 1, label)
     _epilogue(context, signal_view, 1, label)
     return _first_window(local_view, target_view)
 
 
-def _allgather_into(context: RankContext, local: TensorView, target: TensorView,
-                    signal: TensorView, out: TensorView, label: str) -> TensorView:
+def _allgather_into(
+    context: RankContext,
+    local: TensorView,
+    target: TensorView,
+    signal: TensorView,
+    out: TensorView,
+    label: str,
+) -> TensorView:
     """The four-argument intrinsic `allgather(local, target, signal, out)`: stage `local`
     into row `me` of the own target, barrier, then read row p of every target[p] into
     block p of the plain tensor `out` (row-major); returns `out`."""
@@ -167,7 +193,8 @@ def _allgather_into(context: RankContext, local: TensorView, target: TensorView,
     values, _ = context.load(local, local_owner(local, context.rank), *_whole(local), label)
     if values.size != int(np.prod(row_extent)):
         raise UnsupportedConstruct(
-            f"{label}: {local!r} does not fit row {context.rank} of {target!r}")
+            f"{label}: {local!r} does not fit row {context.rank} of {target!r}"
+        )
     context.store(target, context.rank, row_offsets, values.reshape(row_extent), label)
     _generation(context, signal, 1, label)
     flat = np.zeros(int(np.prod(out.shape)), dtype=out.dtype.compute)
@@ -177,9 +204,10 @@ def _allgather_into(context: RankContext, local: TensorView, target: TensorView,
     for source in range(context.ranks):
         offsets, extent = _row(target, source)
         gathered, _ = context.load(target, source, offsets, extent, label)
-        flat[source * block:(source + 1) * block] = gathered.reshape(-1)
-    context.store(out, local_owner(out, context.rank), [0] * out.ndim, flat.reshape(out.shape),
-                  label)
+        flat[source * block : (source + 1) * block] = gathered.reshape(-1)
+    context.store(
+        out, local_owner(out, context.rank), [0] * out.ndim, flat.reshape(out.shape), label
+    )
     _epilogue(context, signal, 1, label)
     return out
 
@@ -206,8 +234,9 @@ def all_to_all(source: object, target: object, signal: object) -> object:
     target_view = _window(target, label, "target")
     signal_view = _window(signal, label, "the signal")
     context = rank_context(label)
-    _scatter_rows(context, source_view, target_view,
-                  lambda destination: _row(source_view, destination), label)
+    _scatter_rows(
+        context, source_view, target_view, lambda destination: _row(source_view, destination), label
+    )
     _generation(context, signal_view, 1, label)
     _epilogue(context, signal_view, 1, label)
     return _first_window(source_view, target_view)

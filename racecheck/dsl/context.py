@@ -28,8 +28,13 @@ class HostContext(Protocol):
 
     def alloc_window(self, nbytes: int) -> WindowBuffer: ...
 
-    def dispatch(self, rank: int, function: Callable[..., object], args: tuple[object, ...],
-                 kwargs: dict[str, object]) -> None: ...
+    def dispatch(
+        self,
+        rank: int,
+        function: Callable[..., object],
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+    ) -> None: ...
 
     def row_view(self, view: TensorView, row: int) -> TensorView: ...
 
@@ -39,17 +44,39 @@ class RankContext(Protocol):
     ranks: int
     dims: Mapping[str, int]
 
-    def load(self, view: TensorView, owner: int, offsets: Sequence[int],
-             extent: Sequence[int], label: str) -> tuple[np.ndarray, EventRef]: ...
+    def load(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        extent: Sequence[int],
+        label: str,
+    ) -> tuple[np.ndarray, EventRef]: ...
 
-    def store(self, view: TensorView, owner: int, offsets: Sequence[int], values: np.ndarray,
-              label: str, *, accumulate: bool = False) -> None: ...
+    def store(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        values: np.ndarray,
+        label: str,
+        *,
+        accumulate: bool = False,
+    ) -> None: ...
 
-    def notify(self, view: TensorView, peer: int, offsets: Sequence[int], value: int,
-               op: NotifyOp, label: str) -> None: ...
+    def notify(
+        self,
+        view: TensorView,
+        peer: int,
+        offsets: Sequence[int],
+        value: int,
+        op: NotifyOp,
+        label: str,
+    ) -> None: ...
 
-    def wait(self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp,
-             label: str) -> None: ...
+    def wait(
+        self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
+    ) -> None: ...
 
     def note_control(self, sources: frozenset[EventRef]) -> None: ...
 
@@ -85,7 +112,8 @@ def rank_context(construct: str) -> RankContext:
         where = user_location()
         raise UnsupportedConstruct(
             f"{construct} is only modelled inside a per-rank kernel, not here",
-            file=where.file, line=where.line,
+            file=where.file,
+            line=where.line,
         )
     return context  # type: ignore[return-value]
 
@@ -96,7 +124,8 @@ def host_context(construct: str) -> HostContext:
         where = user_location()
         raise UnsupportedConstruct(
             f"{construct} is only modelled in the host entry's body",
-            file=where.file, line=where.line,
+            file=where.file,
+            line=where.line,
         )
     return context  # type: ignore[return-value]
 

@@ -53,8 +53,9 @@ def nranks(ctx: object = None) -> DeviceInt:
     return DeviceInt(rank_context("pld.nranks").ranks)
 
 
-def alloc_window_buffer(size: object, dtype: DType | None = None, *,
-                        name: str = "") -> WindowBuffer:
+def alloc_window_buffer(
+    size: object, dtype: DType | None = None, *, name: str = ""
+) -> WindowBuffer:
     context = host_context("pld.alloc_window_buffer")
     if isinstance(size, (list, tuple)):
         if dtype is None:
@@ -69,8 +70,13 @@ def window(buf: object, shape: Sequence[object], *, dtype: DType) -> TensorView:
     if not isinstance(buf, WindowBuffer):
         raise TypeError(f"pld.window needs a buffer from pld.alloc_window_buffer, got {buf!r}")
     return TensorView(
-        memory=buf.memory, kind=MemoryKind.WINDOW, name=buf.name, base=0,
-        shape=tuple(indices(shape)), dtype=dtype, memory_nbytes=buf.nbytes,
+        memory=buf.memory,
+        kind=MemoryKind.WINDOW,
+        name=buf.name,
+        base=0,
+        shape=tuple(indices(shape)),
+        dtype=dtype,
+        memory_nbytes=buf.nbytes,
     )
 
 
@@ -83,44 +89,80 @@ def _window(value: object, construct: str, role: str) -> TensorView:
 
 def _enum(value: object, table: dict, construct: str, keyword: str) -> object:
     if value not in table:
-        raise TypeError(f"{construct}: {keyword}= must be one of {[str(k) for k in table]}, "
-                        f"got {value!r}")
+        raise TypeError(
+            f"{construct}: {keyword}= must be one of {[str(k) for k in table]}, got {value!r}"
+        )
     return table[value]
 
 
-def notify(target: object, peer: object, offsets: Sequence[object], value: object, *,
-           op: NotifyOp, label: str = "pld.system.notify") -> None:
+def notify(
+    target: object,
+    peer: object,
+    offsets: Sequence[object],
+    value: object,
+    *,
+    op: NotifyOp,
+    label: str = "pld.system.notify",
+) -> None:
     view = _window(target, label, "the signal")
     event_op = _enum(op, NOTIFY_OPS, label, "op")
-    rank_context(label).notify(view, as_index(peer), indices(offsets), as_index(value),
-                               event_op, label)  # type: ignore[arg-type]
+    rank_context(label).notify(
+        view, as_index(peer), indices(offsets), as_index(value), event_op, label
+    )  # type: ignore[arg-type]
 
 
-def _wait_call(label: str, signal: object, offsets: Sequence[object] | None, expected: object,
-               cmp: WaitCmp, target: object) -> None:
+def _wait_call(
+    label: str,
+    signal: object,
+    offsets: Sequence[object] | None,
+    expected: object,
+    cmp: WaitCmp,
+    target: object,
+) -> None:
     view = _window(signal if signal is not None else target, label, "the signal")
     if offsets is None or expected is None:
         raise TypeError(f"{label} needs offsets= and expected=")
     event_cmp = _enum(cmp, WAIT_CMPS, label, "cmp")
-    rank_context(label).wait(view, indices(offsets), as_index(expected), event_cmp,  # type: ignore[arg-type]
-                             label)
+    rank_context(label).wait(
+        view,
+        indices(offsets),
+        as_index(expected),
+        event_cmp,  # type: ignore[arg-type]
+        label,
+    )
 
 
-def wait(signal: object = None, offsets: Sequence[object] | None = None, expected: object = None,
-         *, cmp: WaitCmp, target: object = None) -> None:
+def wait(
+    signal: object = None,
+    offsets: Sequence[object] | None = None,
+    expected: object = None,
+    *,
+    cmp: WaitCmp,
+    target: object = None,
+) -> None:
     _wait_call("pld.system.wait", signal, offsets, expected, cmp, target)
 
 
-def defer_wait(signal: object = None, offsets: Sequence[object] | None = None,
-               expected: object = None, *, cmp: WaitCmp = WaitCmp.Ge,
-               target: object = None) -> None:
+def defer_wait(
+    signal: object = None,
+    offsets: Sequence[object] | None = None,
+    expected: object = None,
+    *,
+    cmp: WaitCmp = WaitCmp.Ge,
+    target: object = None,
+) -> None:
     if cmp is not WaitCmp.Ge:
         raise UnsupportedConstruct("pld.system.defer_wait supports cmp=pld.WaitCmp.Ge only")
     _wait_call("pld.system.defer_wait", signal, offsets, expected, cmp, target)
 
 
-def remote_load(target: object, peer: object, offsets: Sequence[object], shape: Sequence[object],
-                valid_shape: Sequence[object] | None = None) -> Tile:
+def remote_load(
+    target: object,
+    peer: object,
+    offsets: Sequence[object],
+    shape: Sequence[object],
+    valid_shape: Sequence[object] | None = None,
+) -> Tile:
     label = "pld.tile.remote_load"
     view = _window(target, label, "the target")
     return load_region(view, as_index(peer), offsets, shape, valid_shape, label)
@@ -132,41 +174,67 @@ def _accumulates(atomic: object, label: str) -> bool:
     return atomic is AtomicType.Add
 
 
-def remote_store(src_tile: object, target: object, peer: object, offsets: Sequence[object], *,
-                 atomic: AtomicType = AtomicType.None_) -> None:
+def remote_store(
+    src_tile: object,
+    target: object,
+    peer: object,
+    offsets: Sequence[object],
+    *,
+    atomic: AtomicType = AtomicType.None_,
+) -> None:
     label = "pld.tile.remote_store"
     view = _window(target, label, "the target")
     context = rank_context(label)
-    context.store(view, as_index(peer), indices(offsets), tile_values(src_tile, view.dtype),
-                  label, accumulate=_accumulates(atomic, label))
+    context.store(
+        view,
+        as_index(peer),
+        indices(offsets),
+        tile_values(src_tile, view.dtype),
+        label,
+        accumulate=_accumulates(atomic, label),
+    )
 
 
-def _transfer_regions(label: str, dst: TensorView, src: TensorView,
-                      dst_offsets: Sequence[object] | None, src_offsets: Sequence[object] | None,
-                      shape: Sequence[object] | None) -> tuple[list[int], list[int], list[int],
-                                                               list[int]]:
+def _transfer_regions(
+    label: str,
+    dst: TensorView,
+    src: TensorView,
+    dst_offsets: Sequence[object] | None,
+    src_offsets: Sequence[object] | None,
+    shape: Sequence[object] | None,
+) -> tuple[list[int], list[int], list[int], list[int]]:
     """(src offsets, src extent, dst offsets, dst extent) of a put/get."""
     given = [part is not None for part in (dst_offsets, src_offsets, shape)]
     if any(given) and not all(given):
-        raise TypeError(f"{label}: dst_offsets, src_offsets and shape are given together or "
-                        "not at all")
+        raise TypeError(
+            f"{label}: dst_offsets, src_offsets and shape are given together or not at all"
+        )
     if all(given):
         extent = indices(shape)  # type: ignore[arg-type]
         return indices(src_offsets), extent, indices(dst_offsets), extent  # type: ignore[arg-type]
     if math.prod(src.shape) != math.prod(dst.shape):
         raise UnsupportedConstruct(
-            f"{label} of a whole slice needs src and dst of the same size, got {src!r} and {dst!r}")
+            f"{label} of a whole slice needs src and dst of the same size, got {src!r} and {dst!r}"
+        )
     return [0] * src.ndim, list(src.shape), [0] * dst.ndim, list(dst.shape)
 
 
-def _transfer(label: str, dst: object, src: object, source_owner_of: str, peer: object,
-              regions: tuple[object, object, object], accumulate: bool) -> None:
+def _transfer(
+    label: str,
+    dst: object,
+    src: object,
+    source_owner_of: str,
+    peer: object,
+    regions: tuple[object, object, object],
+    accumulate: bool,
+) -> None:
     context = rank_context(label)
     dst_view = require_view(dst, label, "dst")
     src_view = require_view(src, label, "src")
     target = as_index(peer)
     src_offsets, src_extent, dst_offsets, dst_extent = _transfer_regions(
-        label, dst_view, src_view, *regions)  # type: ignore[arg-type]
+        label, dst_view, src_view, *regions
+    )  # type: ignore[arg-type]
     if source_owner_of == "peer":
         _window(src_view, label, "src")
         src_owner, dst_owner = target, local_owner(dst_view, context.rank)
@@ -174,21 +242,51 @@ def _transfer(label: str, dst: object, src: object, source_owner_of: str, peer: 
         _window(dst_view, label, "dst")
         src_owner, dst_owner = local_owner(src_view, context.rank), target
     values, _ = context.load(src_view, src_owner, src_offsets, src_extent, label)
-    context.store(dst_view, dst_owner, dst_offsets,
-                  np.asarray(values).reshape(dst_extent).astype(dst_view.dtype.compute),
-                  label, accumulate=accumulate)
+    context.store(
+        dst_view,
+        dst_owner,
+        dst_offsets,
+        np.asarray(values).reshape(dst_extent).astype(dst_view.dtype.compute),
+        label,
+        accumulate=accumulate,
+    )
 
 
-def put(dst: object, peer: object, src: object, dst_offsets: Sequence[object] | None = None,
-        src_offsets: Sequence[object] | None = None, shape: Sequence[object] | None = None, *,
-        atomic: AtomicType = AtomicType.None_, chunk_rows: int = 0, chunk_cols: int = 0,
-        pipeline: bool = False) -> None:
+def put(
+    dst: object,
+    peer: object,
+    src: object,
+    dst_offsets: Sequence[object] | None = None,
+    src_offsets: Sequence[object] | None = None,
+    shape: Sequence[object] | None = None,
+    *,
+    atomic: AtomicType = AtomicType.None_,
+    chunk_rows: int = 0,
+    chunk_cols: int = 0,
+    pipeline: bool = False,
+) -> None:
     label = "pld.tensor.put"
-    _transfer(label, dst, src, "local", peer, (dst_offsets, src_offsets, shape),
-              _accumulates(atomic, label))
+    _transfer(
+        label,
+        dst,
+        src,
+        "local",
+        peer,
+        (dst_offsets, src_offsets, shape),
+        _accumulates(atomic, label),
+    )
 
 
-def get(dst: object, peer: object, src: object, dst_offsets: Sequence[object] | None = None,
-        src_offsets: Sequence[object] | None = None, shape: Sequence[object] | None = None, *,
-        chunk_rows: int = 0, chunk_cols: int = 0, pipeline: bool = False) -> None:
+def get(
+    dst: object,
+    peer: object,
+    src: object,
+    dst_offsets: Sequence[object] | None = None,
+    src_offsets: Sequence[object] | None = None,
+    shape: Sequence[object] | None = None,
+    *,
+    chunk_rows: int = 0,
+    chunk_cols: int = 0,
+    pipeline: bool = False,
+) -> None:
     _transfer("pld.tensor.get", dst, src, "peer", peer, (dst_offsets, src_offsets, shape), False)

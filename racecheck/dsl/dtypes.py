@@ -46,8 +46,11 @@ def _dtype(name: str, storage: str, compute: str | None = None) -> DType:
     storage_type = np.dtype(storage)
     compute_type = np.dtype(compute or storage)
     return DType(
-        name=name, nbytes=storage_type.itemsize, storage=storage_type,
-        compute=compute_type, is_float=compute_type.kind == "f",
+        name=name,
+        nbytes=storage_type.itemsize,
+        storage=storage_type,
+        compute=compute_type,
+        is_float=compute_type.kind == "f",
     )
 
 
@@ -64,5 +67,15 @@ UINT8 = _dtype("UINT8", "uint8")
 BOOL = _dtype("BOOL", "bool")
 
 ALL_DTYPES: tuple[DType, ...] = (
-    FP32, FP16, BF16, FP64, INT8, INT16, INT32, INT64, INDEX, UINT8, BOOL,
+    FP32,
+    FP16,
+    BF16,
+    FP64,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    INDEX,
+    UINT8,
+    BOOL,
 )

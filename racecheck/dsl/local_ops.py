@@ -41,8 +41,7 @@ def require_view(value: object, construct: str, role: str) -> TensorView:
     return value
 
 
-def make_tile(values: np.ndarray, dtype: DType, shape: Sequence[int],
-              sources: frozenset) -> Tile:
+def make_tile(values: np.ndarray, dtype: DType, shape: Sequence[int], sources: frozenset) -> Tile:
     extent = tuple(values.shape)
     if tuple(shape) == extent:
         return Tile(data=values, dtype=dtype, valid=extent, sources=sources)
@@ -51,8 +50,14 @@ def make_tile(values: np.ndarray, dtype: DType, shape: Sequence[int],
     return Tile(data=data, dtype=dtype, valid=extent, sources=sources)
 
 
-def load_region(view: TensorView, owner: int, offsets: Sequence[object], shape: Sequence[object],
-                valid_shape: Sequence[object] | None, label: str) -> Tile:
+def load_region(
+    view: TensorView,
+    owner: int,
+    offsets: Sequence[object],
+    shape: Sequence[object],
+    valid_shape: Sequence[object] | None,
+    label: str,
+) -> Tile:
     context = rank_context(label)
     tile_shape = indices(shape)
     extent = indices(valid_shape) if valid_shape is not None else tile_shape
@@ -60,28 +65,38 @@ def load_region(view: TensorView, owner: int, offsets: Sequence[object], shape: 
     return make_tile(values, view.dtype, tile_shape, frozenset({ref}))
 
 
-def load(tensor: object, offsets: Sequence[object], shape: Sequence[object],
-         valid_shape: Sequence[object] | None = None) -> Tile:
+def load(
+    tensor: object,
+    offsets: Sequence[object],
+    shape: Sequence[object],
+    valid_shape: Sequence[object] | None = None,
+) -> Tile:
     view = require_view(tensor, "pl.load", "the source")
     context = rank_context("pl.load")
-    return load_region(view, local_owner(view, context.rank), offsets, shape, valid_shape,
-                       "pl.load")
+    return load_region(
+        view, local_owner(view, context.rank), offsets, shape, valid_shape, "pl.load"
+    )
 
 
-def load_block(view: TensorView, offsets: Sequence[int], extent: Sequence[int],
-               kept: Sequence[int]) -> Tile:
+def load_block(
+    view: TensorView, offsets: Sequence[int], extent: Sequence[int], kept: Sequence[int]
+) -> Tile:
     """A kernel's `t[a:b, c:d]` or `pl.tensor.slice`: this rank's block as a tile, shaped
     by the axes the selection keeps."""
     context = rank_context("a tensor slice")
-    values, ref = context.load(view, local_owner(view, context.rank), offsets, extent,
-                               "tensor.slice")
+    values, ref = context.load(
+        view, local_owner(view, context.rank), offsets, extent, "tensor.slice"
+    )
     shape = tuple(kept)
-    return Tile(data=values.reshape(shape), dtype=view.dtype, valid=shape,
-                sources=frozenset({ref}))
+    return Tile(data=values.reshape(shape), dtype=view.dtype, valid=shape, sources=frozenset({ref}))
 
 
-def tensor_slice(tensor: object, shape: Sequence[object], offsets: Sequence[object],
-                 valid_shape: Sequence[object] | None = None) -> Tile:
+def tensor_slice(
+    tensor: object,
+    shape: Sequence[object],
+    offsets: Sequence[object],
+    valid_shape: Sequence[object] | None = None,
+) -> Tile:
     view = require_view(tensor, "pl.tensor.slice", "the source")
     extent = indices(valid_shape if valid_shape is not None else shape)
     return load_block(view, indices(offsets), extent, extent)
@@ -94,8 +109,7 @@ def _as_operand(value: object) -> object:
     return value
 
 
-def assign(view: TensorView, offsets: Sequence[int], extent: Sequence[int],
-           value: object) -> None:
+def assign(view: TensorView, offsets: Sequence[int], extent: Sequence[int], value: object) -> None:
     """`t[block] = value`: a tile, a tensor view (read whole) or a scalar, stored into
     this rank's block of `t`."""
     context = rank_context("a slice assignment")
@@ -105,10 +119,16 @@ def assign(view: TensorView, offsets: Sequence[int], extent: Sequence[int],
     else:
         values = np.full(tuple(extent), as_data(source), dtype=view.dtype.compute)
     if values.size != int(np.prod(extent)):
-        raise ValueError(f"assigning {list(values.shape)} values to a {list(extent)} block "
-                         f"of {view!r}")
-    context.store(view, local_owner(view, context.rank), offsets,
-                  values.reshape(tuple(extent)), "tensor.assemble")
+        raise ValueError(
+            f"assigning {list(values.shape)} values to a {list(extent)} block of {view!r}"
+        )
+    context.store(
+        view,
+        local_owner(view, context.rank),
+        offsets,
+        values.reshape(tuple(extent)),
+        "tensor.assemble",
+    )
 
 
 def tile_values(tile: object, dtype: DType) -> np.ndarray:
@@ -130,8 +150,9 @@ def read(tensor: object, offsets: Sequence[object]) -> Tainted:
         return tensor[tuple(offsets)]
     view = require_view(tensor, "pl.read", "the source")
     context = rank_context("pl.read")
-    values, ref = context.load(view, local_owner(view, context.rank), indices(offsets),
-                               [1] * len(offsets), "pl.read")
+    values, ref = context.load(
+        view, local_owner(view, context.rank), indices(offsets), [1] * len(offsets), "pl.read"
+    )
     return Tainted(values.reshape(-1)[0], frozenset({ref}))
 
 
@@ -148,8 +169,9 @@ def _elementwise(function: Callable[..., Any], *raw_operands: object) -> Any:
     if not tiles:
         return function(*operands)
     first = tiles[0]
-    arrays = [operand.data if isinstance(operand, Tile) else as_data(operand)
-              for operand in operands]
+    arrays = [
+        operand.data if isinstance(operand, Tile) else as_data(operand) for operand in operands
+    ]
     data = np.asarray(function(*arrays)).astype(first.dtype.compute)
     sources = frozenset().union(*(tile.sources for tile in tiles))
     return Tile(data=data, dtype=first.dtype, valid=first.valid, sources=sources)
@@ -191,8 +213,9 @@ def exp(value: object) -> Any:
     return _elementwise(np.exp, value)
 
 
-def cast(value: object, target_type: DType | None = None, mode: object = None,
-         **aliases: object) -> Any:
+def cast(
+    value: object, target_type: DType | None = None, mode: object = None, **aliases: object
+) -> Any:
     target = target_type or aliases.get("dtype")
     if not isinstance(target, DType):
         raise TypeError(f"pl.cast needs target_type=<dtype>, got {target!r}")
@@ -240,8 +263,9 @@ def _carried_iteration(steps: range, init: tuple[object, ...]) -> Iterator[tuple
         stack.remove(loop)
 
 
-def range_(*args: object, init_values: Sequence[object] | None = None,
-           **hints: object) -> Iterator[Any]:
+def range_(
+    *args: object, init_values: Sequence[object] | None = None, **hints: object
+) -> Iterator[Any]:
     """`pl.range` / `pl.parallel`: unrolled by Python; indices are device ints."""
     steps = _loop_indices(args)
     if init_values is None:
@@ -259,8 +283,9 @@ def _caller_unpacks(frame: Any) -> bool:
         # f_lasti may point into the CALL's inline cache: the call is the last
         # instruction at or before it, and the unpacking is the one after
         instructions = list(dis.get_instructions(frame.f_code))
-        following = [instruction for instruction in instructions
-                     if instruction.offset > frame.f_lasti]
+        following = [
+            instruction for instruction in instructions if instruction.offset > frame.f_lasti
+        ]
         known = bool(following) and following[0].opname == "UNPACK_SEQUENCE"
         _unpacking_calls[key] = known
     return known

@@ -45,7 +45,9 @@ def location_of(frame: FrameType) -> SourceLocation:
     if known is None:
         text = linecache.getline(code.co_filename, frame.f_lineno).strip()
         known = SourceLocation(
-            file=display_name(code.co_filename), line=frame.f_lineno, text=text,
+            file=display_name(code.co_filename),
+            line=frame.f_lineno,
+            text=text,
             function=code.co_name,
         )
         _locations[key] = known
@@ -71,7 +73,9 @@ def traceback_location(tb: object) -> SourceLocation | None:
             lineno = tb.tb_lineno  # type: ignore[attr-defined]
             text = linecache.getline(code.co_filename, lineno).strip()
             found = SourceLocation(
-                file=display_name(code.co_filename), line=lineno, text=text,
+                file=display_name(code.co_filename),
+                line=lineno,
+                text=text,
                 function=code.co_name,
             )
         tb = tb.tb_next  # type: ignore[attr-defined]

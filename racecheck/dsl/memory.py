@@ -35,35 +35,45 @@ class MemoryState:
         memory = Memory(id=len(self.memories), kind=MemoryKind.HOST, name=name, nbytes=raw.size)
         self.memories.append(memory)
         self.instances[(memory.id, HOST_OWNER)] = raw
-        return TensorView(memory=memory.id, kind=MemoryKind.HOST, name=name, base=0,
-                          shape=tuple(values.shape), dtype=dtype, memory_nbytes=raw.size)
+        return TensorView(
+            memory=memory.id,
+            kind=MemoryKind.HOST,
+            name=name,
+            base=0,
+            shape=tuple(values.shape),
+            dtype=dtype,
+            memory_nbytes=raw.size,
+        )
 
     def _elements(self, view: TensorView, owner: int) -> np.ndarray:
         raw = self.instances[(view.memory, owner)]
-        return raw[view.base: view.base + view.nbytes].view(view.dtype.storage).reshape(view.shape)
+        return raw[view.base : view.base + view.nbytes].view(view.dtype.storage).reshape(view.shape)
 
-    def read(self, view: TensorView, owner: int, offsets: Sequence[int],
-             extent: Sequence[int]) -> np.ndarray:
+    def read(
+        self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]
+    ) -> np.ndarray:
         return view.dtype.decode(self._elements(view, owner)[element_slices(offsets, extent)])
 
-    def write(self, view: TensorView, owner: int, offsets: Sequence[int],
-              values: np.ndarray) -> None:
+    def write(
+        self, view: TensorView, owner: int, offsets: Sequence[int], values: np.ndarray
+    ) -> None:
         target = self._elements(view, owner)[element_slices(offsets, values.shape)]
         target[...] = view.dtype.encode(values)
 
-    def accumulate(self, view: TensorView, owner: int, offsets: Sequence[int],
-                   values: np.ndarray) -> None:
+    def accumulate(
+        self, view: TensorView, owner: int, offsets: Sequence[int], values: np.ndarray
+    ) -> None:
         current = self.read(view, owner, offsets, values.shape)
         self.write(view, owner, offsets, (current + values).astype(view.dtype.compute))
 
     def cell(self, cell: SignalCell) -> int:
         raw = self.instances[(cell.memory, cell.owner)]
-        return int(raw[cell.offset: cell.offset + 4].view(np.int32)[0])
+        return int(raw[cell.offset : cell.offset + 4].view(np.int32)[0])
 
     def set_cell(self, cell: SignalCell, value: int) -> None:
         raw = self.instances[(cell.memory, cell.owner)]
         wrapped = (value + 2**31) % 2**32 - 2**31
-        raw[cell.offset: cell.offset + 4].view(np.int32)[0] = wrapped
+        raw[cell.offset : cell.offset + 4].view(np.int32)[0] = wrapped
 
     def snapshot(self, view: TensorView) -> np.ndarray:
         return view.dtype.decode(self._elements(view, HOST_OWNER))

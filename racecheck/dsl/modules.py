@@ -42,7 +42,9 @@ class DslNamespace(ModuleType):
         where = user_location()
         raise UnsupportedConstruct(
             f"{self._display}.{name} is not part of the DSL racecheck models",
-            file=where.file, line=where.line)
+            file=where.file,
+            line=where.line,
+        )
 
 
 class _Inert:
@@ -70,7 +72,9 @@ def _inert_call(name: str) -> Any:
         where = user_location()
         raise UnsupportedConstruct(
             f"{name} runs the program on hardware; racecheck never runs main() or the driver",
-            file=where.file, line=where.line)
+            file=where.file,
+            line=where.line,
+        )
 
     call.__name__ = name
     return call
@@ -89,8 +93,9 @@ class _DriverModule(ModuleType):
 class _DriverModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves unknown `pypto.*` modules outside `pypto.language` as driver modules."""
 
-    def find_spec(self, fullname: str, path: object, target: object = None
-                  ) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if not fullname.startswith("pypto.") or fullname.startswith("pypto.language"):
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
@@ -112,56 +117,117 @@ def _dtype_members() -> dict[str, Any]:
 
 
 LOCAL_OPS: dict[str, Any] = {
-    "load": local_ops.load, "store": local_ops.store, "read": local_ops.read,
-    "write": local_ops.write, "add": local_ops.add, "sub": local_ops.sub, "mul": local_ops.mul,
-    "div": local_ops.div, "maximum": local_ops.maximum, "minimum": local_ops.minimum,
-    "max": local_ops.maximum, "min": local_ops.minimum, "neg": local_ops.neg,
-    "abs": local_ops.absolute, "exp": local_ops.exp, "cast": local_ops.cast,
+    "load": local_ops.load,
+    "store": local_ops.store,
+    "read": local_ops.read,
+    "write": local_ops.write,
+    "add": local_ops.add,
+    "sub": local_ops.sub,
+    "mul": local_ops.mul,
+    "div": local_ops.div,
+    "maximum": local_ops.maximum,
+    "minimum": local_ops.minimum,
+    "max": local_ops.maximum,
+    "min": local_ops.minimum,
+    "neg": local_ops.neg,
+    "abs": local_ops.absolute,
+    "exp": local_ops.exp,
+    "cast": local_ops.cast,
 }
 
 
 def _language(distributed: ModuleType) -> DslNamespace:
     members: dict[str, Any] = {
-        **_dtype_members(), **LOCAL_OPS,
-        "Tensor": types.Tensor, "Out": types.Out, "InOut": types.InOut, "Scalar": types.Scalar,
-        "Tile": types.Tile, "DynVar": types.DynVar, "dynamic": types.DynVar,
-        "FunctionType": types.FunctionType, "Level": types.Level, "Role": types.Role,
-        "program": program.program, "function": program.function, "jit": program.jit,
-        "range": local_ops.range_, "parallel": local_ops.range_, "yield_": local_ops.yield_,
+        **_dtype_members(),
+        **LOCAL_OPS,
+        "Tensor": types.Tensor,
+        "Out": types.Out,
+        "InOut": types.InOut,
+        "Scalar": types.Scalar,
+        "Tile": types.Tile,
+        "DynVar": types.DynVar,
+        "dynamic": types.DynVar,
+        "FunctionType": types.FunctionType,
+        "Level": types.Level,
+        "Role": types.Role,
+        "program": program.program,
+        "function": program.function,
+        "jit": program.jit,
+        "range": local_ops.range_,
+        "parallel": local_ops.range_,
+        "yield_": local_ops.yield_,
         "tile": DslNamespace("pypto.language.tile", "pl.tile", dict(LOCAL_OPS)),
-        "tensor": DslNamespace("pypto.language.tensor", "pl.tensor",
-                               {**LOCAL_OPS, "slice": local_ops.tensor_slice}),
+        "tensor": DslNamespace(
+            "pypto.language.tensor", "pl.tensor", {**LOCAL_OPS, "slice": local_ops.tensor_slice}
+        ),
         "distributed": distributed,
     }
     return DslNamespace("pypto.language", "pl", members)
 
 
 def _distributed() -> DslNamespace:
-    context_ops = {"rank": dist_ops.rank, "nranks": dist_ops.nranks,
-                   "get_comm_ctx": dist_ops.get_comm_ctx, "world_size": dist_ops.world_size}
-    system = DslNamespace("pypto.language.distributed.system", "pld.system", {
-        **context_ops, "notify": dist_ops.notify, "wait": dist_ops.wait,
-        "defer_wait": dist_ops.defer_wait,
-    })
-    tile = DslNamespace("pypto.language.distributed.tile", "pld.tile", {
-        "remote_load": dist_ops.remote_load, "remote_store": dist_ops.remote_store,
-    })
-    tensor = DslNamespace("pypto.language.distributed.tensor", "pld.tensor", {
-        "put": dist_ops.put, "get": dist_ops.get, "remote_load": dist_ops.remote_load,
-        "remote_store": dist_ops.remote_store, "barrier": builtins.barrier,
-        "allreduce": builtins.allreduce, "broadcast": builtins.broadcast,
-        "allgather": builtins.allgather, "reduce_scatter": builtins.reduce_scatter,
-        "all_to_all": builtins.all_to_all, "alloc_window_buffer": dist_ops.alloc_window_buffer,
-        "window": dist_ops.window,
-    })
-    return DslNamespace("pypto.language.distributed", "pld", {
-        **context_ops, "system": system, "tile": tile, "tensor": tensor,
-        "alloc_window_buffer": dist_ops.alloc_window_buffer, "window": dist_ops.window,
-        "remote_load": dist_ops.remote_load, "remote_store": dist_ops.remote_store,
-        "DistributedTensor": types.DistributedTensor, "CommCtx": dist_ops.CommCtx,
-        "NotifyOp": types.NotifyOp, "WaitCmp": types.WaitCmp, "AtomicType": types.AtomicType,
-        "ReduceOp": types.ReduceOp,
-    })
+    context_ops = {
+        "rank": dist_ops.rank,
+        "nranks": dist_ops.nranks,
+        "get_comm_ctx": dist_ops.get_comm_ctx,
+        "world_size": dist_ops.world_size,
+    }
+    system = DslNamespace(
+        "pypto.language.distributed.system",
+        "pld.system",
+        {
+            **context_ops,
+            "notify": dist_ops.notify,
+            "wait": dist_ops.wait,
+            "defer_wait": dist_ops.defer_wait,
+        },
+    )
+    tile = DslNamespace(
+        "pypto.language.distributed.tile",
+        "pld.tile",
+        {
+            "remote_load": dist_ops.remote_load,
+            "remote_store": dist_ops.remote_store,
+        },
+    )
+    tensor = DslNamespace(
+        "pypto.language.distributed.tensor",
+        "pld.tensor",
+        {
+            "put": dist_ops.put,
+            "get": dist_ops.get,
+            "remote_load": dist_ops.remote_load,
+            "remote_store": dist_ops.remote_store,
+            "barrier": builtins.barrier,
+            "allreduce": builtins.allreduce,
+            "broadcast": builtins.broadcast,
+            "allgather": builtins.allgather,
+            "reduce_scatter": builtins.reduce_scatter,
+            "all_to_all": builtins.all_to_all,
+            "alloc_window_buffer": dist_ops.alloc_window_buffer,
+            "window": dist_ops.window,
+        },
+    )
+    return DslNamespace(
+        "pypto.language.distributed",
+        "pld",
+        {
+            **context_ops,
+            "system": system,
+            "tile": tile,
+            "tensor": tensor,
+            "alloc_window_buffer": dist_ops.alloc_window_buffer,
+            "window": dist_ops.window,
+            "remote_load": dist_ops.remote_load,
+            "remote_store": dist_ops.remote_store,
+            "DistributedTensor": types.DistributedTensor,
+            "CommCtx": dist_ops.CommCtx,
+            "NotifyOp": types.NotifyOp,
+            "WaitCmp": types.WaitCmp,
+            "AtomicType": types.AtomicType,
+            "ReduceOp": types.ReduceOp,
+        },
+    )
 
 
 class _TorchPlaceholder:
@@ -179,7 +245,9 @@ class _TorchPlaceholder:
         where = user_location()
         raise UnsupportedConstruct(
             f"this file uses torch at import time ({self._name}(...)); install torch",
-            file=where.file, line=where.line)
+            file=where.file,
+            line=where.line,
+        )
 
     def __repr__(self) -> str:
         return self._name
@@ -195,20 +263,35 @@ class _TorchStandIn(ModuleType):
 def _build_modules() -> dict[str, ModuleType]:
     distributed = _distributed()
     language = _language(distributed)
-    compiled_program = DslNamespace("pypto.ir.distributed_compiled_program",
-                                    "pypto.ir.distributed_compiled_program",
-                                    {"DistributedConfig": DistributedConfig})
-    ir = DslNamespace("pypto.ir", "pypto.ir", {
-        "compile": _inert_call("ir.compile"), "distributed_compiled_program": compiled_program,
-        "DistributedConfig": DistributedConfig,
-    })
-    runtime = DslNamespace("pypto.runtime", "pypto.runtime", {
-        "RunConfig": RunConfig, "DistributedConfig": DistributedConfig,
-    })
+    compiled_program = DslNamespace(
+        "pypto.ir.distributed_compiled_program",
+        "pypto.ir.distributed_compiled_program",
+        {"DistributedConfig": DistributedConfig},
+    )
+    ir = DslNamespace(
+        "pypto.ir",
+        "pypto.ir",
+        {
+            "compile": _inert_call("ir.compile"),
+            "distributed_compiled_program": compiled_program,
+            "DistributedConfig": DistributedConfig,
+        },
+    )
+    runtime = DslNamespace(
+        "pypto.runtime",
+        "pypto.runtime",
+        {
+            "RunConfig": RunConfig,
+            "DistributedConfig": DistributedConfig,
+        },
+    )
     package = DslNamespace("pypto", "pypto", {"language": language, "ir": ir, "runtime": runtime})
     modules: dict[str, ModuleType] = {
-        "pypto": package, "pypto.language": language, "pypto.language.distributed": distributed,
-        "pypto.ir": ir, "pypto.ir.distributed_compiled_program": compiled_program,
+        "pypto": package,
+        "pypto.language": language,
+        "pypto.language.distributed": distributed,
+        "pypto.ir": ir,
+        "pypto.ir.distributed_compiled_program": compiled_program,
         "pypto.runtime": runtime,
     }
     for module in modules.values():
@@ -250,8 +333,11 @@ def installed() -> Iterator[None]:
             _depth -= 1
             if _depth == 0:
                 sys.meta_path.remove(_DRIVER_FINDER)
-                for name in [name for name, module in sys.modules.items()
-                             if isinstance(module, _DriverModule)]:
+                for name in [
+                    name
+                    for name, module in sys.modules.items()
+                    if isinstance(module, _DriverModule)
+                ]:
                     del sys.modules[name]
                 for name, previous in _saved.items():
                     if previous is None:

@@ -46,7 +46,8 @@ class DslFunction:
         if "device" in kwargs:
             device = kwargs.pop("device")
             host_context(f"{self.__name__}(..., device=...)").dispatch(
-                as_index(device), self.function, args, kwargs)
+                as_index(device), self.function, args, kwargs
+            )
             return None
         context = current()
         on_host = context is not None and not is_rank_context(context)
@@ -54,7 +55,10 @@ class DslFunction:
             where = user_location()
             raise UnsupportedConstruct(
                 f"the host calls {self.__name__}() without device=r; racecheck models "
-                "per-device calls dispatched with device=", file=where.file, line=where.line)
+                "per-device calls dispatched with device=",
+                file=where.file,
+                line=where.line,
+            )
         if context is None and self.role is FunctionRole.HOST:
             raise _not_run(self.__name__)
         return self.function(*args, **kwargs)
@@ -70,7 +74,9 @@ def _not_run(name: str) -> UnsupportedConstruct:
     where = user_location()
     return UnsupportedConstruct(
         f"running or compiling {name} for hardware is not modelled; racecheck traces it itself",
-        file=where.file, line=where.line)
+        file=where.file,
+        line=where.line,
+    )
 
 
 def _role_of(type: object = None, level: object = None, role: object = None) -> FunctionRole:
@@ -81,8 +87,14 @@ def _role_of(type: object = None, level: object = None, role: object = None) -> 
     return FunctionRole.KERNEL
 
 
-def function(fn: Callable[..., Any] | None = None, *, type: object = None, level: object = None,
-             role: object = None, **options: object) -> Any:
+def function(
+    fn: Callable[..., Any] | None = None,
+    *,
+    type: object = None,
+    level: object = None,
+    role: object = None,
+    **options: object,
+) -> Any:
     """`@pl.function(type=..., level=..., role=...)`, also bare `@pl.function`."""
     function_role = _role_of(type, level, role)
     if fn is not None:
@@ -152,8 +164,11 @@ class _Jit(_JitDecorator):
         if name.startswith("__"):
             raise AttributeError(name)
         where = user_location()
-        raise UnsupportedConstruct(f"pl.jit.{name} is not part of the DSL racecheck models",
-                                   file=where.file, line=where.line)
+        raise UnsupportedConstruct(
+            f"pl.jit.{name} is not part of the DSL racecheck models",
+            file=where.file,
+            line=where.line,
+        )
 
 
 jit = _Jit()

@@ -58,8 +58,12 @@ class TensorView:
         row_shape = self.shape[1:]
         row_bytes = math.prod(row_shape) * self.dtype.nbytes
         return TensorView(
-            memory=self.memory, kind=self.kind, name=f"{self.name}[{index}]",
-            base=self.base + index * row_bytes, shape=row_shape, dtype=self.dtype,
+            memory=self.memory,
+            kind=self.kind,
+            name=f"{self.name}[{index}]",
+            base=self.base + index * row_bytes,
+            shape=row_shape,
+            dtype=self.dtype,
             memory_nbytes=self.memory_nbytes,
         )
 
@@ -106,8 +110,9 @@ class TensorView:
         extent: list[int] = []
         kept: list[int] = []
         for axis, size in enumerate(self.shape):
-            start, length, keeps = _axis_selection(index[axis] if axis < len(index) else
-                                                   slice(None), size, self, axis)
+            start, length, keeps = _axis_selection(
+                index[axis] if axis < len(index) else slice(None), size, self, axis
+            )
             offsets.append(start)
             extent.append(length)
             if keeps:
@@ -129,12 +134,18 @@ class TensorView:
             raise UnsupportedConstruct(
                 f"{self!r}[{_index_text(index)}] is not one contiguous block; racecheck "
                 "models views without strides: pass the whole tensor and use offsets",
-                file=where.file, line=where.line)
-        strides = [math.prod(self.shape[axis + 1:]) for axis in range(self.ndim)]
+                file=where.file,
+                line=where.line,
+            )
+        strides = [math.prod(self.shape[axis + 1 :]) for axis in range(self.ndim)]
         first = sum(start * stride for start, stride in zip(offsets, strides, strict=True))
         return TensorView(
-            memory=self.memory, kind=self.kind, name=f"{self.name}[{_index_text(index)}]",
-            base=self.base + first * self.dtype.nbytes, shape=tuple(kept), dtype=self.dtype,
+            memory=self.memory,
+            kind=self.kind,
+            name=f"{self.name}[{_index_text(index)}]",
+            base=self.base + first * self.dtype.nbytes,
+            shape=tuple(kept),
+            dtype=self.dtype,
             memory_nbytes=self.memory_nbytes,
         )
 
@@ -230,21 +241,28 @@ def region_problem(view: TensorView, offsets: Sequence[int], extent: Sequence[in
     """Why offsets + extent is not inside the view (or the view not inside its memory)."""
     shape = view.shape
     if len(offsets) != len(shape) or len(extent) != len(shape):
-        return (f"offsets {list(offsets)} / shape {list(extent)} do not match the "
-                f"{len(shape)} dims of {view!r}")
+        return (
+            f"offsets {list(offsets)} / shape {list(extent)} do not match the "
+            f"{len(shape)} dims of {view!r}"
+        )
     for axis in range(len(shape)):
         start, size = offsets[axis], extent[axis]
         if start < 0 or size < 0 or start + size > shape[axis]:
-            return (f"region offsets {list(offsets)} shape {list(extent)} exceeds "
-                    f"{view!r} in dim {axis}")
+            return (
+                f"region offsets {list(offsets)} shape {list(extent)} exceeds "
+                f"{view!r} in dim {axis}"
+            )
     if view.base + view.nbytes > view.memory_nbytes:
-        return (f"view {view!r} needs bytes {view.base}..{view.base + view.nbytes} but its "
-                f"buffer has {view.memory_nbytes} bytes")
+        return (
+            f"view {view!r} needs bytes {view.base}..{view.base + view.nbytes} but its "
+            f"buffer has {view.memory_nbytes} bytes"
+        )
     return None
 
 
-def region_runs(view: TensorView, offsets: Sequence[int],
-                extent: Sequence[int]) -> tuple[tuple[int, int], ...]:
+def region_runs(
+    view: TensorView, offsets: Sequence[int], extent: Sequence[int]
+) -> tuple[tuple[int, int], ...]:
     """Byte ranges (in the memory) of a bounds-checked region, merged and sorted."""
     if 0 in extent:
         return ()
@@ -256,7 +274,7 @@ def region_runs(view: TensorView, offsets: Sequence[int],
     # dims [inner:] are fully covered; dim inner-1 contributes a contiguous span
     if inner == 0:
         return ((view.base, view.base + view.nbytes),)
-    strides = [math.prod(shape[axis + 1:]) for axis in range(len(shape))]
+    strides = [math.prod(shape[axis + 1 :]) for axis in range(len(shape))]
     span_axis = inner - 1
     span = extent[span_axis] * strides[span_axis]
     if all(size == 1 for size in extent[:span_axis]):
@@ -266,7 +284,8 @@ def region_runs(view: TensorView, offsets: Sequence[int],
     runs: list[tuple[int, int]] = []
     for outer in np.ndindex(*extent[:span_axis]):
         start = offsets[span_axis] * strides[span_axis] + sum(
-            (offsets[axis] + outer[axis]) * strides[axis] for axis in range(span_axis))
+            (offsets[axis] + outer[axis]) * strides[axis] for axis in range(span_axis)
+        )
         first = view.base + start * itemsize
         runs.append((first, first + span * itemsize))
     return union_ranges(runs)

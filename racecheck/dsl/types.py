@@ -34,15 +34,17 @@ class DimExpr:
 
         bindings = dim_bindings()
         if bindings is None or not self.symbols() <= bindings.keys():
-            raise TypeError(f"{self!r} is a pl.dynamic dim: its value is known only "
-                            "inside a running program")
+            raise TypeError(
+                f"{self!r} is a pl.dynamic dim: its value is known only inside a running program"
+            )
         return self.evaluate(bindings)
 
     def __int__(self) -> int:
         return self.__index__()
 
-    def _combine(self, op: Callable[[int, int], int], symbol: str, other: object,
-                 reflected: bool) -> DimExpr:
+    def _combine(
+        self, op: Callable[[int, int], int], symbol: str, other: object, reflected: bool
+    ) -> DimExpr:
         if not isinstance(other, (int, DimExpr)):
             return NotImplemented
         operand = other if isinstance(other, DimExpr) else DimConst(int(other))
@@ -111,8 +113,9 @@ class DimConst(DimExpr):
 
 
 class DimBinary(DimExpr):
-    def __init__(self, *, op: Callable[[int, int], int], symbol: str, left: DimExpr,
-                 right: DimExpr) -> None:
+    def __init__(
+        self, *, op: Callable[[int, int], int], symbol: str, left: DimExpr, right: DimExpr
+    ) -> None:
         self.op, self.symbol, self.left, self.right = op, symbol, left, right
 
     def evaluate(self, bindings: Mapping[str, int]) -> int:
@@ -183,8 +186,9 @@ class _DirectionAnnotation:
 
     def __getitem__(self, inner: Any) -> Any:
         if isinstance(inner, TensorType):
-            return TensorType(kind=inner.kind, dims=inner.dims, dtype=inner.dtype,
-                              direction=self.direction)
+            return TensorType(
+                kind=inner.kind, dims=inner.dims, dtype=inner.dtype, direction=self.direction
+            )
         return inner
 
 

@@ -188,7 +188,7 @@ def _step(
         writer.line(f"{body}:: done_{second.rank} <= {second.index} ->")
         number = len(markers)
         line = writer.line(
-            f"q_{number}: {body}printf(\"q_{number}\\n\") "
+            f'q_{number}: {body}printf("q_{number}\\n") '
             + _comment(f"can e{event.index} run before rank {second.rank} e{second.index}?")
         )
         markers[line] = question
