@@ -52,9 +52,8 @@ def build_all_to_all_v(nr: int):
                 count = (me + dest) % 2 + 1
                 rows = pl.load(x, [0, 0], [MAX_ROWS, SIZE], valid_shape=[count, SIZE])
                 pld.tile.remote_store(rows, inbox, peer=dest, offsets=[MAX_ROWS * me, 0])
-                pld.system.notify(
-                    counts, peer=dest, offsets=[me, 0], value=count, op=pld.NotifyOp.Set
-                )
+                pld.system.notify(counts, peer=dest, offsets=[me, 0], value=count,
+                                  op=pld.NotifyOp.Set)
 
             for source in pl.range(nr):
                 pld.system.wait(counts, offsets=[source, 0], expected=1, cmp=pld.WaitCmp.Ge)

@@ -1,0 +1,48 @@
+"""Co-simulation: run a program instance's ranks with real values and record its trace.
+
+Decides nothing about correctness; it produces one execution. The host entry runs
+once (allocations, the dispatch loop); each rank then runs its dispatched functions
+in program order on its own thread. Exactly one thread runs at a time: every memory
+or signal operation is a scheduling point, where the rank parks with its pending
+event and a `SchedulePolicy` picks which enabled rank executes next (a WAIT whose
+condition is false is not enabled). Values are real bytes, so control flow that
+depends on memory follows this schedule; such loads are listed as control reads.
+Every window must be dispatched to every rank: PyPTO makes a smaller communication
+group (with its own rank numbering) of a window that reaches only some devices, and
+that is refused as unsupported rather than checked with world ranks.
+
+When no rank can move but some wait: with `force_waits` the lowest blocked wait is
+forced past (tracing keeps going, so traces are complete), else the run stops and
+the blocked waits are reported (replaying a deadlock witness).
+
+Modules: `policies` (who runs next), `host` (the host entry's context), `inputs`
+(the host tensors a run starts from), `rank` (a rank's context), `scheduler` (the
+baton passed between rank threads), `classify` (what user code raised), `execution`
+(the result), `simulate` (one run).
+"""
+
+from racecheck.cosim.execution import Execution, HostTensorRecord, TensorRole
+from racecheck.cosim.policies import (
+    DefaultPolicy,
+    HoldPolicy,
+    RandomPolicy,
+    ReplayPolicy,
+    RoundRobinPolicy,
+    ScheduleDivergence,
+    SchedulePolicy,
+)
+from racecheck.cosim.simulate import simulate
+
+__all__ = [
+    "DefaultPolicy",
+    "Execution",
+    "HoldPolicy",
+    "HostTensorRecord",
+    "RandomPolicy",
+    "ReplayPolicy",
+    "RoundRobinPolicy",
+    "ScheduleDivergence",
+    "SchedulePolicy",
+    "TensorRole",
+    "simulate",
+]

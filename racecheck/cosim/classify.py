@@ -1,0 +1,50 @@
+"""The one place that classifies what a user's code raised: a rejection of this rank
+count, a located user error, or a tracing error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from racecheck.dsl.location import (
+    traceback_location,
+)
+from racecheck.errors import ProgramRejected, TracingError, UserError
+from racecheck.events import (
+    SourceLocation,
+)
+from racecheck.load import rejection_message
+
+
+def call_user(call: Callable[[], Any], program: str) -> Any:
+    try:
+        return call()
+    except UserError as error:
+        raise located(error) from None
+    except ProgramRejected:
+        raise
+    except BaseException as error:  # noqa: BLE001 - classified below
+        raise classify(error, program) from error
+
+
+def located(error: UserError) -> UserError:
+    """The error, pinned to the user's line it came from when it does not name one."""
+    if error.file is None:
+        where = traceback_location(error.__traceback__)
+        if where is not None:
+            error.file, error.line = where.file, where.line
+    return error
+
+
+def classify(error: BaseException, program: str) -> Exception:
+    """A user exception: a rejection of this P (raise/assert in the user's file) or a bug."""
+    where = traceback_location(error.__traceback__)
+    message = rejection_message(error)
+    if message is not None and where is not None:
+        return ProgramRejected(message)
+    at = where or SourceLocation(file="<unknown>", line=0, text="")
+    return TracingError(
+        f"tracing {program} raised {type(error).__name__}: {error}",
+        file=at.file if where else None,
+        line=at.line if where else None,
+    )

@@ -1,0 +1,103 @@
+"""The host entry's context: window allocation, row views of host tensors, dispatches."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from racecheck.dsl.location import (
+    user_location,
+)
+from racecheck.dsl.memory import MemoryState
+from racecheck.dsl.tensors import TensorView, WindowBuffer
+from racecheck.errors import ProgramRejected, UnsupportedConstruct
+from racecheck.events import (
+    SourceLocation,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dispatch:
+    function: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+_ASSIGNED_NAME = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")
+
+
+class HostContext:
+    """The host entry's context: window allocation, row views, dispatches."""
+
+    def __init__(self, ranks: int, memory: MemoryState, dims: Mapping[str, int]) -> None:
+        self.ranks = ranks
+        self.memory = memory
+        self.dims = dims
+        self.dispatches: list[list[Dispatch]] = [[] for _ in range(ranks)]
+        self.row_sliced: dict[int, TensorView] = {}
+        self.host_roots: set[int] = set()
+        self.window_ranks: dict[int, set[int]] = {}
+        self.window_sites: dict[int, SourceLocation] = {}
+
+    def alloc_window(self, nbytes: int) -> WindowBuffer:
+        where = user_location()
+        match = _ASSIGNED_NAME.match(where.text)
+        taken = {memory.name for memory in self.memory.memories}
+        name = match.group(1) if match else f"window{len(self.memory.memories)}"
+        if name in taken:
+            name = f"{name}#{len(self.memory.memories)}"
+        memory = self.memory.add_window(name, nbytes)
+        return WindowBuffer(memory=memory.id, nbytes=nbytes, name=name)
+
+    def row_view(self, view: TensorView, row: int) -> TensorView:
+        rows = view.shape[0] if view.shape else 0
+        is_root = (
+            view.memory in self.host_roots and view.base == 0 and view.nbytes == view.memory_nbytes
+        )
+        if is_root and not 0 <= row < rows:
+            raise ProgramRejected(rows_message(view.name, rows))
+        if not 0 <= row < rows:
+            raise IndexError(f"row {row} of {view!r}")
+        if is_root:
+            self.row_sliced[view.memory] = view
+        return view.row(row)
+
+    def dispatch(
+        self, rank: int, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        if not 0 <= rank < self.ranks:
+            raise ProgramRejected(
+                f"the program dispatches to device {rank} but runs on {self.ranks} ranks"
+            )
+        self.dispatches[rank].append(Dispatch(function=function, args=args, kwargs=kwargs))
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, TensorView) and value.is_window:
+                self.window_ranks.setdefault(value.memory, set()).add(rank)
+                self.window_sites.setdefault(value.memory, user_location())
+
+    def check_one_group(self) -> None:
+        """PyPTO forms one communication group per set of devices a window is dispatched
+        to, and ranks and peers inside a kernel are numbered within that group; racecheck
+        numbers them in the world, so a window that reaches only some ranks is refused."""
+        for memory, ranks in self.window_ranks.items():
+            if len(ranks) != self.ranks:
+                name = self.memory.memories[memory].name
+                where = self.window_sites[memory]
+                raise UnsupportedConstruct(
+                    f"window {name} is dispatched to devices {sorted(ranks)} of {self.ranks}: "
+                    "communication groups smaller than the world (group-relative ranks) are "
+                    "not modelled",
+                    file=where.file,
+                    line=where.line,
+                )
+
+    def check_row_counts(self) -> None:
+        for view in self.row_sliced.values():
+            if view.shape[0] != self.ranks:
+                raise ProgramRejected(rows_message(view.name, view.shape[0]))
+
+
+def rows_message(name: str, rows: int) -> str:
+    return f"host tensor {name} has {rows} rows; the program is written for {rows} ranks"

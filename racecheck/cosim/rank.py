@@ -1,0 +1,213 @@
+"""One rank's context: DSL operations become scheduled, recorded events."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from racecheck.dsl.location import (
+    user_location,
+)
+from racecheck.dsl.tensors import TensorView, region_problem, region_runs
+from racecheck.events import (
+    AccessMode,
+    Event,
+    EventKind,
+    EventRef,
+    Notify,
+    NotifyOp,
+    OutOfBounds,
+    RankEnd,
+    Region,
+    SignalCell,
+    Wait,
+    WaitCmp,
+)
+
+if TYPE_CHECKING:
+    from racecheck.cosim.scheduler import BatonScheduler
+
+
+class Abort(BaseException):
+    """Unwinds a parked rank thread when the run ends early; never seen by user code."""
+
+
+class Crash(BaseException):
+    """An out-of-bounds access stops its rank (the access is not performed)."""
+
+    def __init__(self, record: OutOfBounds) -> None:
+        super().__init__(record.message)
+        self.record = record
+
+
+_INT32_CELL_LIMIT = 64
+
+
+class RankContext:
+    """One rank's context: turns DSL operations into scheduled, recorded events."""
+
+    def __init__(self, rank: int, run: BatonScheduler) -> None:
+        self.rank = rank
+        self.ranks = run.ranks
+        self.dims = run.dims
+        self.run = run
+        self.events: list[Event] = []
+        self.repeat = 0
+        self.forced = False
+        self.end = RankEnd.FINISHED
+        self.baton = threading.Lock()
+        self.baton.acquire()
+        self.abort = False
+        self.force_next = False
+        self.thread: threading.Thread | None = None
+
+    # -- the RankContext protocol
+
+    def load(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        extent: Sequence[int],
+        label: str,
+    ) -> tuple[np.ndarray, EventRef]:
+        region = self._region(view, owner, offsets, extent)
+        event = self._event(EventKind.LOAD, region, AccessMode.READ, label)
+        self.run.checkpoint(self, event)
+        values = self.run.memory.read(view, owner, offsets, extent)
+        self.run.executed(self, event)
+        return values, event.ref
+
+    def store(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        values: np.ndarray,
+        label: str,
+        *,
+        accumulate: bool = False,
+    ) -> None:
+        values = _fit(np.asarray(values), len(offsets))
+        region = self._region(view, owner, offsets, values.shape)
+        kind, mode = (
+            (EventKind.ATOMIC_ADD, AccessMode.ATOMIC)
+            if accumulate
+            else (EventKind.STORE, AccessMode.WRITE)
+        )
+        cells = () if accumulate else _cell_values(view, offsets, values)
+        event = self._event(kind, region, mode, label, cell_values=cells)
+        self.run.checkpoint(self, event)
+        if accumulate:
+            self.run.memory.accumulate(view, owner, offsets, values)
+        else:
+            self.run.memory.write(view, owner, offsets, values)
+        self.run.executed(self, event)
+
+    def notify(
+        self,
+        view: TensorView,
+        peer: int,
+        offsets: Sequence[int],
+        value: int,
+        op: NotifyOp,
+        label: str,
+    ) -> None:
+        cell = self._cell(view, peer, offsets)
+        event = self._event(
+            EventKind.NOTIFY,
+            _cell_region(cell),
+            AccessMode.ATOMIC,
+            label,
+            notify=Notify(cell=cell, op=op, value=value),
+        )
+        self.run.checkpoint(self, event)
+        memory = self.run.memory
+        memory.set_cell(cell, value if op is NotifyOp.SET else memory.cell(cell) + value)
+        self.run.executed(self, event)
+
+    def wait(
+        self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
+    ) -> None:
+        cell = self._cell(view, self.rank, offsets)
+        event = self._event(
+            EventKind.WAIT,
+            _cell_region(cell),
+            AccessMode.ATOMIC,
+            label,
+            wait=Wait(cell=cell, cmp=cmp, expected=expected),
+        )
+        self.run.checkpoint(self, event)
+        self.run.executed(self, event)
+
+    def note_control(self, sources: frozenset[EventRef]) -> None:
+        self.run.control_reads.update(sources)
+
+    def fail_bounds(self, message: str) -> None:
+        raise Crash(OutOfBounds(rank=self.rank, location=user_location(), message=message))
+
+    # -- helpers
+
+    def _event(
+        self, kind: EventKind, region: Region, mode: AccessMode, label: str, **sync: Any
+    ) -> Event:
+        return Event(
+            rank=self.rank,
+            index=len(self.events),
+            kind=kind,
+            access=region,
+            mode=mode,
+            location=user_location(),
+            repeat=self.repeat,
+            label=label,
+            **sync,
+        )
+
+    def _region(
+        self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]
+    ) -> Region:
+        if view.is_window and not 0 <= owner < self.ranks:
+            self.fail_bounds(f"peer {owner} is outside [0, {self.ranks}) accessing {view!r}")
+        problem = region_problem(view, offsets, extent)
+        if problem is not None:
+            self.fail_bounds(problem)
+        return Region(memory=view.memory, owner=owner, ranges=region_runs(view, offsets, extent))
+
+    def _cell(self, view: TensorView, owner: int, offsets: Sequence[int]) -> SignalCell:
+        region = self._region(view, owner, offsets, [1] * len(offsets))
+        if view.dtype.nbytes != 4 or view.dtype.is_float:
+            self.fail_bounds(f"signal {view!r} must be INT32")
+        start = region.ranges[0][0]
+        return SignalCell(memory=view.memory, owner=owner, offset=start, index=tuple(offsets))
+
+
+def _cell_region(cell: SignalCell) -> Region:
+    return Region(memory=cell.memory, owner=cell.owner, ranges=((cell.offset, cell.offset + 4),))
+
+
+def _fit(values: np.ndarray, ndim: int) -> np.ndarray:
+    """A tile written into a view of another rank: drop or add leading unit dims."""
+    shape = list(values.shape)
+    while len(shape) > ndim and shape[0] == 1:
+        shape.pop(0)
+    while len(shape) < ndim:
+        shape.insert(0, 1)
+    return values.reshape(shape) if len(shape) == ndim else values
+
+
+def _cell_values(
+    view: TensorView, offsets: Sequence[int], values: np.ndarray
+) -> tuple[tuple[int, int], ...]:
+
+    if view.dtype.name != "INT32" or values.size > _INT32_CELL_LIMIT:
+        return ()
+    strides = [math.prod(view.shape[axis + 1 :]) for axis in range(view.ndim)]
+    cells = []
+    for index in np.ndindex(*values.shape):
+        element = sum((offsets[axis] + index[axis]) * strides[axis] for axis in range(view.ndim))
+        cells.append((view.base + element * 4, int(values[index])))
+    return tuple(sorted(cells))

@@ -1,0 +1,217 @@
+"""The baton scheduler: one baton passed between rank threads at scheduling points."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+from collections.abc import Mapping
+
+from racecheck.cosim.host import Dispatch
+from racecheck.cosim.policies import (
+    ScheduleDivergence,
+    SchedulePolicy,
+)
+from racecheck.cosim.rank import Abort, Crash, RankContext
+from racecheck.dsl.context import activated
+from racecheck.dsl.location import (
+    innermost_user_frame,
+    location_of,
+)
+from racecheck.dsl.memory import MemoryState
+from racecheck.errors import TracingError
+from racecheck.events import (
+    HOST_OWNER,
+    Event,
+    EventKind,
+    EventRef,
+    OutOfBounds,
+    RankEnd,
+    SourceLocation,
+    Wait,
+)
+
+
+class BatonScheduler:
+    """The scheduler: one baton, passed between rank threads at scheduling points."""
+
+    def __init__(
+        self,
+        ranks: int,
+        memory: MemoryState,
+        policy: SchedulePolicy,
+        force_waits: bool,
+        max_events: int,
+        dims: Mapping[str, int],
+    ) -> None:
+        self.ranks = ranks
+        self.dims = dims
+        self.memory = memory
+        self.policy = policy
+        self.force_waits = force_waits
+        self.max_events = max_events
+        self.states = [RankContext(rank, self) for rank in range(ranks)]
+        self.unprimed = list(range(ranks))
+        self.pending: dict[int, Event] = {}
+        self.runnable: set[int] = set()
+        self.blocked: set[int] = set()
+        self.schedule: list[EventRef] = []
+        self.forced: list[EventRef] = []
+        self.stalled: tuple[EventRef, ...] = ()
+        self.control_reads: set[EventRef] = set()
+        self.out_of_bounds: list[OutOfBounds] = []
+        self.failure: BaseException | None = None
+        self.running: int | None = None
+        self.done = threading.Event()
+
+    # -- called on rank threads while holding the baton
+
+    def checkpoint(self, state: RankContext, event: Event) -> None:
+        if len(self.schedule) >= self.max_events:
+            raise TracingError(
+                f"rank {state.rank} exceeded the budget of {self.max_events} events; last line "
+                f"reached: {event.location} {event.location.text}",
+                file=event.location.file,
+                line=event.location.line,
+            )
+        priming = self.unprimed_remove(state.rank)
+        self.pending[state.rank] = event
+        if event.wait is None or self._satisfied(event.wait):
+            self.runnable.add(state.rank)
+        else:
+            self.blocked.add(state.rank)
+        self._pass_baton(current=None if priming else state.rank)
+        self._wait_for_baton(state)
+
+    def executed(self, state: RankContext, event: Event) -> None:
+        del self.pending[state.rank]
+        self.runnable.discard(state.rank)
+        if state.force_next:
+            state.force_next = False
+            state.forced = True
+            self.forced.append(event.ref)
+        state.events.append(event)
+        self.schedule.append(event.ref)
+        # a wait is on the waiter's own cell: only the owner of the written bytes can unblock
+        owner = event.access.owner if event.access is not None else HOST_OWNER
+        if owner in self.blocked and (
+            event.notify is not None or event.cell_values or event.kind is EventKind.ATOMIC_ADD
+        ):
+            self._recheck(owner)
+
+    def finished(self, state: RankContext) -> None:
+        self.unprimed_remove(state.rank)
+        self._pass_baton(current=state.rank)
+
+    # -- scheduling
+
+    def unprimed_remove(self, rank: int) -> bool:
+        """Ranks first run in rank order up to their first event, executing nothing."""
+        if self.unprimed and self.unprimed[0] == rank:
+            self.unprimed.pop(0)
+            return True
+        return False
+
+    def _satisfied(self, wait: Wait) -> bool:
+        return wait.cmp.holds(self.memory.cell(wait.cell), wait.expected)
+
+    def _recheck(self, rank: int) -> None:
+        wait = self.pending[rank].wait
+        if wait is not None and self._satisfied(wait):
+            self.blocked.discard(rank)
+            self.runnable.add(rank)
+
+    def _pass_baton(self, current: int | None) -> None:
+        if self.unprimed:
+            self._grant(self.unprimed[0])
+        elif self.runnable:
+            self._grant(self.policy.choose(self.runnable, current, self.pending))
+        elif self.blocked and self.force_waits:
+            rank = min(self.blocked)
+            self.blocked.discard(rank)
+            self.runnable.add(rank)
+            self.states[rank].force_next = True
+            self._grant(rank)
+        else:
+            self.stalled = tuple(self.pending[rank].ref for rank in sorted(self.blocked))
+            self.running = None
+            self.done.set()
+
+    def _grant(self, rank: int) -> None:
+        self.running = rank
+        if rank in self.runnable or rank in self.unprimed:
+            self.states[rank].baton.release()
+            return
+        raise ScheduleDivergence(f"policy chose rank {rank}, which cannot run")
+
+    def _wait_for_baton(self, state: RankContext) -> None:
+        state.baton.acquire()
+        if state.abort:
+            raise Abort()
+
+    # -- rank threads
+
+    def start(self, dispatches: list[list[Dispatch]], repeat: int) -> None:
+        for state in self.states:
+            state.thread = threading.Thread(
+                target=self._rank_main,
+                args=(state, dispatches[state.rank], repeat),
+                name=f"racecheck-rank-{state.rank}",
+                daemon=True,
+            )
+            state.thread.start()
+        if self.ranks == 0:
+            self.done.set()
+        else:
+            self._grant(self.unprimed[0])
+
+    def _rank_main(self, state: RankContext, dispatches: list[Dispatch], repeat: int) -> None:
+        try:
+            self._wait_for_baton(state)
+            with activated(state):
+                for round_number in range(repeat):
+                    state.repeat = round_number
+                    for dispatch in dispatches:
+                        dispatch.function(*dispatch.args, **dispatch.kwargs)
+            state.end = RankEnd.FORCED if state.forced else RankEnd.FINISHED
+        except Abort:
+            return
+        except Crash as crash:
+            self.out_of_bounds.append(crash.record)
+            state.end = RankEnd.CRASHED
+        except BaseException as error:  # noqa: BLE001 - reported to the caller of simulate()
+            self._fail(error)
+            return
+        try:
+            self.finished(state)
+        except BaseException as error:  # noqa: BLE001 - a policy failing while handing over
+            self._fail(error)
+
+    def _fail(self, error: BaseException) -> None:
+        if self.failure is None:
+            self.failure = error
+        self.running = None
+        self.done.set()
+
+    def stop(self) -> None:
+        """Unwind every parked rank thread (after the run ended or failed)."""
+        for state in self.states:
+            state.abort = True
+            if state.baton.locked():
+                state.baton.release()
+
+
+def interrupt(thread: threading.Thread) -> None:
+    """Raise Abort inside a rank thread stuck in a Python loop without events."""
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident), ctypes.py_object(Abort)
+        )
+
+
+def last_user_location(thread: threading.Thread | None) -> SourceLocation | None:
+    if thread is None or thread.ident is None:
+        return None
+    frame = sys._current_frames().get(thread.ident)
+    user_frame = innermost_user_frame(frame) if frame is not None else None
+    return location_of(user_frame) if user_frame is not None else None

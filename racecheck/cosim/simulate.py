@@ -1,0 +1,123 @@
+"""`simulate`: run a program instance once under a policy and record what every rank did."""
+
+from __future__ import annotations
+
+import time
+
+from racecheck.cosim.classify import call_user, classify, located
+from racecheck.cosim.execution import Execution, HostTensorRecord
+from racecheck.cosim.host import HostContext
+from racecheck.cosim.inputs import HostTensor, create_host_arguments
+from racecheck.cosim.policies import (
+    DefaultPolicy,
+    ScheduleDivergence,
+    SchedulePolicy,
+)
+from racecheck.cosim.rank import RankContext
+from racecheck.cosim.scheduler import BatonScheduler, interrupt, last_user_location
+from racecheck.dsl.context import activated
+from racecheck.dsl.memory import MemoryState
+from racecheck.dsl.modules import installed
+from racecheck.errors import ProgramRejected, TracingError, UserError
+from racecheck.events import (
+    RankEnd,
+    Trace,
+)
+from racecheck.load import ProgramInstance
+
+
+def _run_host(
+    instance: ProgramInstance, memory: MemoryState, seed: int
+) -> tuple[HostContext, list[HostTensor]]:
+    host = HostContext(instance.ranks, memory, dict(instance.bindings))
+    arguments, tensors = create_host_arguments(instance, memory, host, seed)
+    with activated(host):
+        call_user(lambda: instance.entry(*arguments), instance.name)
+    host.check_row_counts()
+    host.check_one_group()
+    return host, tensors
+
+
+def _execute_ranks(
+    run: BatonScheduler, host: HostContext, repeat: int, timeout: float, program: str
+) -> None:
+    run.start(host.dispatches, repeat)
+    if not run.done.wait(timeout):
+        running = run.running
+        thread = run.states[running].thread if running is not None else None
+        where = last_user_location(thread)
+        run.stop()
+        if thread is not None:
+            interrupt(thread)
+        line = f"; last line reached: {where} {where.text}" if where else ""
+        raise TracingError(
+            f"tracing {program} did not finish within {timeout:g} s (rank {running}{line})",
+            file=where.file if where else None,
+            line=where.line if where else None,
+        )
+    run.stop()
+    if run.failure is not None:
+        if isinstance(run.failure, UserError):
+            raise located(run.failure)
+        if isinstance(run.failure, (ProgramRejected, ScheduleDivergence)):
+            raise run.failure
+        raise classify(run.failure, program) from run.failure
+
+
+def simulate(
+    instance: ProgramInstance,
+    *,
+    policy: SchedulePolicy | None = None,
+    repeat: int = 1,
+    seed: int = 0,
+    force_waits: bool = True,
+    max_events: int = 2_000_000,
+    timeout: float = 60.0,
+) -> Execution:
+    """Run `instance` once under `policy` and record what every rank did."""
+    started = time.monotonic()
+    memory = MemoryState(instance.ranks)
+    with installed():
+        host, tensors = _run_host(instance, memory, seed)
+        run = BatonScheduler(
+            instance.ranks,
+            memory,
+            policy or DefaultPolicy(),
+            force_waits,
+            max_events,
+            dict(instance.bindings),
+        )
+        remaining = max(timeout - (time.monotonic() - started), 0.001)
+        _execute_ranks(run, host, repeat, remaining, instance.name)
+    trace = Trace(
+        ranks=instance.ranks,
+        events=tuple(tuple(state.events) for state in run.states),
+        memories=tuple(memory.memories),
+        ends=tuple(_end_of(state, run) for state in run.states),
+        out_of_bounds=tuple(sorted(run.out_of_bounds, key=lambda record: record.rank)),
+        control_reads=tuple(sorted(run.control_reads, key=lambda ref: (ref.rank, ref.index))),
+        repeat=repeat,
+    )
+    records = tuple(
+        HostTensorRecord(
+            name=tensor.name,
+            role=tensor.role,
+            dtype=tensor.view.dtype.name,
+            initial=tensor.initial,
+            final=memory.snapshot(tensor.view),
+        )
+        for tensor in tensors
+    )
+    return Execution(
+        trace=trace,
+        schedule=tuple(run.schedule),
+        tensors=records,
+        forced=tuple(run.forced),
+        stalled=run.stalled,
+    )
+
+
+def _end_of(state: RankContext, run: BatonScheduler) -> RankEnd:
+    if any(ref.rank == state.rank for ref in run.stalled):
+        return RankEnd.FORCED
+    return state.end
