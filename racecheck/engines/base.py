@@ -50,7 +50,8 @@ class OrderOracle(Protocol):
 
 
 class Engine(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def unsupported(self, trace: Trace) -> str | None:
         """None if this engine decides `trace` exactly, else why it cannot."""
