@@ -51,11 +51,11 @@ def build_all_to_all_v(nr: int):
                 count = (me + dest) % 2 + 1
                 rows = pl.load(x, [0, 0], [MAX_ROWS, SIZE], valid_shape=[count, SIZE])
                 pld.tile.remote_store(rows, inbox, peer=dest, offsets=[MAX_ROWS * me, 0])
-                pld.system.notify(
+                pld.system.notify(  # @publish
                     counts,
                     peer=dest,
                     offsets=[me, 0],
-                    value=count,  # @publish
+                    value=count,
                     op=pld.NotifyOp.Set,
                 )
 

@@ -70,13 +70,13 @@ def test_view_larger_than_its_buffer_is_out_of_bounds() -> None:
     trace = simulate(FEATURES["oversize"].instantiate(2)).trace
     assert trace.ends == (RankEnd.CRASHED,) * 2 and trace.size == 0
     assert "buffer has 4 bytes" in trace.out_of_bounds[0].message
-    assert trace.out_of_bounds[0].location.line == 136
+    assert trace.out_of_bounds[0].location.line == 146
 
 
 def test_kernel_that_never_reaches_an_event_times_out() -> None:
     with pytest.raises(TracingError, match="did not finish") as caught:
         simulate(FEATURES["spin"].instantiate(2), timeout=0.5)
-    assert caught.value.line == 118
+    assert caught.value.line == 128
     for thread in threading.enumerate():
         if thread.name.startswith("racecheck-rank"):
             thread.join(timeout=2)

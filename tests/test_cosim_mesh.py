@@ -57,16 +57,16 @@ def test_mesh_event_structure_at_four_ranks() -> None:
         for event, source in zip(events[5:8], peers, strict=True):
             assert event.wait.cell.owner == rank and event.wait.cell.index == (source, 0)
             assert (event.wait.cmp, event.wait.expected) == (WaitCmp.GE, 1)
-            assert event.location.line == 34
-        assert (events[8].access.owner, events[8].location.line) == (rank, 35)
+            assert event.location.line == 35
+        assert (events[8].access.owner, events[8].location.line) == (rank, 36)
         for event, peer in zip(events[9:12], peers, strict=True):
             assert (event.access.memory, event.access.owner) == (data_id, peer)
-            assert event.label == "pld.tile.remote_load" and event.location.line == 38
+            assert event.label == "pld.tile.remote_load" and event.location.line == 39
         final = events[12]
         assert (final.access.memory, final.access.owner, final.location.line) == (
             y_id,
             HOST_OWNER,
-            40,
+            41,
         )
         assert final.location.text == "return pl.store(acc, [0, 0], y)"
         assert [event.index for event in events] == list(range(13))
