@@ -24,6 +24,8 @@ from racecheck.export.properties import Question, StaleRead
 from racecheck.export.spin import SpinCheck, SpinUnavailable, check_with_spin, require_spin
 from racecheck.findings import FindingKind
 
+pytestmark = pytest.mark.slow  # needs SPIN and gcc
+
 
 @pytest.fixture(autouse=True)
 def spin_installed() -> None:
