@@ -1,4 +1,4 @@
-"""SPIN, run on the Promela model, decides the SPEC properties like racecheck does.
+"""SPIN, run on the Promela model, decides the properties of docs/model.md like racecheck does.
 
 Hand-built protocols with known answers, then random protocols on which SPIN's answers
 must equal the explore engine's and `find_hazards`' verdicts. SPIN is required: when it

@@ -1,4 +1,4 @@
-"""The SPEC §2 properties as ordering questions, and the verdicts their answers give.
+"""The properties of docs/model.md §2 as ordering questions, and the verdicts their answers give.
 
 Decides nothing by itself: it lists, straight from the definitions (written here
 independently of `racecheck.analysis`, so that a SPIN run is a real second opinion),
