@@ -2,7 +2,7 @@
 
 The twin of 17_allgather.py with the row-per-rank barrier collapsed onto cell [0, 0]:
 each rank Sets its peers' cell to 1 and waits until its own cell equals nranks - 1.
-Several writers Setting one cell lose arrivals (DSL.md bug 3): the cell can only ever
+Several writers Setting one cell lose arrivals: the cell can only ever
 hold 1. At P=2 there is a single writer and the handshake works; from P=3 on every rank
 waits forever — the bug that passes at P=2 and hangs at P=3.
 

@@ -34,7 +34,7 @@ def verify(
     timeout: float = 60.0,
     seed: int = 0,
 ) -> Report:
-    """Check every program of the file at every rank count; see SPEC §4 for the result."""
+    """Check every program of the file at every rank count; see docs/cli.md for the result."""
     from racecheck.check import check
 
     options = Options(

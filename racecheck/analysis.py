@@ -1,4 +1,4 @@
-"""The properties of SPEC §2, decided from an engine's ordering answers.
+"""The properties of docs/model.md §2, decided from an engine's ordering answers.
 
 * Race: two accesses of overlapping bytes from different ranks, at least one writing,
   not both atomic, that can happen in either order (`can_precede` both ways).

@@ -177,7 +177,7 @@ def _replay(
     instance: ProgramInstance, hazard: Hazard, schedule: Schedule, options: Options
 ) -> Execution | None:
     """Run the witness, then keep the event it must precede back as long as possible."""
-    then = DefaultPolicy()
+    then: DefaultPolicy | HoldPolicy = DefaultPolicy()
     if hazard.bad_second is not None:
         then = HoldPolicy(hazard.bad_second, then)
     try:

@@ -124,7 +124,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """SPEC §4: 1 on any bug; else 2 if anything was not checked; else 0."""
+        """docs/model.md §3: 1 on any bug; else 2 if anything was not checked; else 0."""
         verdicts = [result.verdict for result in self.results]
         if Verdict.BUG in verdicts:
             return 1

@@ -1,4 +1,4 @@
-"""Loading a user file and discovering the programs in it (SPEC §1).
+"""Loading a user file and discovering the programs in it (docs/guide.md).
 
 `load_file` executes the file as a fresh module (never as `__main__`, so its
 `main()` block does not run) with racecheck's `pypto` modules installed.
@@ -448,7 +448,7 @@ def _module_level_programs(loaded: LoadedFile, args: Mapping[str, str]) -> list[
 def discover(
     loaded: LoadedFile, *, programs: tuple[str, ...] = (), args: Mapping[str, str] | None = None
 ) -> list[ProgramSpec]:
-    """The programs of a loaded file, in SPEC order, or those named in `programs`."""
+    """The programs of a loaded file, in the documented order, or those named in `programs`."""
     arguments = dict(args or {})
     if programs:
         return [spec for name in programs for spec in _named(loaded, name, arguments)]

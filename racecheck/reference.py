@@ -61,19 +61,20 @@ def difference(model_name: str, io: HostIO, *, repeat: int) -> OutputDiff | None
     try:
         golden = models.golden_repeated(model, io.inputs, repeat if io.in_place else 1)
     except models.ModelNotApplicable:
-        where = models.Difference(0, (0,), tuple(io.outputs.reshape(-1)[:4]), ())
+        head = tuple(float(v) for v in io.outputs.reshape(-1)[:4])
+        where = models.Difference(rank=0, index=(0,), got=head, golden=())
     else:
         if models.close_enough(golden, io.outputs, io.dtype):
             return None
-        where = models.first_difference(golden, io.outputs, io.dtype)
-        if where is None:
+        found = models.first_difference(golden, io.outputs, io.dtype)
+        if found is None:
             return None
-    rank, index, got, expected = where
+        where = found
     return OutputDiff(
         tensor=io.name,
-        rank=rank,
-        index=tuple(index),
-        got=tuple(float(v) for v in got),
-        golden=tuple(float(v) for v in expected),
+        rank=where.rank,
+        index=where.index,
+        got=where.got,
+        golden=where.golden,
         model=model_name,
     )

@@ -1,4 +1,4 @@
-"""The SPEC §2 properties on hand-built traces, decided with the monotone engine."""
+"""The properties of docs/model.md §2 on hand-built traces, decided with the monotone engine."""
 
 from __future__ import annotations
 

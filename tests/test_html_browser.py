@@ -18,6 +18,8 @@ from test_html_report import highlighted_steps, parse_page, race_and_deadlock_re
 
 from racecheck.report.html import render_html
 
+pytestmark = pytest.mark.slow  # needs headless Chromium
+
 SCREENSHOT_SCRIPT = Path(__file__).resolve().parents[1] / "docs" / "make_screenshot.py"
 
 

@@ -1,10 +1,12 @@
 """The layout is the data path: every module imports only from its own stage or the
 stages before it (types → DSL → load → co-simulate → decide → analyse → execute the
-reference → pipeline → report → CLI)."""
+reference → pipeline → report → CLI), modules of one stage import each other without
+cycles at import time, and z3 stays inside the SMT engine."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,13 +19,15 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.dsl",),
     ("racecheck.load",),
     ("racecheck.cosim",),
-    ("racecheck.engines", "racecheck.hb"),
+    ("racecheck.engines",),
     ("racecheck.analysis",),
     ("racecheck.models", "racecheck.reference"),
     ("racecheck.check", "racecheck.export"),
     ("racecheck.report",),
     ("racecheck.cli", "racecheck.__main__", "racecheck"),
 )
+
+SOLVER_HOME = "racecheck.engines.smt"
 
 
 def stage_of(module: str) -> int:
@@ -43,22 +47,71 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_modules(path: Path) -> set[str]:
-    found = set()
+MODULES = sorted(PACKAGE.rglob("*.py"))
+NAMES = {module_name(path) for path in MODULES}
+
+
+def _base_of(node: ast.ImportFrom, importer: Path) -> str:
+    """The absolute module an import-from names, relative imports resolved."""
+    if node.level == 0:
+        return node.module or ""
+    package = module_name(importer).split(".")
+    if importer.name != "__init__.py":
+        package = package[:-1]
+    anchor = package[: len(package) - (node.level - 1)]
+    return ".".join([*anchor, node.module] if node.module else anchor)
+
+
+def _names(node: ast.Import | ast.ImportFrom, path: Path) -> Iterator[str]:
+    """The modules one import statement names; `from p import m` names p.m when m is a
+    module of the package."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    base = _base_of(node, path)
+    for alias in node.names:
+        yield submodule if (submodule := f"{base}.{alias.name}") in NAMES else base
+
+
+def _imports(path: Path) -> Iterator[str]:
+    """Every module `path` imports, anywhere in its body."""
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "racecheck":
-                found.update(f"racecheck.{alias.name}" for alias in node.names)
-            elif node.module.startswith("racecheck."):
-                found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("racecheck"))
-    return found
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield from _names(node, path)
 
 
-MODULES = sorted(
-    path for path in PACKAGE.rglob("*.py") if "models" not in path.relative_to(PACKAGE).parts
-)
+def _import_time_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements that run when the module is imported: not function bodies, not
+    `if TYPE_CHECKING:` blocks."""
+    for statement in body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if isinstance(statement, ast.If) and ast.unparse(statement.test) == "TYPE_CHECKING":
+            yield from _import_time_statements(statement.orelse)
+            continue
+        yield statement
+        for field in ("body", "orelse", "finalbody"):
+            yield from _import_time_statements(getattr(statement, field, []))
+        for handler in getattr(statement, "handlers", []):
+            yield from _import_time_statements(handler.body)
+
+
+def import_time_modules(path: Path) -> set[str]:
+    """The racecheck modules importing `path` imports in turn (deferred imports inside
+    functions, the way out of a cycle, excluded)."""
+    statements = _import_time_statements(ast.parse(path.read_text()).body)
+    imports = (s for s in statements if isinstance(s, ast.Import | ast.ImportFrom))
+    return {
+        name for node in imports for name in _names(node, path) if name.split(".")[0] == "racecheck"
+    }
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The racecheck modules `path` imports."""
+    return {name for name in _imports(path) if name.split(".")[0] == "racecheck"}
+
+
+GRAPH = {module_name(path): import_time_modules(path) - {module_name(path)} for path in MODULES}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: module_name(path))
@@ -69,3 +122,65 @@ def test_module_imports_point_downstream_only(path: Path) -> None:
             f"{importer} (stage {stage_of(importer)}) imports {imported}"
             f" (stage {stage_of(imported)}), a later stage"
         )
+
+
+def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
+    """A chain of import-time imports from `start` back to itself within its stage."""
+    stage = stage_of(start)
+    stack = [(start, [start])]
+    seen = set()
+    while stack:
+        module, chain = stack.pop()
+        for imported in sorted(graph.get(module, ())):
+            if imported == start:
+                return [*chain, start]
+            if imported not in seen and stage_of(imported) == stage:
+                seen.add(imported)
+                stack.append((imported, [*chain, imported]))
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_no_import_cycle_within_a_stage(module: str) -> None:
+    cycle = _cycle_from(module, GRAPH)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
+
+
+def test_the_cycle_finder_finds_a_cycle_and_ignores_a_chain() -> None:
+    chain = {"racecheck.dsl.a": {"racecheck.dsl.b"}, "racecheck.dsl.b": {"racecheck.dsl.c"}}
+    assert _cycle_from("racecheck.dsl.a", chain) is None
+    looped = {**chain, "racecheck.dsl.c": {"racecheck.dsl.a"}}
+    assert _cycle_from("racecheck.dsl.a", looped) == [
+        "racecheck.dsl.a",
+        "racecheck.dsl.b",
+        "racecheck.dsl.c",
+        "racecheck.dsl.a",
+    ]
+
+
+def test_relative_imports_resolve_to_their_package() -> None:
+    compare = PACKAGE / "models" / "compare.py"
+    assert "racecheck.models.catalog" in imported_modules(compare)
+    init = PACKAGE / "models" / "__init__.py"
+    assert {"racecheck.models.catalog", "racecheck.models.compare"} <= imported_modules(init)
+
+
+def test_deferred_and_type_checking_imports_do_not_count_for_cycles() -> None:
+    context, tensors = PACKAGE / "dsl" / "context.py", PACKAGE / "dsl" / "tensors.py"
+    assert "racecheck.dsl.tensors" in imported_modules(context)
+    assert "racecheck.dsl.tensors" not in GRAPH["racecheck.dsl.context"]
+    assert "racecheck.dsl.local_ops" in imported_modules(tensors)
+    assert "racecheck.dsl.local_ops" not in GRAPH["racecheck.dsl.tensors"]
+
+
+def test_the_golden_models_are_a_real_package_directory() -> None:
+    models = PACKAGE / "models"
+    assert not models.is_symlink()
+    assert (models / "__init__.py").is_file()
+    assert "racecheck.models" in GRAPH["racecheck.reference"]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda path: module_name(path))
+def test_z3_is_imported_only_by_the_smt_engine(path: Path) -> None:
+    uses_z3 = any(name.split(".")[0] == "z3" for name in _imports(path))
+    assert uses_z3 == (module_name(path) == SOLVER_HOME), module_name(path)

@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import racecheck
 from racecheck.errors import UsageError
+from racecheck.findings import FindingKind, Verdict
 from racecheck.models import (
     ModelNotApplicable,
     close_enough,
@@ -167,6 +169,27 @@ def test_user_golden_from_a_file_and_a_module(tmp_path: Path) -> None:
         parse_model(f"{source}:missing")
     with pytest.raises(UsageError):
         parse_model(f"{tmp_path / 'absent.py'}:doubled")
+
+
+TEMPLATE = Path(__file__).resolve().parent.parent / "models" / "allreduce_sum_by_hand.py"
+EXAMPLES = TEMPLATE.parent.parent / "examples"
+
+
+def test_the_user_golden_template_accepts_the_sum_and_rejects_a_double_count() -> None:
+    expect = f"{TEMPLATE}:allreduce_sum"
+    right = racecheck.verify(str(EXAMPLES / "08_allreduce_mesh.py"), ranks="2..3", expect=expect)
+    assert [(r.ranks, r.verdict) for r in right.results] == [
+        (2, Verdict.PROVED),
+        (3, Verdict.PROVED),
+    ]
+    wrong = racecheck.verify(
+        str(EXAMPLES / "10_allreduce_mesh_bug_double_count.py"), ranks="2..3", expect=expect
+    )
+    for result in wrong.results:
+        assert result.verdict == Verdict.BUG
+        assert [f.kind for f in result.findings] == [FindingKind.WRONG_RESULT]
+        assert result.findings[0].diff is not None
+        assert result.findings[0].diff.model == expect
 
 
 def test_close_enough_rejects_a_wrong_rank_count() -> None:

@@ -1,4 +1,4 @@
-"""The JSON report against SPEC §4's contract, written here as a JSON schema."""
+"""The JSON report against its contract (docs/cli.md), written here as a JSON schema."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPIN, run on the Promela model, decides the SPEC properties like racecheck does.
+"""SPIN, run on the Promela model, decides the properties of docs/model.md like racecheck does.
 
 Hand-built protocols with known answers, then random protocols on which SPIN's answers
 must equal the explore engine's and `find_hazards`' verdicts. SPIN is required: when it
@@ -23,6 +23,8 @@ from racecheck.events import AccessMode, EventKind, EventRef, NotifyOp, Trace, W
 from racecheck.export.properties import Question, StaleRead
 from racecheck.export.spin import SpinCheck, SpinUnavailable, check_with_spin, require_spin
 from racecheck.findings import FindingKind
+
+pytestmark = pytest.mark.slow  # needs SPIN and gcc
 
 
 @pytest.fixture(autouse=True)

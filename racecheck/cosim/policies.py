@@ -30,7 +30,7 @@ class DefaultPolicy:
     """Keep running the current rank until it blocks or finishes, then the lowest one."""
 
     def choose(self, runnable: Set[int], current: int | None, pending: Mapping[int, Event]) -> int:
-        return current if current in runnable else min(runnable)
+        return current if current is not None and current in runnable else min(runnable)
 
 
 class RoundRobinPolicy:

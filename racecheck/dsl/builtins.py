@@ -1,4 +1,5 @@
-"""`pld.tensor.*` builtin collectives, modelled by their documented lowering (DSL.md §3).
+"""`pld.tensor.*` builtin collectives, modelled by their documented lowering
+(docs/model.md, "Builtin collectives").
 
 Every builtin is a self-clearing signal barrier around its data movement: for
 generation g = 1..G each rank AtomicAdds 1 to every peer's cell [me, 0] and waits
@@ -243,5 +244,5 @@ def all_to_all(source: object, target: object, signal: object) -> object:
 
 
 def _first_window(*views: TensorView) -> TensorView:
-    """What a builtin returns (DSL.md §3): its first window argument."""
+    """What a builtin returns (docs/model.md): its first window argument."""
     return next(view for view in views if view.is_window)

@@ -39,7 +39,7 @@ def _device_binary(op: Callable[[int, int], int], left: object, right: object) -
     if isinstance(left, Tainted) or isinstance(right, Tainted):
         return NotImplemented
     if _is_integral(left) and _is_integral(right):
-        return DeviceInt(op(int(left), int(right)))  # type: ignore[arg-type]
+        return DeviceInt(op(int(left), int(right)))  # type: ignore[call-overload]
     return NotImplemented
 
 

@@ -1,6 +1,6 @@
 """The contract every engine keeps: ordering questions over all executions of a trace.
 
-Execution semantics (SPEC §2), shared by every engine and by the conformance suite:
+Execution semantics (docs/model.md §1), shared by every engine and by the conformance suite:
 
 * State: each rank's position (how many of its events it has executed) and the value
   of every *signal cell* (a cell that some NOTIFY or WAIT of the trace targets),
@@ -50,7 +50,8 @@ class OrderOracle(Protocol):
 
 
 class Engine(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def unsupported(self, trace: Trace) -> str | None:
         """None if this engine decides `trace` exactly, else why it cannot."""

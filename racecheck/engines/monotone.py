@@ -46,7 +46,7 @@ class MonotoneEngine:
 
     def unsupported(self, trace: Trace) -> str | None:
         view = SyncView(trace)
-        writers: dict[CellKey, set[tuple[NotifyOp, int]]] = {}
+        writers: dict[CellKey, set[tuple[NotifyOp, int | None]]] = {}
         for rank_events in trace.events:
             for event in rank_events:
                 reason = _non_monotone_reason(event, view)

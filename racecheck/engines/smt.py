@@ -53,6 +53,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TypeAlias
 
 import z3
 
@@ -189,7 +190,7 @@ def _with_data_events(
 # The z3 encoding
 
 
-Condition = bool | z3.BoolRef
+Condition: TypeAlias = bool | z3.BoolRef
 """A constraint, or a Python bool where the answer is known without z3."""
 
 

@@ -1,4 +1,4 @@
-"""The SPEC §2 properties as ordering questions, and the verdicts their answers give.
+"""The properties of docs/model.md §2 as ordering questions, and the verdicts their answers give.
 
 Decides nothing by itself: it lists, straight from the definitions (written here
 independently of `racecheck.analysis`, so that a SPIN run is a real second opinion),
@@ -88,7 +88,7 @@ def _by_instance(trace: Trace) -> dict[tuple[int, int], list[Event]]:
 
 def conflicting_pairs(trace: Trace) -> list[tuple[Event, Event]]:
     """Every conflicting pair once, the event of lower (rank, index) first."""
-    pairs = []
+    pairs: list[tuple[Event, Event]] = []
     for events in _by_instance(trace).values():
         for n, a in enumerate(events):
             pairs.extend((a, b) for b in events[n + 1 :] if conflicts(a, b))

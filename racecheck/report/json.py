@@ -1,6 +1,6 @@
-"""The JSON report: SPEC §4's stable object for CI scripts.
+"""The JSON report: the stable object for CI scripts (docs/report.schema.json).
 
-The keys SPEC §4 names keep their meaning forever (`schema` 1). Extra keys carry the
+The keys the schema requires keep their meaning forever (`schema` 1). Extra keys carry the
 rest of the Report (engine, message, notes, regions, witness, diff, errors); they may
 grow but never change what the contract keys say. Findings are not grouped across rank
 counts here: each result lists its own.

@@ -1,4 +1,5 @@
-"""Golden models of the collectives (SPEC §2 "Functional result", DSL.md §5).
+"""Golden models of the collectives (docs/guide.md, "Which host tensors
+the golden compares").
 
     model = parse_model("allreduce-sum")
     matches(model, inputs, outputs, "FP32")          # inputs, outputs: [P, ...]

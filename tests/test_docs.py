@@ -1,0 +1,128 @@
+"""The user documentation holds to the tool: every option is documented, the JSON the CLI
+prints fits docs/report.schema.json, links resolve, the code cites only docs that ship,
+and the pre-commit snippet names the release being made."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from racecheck.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+SCHEMA = json.loads((DOCS / "report.schema.json").read_text())
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+EXAMPLES = ROOT / "examples"
+
+
+def _run(*argv: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(argv), stdout=out, stderr=err)
+    assert not err.getvalue(), err.getvalue()
+    return status, out.getvalue()
+
+
+def _options(command: str) -> set[str]:
+    _, text = _run(command, "--help")
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text)) - {"--help"}
+
+
+@pytest.mark.parametrize("command", ["verify", "trace", "export"])
+def test_every_option_the_help_lists_is_in_the_cli_doc(command: str) -> None:
+    documented = set(re.findall(r"`(--[a-z][a-z-]*)", (DOCS / "cli.md").read_text()))
+    options = _options(command)
+    assert {"--ranks", "--program"} <= options
+    assert options <= documented, sorted(options - documented)
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+# (example, extra arguments, the finding kinds the JSON must carry)
+REPORTS = [
+    ("08_allreduce_mesh.py", (), set()),
+    ("09_allreduce_mesh_bug_no_barrier.py", (), {"race"}),
+    ("10_allreduce_mesh_bug_double_count.py", ("--expect", "allreduce-sum"), {"wrong-result"}),
+    ("18_allgather_bug_threshold.py", (), {"deadlock"}),
+    ("03_ring_shift_p2p_bug_negative_peer.py", (), {"out-of-bounds"}),
+    ("13_allreduce_two_phase_bug_chunk_off.py", (), {"stale-read"}),
+]
+
+
+@pytest.mark.parametrize(("name", "extra", "kinds"), REPORTS, ids=[r[0] for r in REPORTS])
+def test_json_output_of_the_examples_fits_the_schema(
+    name: str, extra: tuple[str, ...], kinds: set[str]
+) -> None:
+    status, text = _run("verify", str(EXAMPLES / name), "--ranks", "3", "--format", "json", *extra)
+    document = json.loads(text)
+    VALIDATOR.validate(document)
+    found = {f["kind"] for result in document["results"] for f in result["findings"]}
+    assert found == kinds
+    assert document["exit_code"] == status == (1 if kinds else 0)
+    assert [result["ranks"] for result in document["results"]] == [3]
+
+
+def test_json_output_of_a_skipped_rank_count_fits_the_schema() -> None:
+    example = str(EXAMPLES / "13_allreduce_two_phase_bug_chunk_off.py")
+    _, text = _run("verify", example, "--ranks", "5", "--format", "json")
+    document = json.loads(text)
+    VALIDATOR.validate(document)
+    assert [result["verdict"] for result in document["results"]] == ["skipped"]
+    assert document["results"][0]["message"]
+
+
+def test_the_schema_rejects_a_report_that_breaks_the_contract() -> None:
+    example = str(EXAMPLES / "09_allreduce_mesh_bug_no_barrier.py")
+    _, text = _run("verify", example, "--ranks", "2", "--format", "json")
+    document = json.loads(text)
+    document["results"][0]["verdict"] = "ok"
+    assert not VALIDATOR.is_valid(document)
+    del document["results"][0]["verdict"]
+    assert not VALIDATOR.is_valid(document)
+    finding = json.loads(text)
+    finding["results"][0]["findings"][0]["locations"][0]["line"] = "47"
+    assert not VALIDATOR.is_valid(finding)
+
+
+MARKDOWN = sorted([ROOT / "README.md", ROOT / "models" / "README.md", *DOCS.glob("*.md")])
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("page", MARKDOWN, ids=lambda page: str(page.relative_to(ROOT)))
+def test_relative_links_resolve(page: Path) -> None:
+    for target in LINK.findall(page.read_text()):
+        if "://" not in target:
+            assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
+
+
+SOURCES = sorted(
+    path
+    for folder in ("racecheck", "examples", "models", "tests", "bench")
+    for path in (ROOT / folder).rglob("*.py")
+)
+UNSHIPPED = re.compile(r"SPEC\.md|SPEC §|RUNTIME\.md|RUNTIME §|DSL\.md|DSL §|/work/shared")
+
+
+def test_code_cites_only_docs_that_ship() -> None:
+    cited = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in SOURCES
+        if path.name != "test_docs.py"
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if UNSHIPPED.search(line)
+    ]
+    assert not cited
+
+
+def test_the_pre_commit_snippet_names_this_release() -> None:
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    revisions = set(re.findall(r"rev: (\S+)", (DOCS / "ci.md").read_text()))
+    assert revisions == {f"v{version}"}
