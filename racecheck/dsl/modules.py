@@ -204,6 +204,7 @@ def _distributed() -> DslNamespace:
             "allgather": builtins.allgather,
             "reduce_scatter": builtins.reduce_scatter,
             "all_to_all": builtins.all_to_all,
+            "all_to_all_v": builtins.all_to_all_v,
             "alloc_window_buffer": dist_ops.alloc_window_buffer,
             "window": dist_ops.window,
         },
