@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from racecheck.dsl import lowering
+from racecheck.dsl import lanes, lowering
 from racecheck.dsl.context import HostContext, current, is_rank_context, rank_context
 from racecheck.dsl.dist_ops import _window
 from racecheck.dsl.dtypes import INT32
@@ -61,6 +61,7 @@ def _launch(label: str, lower: Lower, operands: tuple[TensorView, ...], **option
     """Run `lower` here (in a kernel) or dispatch it to every device (on the host)."""
     host = _host()
     if host is None:
+        lanes.note_comm(label)
         lower(rank_context(label), lowering.Lowering.INCORE, *operands, label=label, **options)
         return
     if host.ranks > HOST_MAX_RANKS:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from racecheck.dsl import lanes
 from racecheck.dsl.context import current, host_context, rank_context
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.local_ops import indices, load_region, local_owner, require_view, tile_values
@@ -106,6 +107,7 @@ def notify(
 ) -> None:
     view = _window(target, label, "the signal")
     event_op = _enum(op, NOTIFY_OPS, label, "op")
+    lanes.note_comm(label)
     rank_context(label).notify(
         view, as_index(peer), indices(offsets), as_index(value), event_op, label
     )  # type: ignore[arg-type]
@@ -120,6 +122,7 @@ def _wait_call(
     target: object,
 ) -> None:
     view = _window(signal if signal is not None else target, label, "the signal")
+    lanes.note_comm(label)
     if offsets is None or expected is None:
         raise TypeError(f"{label} needs offsets= and expected=")
     event_cmp = _enum(cmp, WAIT_CMPS, label, "cmp")
@@ -165,6 +168,7 @@ def remote_load(
 ) -> Tile:
     label = "pld.tile.remote_load"
     view = _window(target, label, "the target")
+    lanes.note_comm(label)
     return load_region(view, as_index(peer), offsets, shape, valid_shape, label)
 
 
@@ -184,6 +188,7 @@ def remote_store(
 ) -> None:
     label = "pld.tile.remote_store"
     view = _window(target, label, "the target")
+    lanes.note_comm(label)
     context = rank_context(label)
     context.store(
         view,
@@ -229,6 +234,7 @@ def _transfer(
     accumulate: bool,
 ) -> None:
     context = rank_context(label)
+    lanes.note_comm(label)
     dst_view = require_view(dst, label, "dst")
     src_view = require_view(src, label, "src")
     target = as_index(peer)
@@ -290,3 +296,42 @@ def get(
     pipeline: bool = False,
 ) -> None:
     _transfer("pld.tensor.get", dst, src, "peer", peer, (dst_offsets, src_offsets, shape), False)
+
+
+def _is_region(value: object) -> bool:
+    return isinstance(value, (list, tuple))
+
+
+def tile_put(
+    dst: object,
+    peer: object,
+    src: object,
+    stage: object,
+    stage2: object = None,
+    dst_offsets: Sequence[object] | None = None,
+    src_offsets: Sequence[object] | None = None,
+    shape: Sequence[object] | None = None,
+    *,
+    atomic: AtomicType = AtomicType.None_,
+) -> None:
+    """`pld.tile.put`: `pld.tensor.put` through on-chip staging tiles (scratch). As in
+    PyPTO, a region given where `stage2` goes is the first region argument."""
+    if _is_region(stage2):
+        dst_offsets, src_offsets, shape = stage2, dst_offsets, src_offsets  # type: ignore[assignment]
+    put(dst, peer, src, dst_offsets, src_offsets, shape, atomic=atomic)
+
+
+def tile_get(
+    dst: object,
+    peer: object,
+    src: object,
+    stage: object,
+    stage2: object = None,
+    dst_offsets: Sequence[object] | None = None,
+    src_offsets: Sequence[object] | None = None,
+    shape: Sequence[object] | None = None,
+) -> None:
+    """`pld.tile.get`: `pld.tensor.get` through on-chip staging tiles (scratch)."""
+    if _is_region(stage2):
+        dst_offsets, src_offsets, shape = stage2, dst_offsets, src_offsets  # type: ignore[assignment]
+    get(dst, peer, src, dst_offsets, src_offsets, shape)

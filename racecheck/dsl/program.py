@@ -24,6 +24,7 @@ class FunctionRole(Enum):
     KERNEL = "kernel"
     PER_DEVICE = "per-device"
     HOST = "host"
+    SUB_WORKER = "sub-worker"  # a host callback (`pl.Role.SubWorker`): never traced
 
 
 class DslFunction:
@@ -43,6 +44,14 @@ class DslFunction:
         return type(self)(self.function.__get__(instance, owner), self.role)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.role is FunctionRole.SUB_WORKER:
+            where = user_location()
+            raise UnsupportedConstruct(
+                f"{self.__name__} is a pl.Role.SubWorker host callback; racecheck does not "
+                "model sub-workers",
+                file=where.file,
+                line=where.line,
+            )
         if "device" in kwargs:
             device = kwargs.pop("device")
             host_context(f"{self.__name__}(..., device=...)").dispatch(
@@ -80,6 +89,8 @@ def _not_run(name: str) -> UnsupportedConstruct:
 
 
 def _role_of(type: object = None, level: object = None, role: object = None) -> FunctionRole:
+    if role is Role.SubWorker:
+        return FunctionRole.SUB_WORKER
     if level is Level.HOST or role is Role.Orchestrator:
         return FunctionRole.HOST
     if type is FunctionType.Orchestration:

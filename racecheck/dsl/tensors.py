@@ -123,7 +123,7 @@ class TensorView:
         from racecheck.dsl.context import current, is_rank_context
 
         offsets, extent, kept = self._selection(index)
-        contiguous = _is_contiguous_block(self.shape, extent)
+        contiguous = is_contiguous_block(self.shape, extent)
         if not contiguous and is_rank_context(current()):
             # In a kernel a strided slice is a tensor.slice, which lowers to a load.
             from racecheck.dsl.local_ops import load_block
@@ -137,14 +137,18 @@ class TensorView:
                 file=where.file,
                 line=where.line,
             )
+        return self.block(offsets, kept, f"{self.name}[{_index_text(index)}]")
+
+    def block(self, offsets: Sequence[int], shape: Sequence[int], name: str) -> TensorView:
+        """The view of a contiguous block starting at `offsets`, shaped `shape`."""
         strides = [math.prod(self.shape[axis + 1 :]) for axis in range(self.ndim)]
         first = sum(start * stride for start, stride in zip(offsets, strides, strict=True))
         return TensorView(
             memory=self.memory,
             kind=self.kind,
-            name=f"{self.name}[{_index_text(index)}]",
+            name=name,
             base=self.base + first * self.dtype.nbytes,
-            shape=tuple(kept),
+            shape=tuple(shape),
             dtype=self.dtype,
             memory_nbytes=self.memory_nbytes,
         )
@@ -169,7 +173,7 @@ def _axis_selection(item: object, size: int, view: TensorView, axis: int) -> tup
     return position, 1, False
 
 
-def _is_contiguous_block(shape: Sequence[int], extent: Sequence[int]) -> bool:
+def is_contiguous_block(shape: Sequence[int], extent: Sequence[int]) -> bool:
     """Row-major contiguity: once an axis spans more than one index, every later axis
     must be taken whole."""
     spread = False
