@@ -1,5 +1,7 @@
 """`pld.tensor.*` builtin collectives: where they are called decides what runs.
 
+Each returns its target window (RUNTIME.md §3, §5).
+
 Inside a kernel a builtin runs its InCore lowering on the calling rank, in program
 order. In the host function (RUNTIME.md §3) it becomes one dispatch per device of the
 domain (every rank: sub-groups are not modelled), each running the builtin's host
@@ -99,11 +101,6 @@ def _require_separate(label: str, source: TensorView, target: TensorView) -> Non
         )
 
 
-def _first_window(*views: TensorView) -> TensorView:
-    """What a builtin returns (DSL.md §3): its first window argument."""
-    return next(view for view in views if view.is_window)
-
-
 def barrier(signal: object) -> object:
     label = "pld.tensor.barrier"
     _launch(label, lowering.barrier, (_window(signal, label, "the signal"),))
@@ -180,7 +177,7 @@ def allgather(local: object, target: object, signal: object, out: object = None)
             local_view, target_view, signal_view, require_view(out, label, "out"), label
         )
     _launch(label, lowering.allgather, (local_view, target_view, signal_view))
-    return _first_window(local_view, target_view)
+    return target
 
 
 def _allgather_into(
@@ -229,7 +226,7 @@ def all_to_all(source: object, target: object, signal: object) -> object:
     operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
     _require_separate(label, source_view, operands[1])
     _launch(label, lowering.all_to_all, operands)
-    return _first_window(source_view, operands[1])
+    return target
 
 
 def all_to_all_v(
@@ -245,4 +242,4 @@ def all_to_all_v(
         _window(recv_counts, label, "recv_counts"),
     )
     _launch(label, lowering.all_to_all_v, operands)
-    return _first_window(source_view, operands[1])
+    return target
