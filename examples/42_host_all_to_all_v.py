@@ -129,7 +129,9 @@ def main() -> int:
     )
     total = nr * MAX_RECV
     inputs = torch.randn((nr, total, SIZE), dtype=torch.float32)
-    send_counts = torch.tensor([[[nr - d] for d in range(nr)] for _ in range(nr)], dtype=torch.int32)
+    send_counts = torch.tensor(
+        [[[nr - d] for d in range(nr)] for _ in range(nr)], dtype=torch.int32
+    )
     outputs = torch.zeros((nr, total, SIZE), dtype=torch.float32)
     compiled(inputs, send_counts, outputs)
     golden = inputs.reshape(nr, nr, MAX_RECV, SIZE).transpose(0, 1).reshape(nr, total, SIZE)

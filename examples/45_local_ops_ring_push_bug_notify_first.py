@@ -40,7 +40,9 @@ def build_ring_push(nr: int):
             scratch = pl.tile.create([ROWS, COLS], pl.FP32, target_memory=pl.MemorySpace.Vec)
             sums = pl.tile.row_sum(product, scratch)
             row = pl.tile.reshape(sums, [1, ROWS])
-            biased = pl.add(pl.add(row, pl.tile.full([1, ROWS], pl.FP32, 0.5)), pl.const(1, pl.FP32))
+            biased = pl.add(
+                pl.add(row, pl.tile.full([1, ROWS], pl.FP32, 0.5)), pl.const(1, pl.FP32)
+            )
             return pl.store(biased, offsets=[0, 0], output_tensor=stage)
 
         @pl.function(type=pl.FunctionType.InCore)
@@ -58,7 +60,9 @@ def build_ring_push(nr: int):
             left = pl.array.create(1, pl.INT32)
             left[0] = (me + n - 1) % n
             staging = pl.tile.create([1, ROWS], pl.FP32, target_memory=pl.MemorySpace.Vec)
-            pld.system.notify(signal, peer=right, offsets=[me, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+            pld.system.notify(
+                signal, peer=right, offsets=[me, 0], value=1, op=pld.NotifyOp.AtomicAdd
+            )
             pld.tile.put(inbox, right, stage, staging, [0, 0], [0, 0], [1, ROWS])  # @push
             pld.system.wait(signal, offsets=[left[0], 0], expected=1, cmp=pld.WaitCmp.Ge)
             received = pl.create_tensor([1, ROWS], dtype=pl.FP32)
