@@ -74,9 +74,7 @@ def build_host_allreduce(nr: int):
                 self.publish_orch(inputs[rank], data, device=rank)
             data = pld.window(data_buf, [1, SIZE], dtype=pl.FP32)
             signal = pld.window(signal_buf, [pld.world_size(), CORES], dtype=pl.INT32)
-            data = pld.tensor.allreduce(
-                data, signal, op=pld.ReduceOp.Sum, core_num=CORES
-            )  # @reduce
+            data = pld.tensor.allreduce(data, signal, core_num=CORES)  # @reduce
             for rank in pl.range(pld.world_size()):
                 self.consume_orch(data, outputs[rank], device=rank)
             return outputs
