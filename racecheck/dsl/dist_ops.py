@@ -25,6 +25,7 @@ from racecheck.events import MemoryKind
 from racecheck.events import NotifyOp as EventNotifyOp
 from racecheck.events import WaitCmp as EventWaitCmp
 
+Region = Sequence[object]  # offsets or a shape, as the user wrote it
 NOTIFY_OPS = {NotifyOp.AtomicAdd: EventNotifyOp.ATOMIC_ADD, NotifyOp.Set: EventNotifyOp.SET}
 WAIT_CMPS = {WaitCmp.Ge: EventWaitCmp.GE, WaitCmp.Eq: EventWaitCmp.EQ}
 
@@ -106,11 +107,11 @@ def notify(
     label: str = "pld.system.notify",
 ) -> None:
     view = _window(target, label, "the signal")
-    event_op = _enum(op, NOTIFY_OPS, label, "op")
+    event_op: EventNotifyOp = _enum(op, NOTIFY_OPS, label, "op")  # type: ignore[assignment]
     lanes.note_comm(label)
     rank_context(label).notify(
         view, as_index(peer), indices(offsets), as_index(value), event_op, label
-    )  # type: ignore[arg-type]
+    )
 
 
 def _wait_call(
@@ -230,7 +231,7 @@ def _transfer(
     src: object,
     source_owner_of: str,
     peer: object,
-    regions: tuple[object, object, object],
+    regions: tuple[Region | None, Region | None, Region | None],
     accumulate: bool,
 ) -> None:
     context = rank_context(label)
@@ -240,7 +241,7 @@ def _transfer(
     target = as_index(peer)
     src_offsets, src_extent, dst_offsets, dst_extent = _transfer_regions(
         label, dst_view, src_view, *regions
-    )  # type: ignore[arg-type]
+    )
     if source_owner_of == "peer":
         _window(src_view, label, "src")
         src_owner, dst_owner = target, local_owner(dst_view, context.rank)

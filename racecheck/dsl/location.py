@@ -35,7 +35,7 @@ def display_name(compiled_name: str) -> str:
 
 
 def innermost_user_frame(frame: FrameType | None = None) -> FrameType | None:
-    current = frame if frame is not None else sys._getframe(1)
+    current: FrameType | None = frame if frame is not None else sys._getframe(1)
     while current is not None:
         if current.f_code.co_filename in _display_names:
             return current

@@ -118,6 +118,10 @@ class IterationRecorder:
     def note_control(self, sources: frozenset[EventRef]) -> None:
         self.inner.note_control(sources)
 
+    def __getattr__(self, name: str) -> Any:
+        """Any other part of the rank context is the inner one's."""
+        return getattr(self.inner, name)
+
     def fail_bounds(self, message: str) -> None:
         self.inner.fail_bounds(message)
 

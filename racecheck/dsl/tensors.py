@@ -94,7 +94,7 @@ class TensorView:
             raise IndexError(f"row {row} of {self.name} with shape {list(self.shape)}")
         return self.row(row)
 
-    def _index_axes(self, index: tuple[object, ...]) -> TensorView:
+    def _index_axes(self, index: tuple[object, ...]) -> TensorView | Tile:
         """`t[r, 0:1, a:b]`: a leading integer drops a row as `t[r]` does; the rest
         selects a block, which must be contiguous (a view has no strides) unless the
         slice is taken in a kernel, where it is a load."""
