@@ -241,19 +241,3 @@ def test_a_kernel_mixing_cube_ops_and_communication_is_unsupported() -> None:
     notify = next(n for n, line in enumerate(lines, start=1) if "pld.system.notify(" in line)
     assert report.errors[0].startswith(f"{FIXTURES / 'cube_and_comm.py'}:{notify}: error:")
     assert "AIC and AIV lanes" in report.errors[0]
-
-
-@pytest.mark.parametrize(
-    ("program", "construct"),
-    [("build_config_in_kernel", "RunConfig("), ("build_sub_worker_call", "self.log_step(")],
-)
-def test_driver_names_used_while_tracing_are_unsupported_at_their_line(
-    program: str, construct: str
-) -> None:
-    path = FIXTURES / "driver_in_trace.py"
-    report = racecheck.verify(str(path), ranks="2", programs=[program])
-    assert [result.verdict for result in report.results] == [racecheck.Verdict.UNKNOWN]
-    line = next(
-        n for n, text in enumerate(path.read_text().splitlines(), start=1) if construct in text
-    )
-    assert report.errors[0].startswith(f"{path}:{line}: error:")

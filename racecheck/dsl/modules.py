@@ -2,7 +2,7 @@
 
 `installed()` puts racecheck's `pypto`, `pypto.language` (pl),
 `pypto.language.distributed` (pld), `pypto.ir`, `pypto.ir.distributed_compiled_program`
-and `pypto.runtime` into `sys.modules` (and a torch stand-in when torch is not
+and `pypto.runtime` into `sys.modules` (and torch and pytest stand-ins when they are not
 importable) and restores the previous entries afterwards. Reading a name the DSL
 does not define raises `UnsupportedConstruct` at the user's line. Driver-only names
 (RUNTIME.md §8: `ir.compile`, `DistributedConfig`, `RunConfig`, `DeviceTensor`, ...)
@@ -341,6 +341,37 @@ class _TorchStandIn(ModuleType):
         return _TorchPlaceholder(f"torch.{name}")
 
 
+def _passthrough(*args: Any, **kwargs: Any) -> Any:
+    """A decorator used bare (`@pytest.fixture`) or called (`@pytest.mark.x(...)`)."""
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return args[0]
+    return lambda function: function
+
+
+class _PytestMark:
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _passthrough
+
+
+class _PytestStandIn(ModuleType):
+    """pytest for a test file loaded without pytest installed: its decorators (fixtures
+    such as `test_config`, `mark.parametrize`) leave the test functions alone, which
+    racecheck never runs; anything else is an inert call."""
+
+    def __init__(self) -> None:
+        super().__init__("pytest")
+        self.mark = _PytestMark()
+        self.fixture = _passthrough
+        self.param = lambda *values, **options: values
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _inert_call(f"pytest.{name}")
+
+
 def _build_modules() -> dict[str, ModuleType]:
     distributed = _distributed()
     language = _language(distributed)
@@ -386,9 +417,9 @@ _depth = 0
 _saved: dict[str, ModuleType | None] = {}
 
 
-def _torch_importable() -> bool:
+def _importable(name: str) -> bool:
     try:
-        return importlib.util.find_spec("torch") is not None
+        return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
 
@@ -400,8 +431,10 @@ def installed() -> Iterator[None]:
     with _lock:
         if _depth == 0:
             replacements: dict[str, ModuleType] = dict(MODULES)
-            if "torch" not in sys.modules and not _torch_importable():
+            if "torch" not in sys.modules and not _importable("torch"):
                 replacements["torch"] = _TorchStandIn("torch")
+            if "pytest" not in sys.modules and not _importable("pytest"):
+                replacements["pytest"] = _PytestStandIn()
             for name, module in replacements.items():
                 _saved[name] = sys.modules.get(name)
                 sys.modules[name] = module
