@@ -241,3 +241,18 @@ def test_a_kernel_mixing_cube_ops_and_communication_is_unsupported() -> None:
     notify = next(n for n, line in enumerate(lines, start=1) if "pld.system.notify(" in line)
     assert report.errors[0].startswith(f"{FIXTURES / 'cube_and_comm.py'}:{notify}: error:")
     assert "AIC and AIV lanes" in report.errors[0]
+
+
+def test_parallel_iterations_share_kernel_local_tensors_made_before_the_loop() -> None:
+    with rank() as (recorder, source, _):
+        rows = tile_ops.create_tensor([4, 8], dtype=FP32)
+        for row in local_ops.parallel(4):  # each iteration fills its own row: fine
+            rows = tile_ops.assemble(rows, local_ops.load(source, [row, 0], [1, 8]), [row, 0])
+        for _ in local_ops.parallel(2):  # a buffer made inside the iteration is its own
+            scratch = tile_ops.tile_create([1, 8], FP32)
+            scratch = local_ops.store(tile_ops.tile_full([1, 8], FP32, 1.0), [0, 0], scratch)
+        with pytest.raises(UnsupportedConstruct, match="a kernel-local tensor"):
+            for _ in local_ops.parallel(2):  # every iteration writes row 0
+                rows = tile_ops.assemble(rows, tile_ops.tile_full([1, 8], FP32, 1.0), [0, 0])
+    np.testing.assert_array_equal(rows.data[3], np.arange(24, 32))
+    assert len(recorder.log) == 4

@@ -22,7 +22,7 @@ import numpy as np
 
 from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import DType
-from racecheck.dsl.parallel import tracked
+from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.events import HOST_OWNER
@@ -91,10 +91,9 @@ def load(
 
 def tile_block(tile: Tile, offsets: Sequence[object], extent: Sequence[object]) -> Tile:
     """A block of a tile or kernel-local tensor, as a new tile."""
-    region = tuple(
-        slice(start, start + size)
-        for start, size in zip(indices(offsets), indices(extent), strict=True)
-    )
+    starts, sizes = indices(offsets), indices(extent)
+    record_local(tile, starts, sizes, write=False)
+    region = tuple(slice(start, start + size) for start, size in zip(starts, sizes, strict=True))
     data = np.array(tile.data[region])
     return Tile(data=data, dtype=tile.dtype, valid=tuple(data.shape), sources=tile.sources)
 
@@ -106,10 +105,17 @@ def tile_update(
     data = np.array(target.data)
     starts = indices(offsets)
     block = np.asarray(values).reshape(_trailing(values, len(starts)))
+    record_local(target, starts, list(block.shape), write=True)
     data[
         tuple(slice(start, start + size) for start, size in zip(starts, block.shape, strict=True))
     ] = block
-    return Tile(data=data, dtype=target.dtype, valid=target.valid, sources=target.sources | sources)
+    return Tile(
+        data=data,
+        dtype=target.dtype,
+        valid=target.valid,
+        sources=target.sources | sources,
+        storage=target.storage,
+    )
 
 
 def _trailing(values: np.ndarray, ndim: int) -> tuple[int, ...]:

@@ -6,7 +6,8 @@ them conflict. While the loop runs, every access of the rank goes through an
 conflicts with one of an earlier iteration (overlapping bytes of one memory instance,
 at least one a plain write, or a plain access against an atomic one, as SPEC.md §2
 defines a race) stops tracing with an unsupported construct at the loop's line, so
-such a kernel is never reported proved.
+such a kernel is never reported proved. Kernel-local buffers created before the loop
+(`Tile.storage`) are checked the same way.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from racecheck.dsl.context import RankContext, activated, current, is_rank_context
+from racecheck.dsl.context import RankContext, current, is_rank_context, make_current
 from racecheck.dsl.location import user_location
-from racecheck.dsl.tensors import TensorView, region_problem, region_runs
+from racecheck.dsl.tensors import TensorView, Tile, region_problem, region_runs
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import AccessMode, EventRef, NotifyOp, SourceLocation, WaitCmp
+from racecheck.events import AccessMode, EventRef, MemoryKind, NotifyOp, SourceLocation, WaitCmp
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,7 +80,7 @@ class IterationRecorder:
         extent: Sequence[int],
         label: str,
     ) -> tuple[np.ndarray, EventRef]:
-        self._record(view, owner, offsets, extent, AccessMode.READ)
+        self.record(view, owner, offsets, extent, AccessMode.READ)
         return self.inner.load(view, owner, offsets, extent, label)
 
     def store(
@@ -94,7 +95,7 @@ class IterationRecorder:
     ) -> None:
         mode = AccessMode.ATOMIC if accumulate else AccessMode.WRITE
         extent = list(np.shape(values))[-len(offsets) :] if len(offsets) else []
-        self._record(view, owner, offsets, _padded(extent, len(offsets)), mode)
+        self.record(view, owner, offsets, _padded(extent, len(offsets)), mode)
         self.inner.store(view, owner, offsets, values, label, accumulate=accumulate)
 
     def notify(
@@ -106,13 +107,13 @@ class IterationRecorder:
         op: NotifyOp,
         label: str,
     ) -> None:
-        self._record(view, peer, offsets, [1] * len(offsets), AccessMode.ATOMIC)
+        self.record(view, peer, offsets, [1] * len(offsets), AccessMode.ATOMIC)
         self.inner.notify(view, peer, offsets, value, op, label)
 
     def wait(
         self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
     ) -> None:
-        self._record(view, self.rank, offsets, [1] * len(offsets), AccessMode.ATOMIC)
+        self.record(view, self.rank, offsets, [1] * len(offsets), AccessMode.ATOMIC)
         self.inner.wait(view, offsets, expected, cmp, label)
 
     def note_control(self, sources: frozenset[EventRef]) -> None:
@@ -125,7 +126,7 @@ class IterationRecorder:
     def fail_bounds(self, message: str) -> None:
         self.inner.fail_bounds(message)
 
-    def _record(
+    def record(
         self,
         view: TensorView,
         owner: int,
@@ -168,6 +169,24 @@ class IterationRecorder:
         )
 
 
+def record_local(tile: Tile, offsets: Sequence[int], extent: Sequence[int], *, write: bool) -> None:
+    """An access to a kernel-local buffer, checked like memory inside `pl.parallel`."""
+    recorder = current()
+    if tile.storage is None or not isinstance(recorder, IterationRecorder):
+        return
+    buffer = TensorView(
+        memory=-tile.storage,  # kernel-local buffers never share an id with memory
+        kind=MemoryKind.HOST,
+        name="a kernel-local tensor",
+        base=0,
+        shape=tile.shape,
+        dtype=tile.dtype,
+        memory_nbytes=tile.data.size * tile.dtype.nbytes,
+    )
+    mode = AccessMode.WRITE if write else AccessMode.READ
+    recorder.record(buffer, recorder.rank, offsets, extent, mode)
+
+
 def _padded(extent: list[int], ndim: int) -> list[int]:
     return [1] * (ndim - len(extent)) + extent
 
@@ -182,7 +201,14 @@ def tracked(items: Iterator[Any]) -> Iterator[Any]:
 
 
 def _recorded(items: Iterator[Any], recorder: IterationRecorder) -> Iterator[Any]:
-    with activated(recorder):  # type: ignore[arg-type]
+    """The recorder is the rank's context while the loop body runs; a body that raises
+    leaves it in place, as the rank's run ends there."""
+    outer = recorder.inner
+    try:
         for number, item in enumerate(items):
             recorder.iteration = number
+            make_current(recorder)  # type: ignore[arg-type]
             yield item
+    finally:
+        if current() is recorder:
+            make_current(outer)

@@ -197,12 +197,15 @@ def _index_text(index: tuple[object, ...]) -> str:
 
 @dataclass(slots=True, kw_only=True, eq=False)
 class Tile:
-    """A local tile: values, the valid extent, and the loads the values depend on."""
+    """A local tile: values, the valid extent, and the loads the values depend on.
+    `storage` names the kernel-local buffer (`pl.create_tensor`, `pl.tile.create`, ...)
+    whose contents these are, kept across the stores that update it."""
 
     data: np.ndarray
     dtype: DType
     valid: tuple[int, ...]
     sources: frozenset[EventRef] = field(default_factory=frozenset)
+    storage: int | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:

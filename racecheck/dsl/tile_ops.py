@@ -9,6 +9,7 @@ read where the view is loaded); `pl.assemble` into a tensor is a store. Cube ops
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,11 +42,15 @@ def _dtype(value: object, construct: str) -> DType:
     return value
 
 
+_storages = itertools.count(1)
+
+
 def _filled(shape: Sequence[object], dtype: object, value: object, construct: str) -> Tile:
+    """A new kernel-local buffer."""
     kind = _dtype(dtype, construct)
     extent = tuple(indices(shape))
     data = np.full(extent, as_data(value), dtype=kind.compute)
-    return Tile(data=data, dtype=kind, valid=extent)
+    return Tile(data=data, dtype=kind, valid=extent, storage=next(_storages))
 
 
 def const(value: object, dtype: object) -> Any:
