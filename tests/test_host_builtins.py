@@ -171,3 +171,13 @@ def test_kernel_all_to_all_v_moves_whole_blocks_and_is_proved() -> None:
     x = next(t for t in execution.tensors if t.name == "x").initial
     y = next(t for t in execution.tensors if t.name == "y").final
     np.testing.assert_array_equal(y[1, 0:2], x[0, 2:4])  # block 0 of rank 1 = block 1 of rank 0
+
+
+def test_host_builtins_take_the_data_types_of_their_kernels_only() -> None:
+    report = racecheck.verify(
+        str(FIXTURE), ranks="2", programs=["build_broadcast"], args={"dtype": "pl.INT32"}
+    )
+    assert [result.verdict for result in report.results] == [racecheck.Verdict.UNKNOWN]
+    line = _line_of(FIXTURE, "data = pld.tensor.broadcast(data, signal, root=root)")
+    assert report.errors[0].startswith(f"{FIXTURE}:{line}: error:")
+    assert "takes FP32 data only" in report.errors[0]

@@ -33,6 +33,7 @@ from racecheck.errors import UnsupportedConstruct
 from racecheck.events import MemoryKind, SourceLocation
 
 HOST_MAX_RANKS = 16
+HOST_DTYPES = frozenset({"FP32"})  # the mesh allreduce also takes FP16 (RUNTIME.md §3)
 Lower = Callable[..., None]
 
 _signal_less_sites: weakref.WeakKeyDictionary[object, set[SourceLocation]] = (
@@ -59,8 +60,16 @@ def _on_rank(
         lower(rank_context(label), lowering.Lowering.HOST, *operands, label=label, **options)
 
 
-def _launch(label: str, lower: Lower, operands: tuple[TensorView, ...], **options: Any) -> None:
-    """Run `lower` here (in a kernel) or dispatch it to every device (on the host)."""
+def _launch(
+    label: str,
+    lower: Lower,
+    operands: tuple[TensorView, ...],
+    *,
+    host_dtypes: frozenset[str] = HOST_DTYPES,
+    **options: Any,
+) -> None:
+    """Run `lower` here (in a kernel) or dispatch it to every device (on the host). On
+    the host, the first operand holds the data, in one of `host_dtypes`."""
     host = _host()
     if host is None:
         lanes.note_comm(label)
@@ -72,6 +81,12 @@ def _launch(label: str, lower: Lower, operands: tuple[TensorView, ...], **option
             f"return at once above {HOST_MAX_RANKS} ranks, with no synchronisation and no data"
         )
     _require_distinct_windows(label, operands)
+    data = operands[0]
+    if host_dtypes and data.dtype.name not in host_dtypes:
+        raise _unsupported(
+            f"{label} in the host function on {data!r}: PyPTO's host kernel takes "
+            f"{' or '.join(sorted(host_dtypes))} data only"
+        )
     task = functools.partial(_on_rank, user_location(), label, lower)
     for rank in range(host.ranks):
         host.dispatch(rank, task, operands, dict(options))
@@ -103,7 +118,9 @@ def _require_separate(label: str, source: TensorView, target: TensorView) -> Non
 
 def barrier(signal: object) -> object:
     label = "pld.tensor.barrier"
-    _launch(label, lowering.barrier, (_window(signal, label, "the signal"),))
+    _launch(
+        label, lowering.barrier, (_window(signal, label, "the signal"),), host_dtypes=frozenset()
+    )
     return signal
 
 
@@ -128,7 +145,14 @@ def allreduce(
     if mode == "ring":
         _launch(label, lowering.allreduce_ring, (data_view, signal_view), op=op)
     else:
-        _launch(label, lowering.allreduce_mesh, (data_view, signal_view), op=op, core_num=cores)
+        _launch(
+            label,
+            lowering.allreduce_mesh,
+            (data_view, signal_view),
+            host_dtypes=HOST_DTYPES | {"FP16"},
+            op=op,
+            core_num=cores,
+        )
     return data
 
 
