@@ -18,19 +18,17 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from racecheck.dsl import lanes, lowering
 from racecheck.dsl.context import HostContext, current, is_rank_context, rank_context
-from racecheck.dsl.dist_ops import _window
+from racecheck.dsl.dist_ops import _window, window
 from racecheck.dsl.dtypes import INT32
-from racecheck.dsl.local_ops import local_owner, require_view
+from racecheck.dsl.local_ops import require_view
 from racecheck.dsl.location import pinned, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import ReduceOp
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import MemoryKind, SourceLocation
+from racecheck.events import SourceLocation
 
 HOST_MAX_RANKS = 16
 HOST_DTYPES = frozenset({"FP32"})  # the mesh allreduce also takes FP16 (RUNTIME.md §3)
@@ -56,6 +54,7 @@ def _host() -> HostContext | None:
 def _on_rank(
     where: SourceLocation, label: str, lower: Lower, *operands: Any, **options: Any
 ) -> None:
+    """One device's dispatch of a host builtin: its kernel, at the host call's line."""
     with pinned(where):
         lower(rank_context(label), lowering.Lowering.HOST, *operands, label=label, **options)
 
@@ -170,17 +169,8 @@ def _private_signal(label: str, cores: int) -> TensorView:
             "signal-less allreduce inside a for/while loop; pass a signal window"
         )
     sites.add(where)
-    shape = (host.ranks, cores)
-    buffer = host.alloc_window(math.prod(shape) * INT32.nbytes)
-    return TensorView(
-        memory=buffer.memory,
-        kind=MemoryKind.WINDOW,
-        name=f"{buffer.name}(allreduce signal)",
-        base=0,
-        shape=shape,
-        dtype=INT32,
-        memory_nbytes=buffer.nbytes,
-    )
+    shape = [host.ranks, cores]
+    return window(host.alloc_window(math.prod(shape) * INT32.nbytes), shape, dtype=INT32)
 
 
 def broadcast(data: object, signal: object, *, root: object = 0) -> object:
@@ -197,42 +187,11 @@ def allgather(local: object, target: object, signal: object, out: object = None)
     signal_view = _window(signal, label, "the signal")
     _require_separate(label, local_view, target_view)
     if out is not None:
-        return _allgather_into(
-            local_view, target_view, signal_view, require_view(out, label, "out"), label
-        )
+        out_view = require_view(out, label, "out")
+        _launch(label, lowering.allgather_into, (local_view, target_view, signal_view, out_view))
+        return out
     _launch(label, lowering.allgather, (local_view, target_view, signal_view))
     return target
-
-
-def _allgather_into(
-    local: TensorView, target: TensorView, signal: TensorView, out: TensorView, label: str
-) -> TensorView:
-    """The four-argument intrinsic `allgather(local, target, signal, out)`, in a kernel:
-    stage `local` into row `me` of the own target, barrier, then read row p of every
-    target[p] into block p of the plain tensor `out` (row-major); returns `out`."""
-    context = rank_context(label)
-    row_offsets, row_extent = lowering.row(target, context.rank)
-    values, _ = context.load(local, local_owner(local, context.rank), *lowering.whole(local), label)
-    if values.size != math.prod(row_extent):
-        raise UnsupportedConstruct(
-            f"{label}: {local!r} does not fit row {context.rank} of {target!r}"
-        )
-    context.store(target, context.rank, row_offsets, values.reshape(row_extent), label)
-    cells = lowering.mesh_cells(signal)
-    lowering.generation(context, signal, 1, cells, label)
-    flat = np.zeros(math.prod(out.shape), dtype=out.dtype.compute)
-    if flat.size != math.prod(target.shape):
-        raise UnsupportedConstruct(f"{label}: {out!r} does not hold all of {target!r}")
-    block = math.prod(row_extent)
-    for source in range(context.ranks):
-        offsets, extent = lowering.row(target, source)
-        gathered, _ = context.load(target, source, offsets, extent, label)
-        flat[source * block : (source + 1) * block] = gathered.reshape(-1)
-    context.store(
-        out, local_owner(out, context.rank), [0] * out.ndim, flat.reshape(out.shape), label
-    )
-    lowering.epilogue(context, signal, 1, cells, label)
-    return out
 
 
 def reduce_scatter(target: object, signal: object, *, op: ReduceOp = ReduceOp.Sum) -> object:

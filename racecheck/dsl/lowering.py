@@ -334,6 +334,32 @@ def allgather(
     epilogue(context, signal, 1, cells, label)
 
 
+def allgather_into(
+    context: RankContext,
+    lowering: Lowering,
+    local: TensorView,
+    target: TensorView,
+    signal: TensorView,
+    out: TensorView,
+    label: str,
+) -> None:
+    """The four-argument intrinsic `allgather(local, target, signal, out)`: stage `local`
+    into row `me` of the own target; B1; read row p of every target[p] into block p of
+    the plain tensor `out` (row-major); -1."""
+    _copy(context, local, whole(local), target, context.rank, row(target, context.rank), label)
+    cells = mesh_cells(signal)
+    generation(context, signal, 1, cells, label)
+    if math.prod(out.shape) != math.prod(target.shape):
+        raise UnsupportedConstruct(f"{label}: {out!r} does not hold all of {target!r}")
+    gathered = [
+        context.load(target, source, *row(target, source), label)[0].reshape(-1)
+        for source in range(context.ranks)
+    ]
+    values = np.concatenate(gathered).astype(out.dtype.compute).reshape(out.shape)
+    context.store(out, local_owner(out, context.rank), whole(out)[0], values, label)
+    epilogue(context, signal, 1, cells, label)
+
+
 def reduce_scatter(
     context: RankContext, lowering: Lowering, target: TensorView, signal: TensorView, label: str
 ) -> None:
