@@ -7,9 +7,8 @@ or signal operation is a scheduling point, where the rank parks with its pending
 event and a `SchedulePolicy` picks which enabled rank executes next (a WAIT whose
 condition is false is not enabled). Values are real bytes, so control flow that
 depends on memory follows this schedule; such loads are listed as control reads.
-Every window must be dispatched to every rank: PyPTO makes a smaller communication
-group (with its own rank numbering) of a window that reaches only some devices, and
-that is refused as unsupported rather than checked with world ranks.
+A window dispatched to only some devices forms a smaller communication group, whose
+rank numbering the DSL maps to world ranks (`racecheck.dsl.groups`).
 
 When no rank can move but some wait: with `force_waits` the lowest blocked wait is
 forced past (tracing keeps going, so traces are complete), else the run stops and
@@ -44,7 +43,7 @@ from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
 from racecheck.dsl.tensors import TensorView, WindowBuffer, region_problem, region_runs
 from racecheck.dsl.types import Direction, TensorType
-from racecheck.errors import ProgramRejected, TracingError, UnsupportedConstruct, UserError
+from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
     HOST_OWNER,
     AccessMode,
@@ -209,8 +208,6 @@ class _Host:
         self.dispatches: list[list[_Dispatch]] = [[] for _ in range(ranks)]
         self.row_sliced: dict[int, TensorView] = {}
         self.host_roots: set[int] = set()
-        self.window_ranks: dict[int, set[int]] = {}
-        self.window_sites: dict[int, SourceLocation] = {}
 
     def alloc_window(self, nbytes: int) -> WindowBuffer:
         where = user_location()
@@ -243,26 +240,6 @@ class _Host:
                 f"the program dispatches to device {rank} but runs on {self.ranks} ranks"
             )
         self.dispatches[rank].append(_Dispatch(function=function, args=args, kwargs=kwargs))
-        for value in (*args, *kwargs.values()):
-            if isinstance(value, TensorView) and value.is_window:
-                self.window_ranks.setdefault(value.memory, set()).add(rank)
-                self.window_sites.setdefault(value.memory, user_location())
-
-    def check_one_group(self) -> None:
-        """PyPTO forms one communication group per set of devices a window is dispatched
-        to, and ranks and peers inside a kernel are numbered within that group; racecheck
-        numbers them in the world, so a window that reaches only some ranks is refused."""
-        for memory, ranks in self.window_ranks.items():
-            if len(ranks) != self.ranks:
-                name = self.memory.memories[memory].name
-                where = self.window_sites[memory]
-                raise UnsupportedConstruct(
-                    f"window {name} is dispatched to devices {sorted(ranks)} of {self.ranks}: "
-                    "communication groups smaller than the world (group-relative ranks) are "
-                    "not modelled",
-                    file=where.file,
-                    line=where.line,
-                )
 
     def check_row_counts(self) -> None:
         for view in self.row_sliced.values():
@@ -721,7 +698,6 @@ def _run_host(
     with activated(host):
         _call_user(lambda: instance.entry(*arguments), instance.name)
     host.check_row_counts()
-    host.check_one_group()
     return host, tensors
 
 

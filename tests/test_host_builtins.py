@@ -181,3 +181,27 @@ def test_host_builtins_take_the_data_types_of_their_kernels_only() -> None:
     line = _line_of(FIXTURE, "data = pld.tensor.broadcast(data, signal, root=root)")
     assert report.errors[0].startswith(f"{FIXTURE}:{line}: error:")
     assert "takes FP32 data only" in report.errors[0]
+
+
+@pytest.mark.parametrize("on_host", [True, False])
+def test_a_builtin_on_a_subgroup_runs_on_its_members_numbered_within_it(on_host: bool) -> None:
+    spec = next(
+        s
+        for s in discover(load_file(str(FIXTURE)), args={"on_host": str(on_host)})
+        if s.name == "build_subgroup_allreduce"
+    )
+    execution = simulate(spec.instantiate(4))
+    x, y, me = execution.tensors
+    assert execution.trace.events[0] == ()  # device 0 is not in the group
+    for rank in (1, 2, 3):
+        np.testing.assert_allclose(y.final[rank], x.initial[1:].sum(axis=0), rtol=1e-5)
+    assert not y.final[0].any()
+    if not on_host:
+        assert [list(me.final[rank, 0]) for rank in (1, 2, 3)] == [[0, 3], [1, 3], [2, 3]]
+    report = racecheck.verify(
+        str(FIXTURE),
+        ranks="3..4",
+        programs=["build_subgroup_allreduce"],
+        args={"on_host": str(on_host)},
+    )
+    assert {result.verdict for result in report.results} == {racecheck.Verdict.PROVED}

@@ -4,8 +4,9 @@ Each returns its target window (RUNTIME.md §3, §5).
 
 Inside a kernel a builtin runs its InCore lowering on the calling rank, in program
 order. In the host function (RUNTIME.md §3) it becomes one dispatch per device of the
-domain (every rank: sub-groups are not modelled), each running the builtin's host
-kernel; its events carry the line of the host call. PyPTO's host kernels return at
+domain (the group of its windows, `racecheck.dsl.groups`; every rank if no dispatch
+names them), each running the builtin's host kernel; its events carry the line of the
+host call. PyPTO's host kernels return at
 once, with no synchronisation and no data, above 16 ranks: that is reported as
 unsupported, never checked. The sequences themselves are in `racecheck.dsl.lowering`.
 """
@@ -22,6 +23,7 @@ from racecheck.dsl import lanes, lowering
 from racecheck.dsl.context import HostContext, current, is_rank_context, rank_context
 from racecheck.dsl.dist_ops import _window, window
 from racecheck.dsl.dtypes import INT32
+from racecheck.dsl.groups import in_group, members
 from racecheck.dsl.local_ops import require_view
 from racecheck.dsl.location import pinned, user_location
 from racecheck.dsl.scalars import as_index
@@ -56,7 +58,8 @@ def _on_rank(
 ) -> None:
     """One device's dispatch of a host builtin: its kernel, at the host call's line."""
     with pinned(where):
-        lower(rank_context(label), lowering.Lowering.HOST, *operands, label=label, **options)
+        context = in_group(rank_context(label), operands[0])
+        lower(context, lowering.Lowering.HOST, *operands, label=label, **options)
 
 
 def _launch(
@@ -69,10 +72,12 @@ def _launch(
 ) -> None:
     """Run `lower` here (in a kernel) or dispatch it to every device (on the host). On
     the host, the first operand holds the data, in one of `host_dtypes`."""
+    window = next(operand for operand in operands if operand.is_window)
     host = _host()
     if host is None:
         lanes.note_comm(label)
-        lower(rank_context(label), lowering.Lowering.INCORE, *operands, label=label, **options)
+        context = in_group(rank_context(label), window)
+        lower(context, lowering.Lowering.INCORE, *operands, label=label, **options)
         return
     if host.ranks > HOST_MAX_RANKS:
         raise _unsupported(
@@ -86,8 +91,11 @@ def _launch(
             f"{label} in the host function on {data!r}: PyPTO's host kernel takes "
             f"{' or '.join(sorted(host_dtypes))} data only"
         )
+    group = members(window, host.ranks)
+    for operand in operands:
+        operand.devices.update(group)  # type: ignore[union-attr]  # windows, checked above
     task = functools.partial(_on_rank, user_location(), label, lower)
-    for rank in range(host.ranks):
+    for rank in group:
         host.dispatch(rank, task, operands, dict(options))
 
 

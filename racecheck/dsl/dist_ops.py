@@ -14,8 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from racecheck.dsl import lanes
-from racecheck.dsl.context import current, host_context, rank_context
+from racecheck.dsl.context import RankContext, current, host_context, rank_context
 from racecheck.dsl.dtypes import DType
+from racecheck.dsl.groups import in_group, world_peer
 from racecheck.dsl.local_ops import indices, load_region, local_owner, require_view, tile_values
 from racecheck.dsl.scalars import DeviceInt, as_index
 from racecheck.dsl.tensors import TensorView, Tile, WindowBuffer
@@ -31,9 +32,13 @@ WAIT_CMPS = {WaitCmp.Ge: EventWaitCmp.GE, WaitCmp.Eq: EventWaitCmp.EQ}
 
 
 class CommCtx:
-    """`pld.get_comm_ctx(window)`: the rank's communication context (ambient here)."""
+    """`pld.get_comm_ctx(window)`: the communication context of the window's group; also
+    the annotation `pld.CommCtxType`."""
 
-    __slots__ = ()
+    __slots__ = ("window",)
+
+    def __init__(self, window: TensorView | None = None) -> None:
+        self.window = window
 
 
 def world_size() -> DeviceInt:
@@ -44,15 +49,24 @@ def world_size() -> DeviceInt:
 
 
 def get_comm_ctx(tensor: object = None) -> CommCtx:
-    return CommCtx()
+    window = tensor if isinstance(tensor, TensorView) and tensor.is_window else None
+    return CommCtx(window)
+
+
+def _context_of(ctx: object, construct: str) -> RankContext:
+    """The rank's context, numbered within the group of `ctx`'s window if it has one."""
+    context = rank_context(construct)
+    if isinstance(ctx, CommCtx) and ctx.window is not None:
+        return in_group(context, ctx.window)
+    return context
 
 
 def rank(ctx: object = None) -> DeviceInt:
-    return DeviceInt(rank_context("pld.rank").rank)
+    return DeviceInt(_context_of(ctx, "pld.rank").rank)
 
 
 def nranks(ctx: object = None) -> DeviceInt:
-    return DeviceInt(rank_context("pld.nranks").ranks)
+    return DeviceInt(_context_of(ctx, "pld.nranks").ranks)
 
 
 def alloc_window_buffer(
@@ -79,6 +93,7 @@ def window(buf: object, shape: Sequence[object], *, dtype: DType) -> TensorView:
         shape=tuple(indices(shape)),
         dtype=dtype,
         memory_nbytes=buf.nbytes,
+        devices=buf.devices,
     )
 
 
@@ -109,9 +124,9 @@ def notify(
     view = _window(target, label, "the signal")
     event_op: EventNotifyOp = _enum(op, NOTIFY_OPS, label, "op")  # type: ignore[assignment]
     lanes.note_comm(label)
-    rank_context(label).notify(
-        view, as_index(peer), indices(offsets), as_index(value), event_op, label
-    )
+    context = rank_context(label)
+    target_rank = world_peer(context, view, as_index(peer))
+    context.notify(view, target_rank, indices(offsets), as_index(value), event_op, label)
 
 
 def _wait_call(
@@ -170,7 +185,8 @@ def remote_load(
     label = "pld.tile.remote_load"
     view = _window(target, label, "the target")
     lanes.note_comm(label)
-    return load_region(view, as_index(peer), offsets, shape, valid_shape, label)
+    owner = world_peer(rank_context(label), view, as_index(peer))
+    return load_region(view, owner, offsets, shape, valid_shape, label)
 
 
 def _accumulates(atomic: object, label: str) -> bool:
@@ -193,7 +209,7 @@ def remote_store(
     context = rank_context(label)
     context.store(
         view,
-        as_index(peer),
+        world_peer(context, view, as_index(peer)),
         indices(offsets),
         tile_values(src_tile, view.dtype),
         label,
@@ -244,10 +260,12 @@ def _transfer(
     )
     if source_owner_of == "peer":
         _window(src_view, label, "src")
-        src_owner, dst_owner = target, local_owner(dst_view, context.rank)
+        src_owner = world_peer(context, src_view, target)
+        dst_owner = local_owner(dst_view, context.rank)
     else:
         _window(dst_view, label, "dst")
-        src_owner, dst_owner = local_owner(src_view, context.rank), target
+        src_owner = local_owner(src_view, context.rank)
+        dst_owner = world_peer(context, dst_view, target)
     values, _ = context.load(src_view, src_owner, src_offsets, src_extent, label)
     context.store(
         dst_view,

@@ -111,6 +111,7 @@ def flat(view: TensorView) -> TensorView:
         shape=(math.prod(view.shape),),
         dtype=view.dtype,
         memory_nbytes=view.memory_nbytes,
+        devices=view.devices,
     )
 
 

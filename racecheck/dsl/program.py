@@ -16,6 +16,7 @@ from typing import Any
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import as_index
+from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import FunctionType, Level, Role
 from racecheck.errors import UnsupportedConstruct
 
@@ -53,10 +54,12 @@ class DslFunction:
                 line=where.line,
             )
         if "device" in kwargs:
-            device = kwargs.pop("device")
-            host_context(f"{self.__name__}(..., device=...)").dispatch(
-                as_index(device), self.function, args, kwargs
-            )
+            device = as_index(kwargs.pop("device"))
+            host = host_context(f"{self.__name__}(..., device=...)")
+            for value in (*args, *kwargs.values()):
+                if isinstance(value, TensorView) and value.devices is not None:
+                    value.devices.add(device)  # the window's group (RUNTIME.md §7)
+            host.dispatch(device, self.function, args, kwargs)
             return None
         context = current()
         on_host = context is not None and not is_rank_context(context)

@@ -23,13 +23,16 @@ from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, MemoryKind, union_ranges
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class WindowBuffer:
-    """`pld.alloc_window_buffer(...)`: one zero-initialised instance per rank."""
+    """`pld.alloc_window_buffer(...)`: one zero-initialised instance per rank. `devices`
+    collects the ranks its views are dispatched to (RUNTIME.md §7): once the host body
+    has run, they are the buffer's communication group."""
 
     memory: int
     nbytes: int
     name: str
+    devices: set[int] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -41,6 +44,7 @@ class TensorView:
     shape: tuple[int, ...]
     dtype: DType
     memory_nbytes: int
+    devices: set[int] | None = None  # a window's buffer's `devices`; None for host tensors
 
     @property
     def ndim(self) -> int:
@@ -65,6 +69,7 @@ class TensorView:
             shape=row_shape,
             dtype=self.dtype,
             memory_nbytes=self.memory_nbytes,
+            devices=self.devices,
         )
 
     def __getitem__(self, index: object) -> TensorView | Tile:
@@ -151,6 +156,7 @@ class TensorView:
             shape=tuple(shape),
             dtype=self.dtype,
             memory_nbytes=self.memory_nbytes,
+            devices=self.devices,
         )
 
     def __repr__(self) -> str:
