@@ -1,15 +1,13 @@
 """Kernel-side slices of real PyPTO system tests: strided slices read as loads, slice
 assignments stored as writes, tensor-level math on views, and windows that reach only
-some ranks (a smaller communication group, refused)."""
+some ranks (a smaller communication group)."""
 
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from racecheck.check import check_program
 from racecheck.cosim import simulate
-from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventKind
 from racecheck.findings import FindingKind, Verdict
 from racecheck.load import discover, load_file
@@ -58,10 +56,14 @@ def test_tensor_slice_cast_and_add_work_on_views() -> None:
         np.testing.assert_allclose(y.final[rank], expected, rtol=1e-6)
 
 
-def test_window_dispatched_to_some_ranks_is_refused_with_its_line() -> None:
-    with pytest.raises(UnsupportedConstruct) as caught:
-        simulate(SPECS["build_pair_group"].instantiate(3))
-    assert "communication groups" in str(caught.value) and caught.value.line is not None
+def test_window_dispatched_to_some_ranks_is_a_group_with_its_own_numbering() -> None:
+    execution = simulate(SPECS["build_pair_group"].instantiate(3))
+    x, y = execution.tensors
+    np.testing.assert_array_equal(y.final[0], x.initial[1])
+    np.testing.assert_array_equal(y.final[1], x.initial[0])
+    assert not y.final[2].any() and execution.trace.events[2] == ()
+    result = check_program(SPECS["build_pair_group"], 3, Options(ranks=(3,)))
+    assert result.verdict is Verdict.PROVED
 
 
 def test_window_dispatched_to_every_rank_is_one_group() -> None:

@@ -7,9 +7,8 @@ or signal operation is a scheduling point, where the rank parks with its pending
 event and a `SchedulePolicy` picks which enabled rank executes next (a WAIT whose
 condition is false is not enabled). Values are real bytes, so control flow that
 depends on memory follows this schedule; such loads are listed as control reads.
-Every window must be dispatched to every rank: PyPTO makes a smaller communication
-group (with its own rank numbering) of a window that reaches only some devices, and
-that is refused as unsupported rather than checked with world ranks.
+A window dispatched to only some devices forms a smaller communication group, whose
+rank numbering the DSL maps to world ranks (`racecheck.dsl.groups`).
 
 When no rank can move but some wait: with `force_waits` the lowest blocked wait is
 forced past (tracing keeps going, so traces are complete), else the run stops and

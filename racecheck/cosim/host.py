@@ -12,10 +12,7 @@ from racecheck.dsl.location import (
 )
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.tensors import TensorView, WindowBuffer
-from racecheck.errors import ProgramRejected, UnsupportedConstruct
-from racecheck.events import (
-    SourceLocation,
-)
+from racecheck.errors import ProgramRejected
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,8 +35,6 @@ class HostContext:
         self.dispatches: list[list[Dispatch]] = [[] for _ in range(ranks)]
         self.row_sliced: dict[int, TensorView] = {}
         self.host_roots: set[int] = set()
-        self.window_ranks: dict[int, set[int]] = {}
-        self.window_sites: dict[int, SourceLocation] = {}
 
     def alloc_window(self, nbytes: int) -> WindowBuffer:
         where = user_location()
@@ -72,26 +67,6 @@ class HostContext:
                 f"the program dispatches to device {rank} but runs on {self.ranks} ranks"
             )
         self.dispatches[rank].append(Dispatch(function=function, args=args, kwargs=kwargs))
-        for value in (*args, *kwargs.values()):
-            if isinstance(value, TensorView) and value.is_window:
-                self.window_ranks.setdefault(value.memory, set()).add(rank)
-                self.window_sites.setdefault(value.memory, user_location())
-
-    def check_one_group(self) -> None:
-        """PyPTO forms one communication group per set of devices a window is dispatched
-        to, and ranks and peers inside a kernel are numbered within that group; racecheck
-        numbers them in the world, so a window that reaches only some ranks is refused."""
-        for memory, ranks in self.window_ranks.items():
-            if len(ranks) != self.ranks:
-                name = self.memory.memories[memory].name
-                where = self.window_sites[memory]
-                raise UnsupportedConstruct(
-                    f"window {name} is dispatched to devices {sorted(ranks)} of {self.ranks}: "
-                    "communication groups smaller than the world (group-relative ranks) are "
-                    "not modelled",
-                    file=where.file,
-                    line=where.line,
-                )
 
     def check_row_counts(self) -> None:
         for view in self.row_sliced.values():

@@ -102,6 +102,12 @@ def activated(context: HostContext | RankContext) -> Iterator[None]:
         _active.context = previous
 
 
+def make_current(context: HostContext | RankContext | None) -> None:
+    """Make `context` this thread's active one (for a generator, where a `with` block
+    would be left on another thread when the generator is collected)."""
+    _active.context = context
+
+
 def is_rank_context(context: object) -> bool:
     return hasattr(context, "note_control")
 

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from racecheck.dsl.context import current, host_context, rank_context
+from racecheck.dsl import lanes
+from racecheck.dsl.context import RankContext, current, host_context, rank_context
 from racecheck.dsl.dtypes import DType
+from racecheck.dsl.groups import in_group, world_peer
 from racecheck.dsl.local_ops import indices, load_region, local_owner, require_view, tile_values
 from racecheck.dsl.scalars import DeviceInt, as_index
 from racecheck.dsl.tensors import TensorView, Tile, WindowBuffer
@@ -24,14 +26,19 @@ from racecheck.events import MemoryKind
 from racecheck.events import NotifyOp as EventNotifyOp
 from racecheck.events import WaitCmp as EventWaitCmp
 
+Region = Sequence[object]  # offsets or a shape, as the user wrote it
 NOTIFY_OPS = {NotifyOp.AtomicAdd: EventNotifyOp.ATOMIC_ADD, NotifyOp.Set: EventNotifyOp.SET}
 WAIT_CMPS = {WaitCmp.Ge: EventWaitCmp.GE, WaitCmp.Eq: EventWaitCmp.EQ}
 
 
 class CommCtx:
-    """`pld.get_comm_ctx(window)`: the rank's communication context (ambient here)."""
+    """`pld.get_comm_ctx(window)`: the communication context of the window's group; also
+    the annotation `pld.CommCtxType`."""
 
-    __slots__ = ()
+    __slots__ = ("window",)
+
+    def __init__(self, window: TensorView | None = None) -> None:
+        self.window = window
 
 
 def world_size() -> DeviceInt:
@@ -42,15 +49,24 @@ def world_size() -> DeviceInt:
 
 
 def get_comm_ctx(tensor: object = None) -> CommCtx:
-    return CommCtx()
+    window = tensor if isinstance(tensor, TensorView) and tensor.is_window else None
+    return CommCtx(window)
+
+
+def _context_of(ctx: object, construct: str) -> RankContext:
+    """The rank's context, numbered within the group of `ctx`'s window if it has one."""
+    context = rank_context(construct)
+    if isinstance(ctx, CommCtx) and ctx.window is not None:
+        return in_group(context, ctx.window)
+    return context
 
 
 def rank(ctx: object = None) -> DeviceInt:
-    return DeviceInt(rank_context("pld.rank").rank)
+    return DeviceInt(_context_of(ctx, "pld.rank").rank)
 
 
 def nranks(ctx: object = None) -> DeviceInt:
-    return DeviceInt(rank_context("pld.nranks").ranks)
+    return DeviceInt(_context_of(ctx, "pld.nranks").ranks)
 
 
 def alloc_window_buffer(
@@ -77,6 +93,7 @@ def window(buf: object, shape: Sequence[object], *, dtype: DType) -> TensorView:
         shape=tuple(indices(shape)),
         dtype=dtype,
         memory_nbytes=buf.nbytes,
+        devices=buf.devices,
     )
 
 
@@ -106,9 +123,10 @@ def notify(
 ) -> None:
     view = _window(target, label, "the signal")
     event_op: EventNotifyOp = _enum(op, NOTIFY_OPS, label, "op")  # type: ignore[assignment]
-    rank_context(label).notify(
-        view, as_index(peer), indices(offsets), as_index(value), event_op, label
-    )
+    lanes.note_comm(label)
+    context = rank_context(label)
+    target_rank = world_peer(context, view, as_index(peer))
+    context.notify(view, target_rank, indices(offsets), as_index(value), event_op, label)
 
 
 def _wait_call(
@@ -120,6 +138,7 @@ def _wait_call(
     target: object,
 ) -> None:
     view = _window(signal if signal is not None else target, label, "the signal")
+    lanes.note_comm(label)
     if offsets is None or expected is None:
         raise TypeError(f"{label} needs offsets= and expected=")
     event_cmp = _enum(cmp, WAIT_CMPS, label, "cmp")
@@ -165,7 +184,9 @@ def remote_load(
 ) -> Tile:
     label = "pld.tile.remote_load"
     view = _window(target, label, "the target")
-    return load_region(view, as_index(peer), offsets, shape, valid_shape, label)
+    lanes.note_comm(label)
+    owner = world_peer(rank_context(label), view, as_index(peer))
+    return load_region(view, owner, offsets, shape, valid_shape, label)
 
 
 def _accumulates(atomic: object, label: str) -> bool:
@@ -184,10 +205,11 @@ def remote_store(
 ) -> None:
     label = "pld.tile.remote_store"
     view = _window(target, label, "the target")
+    lanes.note_comm(label)
     context = rank_context(label)
     context.store(
         view,
-        as_index(peer),
+        world_peer(context, view, as_index(peer)),
         indices(offsets),
         tile_values(src_tile, view.dtype),
         label,
@@ -225,10 +247,11 @@ def _transfer(
     src: object,
     source_owner_of: str,
     peer: object,
-    regions: tuple[Sequence[object] | None, Sequence[object] | None, Sequence[object] | None],
+    regions: tuple[Region | None, Region | None, Region | None],
     accumulate: bool,
 ) -> None:
     context = rank_context(label)
+    lanes.note_comm(label)
     dst_view = require_view(dst, label, "dst")
     src_view = require_view(src, label, "src")
     target = as_index(peer)
@@ -237,10 +260,12 @@ def _transfer(
     )
     if source_owner_of == "peer":
         _window(src_view, label, "src")
-        src_owner, dst_owner = target, local_owner(dst_view, context.rank)
+        src_owner = world_peer(context, src_view, target)
+        dst_owner = local_owner(dst_view, context.rank)
     else:
         _window(dst_view, label, "dst")
-        src_owner, dst_owner = local_owner(src_view, context.rank), target
+        src_owner = local_owner(src_view, context.rank)
+        dst_owner = world_peer(context, dst_view, target)
     values, _ = context.load(src_view, src_owner, src_offsets, src_extent, label)
     context.store(
         dst_view,
@@ -290,3 +315,42 @@ def get(
     pipeline: bool = False,
 ) -> None:
     _transfer("pld.tensor.get", dst, src, "peer", peer, (dst_offsets, src_offsets, shape), False)
+
+
+def _is_region(value: object) -> bool:
+    return isinstance(value, (list, tuple))
+
+
+def tile_put(
+    dst: object,
+    peer: object,
+    src: object,
+    stage: object,
+    stage2: object = None,
+    dst_offsets: Sequence[object] | None = None,
+    src_offsets: Sequence[object] | None = None,
+    shape: Sequence[object] | None = None,
+    *,
+    atomic: AtomicType = AtomicType.None_,
+) -> None:
+    """`pld.tile.put`: `pld.tensor.put` through on-chip staging tiles (scratch). As in
+    PyPTO, a region given where `stage2` goes is the first region argument."""
+    if _is_region(stage2):
+        dst_offsets, src_offsets, shape = stage2, dst_offsets, src_offsets  # type: ignore[assignment]
+    put(dst, peer, src, dst_offsets, src_offsets, shape, atomic=atomic)
+
+
+def tile_get(
+    dst: object,
+    peer: object,
+    src: object,
+    stage: object,
+    stage2: object = None,
+    dst_offsets: Sequence[object] | None = None,
+    src_offsets: Sequence[object] | None = None,
+    shape: Sequence[object] | None = None,
+) -> None:
+    """`pld.tile.get`: `pld.tensor.get` through on-chip staging tiles (scratch)."""
+    if _is_region(stage2):
+        dst_offsets, src_offsets, shape = stage2, dst_offsets, src_offsets  # type: ignore[assignment]
+    get(dst, peer, src, dst_offsets, src_offsets, shape)

@@ -22,6 +22,7 @@ import numpy as np
 
 from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import DType
+from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.events import HOST_OWNER
@@ -68,14 +69,60 @@ def load_region(
 def load(
     tensor: object,
     offsets: Sequence[object],
-    shape: Sequence[object],
+    shapes: Sequence[object] | None = None,
     valid_shape: Sequence[object] | None = None,
+    target_memory: object = None,
+    *,
+    shape: Sequence[object] | None = None,
 ) -> Tile:
+    """`pl.load(t, offsets, shapes, valid_shape=None, target_memory=Vec)` (also `shape=`);
+    from a kernel-local tensor it is a copy of the block, with no event."""
+    extent = shapes if shapes is not None else shape
+    if extent is None:
+        raise TypeError("pl.load needs shapes=")
+    if isinstance(tensor, Tile):
+        return tile_block(tensor, offsets, valid_shape if valid_shape is not None else extent)
     view = require_view(tensor, "pl.load", "the source")
     context = rank_context("pl.load")
     return load_region(
-        view, local_owner(view, context.rank), offsets, shape, valid_shape, "pl.load"
+        view, local_owner(view, context.rank), offsets, extent, valid_shape, "pl.load"
     )
+
+
+def tile_block(tile: Tile, offsets: Sequence[object], extent: Sequence[object]) -> Tile:
+    """A block of a tile or kernel-local tensor, as a new tile."""
+    starts, sizes = indices(offsets), indices(extent)
+    record_local(tile, starts, sizes, write=False)
+    region = tuple(slice(start, start + size) for start, size in zip(starts, sizes, strict=True))
+    data = np.array(tile.data[region])
+    return Tile(data=data, dtype=tile.dtype, valid=tuple(data.shape), sources=tile.sources)
+
+
+def tile_update(
+    target: Tile, offsets: Sequence[object], values: np.ndarray, sources: frozenset
+) -> Tile:
+    """`target` with `values` written at `offsets`: stores into kernel-local memory."""
+    data = np.array(target.data)
+    starts = indices(offsets)
+    block = np.asarray(values).reshape(_trailing(values, len(starts)))
+    record_local(target, starts, list(block.shape), write=True)
+    data[
+        tuple(slice(start, start + size) for start, size in zip(starts, block.shape, strict=True))
+    ] = block
+    return Tile(
+        data=data,
+        dtype=target.dtype,
+        valid=target.valid,
+        sources=target.sources | sources,
+        storage=target.storage,
+    )
+
+
+def _trailing(values: np.ndarray, ndim: int) -> tuple[int, ...]:
+    shape = list(np.shape(values))
+    while len(shape) > ndim and shape[0] == 1:
+        shape.pop(0)
+    return tuple([1] * (ndim - len(shape)) + shape)
 
 
 def load_block(
@@ -137,7 +184,10 @@ def tile_values(tile: object, dtype: DType) -> np.ndarray:
     return np.asarray(as_data(tile), dtype=dtype.compute).reshape(1, 1)
 
 
-def store(tile: object, offsets: Sequence[object], output_tensor: object) -> TensorView:
+def store(tile: object, offsets: Sequence[object], output_tensor: object) -> TensorView | Tile:
+    if isinstance(output_tensor, Tile):
+        sources = tile.sources if isinstance(tile, Tile) else frozenset()
+        return tile_update(output_tensor, offsets, tile_values(tile, output_tensor.dtype), sources)
     view = require_view(output_tensor, "pl.store", "the destination")
     context = rank_context("pl.store")
     values = tile_values(tile, view.dtype)
@@ -266,11 +316,23 @@ def _carried_iteration(steps: range, init: tuple[object, ...]) -> Iterator[tuple
 def range_(
     *args: object, init_values: Sequence[object] | None = None, **hints: object
 ) -> Iterator[Any]:
-    """`pl.range` / `pl.parallel`: unrolled by Python; indices are device ints."""
+    """`pl.range`: unrolled by Python; indices are device ints."""
     steps = _loop_indices(args)
     if init_values is None:
         return (DeviceInt(index) for index in steps)
     return _carried_iteration(steps, tuple(init_values))
+
+
+def parallel(
+    *args: object, init_values: Sequence[object] | None = None, **hints: object
+) -> Iterator[Any]:
+    """`pl.parallel`: `pl.range` whose iterations must not conflict (`dsl.parallel`)."""
+    return tracked(range_(*args, init_values=init_values))
+
+
+def unroll(*args: object, **hints: object) -> Iterator[Any]:
+    """`pl.unroll(stop | start, stop[, step])`: unrolled, with no carried values."""
+    return range_(*args)
 
 
 _unpacking_calls: dict[tuple[CodeType, int], bool] = {}

@@ -2,13 +2,18 @@
 
 Assumes the loader registers every user file it executes (by the filename the code
 was compiled with); the innermost stack frame from a registered file is "the user's
-line" of any event, error or unsupported construct.
+line" of any event, error or unsupported construct. Code that runs on a rank with no
+user frame on its stack (a builtin collective the host dispatched) pins the line it
+was called from with `pinned`.
 """
 
 from __future__ import annotations
 
 import linecache
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 from racecheck.events import SourceLocation
@@ -57,10 +62,27 @@ def location_of(frame: FrameType) -> SourceLocation:
 UNKNOWN_LOCATION = SourceLocation(file="<unknown>", line=0, text="")
 
 
+_pinned = threading.local()
+
+
+@contextmanager
+def pinned(location: SourceLocation) -> Iterator[None]:
+    """Within the block, a stack without user frames is at `location` (this thread only)."""
+    previous = getattr(_pinned, "location", UNKNOWN_LOCATION)
+    _pinned.location = location
+    try:
+        yield
+    finally:
+        _pinned.location = previous
+
+
 def user_location(frame: FrameType | None = None) -> SourceLocation:
-    """The innermost user-file location on the stack (from `frame`, default: the caller)."""
+    """The innermost user-file location on the stack (from `frame`, default: the caller),
+    else the pinned one."""
     found = innermost_user_frame(frame if frame is not None else sys._getframe(1))
-    return location_of(found) if found is not None else UNKNOWN_LOCATION
+    if found is not None:
+        return location_of(found)
+    return getattr(_pinned, "location", UNKNOWN_LOCATION)
 
 
 def traceback_location(tb: object) -> SourceLocation | None:

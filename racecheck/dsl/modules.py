@@ -2,13 +2,15 @@
 
 `installed()` puts racecheck's `pypto`, `pypto.language` (pl),
 `pypto.language.distributed` (pld), `pypto.ir`, `pypto.ir.distributed_compiled_program`
-and `pypto.runtime` into `sys.modules` (and a torch stand-in when torch is not
+and `pypto.runtime` into `sys.modules` (and torch and pytest stand-ins when they are not
 importable) and restores the previous entries afterwards. Reading a name the DSL
 does not define raises `UnsupportedConstruct` at the user's line. Driver-only names
-(`ir.compile`, `DistributedConfig`, `RunConfig`) are inert: they import and
-construct, but running a program on hardware is never modelled. Other `pypto.*`
-modules outside `pypto.language` (`pypto.runtime.device_runner`, ...) are driver
-modules: they import, and their names are inert calls.
+(docs/model.md: `ir.compile`, `DistributedConfig`, `RunConfig`, `DeviceTensor`, ...)
+are inert: they import, and classes construct outside a traced body, but running a
+program on hardware is never modelled and using them inside a kernel or the host
+function is unsupported. Other `pypto.*` modules outside `pypto.language`
+(`pypto.runtime.device_runner`, ...) and PyPTO's `examples.runtime` helpers are
+driver modules: they import, and their names are inert calls.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from racecheck.dsl import builtins, dist_ops, dtypes, local_ops, program, types
+from racecheck.dsl import builtins, dist_ops, dtypes, local_ops, program, tile_ops, types
+from racecheck.dsl.context import current
 from racecheck.dsl.location import user_location
 from racecheck.errors import UnsupportedConstruct
 
@@ -48,9 +51,18 @@ class DslNamespace(ModuleType):
 
 
 class _Inert:
-    """A driver-only object (config, compile): constructible, never run."""
+    """A driver-only object (config, worker, device tensor): constructible while the file
+    is imported or its main() would run, never inside a traced kernel or host body."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if current() is not None:
+            where = user_location()
+            raise UnsupportedConstruct(
+                f"{type(self).__name__} is driver code that runs the program on hardware; "
+                "racecheck does not model it inside a kernel or the host function",
+                file=where.file,
+                line=where.line,
+            )
         self.args, self.kwargs = args, kwargs
 
     def __getattr__(self, name: str) -> Any:
@@ -59,12 +71,27 @@ class _Inert:
         return _Inert()
 
 
-class DistributedConfig(_Inert):
-    pass
+def _inert_class(name: str) -> type[_Inert]:
+    return type(name, (_Inert,), {"__module__": "pypto.runtime"})
 
 
-class RunConfig(_Inert):
-    pass
+DistributedConfig = _inert_class("DistributedConfig")
+DistributedCompiledProgram = _inert_class("DistributedCompiledProgram")
+RunConfig = _inert_class("RunConfig")
+RUNTIME_CLASSES = {
+    name: _inert_class(name)
+    for name in (
+        "DistributedWorker",
+        "StackedDeviceTensor",
+        "DeviceTensor",
+        "ChipWorker",
+        "Worker",
+        "RunResult",
+        "TensorSpec",
+        "ScalarSpec",
+        "RegistrationHandle",
+    )
+}
 
 
 def _inert_call(name: str) -> Any:
@@ -90,13 +117,27 @@ class _DriverModule(ModuleType):
         return _inert_call(f"{self.__name__}.{name}")
 
 
+DRIVER_PACKAGES = ("pypto", "examples.runtime")  # PyPTO's own driver helpers (docs/model.md)
+
+
+def _is_driver_module(fullname: str) -> bool:
+    if fullname.startswith("pypto.language"):
+        return False
+    if fullname == "examples":  # PyPTO's examples package, unless the user has one
+        return importlib.machinery.PathFinder.find_spec(fullname) is None
+    return any(fullname.startswith(f"{package}.") for package in DRIVER_PACKAGES) or (
+        fullname == "examples.runtime"
+    )
+
+
 class _DriverModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Serves unknown `pypto.*` modules outside `pypto.language` as driver modules."""
+    """Serves unknown `pypto.*` modules outside `pypto.language`, and PyPTO's
+    `examples.runtime` helpers, as driver modules."""
 
     def find_spec(
         self, fullname: str, path: object, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if not fullname.startswith("pypto.") or fullname.startswith("pypto.language"):
+        if not _is_driver_module(fullname):
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
@@ -153,12 +194,48 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "program": program.program,
         "function": program.function,
         "jit": program.jit,
+        "MemorySpace": types.MemorySpace,
+        "Mem": types.MemorySpace,
         "range": local_ops.range_,
-        "parallel": local_ops.range_,
+        "parallel": local_ops.parallel,
+        "unroll": local_ops.unroll,
         "yield_": local_ops.yield_,
-        "tile": DslNamespace("pypto.language.tile", "pl.tile", dict(LOCAL_OPS)),
+        "const": tile_ops.const,
+        "slice": tile_ops.slice_,
+        "assemble": tile_ops.assemble,
+        "full": tile_ops.full,
+        "create_tensor": tile_ops.create_tensor,
+        "move": tile_ops.move,
+        "matmul": tile_ops.matmul,
+        "array": DslNamespace(
+            "pypto.language.array", "pl.array", {"create": tile_ops.array_create}
+        ),
+        "tile": DslNamespace(
+            "pypto.language.tile",
+            "pl.tile",
+            {
+                **LOCAL_OPS,
+                "full": tile_ops.tile_full,
+                "create": tile_ops.tile_create,
+                "row_sum": tile_ops.row_sum,
+                "reshape": tile_ops.reshape,
+                "move": tile_ops.move,
+                "matmul": tile_ops.matmul,
+                "slice": tile_ops.slice_,
+                "assemble": tile_ops.assemble,
+            },
+        ),
         "tensor": DslNamespace(
-            "pypto.language.tensor", "pl.tensor", {**LOCAL_OPS, "slice": local_ops.tensor_slice}
+            "pypto.language.tensor",
+            "pl.tensor",
+            {
+                **LOCAL_OPS,
+                "slice": local_ops.tensor_slice,
+                "assemble": tile_ops.assemble,
+                "full": tile_ops.full,
+                "create": tile_ops.create_tensor,
+                "matmul": tile_ops.matmul,
+            },
         ),
         "distributed": distributed,
     }
@@ -188,6 +265,8 @@ def _distributed() -> DslNamespace:
         {
             "remote_load": dist_ops.remote_load,
             "remote_store": dist_ops.remote_store,
+            "put": dist_ops.tile_put,
+            "get": dist_ops.tile_get,
         },
     )
     tensor = DslNamespace(
@@ -204,6 +283,7 @@ def _distributed() -> DslNamespace:
             "allgather": builtins.allgather,
             "reduce_scatter": builtins.reduce_scatter,
             "all_to_all": builtins.all_to_all,
+            "all_to_all_v": builtins.all_to_all_v,
             "alloc_window_buffer": dist_ops.alloc_window_buffer,
             "window": dist_ops.window,
         },
@@ -222,6 +302,7 @@ def _distributed() -> DslNamespace:
             "remote_store": dist_ops.remote_store,
             "DistributedTensor": types.DistributedTensor,
             "CommCtx": dist_ops.CommCtx,
+            "CommCtxType": dist_ops.CommCtx,
             "NotifyOp": types.NotifyOp,
             "WaitCmp": types.WaitCmp,
             "AtomicType": types.AtomicType,
@@ -260,13 +341,48 @@ class _TorchStandIn(ModuleType):
         return _TorchPlaceholder(f"torch.{name}")
 
 
+def _passthrough(*args: Any, **kwargs: Any) -> Any:
+    """A decorator used bare (`@pytest.fixture`) or called (`@pytest.mark.x(...)`)."""
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return args[0]
+    return lambda function: function
+
+
+class _PytestMark:
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _passthrough
+
+
+class _PytestStandIn(ModuleType):
+    """pytest for a test file loaded without pytest installed: its decorators (fixtures
+    such as `test_config`, `mark.parametrize`) leave the test functions alone, which
+    racecheck never runs; anything else is an inert call."""
+
+    def __init__(self) -> None:
+        super().__init__("pytest")
+        self.mark = _PytestMark()
+        self.fixture = _passthrough
+        self.param = lambda *values, **options: values
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _inert_call(f"pytest.{name}")
+
+
 def _build_modules() -> dict[str, ModuleType]:
     distributed = _distributed()
     language = _language(distributed)
+    compiled_names = {
+        "DistributedConfig": DistributedConfig,
+        "DistributedCompiledProgram": DistributedCompiledProgram,
+    }
     compiled_program = DslNamespace(
         "pypto.ir.distributed_compiled_program",
         "pypto.ir.distributed_compiled_program",
-        {"DistributedConfig": DistributedConfig},
+        compiled_names,
     )
     ir = DslNamespace(
         "pypto.ir",
@@ -274,16 +390,12 @@ def _build_modules() -> dict[str, ModuleType]:
         {
             "compile": _inert_call("ir.compile"),
             "distributed_compiled_program": compiled_program,
-            "DistributedConfig": DistributedConfig,
+            **compiled_names,
         },
     )
-    runtime = DslNamespace(
-        "pypto.runtime",
-        "pypto.runtime",
-        {
-            "RunConfig": RunConfig,
-            "DistributedConfig": DistributedConfig,
-        },
+    runtime = _DriverModule("pypto.runtime")
+    runtime.__dict__.update(
+        {"RunConfig": RunConfig, "DistributedConfig": DistributedConfig, **RUNTIME_CLASSES}
     )
     package = DslNamespace("pypto", "pypto", {"language": language, "ir": ir, "runtime": runtime})
     modules: dict[str, ModuleType] = {
@@ -305,9 +417,9 @@ _depth = 0
 _saved: dict[str, ModuleType | None] = {}
 
 
-def _torch_importable() -> bool:
+def _importable(name: str) -> bool:
     try:
-        return importlib.util.find_spec("torch") is not None
+        return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
 
@@ -319,8 +431,10 @@ def installed() -> Iterator[None]:
     with _lock:
         if _depth == 0:
             replacements: dict[str, ModuleType] = dict(MODULES)
-            if "torch" not in sys.modules and not _torch_importable():
+            if "torch" not in sys.modules and not _importable("torch"):
                 replacements["torch"] = _TorchStandIn("torch")
+            if "pytest" not in sys.modules and not _importable("pytest"):
+                replacements["pytest"] = _PytestStandIn()
             for name, module in replacements.items():
                 _saved[name] = sys.modules.get(name)
                 sys.modules[name] = module

@@ -16,6 +16,7 @@ from typing import Any
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import as_index
+from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import FunctionType, Level, Role
 from racecheck.errors import UnsupportedConstruct
 
@@ -24,6 +25,7 @@ class FunctionRole(Enum):
     KERNEL = "kernel"
     PER_DEVICE = "per-device"
     HOST = "host"
+    SUB_WORKER = "sub-worker"  # a host callback (`pl.Role.SubWorker`): never traced
 
 
 class DslFunction:
@@ -43,11 +45,21 @@ class DslFunction:
         return type(self)(self.function.__get__(instance, owner), self.role)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if "device" in kwargs:
-            device = kwargs.pop("device")
-            host_context(f"{self.__name__}(..., device=...)").dispatch(
-                as_index(device), self.function, args, kwargs
+        if self.role is FunctionRole.SUB_WORKER:
+            where = user_location()
+            raise UnsupportedConstruct(
+                f"{self.__name__} is a pl.Role.SubWorker host callback; racecheck does not "
+                "model sub-workers",
+                file=where.file,
+                line=where.line,
             )
+        if "device" in kwargs:
+            device = as_index(kwargs.pop("device"))
+            host = host_context(f"{self.__name__}(..., device=...)")
+            for value in (*args, *kwargs.values()):
+                if isinstance(value, TensorView) and value.devices is not None:
+                    value.devices.add(device)  # the window's group (docs/model.md)
+            host.dispatch(device, self.function, args, kwargs)
             return None
         context = current()
         on_host = context is not None and not is_rank_context(context)
@@ -80,6 +92,8 @@ def _not_run(name: str) -> UnsupportedConstruct:
 
 
 def _role_of(type: object = None, level: object = None, role: object = None) -> FunctionRole:
+    if role is Role.SubWorker:
+        return FunctionRole.SUB_WORKER
     if level is Level.HOST or role is Role.Orchestrator:
         return FunctionRole.HOST
     if type is FunctionType.Orchestration:

@@ -23,13 +23,16 @@ from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, MemoryKind, union_ranges
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class WindowBuffer:
-    """`pld.alloc_window_buffer(...)`: one zero-initialised instance per rank."""
+    """`pld.alloc_window_buffer(...)`: one zero-initialised instance per rank. `devices`
+    collects the ranks its views are dispatched to (docs/model.md): once the host body
+    has run, they are the buffer's communication group."""
 
     memory: int
     nbytes: int
     name: str
+    devices: set[int] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -41,6 +44,7 @@ class TensorView:
     shape: tuple[int, ...]
     dtype: DType
     memory_nbytes: int
+    devices: set[int] | None = None  # a window's buffer's `devices`; None for host tensors
 
     @property
     def ndim(self) -> int:
@@ -65,6 +69,7 @@ class TensorView:
             shape=row_shape,
             dtype=self.dtype,
             memory_nbytes=self.memory_nbytes,
+            devices=self.devices,
         )
 
     def __getitem__(self, index: object) -> TensorView | Tile:
@@ -123,7 +128,7 @@ class TensorView:
         from racecheck.dsl.context import current, is_rank_context
 
         offsets, extent, kept = self._selection(index)
-        contiguous = _is_contiguous_block(self.shape, extent)
+        contiguous = is_contiguous_block(self.shape, extent)
         if not contiguous and is_rank_context(current()):
             # In a kernel a strided slice is a tensor.slice, which lowers to a load.
             from racecheck.dsl.local_ops import load_block
@@ -137,16 +142,21 @@ class TensorView:
                 file=where.file,
                 line=where.line,
             )
+        return self.block(offsets, kept, f"{self.name}[{_index_text(index)}]")
+
+    def block(self, offsets: Sequence[int], shape: Sequence[int], name: str) -> TensorView:
+        """The view of a contiguous block starting at `offsets`, shaped `shape`."""
         strides = [math.prod(self.shape[axis + 1 :]) for axis in range(self.ndim)]
         first = sum(start * stride for start, stride in zip(offsets, strides, strict=True))
         return TensorView(
             memory=self.memory,
             kind=self.kind,
-            name=f"{self.name}[{_index_text(index)}]",
+            name=name,
             base=self.base + first * self.dtype.nbytes,
-            shape=tuple(kept),
+            shape=tuple(shape),
             dtype=self.dtype,
             memory_nbytes=self.memory_nbytes,
+            devices=self.devices,
         )
 
     def __repr__(self) -> str:
@@ -169,7 +179,7 @@ def _axis_selection(item: object, size: int, view: TensorView, axis: int) -> tup
     return position, 1, False
 
 
-def _is_contiguous_block(shape: Sequence[int], extent: Sequence[int]) -> bool:
+def is_contiguous_block(shape: Sequence[int], extent: Sequence[int]) -> bool:
     """Row-major contiguity: once an axis spans more than one index, every later axis
     must be taken whole."""
     spread = False
@@ -193,12 +203,15 @@ def _index_text(index: tuple[object, ...]) -> str:
 
 @dataclass(slots=True, kw_only=True, eq=False)
 class Tile:
-    """A local tile: values, the valid extent, and the loads the values depend on."""
+    """A local tile: values, the valid extent, and the loads the values depend on.
+    `storage` names the kernel-local buffer (`pl.create_tensor`, `pl.tile.create`, ...)
+    whose contents these are, kept across the stores that update it."""
 
     data: np.ndarray
     dtype: DType
     valid: tuple[int, ...]
     sources: frozenset[EventRef] = field(default_factory=frozenset)
+    storage: int | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -246,3 +246,14 @@ class Level(Enum):
 class Role(Enum):
     Orchestrator = "Orchestrator"
     Worker = "Worker"
+    SubWorker = "SubWorker"
+
+
+class MemorySpace(Enum):
+    DDR = "DDR"
+    Vec = "Vec"
+    Mat = "Mat"
+    Left = "Left"
+    Right = "Right"
+    Acc = "Acc"
+    Bias = "Bias"

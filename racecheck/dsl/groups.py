@@ -1,0 +1,133 @@
+"""Communication groups (docs/model.md): inside a kernel, ranks and peers are numbered
+within the group of devices a window is dispatched to.
+
+A window's group is the sorted set of ranks its buffer's views were dispatched to
+(`WindowBuffer.devices`, collected while the host body runs, so complete before any
+rank runs); a buffer no dispatch names belongs to every rank. `pld.rank(ctx)` is the
+rank's index in the group of the ctx's window, and a peer given to a remote access is
+an index into the accessed window's group, mapped here to the world rank that owns the
+instance. A group of every rank numbers its members as the world does, so programs
+whose windows reach every rank are unaffected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from racecheck.dsl.context import RankContext
+from racecheck.dsl.location import user_location
+from racecheck.dsl.tensors import TensorView
+from racecheck.errors import UnsupportedConstruct
+from racecheck.events import EventRef, NotifyOp, WaitCmp
+
+
+def members(view: TensorView, ranks: int) -> tuple[int, ...]:
+    """The world ranks of `view`'s group, in group order."""
+    if not view.devices:
+        return tuple(range(ranks))
+    return tuple(sorted(view.devices))
+
+
+def _is_world(group: tuple[int, ...], ranks: int) -> bool:
+    return group == tuple(range(ranks))
+
+
+def world_peer(context: RankContext, view: TensorView, peer: int) -> int:
+    """The world rank whose instance of window `view` is its group's member `peer`."""
+    group = members(view, context.ranks)
+    if _is_world(group, context.ranks):
+        return peer  # the access itself bounds-checks it
+    if not 0 <= peer < len(group):
+        context.fail_bounds(f"peer {peer} is outside the group of {view!r}, devices {list(group)}")
+    return group[peer]
+
+
+def in_group(context: RankContext, view: TensorView) -> RankContext:
+    """`context` as seen from `view`'s group: its rank and rank count are the group's."""
+    group = members(view, context.ranks)
+    if _is_world(group, context.ranks):
+        return context
+    if context.rank not in group:
+        where = user_location()
+        raise UnsupportedConstruct(
+            f"rank {context.rank} uses {view!r}, whose group is devices {list(group)}",
+            file=where.file,
+            line=where.line,
+        )
+    return GroupContext(context, group)  # type: ignore[return-value]
+
+
+class GroupContext:
+    """A rank context whose ranks are indices into one group: the builtins' lowerings
+    run on it unchanged. Owners of window accesses are mapped to world ranks."""
+
+    def __init__(self, inner: RankContext, group: tuple[int, ...]) -> None:
+        self.inner = inner
+        self.group = group
+        self.rank = group.index(inner.rank)
+        self.ranks = len(group)
+
+    @property
+    def dims(self) -> Mapping[str, int]:
+        return self.inner.dims
+
+    def _world(self, view: TensorView, owner: int) -> int:
+        if not view.is_window:
+            return owner
+        if not 0 <= owner < self.ranks:
+            self.inner.fail_bounds(
+                f"peer {owner} is outside the group of {view!r}, devices {list(self.group)}"
+            )
+        return self.group[owner]
+
+    def load(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        extent: Sequence[int],
+        label: str,
+    ) -> tuple[np.ndarray, EventRef]:
+        return self.inner.load(view, self._world(view, owner), offsets, extent, label)
+
+    def store(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        values: np.ndarray,
+        label: str,
+        *,
+        accumulate: bool = False,
+    ) -> None:
+        world = self._world(view, owner)
+        self.inner.store(view, world, offsets, values, label, accumulate=accumulate)
+
+    def notify(
+        self,
+        view: TensorView,
+        peer: int,
+        offsets: Sequence[int],
+        value: int,
+        op: NotifyOp,
+        label: str,
+    ) -> None:
+        self.inner.notify(view, self._world(view, peer), offsets, value, op, label)
+
+    def wait(
+        self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
+    ) -> None:
+        self.inner.wait(view, offsets, expected, cmp, label)
+
+    def note_control(self, sources: frozenset[EventRef]) -> None:
+        self.inner.note_control(sources)
+
+    def fail_bounds(self, message: str) -> None:
+        self.inner.fail_bounds(message)
+
+    def __getattr__(self, name: str) -> Any:
+        """Any other part of the rank context is the inner one's."""
+        return getattr(self.inner, name)

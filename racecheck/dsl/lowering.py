@@ -1,0 +1,448 @@
+"""The kernels the builtin collectives lower to, run on one rank (docs/model.md).
+
+One function per builtin, parametrised by `Lowering`: `INCORE` is the LowerCompositeOps
+sequence of a call inside a kernel (§4), `HOST` the hand-written kernel that a call in
+the host function dispatches to every device of the domain (§3). Both are built from
+one signal barrier: for generation g each rank AtomicAdds 1 into the cell it owns on
+every peer and waits until each peer's cell in its own instance reaches g; an
+epilogue adds -total to those own cells, so the signal ends all-zero.
+
+Every event carries the builtin's name as its label and the user's line of the call.
+Data moves with real values. Model boundaries: the host all-reduce's blocks run one
+after another (they share no cell and no element); transfers read exactly the
+elements they use (the 32-byte rounding of a transfer reads bytes whose values are
+dropped); a host ring that PyPTO's kernel would refuse returns at once, as the
+kernel does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from enum import Enum
+
+import numpy as np
+
+from racecheck.dsl.context import RankContext
+from racecheck.dsl.local_ops import local_owner
+from racecheck.dsl.tensors import TensorView
+from racecheck.dsl.types import ReduceOp
+from racecheck.errors import UnsupportedConstruct
+from racecheck.events import NotifyOp, WaitCmp
+
+
+class Lowering(Enum):
+    INCORE = "InCore"  # a call inside a kernel (LowerCompositeOps)
+    HOST = "host"  # a call in the host function: the builtin's own kernel per device
+
+
+HOST_TILE = 256  # elements per tile of the host kernels (docs/model.md)
+
+REDUCERS: dict[ReduceOp, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    ReduceOp.Sum: np.add,
+    ReduceOp.Max: np.maximum,
+    ReduceOp.Min: np.minimum,
+    ReduceOp.Prod: np.multiply,
+}
+
+Region = tuple[list[int], list[int]]  # offsets, extent
+CellOf = Callable[[int], list[int]]  # the cell a rank announces itself in
+
+
+# ---------------------------------------------------------------------------- signals
+
+
+def lane_cell(signal: TensorView, row: int, lane: int = 0) -> list[int]:
+    """Cell `[row, lane]` of a `[W, stride]` signal, or `[row]` of a flat one."""
+    if signal.ndim == 1:
+        return [row + lane]
+    return [row, lane] + [0] * (signal.ndim - 2)
+
+
+def _peers(context: RankContext) -> list[int]:
+    return [other for other in range(context.ranks) if other != context.rank]
+
+
+def generation(
+    context: RankContext, signal: TensorView, expected: int, cell_of: CellOf, label: str
+) -> None:
+    """Announce to every peer, then wait for every peer's announcement to reach `expected`."""
+    for peer in _peers(context):
+        context.notify(signal, peer, cell_of(context.rank), 1, NotifyOp.ATOMIC_ADD, label)
+    for source in _peers(context):
+        context.wait(signal, cell_of(source), expected, WaitCmp.GE, label)
+
+
+def epilogue(
+    context: RankContext, signal: TensorView, total: int, cell_of: CellOf, label: str
+) -> None:
+    for source in _peers(context):
+        context.notify(signal, context.rank, cell_of(source), -total, NotifyOp.ATOMIC_ADD, label)
+
+
+def mesh_cells(signal: TensorView) -> CellOf:
+    return lambda rank: lane_cell(signal, rank)
+
+
+# ---------------------------------------------------------------------------- regions
+
+
+def whole(view: TensorView) -> Region:
+    return [0] * view.ndim, list(view.shape)
+
+
+def row(view: TensorView, index: int) -> Region:
+    if view.ndim == 1:
+        return [index], [1]
+    return [index] + [0] * (view.ndim - 1), [1, *view.shape[1:]]
+
+
+def rows(view: TensorView, first: int, count: int) -> Region:
+    return [first] + [0] * (view.ndim - 1), [count, *view.shape[1:]]
+
+
+def flat(view: TensorView) -> TensorView:
+    """The same bytes as one row-major run of elements (the host kernels' addressing)."""
+    return TensorView(
+        memory=view.memory,
+        kind=view.kind,
+        name=view.name,
+        base=view.base,
+        shape=(math.prod(view.shape),),
+        dtype=view.dtype,
+        memory_nbytes=view.memory_nbytes,
+        devices=view.devices,
+    )
+
+
+def _reducer(op: object, label: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    if op not in REDUCERS:
+        raise TypeError(f"{label}: op= must be a pld.ReduceOp, got {op!r}")
+    return REDUCERS[op]  # type: ignore[index]
+
+
+def reduce_over_ranks(
+    context: RankContext, data: TensorView, region: Region, op: object, label: str
+) -> np.ndarray:
+    """Own values of `region` combined with every peer's, in rank order of the peers."""
+    combine = _reducer(op, label)
+    offsets, extent = region
+    total, _ = context.load(data, context.rank, offsets, extent, label)
+    for peer in _peers(context):
+        values, _ = context.load(data, peer, offsets, extent, label)
+        total = combine(total, values)
+    return np.asarray(total).astype(data.dtype.compute)
+
+
+def _copy(
+    context: RankContext,
+    source: TensorView,
+    source_region: Region,
+    target: TensorView,
+    owner: int,
+    target_region: Region,
+    label: str,
+) -> None:
+    """A put: this rank's `source_region` into `owner`'s `target_region` of `target`."""
+    offsets, extent = source_region
+    values, _ = context.load(source, local_owner(source, context.rank), offsets, extent, label)
+    if values.size != math.prod(target_region[1]):
+        raise UnsupportedConstruct(
+            f"{label}: {list(extent)} elements of {source!r} do not fit "
+            f"{list(target_region[1])} of {target!r}"
+        )
+    context.store(target, owner, target_region[0], values.reshape(target_region[1]), label)
+
+
+# ---------------------------------------------------------------------------- builtins
+
+
+def barrier(context: RankContext, lowering: Lowering, signal: TensorView, label: str) -> None:
+    cells = mesh_cells(signal)
+    generation(context, signal, 1, cells, label)
+    epilogue(context, signal, 1, cells, label)
+
+
+def allreduce_mesh(
+    context: RankContext,
+    lowering: Lowering,
+    data: TensorView,
+    signal: TensorView,
+    op: object,
+    core_num: int,
+    label: str,
+) -> None:
+    if lowering is Lowering.INCORE:
+        cells = mesh_cells(signal)
+        generation(context, signal, 1, cells, label)
+        reduced = reduce_over_ranks(context, data, whole(data), op, label)
+        generation(context, signal, 2, cells, label)
+        context.store(data, context.rank, whole(data)[0], reduced, label)
+        epilogue(context, signal, 2, cells, label)
+        return
+    stride = 1 if signal.ndim == 1 else signal.shape[1]
+    blocks = min(core_num, stride)
+    for block in range(blocks):
+        _host_allreduce_block(context, data, signal, op, block, blocks, label)
+
+
+def _host_allreduce_block(
+    context: RankContext,
+    data: TensorView,
+    signal: TensorView,
+    op: object,
+    block: int,
+    blocks: int,
+    label: str,
+) -> None:
+    """Block b: barrier g=1 on lane b, then per tile b, b+C, ...: reduce it, barrier
+    g=2,3,..., store the own tile; epilogue -(1+tiles) (docs/model.md)."""
+
+    def cells(rank: int) -> list[int]:
+        return lane_cell(signal, rank, block)
+
+    elements = flat(data)
+    numel = elements.shape[0]
+    starts = range(block * HOST_TILE, numel, blocks * HOST_TILE)
+    generation(context, signal, 1, cells, label)
+    for number, start in enumerate(starts):
+        tile = ([start], [min(HOST_TILE, numel - start)])
+        reduced = reduce_over_ranks(context, elements, tile, op, label)
+        generation(context, signal, 2 + number, cells, label)
+        context.store(elements, context.rank, tile[0], reduced, label)
+    epilogue(context, signal, 1 + len(starts), cells, label)
+
+
+def allreduce_ring(
+    context: RankContext,
+    lowering: Lowering,
+    data: TensorView,
+    signal: TensorView,
+    op: object,
+    label: str,
+) -> None:
+    ranks = context.ranks
+    if lowering is Lowering.INCORE:
+        needed = (2 * (ranks - 1), ranks)
+        if signal.ndim != 2 or signal.shape[0] < needed[0] or signal.shape[1] < needed[1]:
+            context.fail_bounds(
+                f"{label}(mode='ring') needs a signal of {list(needed)}, got {signal!r}"
+            )
+        allreduce_mesh(context, lowering, data, signal, op, 1, label)
+        return
+    elements = flat(data)
+    rounds = 2 * (ranks - 1) + 1
+    runs = (
+        ranks > 1
+        and op is ReduceOp.Sum
+        and data.dtype.name == "FP32"
+        and elements.shape[0] % ranks == 0
+        and signal.ndim == 2
+        and signal.shape[0] >= rounds
+        and signal.shape[1] >= ranks
+    )
+    if runs:  # otherwise PyPTO's kernel returns at once, touching nothing
+        _host_ring(context, elements, signal, label)
+
+
+def _host_ring(context: RankContext, elements: TensorView, signal: TensorView, label: str) -> None:
+    """Per round j a barrier on row j; reduce-scatter step s adds the left rank's chunk
+    (me-s-1) mod N into the own one, allgather step s copies the left rank's chunk
+    (me-s) mod N; a return barrier on row 2(N-1); -1 on every row (docs/model.md)."""
+    ranks, me = context.ranks, context.rank
+    chunk = elements.shape[0] // ranks
+    left = (me - 1) % ranks
+
+    def round_cells(round_row: int) -> CellOf:
+        return lambda rank: [round_row, rank]
+
+    def region(index: int) -> Region:
+        return [index * chunk], [chunk]
+
+    for step in range(1, ranks):
+        generation(context, signal, 1, round_cells(step - 1), label)
+        offsets, extent = region((me - step - 1) % ranks)
+        own, _ = context.load(elements, me, offsets, extent, label)
+        received, _ = context.load(elements, left, offsets, extent, label)
+        context.store(elements, me, offsets, np.add(own, received), label)
+    for step in range(1, ranks):
+        generation(context, signal, 1, round_cells(ranks - 2 + step), label)
+        offsets, extent = region((me - step) % ranks)
+        received, _ = context.load(elements, left, offsets, extent, label)
+        context.store(elements, me, offsets, received, label)
+    generation(context, signal, 1, round_cells(2 * (ranks - 1)), label)
+    for round_row in range(2 * ranks - 1):
+        epilogue(context, signal, 1, round_cells(round_row), label)
+
+
+def broadcast(
+    context: RankContext,
+    lowering: Lowering,
+    data: TensorView,
+    signal: TensorView,
+    root: int,
+    label: str,
+) -> None:
+    if not 0 <= root < context.ranks:
+        context.fail_bounds(f"{label}: root {root} is outside [0, {context.ranks})")
+    cells = mesh_cells(signal)
+    if lowering is Lowering.INCORE:
+        generation(context, signal, 1, cells, label)
+        if context.rank != root:
+            _copy_from(context, data, root, whole(data), label)
+        epilogue(context, signal, 1, cells, label)
+        return
+    elements = flat(data)
+    numel = elements.shape[0]
+    tiles = [([start], [min(HOST_TILE, numel - start)]) for start in range(0, numel, HOST_TILE)]
+    for number, tile in enumerate(tiles):
+        if context.rank == root:
+            _copy_from(context, elements, root, tile, label)
+        generation(context, signal, 1 + number, cells, label)
+        if context.rank != root:
+            _copy_from(context, elements, root, tile, label)
+    epilogue(context, signal, len(tiles), cells, label)
+
+
+def _copy_from(
+    context: RankContext, data: TensorView, owner: int, region: Region, label: str
+) -> None:
+    """`owner`'s `region` of `data` into this rank's (the root re-stores its own)."""
+    offsets, extent = region
+    values, _ = context.load(data, owner, offsets, extent, label)
+    context.store(data, context.rank, offsets, values, label)
+
+
+def _first_row(view: TensorView) -> Region:
+    return row(view, 0) if view.ndim > 1 else whole(view)
+
+
+def allgather(
+    context: RankContext,
+    lowering: Lowering,
+    local: TensorView,
+    target: TensorView,
+    signal: TensorView,
+    label: str,
+) -> None:
+    """Put `local[0, :]` into row `me` of every rank's target, self included; B1; -1."""
+    for destination in range(context.ranks):
+        _copy(
+            context, local, _first_row(local), target, destination, row(target, context.rank), label
+        )
+    cells = mesh_cells(signal)
+    generation(context, signal, 1, cells, label)
+    epilogue(context, signal, 1, cells, label)
+
+
+def allgather_into(
+    context: RankContext,
+    lowering: Lowering,
+    local: TensorView,
+    target: TensorView,
+    signal: TensorView,
+    out: TensorView,
+    label: str,
+) -> None:
+    """The four-argument intrinsic `allgather(local, target, signal, out)`: stage `local`
+    into row `me` of the own target; B1; read row p of every target[p] into block p of
+    the plain tensor `out` (row-major); -1."""
+    _copy(context, local, whole(local), target, context.rank, row(target, context.rank), label)
+    cells = mesh_cells(signal)
+    generation(context, signal, 1, cells, label)
+    if math.prod(out.shape) != math.prod(target.shape):
+        raise UnsupportedConstruct(f"{label}: {out!r} does not hold all of {target!r}")
+    gathered = [
+        context.load(target, source, *row(target, source), label)[0].reshape(-1)
+        for source in range(context.ranks)
+    ]
+    values = np.concatenate(gathered).astype(out.dtype.compute).reshape(out.shape)
+    context.store(out, local_owner(out, context.rank), whole(out)[0], values, label)
+    epilogue(context, signal, 1, cells, label)
+
+
+def reduce_scatter(
+    context: RankContext, lowering: Lowering, target: TensorView, signal: TensorView, label: str
+) -> None:
+    """B1; reduce row `me` over the ranks; B2; -2. The InCore sequence stores after B2,
+    the host kernel before it, and returns at once when target has fewer than N rows."""
+    if lowering is Lowering.HOST and target.shape[0] < context.ranks:
+        return
+    cells = mesh_cells(signal)
+    own_row = row(target, context.rank)
+    generation(context, signal, 1, cells, label)
+    reduced = reduce_over_ranks(context, target, own_row, ReduceOp.Sum, label)
+    if lowering is Lowering.HOST:
+        context.store(target, context.rank, own_row[0], reduced, label)
+    generation(context, signal, 2, cells, label)
+    if lowering is Lowering.INCORE:
+        context.store(target, context.rank, own_row[0], reduced, label)
+    epilogue(context, signal, 2, cells, label)
+
+
+def all_to_all(
+    context: RankContext,
+    lowering: Lowering,
+    source: TensorView,
+    target: TensorView,
+    signal: TensorView,
+    label: str,
+) -> None:
+    """Put `input[d, :]` into row `me` of rank d's target, for every d; B1; -1."""
+    for destination in range(context.ranks):
+        _copy(
+            context,
+            source,
+            row(source, destination),
+            target,
+            destination,
+            row(target, context.rank),
+            label,
+        )
+    cells = mesh_cells(signal)
+    generation(context, signal, 1, cells, label)
+    epilogue(context, signal, 1, cells, label)
+
+
+def all_to_all_v(
+    context: RankContext,
+    lowering: Lowering,
+    source: TensorView,
+    target: TensorView,
+    signal: TensorView,
+    send_counts: TensorView,
+    recv_counts: TensorView,
+    label: str,
+) -> None:
+    """Per destination d, self included: rows = min(send_counts[d], M); Set-notify rows
+    into d's recv_counts[me] before the data; put the full M-row block d of input into
+    block `me` of d's target. Then B1 and -1 (docs/model.md)."""
+    divisor = signal.shape[0] if lowering is Lowering.INCORE else context.ranks
+    block = target.shape[0] // divisor
+    for destination in range(context.ranks):
+        offsets, extent = row(send_counts, destination)
+        count, ref = context.load(
+            send_counts, local_owner(send_counts, context.rank), offsets, extent, label
+        )
+        context.note_control(frozenset({ref}))  # the count is published as a signal value
+        published = min(int(np.asarray(count).reshape(-1)[0]), block)
+        context.notify(
+            recv_counts,
+            destination,
+            row(recv_counts, context.rank)[0],
+            published,
+            NotifyOp.SET,
+            label,
+        )
+        _copy(
+            context,
+            source,
+            rows(source, destination * block, block),
+            target,
+            destination,
+            rows(target, context.rank * block, block),
+            label,
+        )
+    cells = mesh_cells(signal)
+    generation(context, signal, 1, cells, label)
+    epilogue(context, signal, 1, cells, label)

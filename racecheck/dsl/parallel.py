@@ -1,0 +1,214 @@
+"""`pl.parallel`: a loop whose iterations PyPTO may run concurrently (docs/model.md).
+
+racecheck runs the iterations one after another, which is exact only when no two of
+them conflict. While the loop runs, every access of the rank goes through an
+`IterationRecorder`, which remembers the bytes each iteration touched; an access that
+conflicts with one of an earlier iteration (overlapping bytes of one memory instance,
+at least one a plain write, or a plain access against an atomic one, as docs/model.md
+defines a race) stops tracing with an unsupported construct at the loop's line, so
+such a kernel is never reported proved. Kernel-local buffers created before the loop
+(`Tile.storage`) are checked the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from racecheck.dsl.context import RankContext, current, is_rank_context, make_current
+from racecheck.dsl.location import user_location
+from racecheck.dsl.tensors import TensorView, Tile, region_problem, region_runs
+from racecheck.errors import UnsupportedConstruct
+from racecheck.events import AccessMode, EventRef, MemoryKind, NotifyOp, SourceLocation, WaitCmp
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Access:
+    iteration: int
+    memory: int
+    owner: int
+    ranges: tuple[tuple[int, int], ...]
+    mode: AccessMode
+    name: str
+
+
+def _conflicting(first: AccessMode, second: AccessMode) -> bool:
+    if AccessMode.WRITE in (first, second):
+        return True
+    return first is not second  # a plain read against an atomic access
+
+
+def _overlap(
+    first: tuple[tuple[int, int], ...], second: tuple[tuple[int, int], ...]
+) -> tuple[int, int] | None:
+    for start, end in first:
+        for other_start, other_end in second:
+            if start < other_end and other_start < end:
+                return max(start, other_start), min(end, other_end)
+    return None
+
+
+class IterationRecorder:
+    """A rank context that records what each iteration of one `pl.parallel` touches."""
+
+    def __init__(self, inner: RankContext, loop: SourceLocation) -> None:
+        self.inner = inner
+        self.loop = loop
+        self.iteration = 0
+        self.accesses: list[_Access] = []
+
+    @property
+    def rank(self) -> int:
+        return self.inner.rank
+
+    @property
+    def ranks(self) -> int:
+        return self.inner.ranks
+
+    @property
+    def dims(self) -> Mapping[str, int]:
+        return self.inner.dims
+
+    def load(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        extent: Sequence[int],
+        label: str,
+    ) -> tuple[np.ndarray, EventRef]:
+        self.record(view, owner, offsets, extent, AccessMode.READ)
+        return self.inner.load(view, owner, offsets, extent, label)
+
+    def store(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        values: np.ndarray,
+        label: str,
+        *,
+        accumulate: bool = False,
+    ) -> None:
+        mode = AccessMode.ATOMIC if accumulate else AccessMode.WRITE
+        extent = list(np.shape(values))[-len(offsets) :] if len(offsets) else []
+        self.record(view, owner, offsets, _padded(extent, len(offsets)), mode)
+        self.inner.store(view, owner, offsets, values, label, accumulate=accumulate)
+
+    def notify(
+        self,
+        view: TensorView,
+        peer: int,
+        offsets: Sequence[int],
+        value: int,
+        op: NotifyOp,
+        label: str,
+    ) -> None:
+        self.record(view, peer, offsets, [1] * len(offsets), AccessMode.ATOMIC)
+        self.inner.notify(view, peer, offsets, value, op, label)
+
+    def wait(
+        self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
+    ) -> None:
+        self.record(view, self.rank, offsets, [1] * len(offsets), AccessMode.ATOMIC)
+        self.inner.wait(view, offsets, expected, cmp, label)
+
+    def note_control(self, sources: frozenset[EventRef]) -> None:
+        self.inner.note_control(sources)
+
+    def __getattr__(self, name: str) -> Any:
+        """Any other part of the rank context is the inner one's."""
+        return getattr(self.inner, name)
+
+    def fail_bounds(self, message: str) -> None:
+        self.inner.fail_bounds(message)
+
+    def record(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        extent: Sequence[int],
+        mode: AccessMode,
+    ) -> None:
+        if region_problem(view, offsets, extent) is not None:
+            return  # the access itself reports it
+        access = _Access(
+            iteration=self.iteration,
+            memory=view.memory,
+            owner=owner,
+            ranges=region_runs(view, offsets, extent),
+            mode=mode,
+            name=view.name,
+        )
+        for earlier in self.accesses:
+            self._check(earlier, access)
+        self.accesses.append(access)
+
+    def _check(self, earlier: _Access, access: _Access) -> None:
+        if (
+            earlier.iteration == access.iteration
+            or (earlier.memory, earlier.owner) != (access.memory, access.owner)
+            or not _conflicting(earlier.mode, access.mode)
+        ):
+            return
+        overlap = _overlap(earlier.ranges, access.ranges)
+        if overlap is None:
+            return
+        raise UnsupportedConstruct(
+            f"iterations {earlier.iteration} and {access.iteration} of this pl.parallel "
+            f"both access {access.name} bytes {overlap[0]}..{overlap[1]} and one of them "
+            f"writes (at line {user_location().line}): PyPTO may run the iterations "
+            "concurrently (docs/model.md), racecheck runs them one after another; use "
+            "pl.range if they must be ordered",
+            file=self.loop.file,
+            line=self.loop.line,
+        )
+
+
+def record_local(tile: Tile, offsets: Sequence[int], extent: Sequence[int], *, write: bool) -> None:
+    """An access to a kernel-local buffer, checked like memory inside `pl.parallel`."""
+    recorder = current()
+    if tile.storage is None or not isinstance(recorder, IterationRecorder):
+        return
+    buffer = TensorView(
+        memory=-tile.storage,  # kernel-local buffers never share an id with memory
+        kind=MemoryKind.HOST,
+        name="a kernel-local tensor",
+        base=0,
+        shape=tile.shape,
+        dtype=tile.dtype,
+        memory_nbytes=tile.data.size * tile.dtype.nbytes,
+    )
+    mode = AccessMode.WRITE if write else AccessMode.READ
+    recorder.record(buffer, recorder.rank, offsets, extent, mode)
+
+
+def _padded(extent: list[int], ndim: int) -> list[int]:
+    return [1] * (ndim - len(extent)) + extent
+
+
+def tracked(items: Iterator[Any]) -> Iterator[Any]:
+    """The iterations of a `pl.parallel` loop, with conflicts between them refused."""
+    context = current()
+    if context is None or not is_rank_context(context):
+        return items  # a host loop: its dispatches are ordered by the runtime model
+    recorder = IterationRecorder(context, user_location())  # type: ignore[arg-type]
+    return _recorded(items, recorder)
+
+
+def _recorded(items: Iterator[Any], recorder: IterationRecorder) -> Iterator[Any]:
+    """The recorder is the rank's context while the loop body runs; a body that raises
+    leaves it in place, as the rank's run ends there."""
+    outer = recorder.inner
+    try:
+        for number, item in enumerate(items):
+            recorder.iteration = number
+            make_current(recorder)  # type: ignore[arg-type]
+            yield item
+    finally:
+        if current() is recorder:
+            make_current(outer)

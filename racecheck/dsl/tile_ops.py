@@ -1,0 +1,203 @@
+"""Kernel-local values and the tile ops that make them (docs/model.md).
+
+Tiles and the tensors a kernel creates for itself (`pl.full`, `pl.create_tensor`,
+`pl.array.create`) live in the rank's private memory: reading and writing them is
+plain numpy and records no event. `pl.slice` of a tensor is a view (its bytes are
+read where the view is loaded); `pl.assemble` into a tensor is a store. Cube ops
+(`pl.matmul`, `pl.move` to Left/Right) are noted for `dsl.lanes`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from racecheck.dsl import lanes
+from racecheck.dsl.context import rank_context
+from racecheck.dsl.dtypes import FP32, DType
+from racecheck.dsl.local_ops import (
+    _as_operand,
+    cast,
+    indices,
+    load_block,
+    local_owner,
+    require_view,
+    tile_block,
+    tile_update,
+    tile_values,
+)
+from racecheck.dsl.scalars import as_data
+from racecheck.dsl.tensors import TensorView, Tile, is_contiguous_block
+from racecheck.dsl.types import AtomicType, MemorySpace
+
+CUBE_MEMORIES = frozenset({MemorySpace.Left, MemorySpace.Right})
+
+
+def _dtype(value: object, construct: str) -> DType:
+    if not isinstance(value, DType):
+        raise TypeError(f"{construct} needs a dtype such as pl.FP32, got {value!r}")
+    return value
+
+
+_storages = itertools.count(1)
+
+
+def _filled(shape: Sequence[object], dtype: object, value: object, construct: str) -> Tile:
+    """A new kernel-local buffer."""
+    kind = _dtype(dtype, construct)
+    extent = tuple(indices(shape))
+    data = np.full(extent, as_data(value), dtype=kind.compute)
+    return Tile(data=data, dtype=kind, valid=extent, storage=next(_storages))
+
+
+def const(value: object, dtype: object) -> Any:
+    """`pl.const(value, dtype) -> Scalar`."""
+    return cast(value, target_type=_dtype(dtype, "pl.const"))
+
+
+def full(shape: Sequence[object], dtype: object, value: object) -> Tile:
+    """`pl.full(shape, dtype, value)`: a new kernel-local tensor."""
+    return _filled(shape, dtype, value, "pl.full")
+
+
+def tile_full(shape: Sequence[object], dtype: object, value: object, **options: object) -> Tile:
+    """`pl.tile.full(shape, dtype, value)`."""
+    return _filled(shape, dtype, value, "pl.tile.full")
+
+
+def tile_create(
+    shape: Sequence[object], dtype: object, target_memory: object = None, **options: object
+) -> Tile:
+    """`pl.tile.create(shape, dtype, target_memory=Vec)`: contents undefined (zeros here)."""
+    return _filled(shape, dtype, 0, "pl.tile.create")
+
+
+def create_tensor(shape: Sequence[object], dtype: object = FP32, **options: object) -> Tile:
+    """`pl.create_tensor(shape, dtype=)`: a new kernel-local tensor."""
+    return _filled(shape, dtype, 0, "pl.create_tensor")
+
+
+def _tile(value: object, construct: str) -> Tile:
+    operand = _as_operand(value)
+    if not isinstance(operand, Tile):
+        raise TypeError(f"{construct} needs a tile, got {value!r}")
+    return operand
+
+
+def row_sum(tile: object, tmp_tile: object = None, **options: object) -> Tile:
+    """`pl.tile.row_sum(tile, tmp_tile)`: the sum of each row's valid elements, [rows, 1]."""
+    source = _tile(tile, "pl.tile.row_sum")
+    values = source.valid_values()
+    sums = values.sum(axis=-1, keepdims=True).astype(source.dtype.compute)
+    return Tile(data=sums, dtype=source.dtype, valid=tuple(sums.shape), sources=source.sources)
+
+
+def reshape(tile: object, shape: Sequence[object]) -> Tile:
+    """`pl.tile.reshape(tile, shape)` of a fully valid tile."""
+    source = _tile(tile, "pl.tile.reshape")
+    if source.valid != source.shape:
+        raise TypeError(f"pl.tile.reshape of a tile with valid shape {list(source.valid)}")
+    data = source.data.reshape(tuple(indices(shape)))
+    return Tile(data=data, dtype=source.dtype, valid=tuple(data.shape), sources=source.sources)
+
+
+def move(tile: object, target_memory: object = None, **options: object) -> Tile:
+    """`pl.move(tile, target_memory)`: the same values in another on-chip memory."""
+    if target_memory in CUBE_MEMORIES:
+        lanes.note_cube(f"pl.move to {target_memory}")
+    source = _tile(tile, "pl.move")
+    return Tile(
+        data=np.array(source.data), dtype=source.dtype, valid=source.valid, sources=source.sources
+    )
+
+
+def matmul(lhs: object, rhs: object, *args: object, **options: object) -> Tile:
+    """`pl.matmul(lhs, rhs, ...)`: a cube op; the product is accumulated in FP32."""
+    lanes.note_cube("pl.matmul")
+    left, right = _tile(lhs, "pl.matmul"), _tile(rhs, "pl.matmul")
+    out_dtype = options.get("out_dtype")
+    kind = out_dtype if isinstance(out_dtype, DType) else FP32
+    product = (left.valid_values() @ right.valid_values()).astype(kind.compute)
+    return Tile(
+        data=product,
+        dtype=kind,
+        valid=tuple(product.shape),
+        sources=left.sources | right.sources,
+    )
+
+
+def slice_(
+    x: object,
+    shape: Sequence[object],
+    offset: Sequence[object],
+    valid_shape: Sequence[object] | None = None,
+    **options: object,
+) -> TensorView | Tile:
+    """`pl.slice(x, shape, offset, valid_shape=None)`: a view of a block of `x`."""
+    extent = indices(valid_shape if valid_shape is not None else shape)
+    if isinstance(x, Tile):
+        return tile_block(x, offset, extent)
+    view = require_view(x, "pl.slice", "the source")
+    offsets = indices(offset)
+    if is_contiguous_block(view.shape, extent):
+        return view.block(offsets, extent, f"{view.name}[slice]")
+    return load_block(view, offsets, extent, extent)
+
+
+def assemble(
+    target: object, source: object, offset: Sequence[object], *, atomic: object = None
+) -> TensorView | Tile:
+    """`pl.assemble(target, source, offset, *, atomic=None_) -> target`."""
+    accumulate = atomic is AtomicType.Add
+    if atomic not in (None, AtomicType.None_, AtomicType.Add):
+        raise TypeError(f"pl.assemble: atomic= must be a pld.AtomicType, got {atomic!r}")
+    value = _as_operand(source)
+    sources = value.sources if isinstance(value, Tile) else frozenset()
+    if isinstance(target, Tile):
+        values = tile_values(value, target.dtype)
+        if accumulate:
+            values = values + tile_block(target, offset, values.shape).data
+        return tile_update(target, offset, values, sources)
+    view = require_view(target, "pl.assemble", "the target")
+    context = rank_context("pl.assemble")
+    context.store(
+        view,
+        local_owner(view, context.rank),
+        indices(offset),
+        tile_values(value, view.dtype),
+        "pl.assemble",
+        accumulate=accumulate,
+    )
+    return view
+
+
+class Array:
+    """`pl.array.create(extent, dtype)`: a kernel-local array of scalars."""
+
+    __slots__ = ("dtype", "values")
+
+    def __init__(self, extent: int, dtype: DType) -> None:
+        self.dtype = dtype
+        self.values: list[object] = [0] * extent
+
+    def __getitem__(self, index: object) -> object:
+        return self.values[_position(index)]
+
+    def __setitem__(self, index: object, value: object) -> None:
+        self.values[_position(index)] = value
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _position(index: object) -> int:
+    (position,) = indices([index])
+    return position
+
+
+def array_create(extent: object, dtype: object) -> Array:
+    (size,) = indices([extent])
+    return Array(size, _dtype(dtype, "pl.array.create"))
