@@ -27,6 +27,8 @@ from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verd
 from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
 from racecheck.options import Options
+from racecheck.paths import Path, PathOutcome, explore
+from racecheck.steering import open_reads
 
 Progress = Callable[[str, int], None]
 
@@ -59,6 +61,10 @@ def check(path: str, options: Options, *, progress: Progress | None = None) -> R
 
 
 def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramResult:
+    return explore(lambda path: _check_path(spec, ranks, options, path))
+
+
+def _check_path(spec: ProgramSpec, ranks: int, options: Options, path: Path) -> PathOutcome:
     started = time.monotonic()
     deadline = started + options.timeout
     try:
@@ -67,7 +73,9 @@ def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramRes
             instance, repeat=options.repeat, seed=options.seed, timeout=options.timeout
         )
     except ProgramRejected as rejected:
-        return _result(spec, ranks, started, verdict=Verdict.SKIPPED, message=rejected.message)
+        return PathOutcome(
+            result=_result(spec, ranks, started, verdict=Verdict.SKIPPED, message=rejected.message)
+        )
     trace = execution.trace
     try:
         engine, oracle = prepare(options.engine, trace, deadline=deadline)
@@ -76,11 +84,15 @@ def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramRes
         findings = [
             _confirmed(instance, trace, oracle, hazard, golden, options) for hazard in hazards
         ]
+        opened = tuple(open_reads(execution, oracle))
     except EngineUnknown as unknown:
-        return _result(
-            spec, ranks, started, verdict=Verdict.UNKNOWN, message=unknown.reason, trace=trace
+        return PathOutcome(
+            result=_result(
+                spec, ranks, started, verdict=Verdict.UNKNOWN, message=unknown.reason, trace=trace
+            )
         )
-    return _judge(spec, ranks, started, options, engine, execution, findings)
+    result = _judge(spec, ranks, started, options, engine, execution, findings)
+    return PathOutcome(result=result, opened=opened)
 
 
 def _judge(

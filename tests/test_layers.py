@@ -18,9 +18,9 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.load",),
     ("racecheck.cosim",),
     ("racecheck.engines", "racecheck.hb"),
-    ("racecheck.analysis",),
+    ("racecheck.analysis", "racecheck.steering"),
     ("racecheck.models", "racecheck.reference"),
-    ("racecheck.check", "racecheck.export"),
+    ("racecheck.check", "racecheck.paths", "racecheck.export"),
     ("racecheck.report",),
     ("racecheck.cli", "racecheck.__main__", "racecheck"),
 )

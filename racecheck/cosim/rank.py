@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from racecheck.cosim.execution import FlowRecorder
 from racecheck.dsl.location import (
     user_location,
 )
@@ -64,6 +65,7 @@ class RankContext:
         self.abort = False
         self.force_next = False
         self.thread: threading.Thread | None = None
+        self.flow = FlowRecorder()
 
     # -- the RankContext protocol
 
@@ -91,6 +93,7 @@ class RankContext:
         label: str,
         *,
         accumulate: bool = False,
+        sources: frozenset[EventRef] | None = None,
     ) -> None:
         values = _fit(np.asarray(values), len(offsets))
         region = self._region(view, owner, offsets, values.shape)
@@ -101,6 +104,7 @@ class RankContext:
         )
         cells = () if accumulate else _cell_values(view, offsets, values)
         event = self._event(kind, region, mode, label, cell_values=cells)
+        self.flow.stored(event.ref, sources, inexact=accumulate and view.dtype.is_float)
         self.run.checkpoint(self, event)
         if accumulate:
             self.run.memory.accumulate(view, owner, offsets, values)
@@ -146,6 +150,8 @@ class RankContext:
 
     def note_control(self, sources: frozenset[EventRef]) -> None:
         self.run.control_reads.update(sources)
+        if not sources <= self.flow.steered.keys():
+            self.flow.steered_by(sources, user_location())
 
     def fail_bounds(self, message: str) -> None:
         raise Crash(OutOfBounds(rank=self.rank, location=user_location(), message=message))

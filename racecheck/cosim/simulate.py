@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from racecheck.cosim.classify import call_user, classify, located
-from racecheck.cosim.execution import Execution, HostTensorRecord
+from racecheck.cosim.execution import Execution, HostTensorRecord, merged_flow
 from racecheck.cosim.host import HostContext
 from racecheck.cosim.inputs import HostTensor, create_host_arguments
 from racecheck.cosim.policies import (
@@ -102,6 +102,7 @@ def simulate(
         HostTensorRecord(
             name=tensor.name,
             role=tensor.role,
+            memory=tensor.view.memory,
             dtype=tensor.view.dtype.name,
             initial=tensor.initial,
             final=memory.snapshot(tensor.view),
@@ -114,6 +115,7 @@ def simulate(
         tensors=records,
         forced=tuple(run.forced),
         stalled=run.stalled,
+        flow=merged_flow(state.flow for state in run.states),
     )
 
 

@@ -62,7 +62,11 @@ class RankContext(Protocol):
         label: str,
         *,
         accumulate: bool = False,
-    ) -> None: ...
+        sources: frozenset[EventRef] | None = None,
+    ) -> None:
+        """Write `values`, computed from the loads `sources` (None: from any load this
+        rank made before)."""
+        ...
 
     def notify(
         self,

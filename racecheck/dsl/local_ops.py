@@ -22,7 +22,7 @@ import numpy as np
 
 from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import DType
-from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index
+from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, sources_of
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.events import HOST_OWNER
 
@@ -128,6 +128,7 @@ def assign(view: TensorView, offsets: Sequence[int], extent: Sequence[int], valu
         offsets,
         values.reshape(tuple(extent)),
         "tensor.assemble",
+        sources=sources_of(source),
     )
 
 
@@ -141,7 +142,8 @@ def store(tile: object, offsets: Sequence[object], output_tensor: object) -> Ten
     view = require_view(output_tensor, "pl.store", "the destination")
     context = rank_context("pl.store")
     values = tile_values(tile, view.dtype)
-    context.store(view, local_owner(view, context.rank), indices(offsets), values, "pl.store")
+    owner = local_owner(view, context.rank)
+    context.store(view, owner, indices(offsets), values, "pl.store", sources=sources_of(tile))
     return view
 
 
@@ -160,7 +162,8 @@ def write(tensor: object, offsets: Sequence[object], value: object) -> None:
     view = require_view(tensor, "pl.write", "the destination")
     context = rank_context("pl.write")
     values = np.full([1] * len(offsets), as_data(value), dtype=view.dtype.compute)
-    context.store(view, local_owner(view, context.rank), indices(offsets), values, "pl.write")
+    owner = local_owner(view, context.rank)
+    context.store(view, owner, indices(offsets), values, "pl.write", sources=sources_of(value))
 
 
 def _elementwise(function: Callable[..., Any], *raw_operands: object) -> Any:

@@ -106,9 +106,14 @@ def _plain(value: object) -> object:
 def _sources(*values: object) -> frozenset[EventRef]:
     found: frozenset[EventRef] = frozenset()
     for value in values:
-        if isinstance(value, Tainted):
-            found |= value.sources
+        found |= sources_of(value)
     return found
+
+
+def sources_of(value: object) -> frozenset[EventRef]:
+    """The loads a value (a tainted scalar or a tile) was computed from."""
+    sources = getattr(value, "sources", None)
+    return sources if isinstance(sources, frozenset) else frozenset()
 
 
 def _scalar_op(op: Callable[[Any, Any], Any], left: object, right: object) -> Any:
@@ -157,7 +162,8 @@ class Tainted:
         return int(self.reveal())
 
     def __float__(self) -> float:
-        return float(self.value)
+        # a plain float leaves the taint behind: whatever it decides is not seen
+        return float(self.reveal())
 
     def __hash__(self) -> int:
         return hash(self.reveal())
