@@ -28,6 +28,7 @@ from racecheck.describe import describe_cell, describe_event
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.syncview import signal_cells
 from racecheck.events import (
+    HOST_OWNER,
     AccessMode,
     Event,
     EventKind,
@@ -85,14 +86,15 @@ def find_hazards(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
 def out_of_bounds(trace: Trace) -> list[Hazard]:
     seen: dict[SourceLocation, Hazard] = {}
     for record in trace.out_of_bounds:
+        on_host = record.rank == HOST_OWNER
         seen.setdefault(
             record.location,
             Hazard(
                 kind=FindingKind.OUT_OF_BOUNDS,
                 detail="",
-                message=f"rank {record.rank}: {record.message}",
+                message=f"{'the host' if on_host else f'rank {record.rank}'}: {record.message}",
                 events=(),
-                ranks=(record.rank,),
+                ranks=() if on_host else (record.rank,),
                 locations=(record.location,),
                 regions=(),
             ),

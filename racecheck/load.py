@@ -50,7 +50,8 @@ RANK_COUNT_NAMES = frozenset(
         "n_rank",
     }
 )
-REJECTING_EXCEPTIONS = (ValueError, AssertionError, NotImplementedError, RuntimeError, SystemExit)
+REJECTING_EXCEPTIONS = (ValueError, AssertionError, NotImplementedError, RuntimeError)
+_REJECTING_STATEMENTS = ("raise", "assert")
 
 
 # ---------------------------------------------------------------------------- loading
@@ -71,7 +72,7 @@ class LoadedFile:
 def load_file(path: str) -> LoadedFile:
     """Execute the user's file as a fresh module; any failure is one `LoadError`."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             source = handle.read()
     except FileNotFoundError:
         raise LoadError("no such file", file=path) from None
@@ -93,7 +94,7 @@ def load_file(path: str) -> LoadedFile:
         except BaseException as error:  # noqa: BLE001 - any import-time failure is a LoadError
             where = traceback_location(error.__traceback__)
             raise LoadError(
-                f"importing the file raised {type(error).__name__}: {error}",
+                f"importing the file {raised(error)}",
                 file=path,
                 line=where.line if where else None,
             ) from None
@@ -149,16 +150,28 @@ def rejection_message(error: BaseException) -> str | None:
     """The program's own message if `error` is a rejection raised by the user's code."""
     if not isinstance(error, REJECTING_EXCEPTIONS):
         return None
+    if isinstance(error, RecursionError):
+        return None
     frames = traceback.extract_tb(error.__traceback__)
     if not frames or not _is_registered(frames[-1].filename):
         return None
-    if isinstance(error, SystemExit):
-        return str(error.code)
+    if not (frames[-1].line or "").lstrip().startswith(_REJECTING_STATEMENTS):
+        return None  # raised by an operation of the user's line, not by the program's rule
     text = str(error)
     if not text:
         last = frames[-1]
         text = f"{type(error).__name__} at line {last.lineno}: {(last.line or '').strip()}"
     return text
+
+
+def raised(error: BaseException) -> str:
+    """How user code failed, for a message: "raised ValueError: ..." or the exit it called."""
+    if isinstance(error, SystemExit):
+        return (
+            f"called sys.exit/os._exit ({error.code}); racecheck cannot check a program"
+            " that exits the process"
+        )
+    return f"raised {type(error).__name__}: {error}"
 
 
 def _is_registered(filename: str) -> bool:
@@ -179,7 +192,7 @@ def _user_call(loaded: LoadedFile, what: str, call: Callable[[], Any]) -> Any:
                 raise ProgramRejected(message) from None
             where = traceback_location(error.__traceback__)
             raise TracingError(
-                f"{what} raised {type(error).__name__}: {error}",
+                f"{what} {raised(error)}",
                 file=loaded.path,
                 line=where.line if where else None,
             ) from None

@@ -6,7 +6,7 @@ import time
 
 from racecheck.cosim.classify import call_user, classify, located
 from racecheck.cosim.execution import Execution, HostTensorRecord, merged_flow
-from racecheck.cosim.host import HostContext
+from racecheck.cosim.host import HostContext, HostCrash
 from racecheck.cosim.inputs import HostTensor, create_host_arguments
 from racecheck.cosim.policies import (
     DefaultPolicy,
@@ -20,6 +20,7 @@ from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
 from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
+    OutOfBounds,
     RankEnd,
     Trace,
 )
@@ -61,7 +62,7 @@ def _execute_ranks(
             raise located(run.failure)
         if isinstance(run.failure, (ProgramRejected, ScheduleDivergence)):
             raise run.failure
-        raise classify(run.failure, program) from run.failure
+        raise classify(run.failure, program, in_kernel=True) from run.failure
 
 
 def simulate(
@@ -78,7 +79,10 @@ def simulate(
     started = time.monotonic()
     memory = MemoryState(instance.ranks)
     with installed():
-        host, tensors = _run_host(instance, memory, seed)
+        try:
+            host, tensors = _run_host(instance, memory, seed)
+        except HostCrash as crash:
+            return _host_crash(instance, memory, crash.record, repeat)
         run = BatonScheduler(
             instance.ranks,
             memory,
@@ -117,6 +121,21 @@ def simulate(
         stalled=run.stalled,
         flow=merged_flow(state.flow for state in run.states),
     )
+
+
+def _host_crash(
+    instance: ProgramInstance, memory: MemoryState, record: OutOfBounds, repeat: int
+) -> Execution:
+    """The host entry stopped at an out-of-range row: no rank ran."""
+    trace = Trace(
+        ranks=instance.ranks,
+        events=((),) * instance.ranks,
+        memories=tuple(memory.memories),
+        ends=(RankEnd.CRASHED,) * instance.ranks,
+        out_of_bounds=(record,),
+        repeat=repeat,
+    )
+    return Execution(trace=trace, schedule=(), tensors=())
 
 
 def _end_of(state: RankContext, run: BatonScheduler) -> RankEnd:
