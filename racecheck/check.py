@@ -19,8 +19,10 @@ from racecheck.cosim import (
     ScheduleDivergence,
     simulate,
 )
+from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.base import OrderOracle
+from racecheck.engines.deadline import DeadlineOracle
 from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
 from racecheck.events import NotifyOp, Schedule, Trace
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
@@ -36,7 +38,7 @@ Progress = Callable[[str, int], None]
 def check(path: str, options: Options, *, progress: Progress | None = None) -> Report:
     if options.expect is not None:
         parse_model(options.expect)  # a bad model name is a usage error before any work
-    loaded = load_file(path)
+    loaded = load_file(path, timeout=options.timeout)
     specs = discover(loaded, programs=options.programs, args=dict(options.args))
     results: list[ProgramResult] = []
     errors: list[str] = []
@@ -61,16 +63,23 @@ def check(path: str, options: Options, *, progress: Progress | None = None) -> R
 
 
 def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramResult:
-    return explore(lambda path: _check_path(spec, ranks, options, path))
+    return explore(
+        lambda path, deadline: _check_path(spec, ranks, options, path, deadline),
+        timeout=options.timeout,
+    )
 
 
-def _check_path(spec: ProgramSpec, ranks: int, options: Options, path: Path) -> PathOutcome:
+def _check_path(
+    spec: ProgramSpec, ranks: int, options: Options, path: Path, deadline: float
+) -> PathOutcome:
     started = time.monotonic()
-    deadline = started + options.timeout
     try:
-        instance = spec.instantiate(ranks)
+        instance = _instantiate(spec, ranks, deadline - started)
         execution = simulate(
-            instance, repeat=options.repeat, seed=options.seed, timeout=options.timeout
+            instance,
+            repeat=options.repeat,
+            seed=options.seed,
+            timeout=deadline - time.monotonic(),
         )
     except ProgramRejected as rejected:
         return PathOutcome(
@@ -78,8 +87,9 @@ def _check_path(spec: ProgramSpec, ranks: int, options: Options, path: Path) -> 
         )
     trace = execution.trace
     try:
-        engine, oracle = prepare(options.engine, trace, deadline=deadline)
-        hazards = find_hazards(trace, oracle)
+        engine, prepared = prepare(options.engine, trace, deadline=deadline)
+        oracle = DeadlineOracle(prepared, deadline)
+        hazards = find_hazards(trace, oracle, deadline=deadline)
         golden = (options.expect or _model_of(instance, execution, options)) if hazards else None
         findings = [
             _confirmed(instance, trace, oracle, hazard, golden, options) for hazard in hazards
@@ -93,6 +103,18 @@ def _check_path(spec: ProgramSpec, ranks: int, options: Options, path: Path) -> 
         )
     result = _judge(spec, ranks, started, options, engine, execution, findings)
     return PathOutcome(result=result, opened=opened)
+
+
+def _instantiate(spec: ProgramSpec, ranks: int, seconds: float) -> ProgramInstance:
+    try:
+        return within(lambda: spec.instantiate(ranks), seconds)
+    except Overrun as overrun:
+        where = overrun.where
+        raise TracingError(
+            f"building {spec.name} {overrun}",
+            file=where.file if where else None,
+            line=where.line if where else None,
+        ) from None
 
 
 def _judge(

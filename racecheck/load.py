@@ -30,6 +30,7 @@ from racecheck.dsl.location import register_user_file, traceback_location
 from racecheck.dsl.modules import installed
 from racecheck.dsl.program import DslFunction, FunctionRole, Program, entry_parameters
 from racecheck.dsl.types import DimExpr, DynVar, ScalarType, TensorType, resolve_dim
+from racecheck.dsl.watchdog import Overrun, within
 from racecheck.errors import LoadError, ProgramRejected, TracingError, UserError
 
 RANK_COUNT_NAMES = frozenset(
@@ -69,8 +70,9 @@ class LoadedFile:
         return vars(self.module)
 
 
-def load_file(path: str) -> LoadedFile:
-    """Execute the user's file as a fresh module; any failure is one `LoadError`."""
+def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
+    """Execute the user's file as a fresh module; any failure (or running past
+    `timeout` seconds) is one `LoadError`."""
     try:
         with open(path, encoding="utf-8-sig") as handle:
             source = handle.read()
@@ -88,7 +90,10 @@ def load_file(path: str) -> LoadedFile:
     module = _fresh_module(compiled_name)
     with installed():
         try:
-            exec(code, module.__dict__)
+            within(lambda: exec(code, module.__dict__), timeout)
+        except Overrun as overrun:
+            line = overrun.where.line if overrun.where else None
+            raise LoadError(f"importing the file {overrun}", file=path, line=line) from None
         except UserError:
             raise
         except BaseException as error:  # noqa: BLE001 - any import-time failure is a LoadError

@@ -11,6 +11,7 @@ settles makes the verdict `unknown`, naming the line that read it.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,8 +33,11 @@ class PathOutcome:
     opened: tuple[OpenRead, ...] = ()  # steering values this path does not settle
 
 
-def explore(check_path: Callable[[Path], PathOutcome]) -> ProgramResult:
-    outcome = check_path(FIRST)
+def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float) -> ProgramResult:
+    """Check the first path, then the paths its open values lead to, all within
+    `timeout` seconds (`check_path` gets the deadline, a `time.monotonic()` value)."""
+    deadline = time.monotonic() + timeout
+    outcome = check_path(FIRST, deadline)
     return merged([outcome.result], outcome.opened)
 
 

@@ -24,7 +24,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 
-from racecheck.analysis import writer_pairs
 from racecheck.cosim import Execution, TensorRole
 from racecheck.cosim.execution import DataFlow
 from racecheck.engines.base import OrderOracle
@@ -73,7 +72,7 @@ def open_reads(execution: Execution, oracle: OrderOracle) -> list[OpenRead]:
     """Every open cause behind a steering value, one per (cause, read line), in trace order."""
     trace = execution.trace
     flow = execution.flow
-    feeders = _feeders(trace, oracle)
+    feeders = _Feeders(trace, oracle)
     inputs = {t.memory for t in execution.tensors if t.role is not TensorRole.OUTPUT}
     used: dict[EventRef, SourceLocation] = {}
     for steering, used_at in _steering(trace, flow):
@@ -120,18 +119,32 @@ def _sources(trace: Trace, flow: DataFlow, write: Event) -> frozenset[EventRef]:
     return frozenset(e.ref for e in earlier if e.kind is EventKind.LOAD)
 
 
-def _feeders(trace: Trace, oracle: OrderOracle) -> dict[EventRef, list[Event]]:
-    """For each load, the writes of its bytes that can precede it."""
-    feeders: dict[EventRef, list[Event]] = defaultdict(list)
-    for a, b in writer_pairs(trace):
-        for reader, writer in ((a, b), (b, a)):
-            if (
-                reader.kind is EventKind.LOAD
-                and _writes(writer)
-                and _may_precede(oracle, writer, reader)
-            ):
-                feeders[reader.ref].append(writer)
-    return feeders
+class _Feeders:
+    """For a load, the writes of its bytes that can precede it (computed on demand:
+    few loads steer)."""
+
+    def __init__(self, trace: Trace, oracle: OrderOracle) -> None:
+        self.oracle = oracle
+        self.writes: dict[tuple[int, int], list[Event]] = defaultdict(list)
+        for rank_events in trace.events:
+            for event in rank_events:
+                if event.access is not None and _writes(event):
+                    self.writes[(event.access.memory, event.access.owner)].append(event)
+        self.trace = trace
+        self.known: dict[EventRef, list[Event]] = {}
+
+    def __getitem__(self, load: EventRef) -> list[Event]:
+        if load not in self.known:
+            read = self.trace.event(load)
+            assert read.access is not None
+            self.known[load] = [
+                write
+                for write in self.writes[(read.access.memory, read.access.owner)]
+                if write.access is not None
+                and intersect_ranges(write.access.ranges, read.access.ranges)
+                and _may_precede(self.oracle, write, read)
+            ]
+        return self.known[load]
 
 
 def _writes(event: Event) -> bool:
@@ -144,9 +157,7 @@ def _may_precede(oracle: OrderOracle, first: Event, second: Event) -> bool:
     return oracle.can_precede(first.ref, second.ref)
 
 
-def _upstream(
-    trace: Trace, flow: DataFlow, feeders: dict[EventRef, list[Event]], start: EventRef
-) -> list[EventRef]:
+def _upstream(trace: Trace, flow: DataFlow, feeders: _Feeders, start: EventRef) -> list[EventRef]:
     """`start` and every load whose value reached it through memory."""
     seen = {start}
     todo = [start]

@@ -47,6 +47,7 @@ def build_copy(nr: int):
             x: pl.Tensor[[ROWS or nr, 1, SIZE], pl.FP32],
             y: pl.Out[pl.Tensor[[nr, 1, SIZE], pl.FP32]],
         ) -> pl.Tensor[[nr, 1, SIZE], pl.FP32]:
+            {host}
             for r in pl.range(pld.world_size()):
                 self.step(x[{row}], y[r], device=r)  # the dispatch
             return y
@@ -55,9 +56,11 @@ def build_copy(nr: int):
 """
 
 
-def _write(tmp_path: Path, *, row="r", rows=0, factory="pass", kernel="pass", head="") -> str:
+def _write(
+    tmp_path: Path, *, row="r", rows=0, factory="pass", kernel="pass", host="pass", head=""
+) -> str:
     path = tmp_path / "program.py"
-    source = PROGRAM.format(row=row, rows=rows, factory=factory, kernel=kernel)
+    source = PROGRAM.format(row=row, rows=rows, factory=factory, kernel=kernel, host=host)
     path.write_text(textwrap.dedent(head) + source)
     return str(path)
 
@@ -126,3 +129,26 @@ def test_a_file_with_a_utf8_bom_loads(tmp_path) -> None:
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     (result,) = check(str(path), Options(ranks=(2,))).results
     assert result.verdict is Verdict.PROVED
+
+
+def test_a_file_that_loops_at_import_is_a_load_error_within_the_timeout(tmp_path) -> None:
+    path = _write(tmp_path, head="while True:\n    pass\n")
+    with pytest.raises(LoadError, match="did not finish within --timeout") as caught:
+        check(path, Options(ranks=(2,), timeout=0.5))
+    assert caught.value.line in (1, 2)  # the loop's `while` or its body
+
+
+@pytest.mark.parametrize(
+    ("where", "indent", "said"),
+    [("factory", 8, "building build_copy"), ("host", 16, "the host entry of")],
+)
+def test_user_code_that_loops_ends_in_an_error_naming_its_line(
+    tmp_path, where, indent, said
+) -> None:
+    path = _write(tmp_path, **{where: "while True:\n" + " " * indent + "pass"})
+    report = check(path, Options(ranks=(2,), timeout=0.5))
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN
+    assert said in result.message and "did not finish within --timeout" in result.message
+    loop = _line(path, "while True:")
+    assert any(f":{line}:" in report.errors[0] for line in (loop, loop + 1))

@@ -13,11 +13,12 @@ from racecheck.cosim.policies import (
     ScheduleDivergence,
     SchedulePolicy,
 )
-from racecheck.cosim.rank import RankContext
-from racecheck.cosim.scheduler import BatonScheduler, interrupt, last_user_location
+from racecheck.cosim.rank import Abort, RankContext
+from racecheck.cosim.scheduler import BatonScheduler
 from racecheck.dsl.context import activated
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
+from racecheck.dsl.watchdog import Overrun, interrupt, thread_location, within
 from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
     OutOfBounds,
@@ -28,12 +29,24 @@ from racecheck.load import ProgramInstance
 
 
 def _run_host(
-    instance: ProgramInstance, memory: MemoryState, seed: int
+    instance: ProgramInstance, memory: MemoryState, seed: int, timeout: float
 ) -> tuple[HostContext, list[HostTensor]]:
     host = HostContext(instance.ranks, memory, dict(instance.bindings))
     arguments, tensors = create_host_arguments(instance, memory, host, seed)
-    with activated(host):
-        call_user(lambda: instance.entry(*arguments), instance.name)
+
+    def run() -> None:
+        with activated(host):
+            call_user(lambda: instance.entry(*arguments), instance.name)
+
+    try:
+        within(run, timeout)
+    except Overrun as overrun:
+        where = overrun.where
+        raise TracingError(
+            f"the host entry of {instance.name} {overrun}",
+            file=where.file if where else None,
+            line=where.line if where else None,
+        ) from None
     host.check_row_counts()
     host.check_one_group()
     return host, tensors
@@ -46,10 +59,10 @@ def _execute_ranks(
     if not run.done.wait(timeout):
         running = run.running
         thread = run.states[running].thread if running is not None else None
-        where = last_user_location(thread)
+        where = thread_location(thread)
         run.stop()
         if thread is not None:
-            interrupt(thread)
+            interrupt(thread, Abort)
         line = f"; last line reached: {where} {where.text}" if where else ""
         raise TracingError(
             f"tracing {program} did not finish within {timeout:g} s (rank {running}{line})",
@@ -80,7 +93,7 @@ def simulate(
     memory = MemoryState(instance.ranks)
     with installed():
         try:
-            host, tensors = _run_host(instance, memory, seed)
+            host, tensors = _run_host(instance, memory, seed, timeout)
         except HostCrash as crash:
             return _host_crash(instance, memory, crash.record, repeat)
         run = BatonScheduler(
