@@ -17,6 +17,7 @@ from racecheck.cosim import (
     ReplayPolicy,
     RoundRobinPolicy,
     ScheduleDivergence,
+    SchedulePolicy,
     simulate,
 )
 from racecheck.dsl.watchdog import Overrun, within
@@ -29,7 +30,7 @@ from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verd
 from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
 from racecheck.options import Options
-from racecheck.paths import Path, PathOutcome, explore
+from racecheck.paths import Path, PathOracle, PathOutcome, explore
 from racecheck.steering import open_reads
 
 Progress = Callable[[str, int], None]
@@ -77,6 +78,7 @@ def _check_path(
         instance = _instantiate(spec, ranks, deadline - started)
         execution = simulate(
             instance,
+            policy=path.policy(),
             repeat=options.repeat,
             seed=options.seed,
             timeout=deadline - time.monotonic(),
@@ -88,7 +90,11 @@ def _check_path(
     trace = execution.trace
     try:
         engine, prepared = prepare(options.engine, trace, deadline=deadline)
-        oracle = DeadlineOracle(prepared, deadline)
+        oracle = PathOracle(
+            DeadlineOracle(prepared, deadline),
+            path,
+            lambda policy: _realised(instance, policy, options),
+        )
         hazards = find_hazards(trace, oracle, deadline=deadline)
         golden = (options.expect or _model_of(instance, execution, options)) if hazards else None
         findings = [
@@ -102,7 +108,24 @@ def _check_path(
             )
         )
     result = _judge(spec, ranks, started, options, engine, execution, findings)
-    return PathOutcome(result=result, opened=opened)
+    return PathOutcome(result=result, opened=opened, schedule=execution.schedule)
+
+
+def _realised(
+    instance: ProgramInstance, policy: SchedulePolicy, options: Options
+) -> Schedule | None:
+    try:
+        execution = simulate(
+            instance,
+            policy=policy,
+            force_waits=False,
+            repeat=options.repeat,
+            seed=options.seed,
+            timeout=options.timeout,
+        )
+    except TracingError:
+        return None
+    return execution.schedule
 
 
 def _instantiate(spec: ProgramSpec, ranks: int, seconds: float) -> ProgramInstance:

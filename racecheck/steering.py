@@ -54,6 +54,7 @@ class OpenRead:
     read_at: SourceLocation
     used_at: SourceLocation  # where the (derived) value steered the program
     writers: tuple[EventRef, ...] = ()  # ORDER: the unordered writes of its bytes
+    last_wins: bool = False  # ORDER: the value is set by whichever of `writers` lands last
 
     @property
     def message(self) -> str:
@@ -192,6 +193,7 @@ def _opened(
             read_at=event.location,
             used_at=used_at,
             writers=tuple(writer.ref for writer in group),
+            last_wins=len(group) == 2 or all(_sets(writer) for writer in group),
         )
 
 
@@ -226,6 +228,12 @@ def _commute(flow: DataFlow, first: Event, second: Event) -> bool:
         if ops == {NotifyOp.SET}:
             return first.notify.value == second.notify.value
     return _integer_add(flow, first) and _integer_add(flow, second)
+
+
+def _sets(event: Event) -> bool:
+    if event.notify is not None:
+        return event.notify.op is NotifyOp.SET
+    return event.kind is EventKind.STORE
 
 
 def _integer_add(flow: DataFlow, event: Event) -> bool:
