@@ -75,7 +75,7 @@ def _check_path(
 ) -> PathOutcome:
     started = time.monotonic()
     try:
-        instance = _instantiate(spec, ranks, deadline - started)
+        instance = path.applied(_instantiate(spec, ranks, deadline - started))
         execution = simulate(
             instance,
             policy=path.policy(),
@@ -108,7 +108,12 @@ def _check_path(
             )
         )
     result = _judge(spec, ranks, started, options, engine, execution, findings)
-    return PathOutcome(result=result, opened=opened, schedule=execution.schedule)
+    return PathOutcome(
+        result=result,
+        opened=opened,
+        schedule=execution.schedule,
+        decisions=execution.flow.decisions,
+    )
 
 
 def _realised(

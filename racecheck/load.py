@@ -136,6 +136,7 @@ class ProgramInstance:
     parameters: tuple[HostParameter, ...]
     bindings: tuple[tuple[str, int], ...] = ()  # values of pl.dynamic dims
     file: str = ""
+    inputs: tuple[tuple[str, int, float], ...] = ()  # chosen elements: (tensor, index, value)
 
     def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
         return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)

@@ -16,13 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from racecheck.cosim import DefaultPolicy, HoldPolicy, SchedulePolicy
+from racecheck.cosim.execution import Decided
+from racecheck.dsl.symbolic import Decision
 from racecheck.engines.base import OrderOracle
 from racecheck.events import EventRef, Schedule, Stuck
 from racecheck.findings import Finding, ProgramResult, Verdict
+from racecheck.load import ProgramInstance
 from racecheck.steering import Cause, OpenRead
 
 BUDGET = 16
 """Paths checked per program and P before an open value makes the verdict unknown."""
+
+PathKey = tuple[frozenset[EventRef], tuple[tuple[str, int, float], ...]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,10 +37,15 @@ class Path:
     `held`: writes the scheduler keeps back while any other rank can run, so the others
     of their unordered group land first. `decided`: the unordered groups an ancestor
     path already branched on (their other orders are this path's siblings).
+    `inputs`: input elements chosen for this path (tensor, flat index, value).
+    `forced`: the decisions these inputs were chosen for, in order; the run must make
+    them (concolic search: its later decisions are flipped in turn by its children).
     """
 
     held: tuple[EventRef, ...] = ()
     decided: frozenset[frozenset[EventRef]] = frozenset()
+    inputs: tuple[tuple[str, int, float], ...] = ()
+    forced: tuple[Decision, ...] = ()
 
     def policy(self) -> SchedulePolicy:
         policy: SchedulePolicy = DefaultPolicy()
@@ -43,9 +53,12 @@ class Path:
             policy = HoldPolicy(write, policy)
         return policy
 
+    def applied(self, instance: ProgramInstance) -> ProgramInstance:
+        return dataclasses.replace(instance, inputs=self.inputs) if self.inputs else instance
+
     @property
-    def key(self) -> frozenset[EventRef]:
-        return frozenset(self.held)
+    def key(self) -> PathKey:
+        return frozenset(self.held), self.inputs
 
 
 FIRST = Path()
@@ -92,13 +105,14 @@ class PathOutcome:
     result: ProgramResult
     opened: tuple[OpenRead, ...] = ()  # steering values that may differ on other paths
     schedule: Schedule = ()  # the order the path's tracing run executed events in
+    decisions: tuple[Decided, ...] = ()  # what its input-dependent values decided
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Pending:
     path: Path
     reason: OpenRead  # the open value this path is an alternative for
-    last: EventRef  # the write that must land last on this path
+    last: EventRef | None = None  # the write that must land last on this path
 
 
 def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float) -> ProgramResult:
@@ -110,7 +124,7 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
     results = [first.result]
     unsettled: list[OpenRead] = []
     seen = {FIRST.key}
-    todo = _branches(FIRST, first, unsettled, seen)
+    todo = _branches(FIRST, first, unsettled, seen, deadline)
     while todo:
         pending = todo.pop(0)
         if len(results) >= BUDGET or time.monotonic() > deadline:
@@ -118,38 +132,91 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
             break
         outcome = check_path(pending.path, deadline)
         results.append(outcome.result)
-        if not _landed_last(pending, outcome.schedule):
+        if not _realised(pending, outcome):
             unsettled.append(pending.reason)
-        todo.extend(_branches(pending.path, outcome, unsettled, seen))
+        todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline))
     return merged(results, tuple(unsettled))
 
 
 def _branches(
-    path: Path, outcome: PathOutcome, unsettled: list[OpenRead], seen: set[frozenset[EventRef]]
+    path: Path,
+    outcome: PathOutcome,
+    unsettled: list[OpenRead],
+    seen: set[PathKey],
+    deadline: float,
 ) -> list[_Pending]:
     """The alternatives of every open value of `outcome` not branched on before; an
     open value that cannot be branched on is unsettled."""
+    branches = _orders(path, outcome, unsettled) + _inputs(path, outcome, unsettled, deadline)
+    fresh = []
+    for branch in branches:
+        if branch.path.key not in seen:
+            seen.add(branch.path.key)
+            fresh.append(branch)
+    return fresh
+
+
+def _orders(path: Path, outcome: PathOutcome, unsettled: list[OpenRead]) -> list[_Pending]:
+    """Reads-from alternatives: each unordered write of a group held back in turn."""
     order = {ref: n for n, ref in enumerate(outcome.schedule)}
     branches: list[_Pending] = []
     for opened in outcome.opened:
         group = frozenset(opened.writers)
-        if opened.cause is Cause.ORDER and group in path.decided:
+        if opened.cause is not Cause.ORDER or group in path.decided:
             continue
-        if opened.cause is not Cause.ORDER or not opened.last_wins:
+        if not opened.last_wins:
             unsettled.append(opened)
             continue
         last = max(opened.writers, key=lambda ref: order.get(ref, -1))
         for write in opened.writers:
-            child = Path(held=(*path.held, write), decided=path.decided | {group})
-            if write != last and child.key not in seen:
-                seen.add(child.key)
+            if write != last:
+                child = dataclasses.replace(
+                    path, held=(*path.held, write), decided=path.decided | {group}
+                )
                 branches.append(_Pending(path=child, reason=opened, last=write))
     return branches
 
 
-def _landed_last(pending: _Pending, schedule: Schedule) -> bool:
-    """Did the path's run realise the order it was for?"""
-    order = {ref: n for n, ref in enumerate(schedule)}
+def _inputs(
+    path: Path, outcome: PathOutcome, unsettled: list[OpenRead], deadline: float
+) -> list[_Pending]:
+    """Input alternatives (concolic): for each decision after the forced ones, inputs
+    that keep the decisions before it and flip it. An input dependence without a
+    symbolic form cannot be followed: it is unsettled."""
+    inputs = [opened for opened in outcome.opened if opened.cause is Cause.INPUT]
+    unsettled.extend(opened for opened in inputs if not opened.symbolic)
+    if not inputs or not outcome.decisions:
+        return []
+    from racecheck.engines.inputs_smt import Answer, solve  # z3 only when inputs steer
+
+    made = [decided.decision for decided in outcome.decisions]
+    branches: list[_Pending] = []
+    for n in range(len(path.forced), len(made)):
+        reason = _reason(inputs, outcome.decisions[n])
+        solution = solve(made[:n], made[n], seconds=deadline - time.monotonic())
+        if solution.answer is Answer.UNDECIDED:
+            unsettled.append(reason)
+        elif solution.answer is Answer.FOUND:
+            flipped = Decision(condition=made[n].condition, taken=not made[n].taken)
+            child = dataclasses.replace(path, inputs=solution.values, forced=(*made[:n], flipped))
+            branches.append(_Pending(path=child, reason=reason))
+    return branches
+
+
+def _reason(inputs: list[OpenRead], decided: Decided) -> OpenRead:
+    """The open input value behind a decision, for messages."""
+    return next((opened for opened in inputs if opened.read in decided.sources), inputs[0])
+
+
+def _realised(pending: _Pending, outcome: PathOutcome) -> bool:
+    """Did the path's run go the way it was chosen for: its held write landed last
+    among its group, and it made the forced decisions?"""
+    made = tuple(decided.decision for decided in outcome.decisions)
+    if made[: len(pending.path.forced)] != pending.path.forced:
+        return False
+    if pending.last is None:
+        return True
+    order = {ref: n for n, ref in enumerate(outcome.schedule)}
     if any(ref not in order for ref in pending.reason.writers):
         return False
     return all(order[ref] <= order[pending.last] for ref in pending.reason.writers)

@@ -19,6 +19,7 @@ from (`DataFlow.stored_from`), and a load of those bytes depends on them in turn
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ class OpenRead:
     read: EventRef  # the load whose own value is open (input, or unordered writers)
     read_at: SourceLocation
     used_at: SourceLocation  # where the (derived) value steered the program
+    symbolic: bool = False  # INPUT: its value steered only directly, in symbolic form
     writers: tuple[EventRef, ...] = ()  # ORDER: the unordered writes of its bytes
     last_wins: bool = False  # ORDER: the value is set by whichever of `writers` lands last
 
@@ -76,20 +78,27 @@ def open_reads(execution: Execution, oracle: OrderOracle) -> list[OpenRead]:
     feeders = _Feeders(trace, oracle)
     inputs = {t.memory for t in execution.tensors if t.role is not TensorRole.OUTPUT}
     used: dict[EventRef, SourceLocation] = {}
-    for steering, used_at in _steering(trace, flow):
+    indirect: set[EventRef] = set()  # loads whose values steered through memory
+    for steering, used_at, direct in _steering(trace, flow):
         for load in _upstream(trace, flow, feeders, steering):
             used.setdefault(load, used_at)
-    found: dict[tuple[Cause, SourceLocation], OpenRead] = {}
+            if load != steering or not direct:
+                indirect.add(load)
+    found: dict[tuple[Cause, SourceLocation, bool], OpenRead] = {}
     for load in sorted(used, key=lambda ref: (ref.rank, ref.index)):
+        symbolic = load not in indirect and load not in flow.opaque
         for opened in _opened(trace, flow, oracle, inputs, feeders[load], load, used[load]):
-            found.setdefault((opened.cause, opened.read_at), opened)
+            if opened.cause is Cause.INPUT:
+                opened = dataclasses.replace(opened, symbolic=symbolic)
+            found.setdefault((opened.cause, opened.read_at, opened.symbolic), opened)
     return list(found.values())
 
 
-def _steering(trace: Trace, flow: DataFlow) -> Iterator[tuple[EventRef, SourceLocation]]:
-    """Loads whose values steered: revealed ones, and the sources of data that lands
-    on signal cells (it moves waits)."""
-    yield from flow.steered.items()
+def _steering(trace: Trace, flow: DataFlow) -> Iterator[tuple[EventRef, SourceLocation, bool]]:
+    """Loads whose values steered, and whether directly: revealed ones (directly), and
+    the sources of data that lands on signal cells (it moves waits)."""
+    for load, used_at in flow.steered.items():
+        yield load, used_at, True
     cells = [(c.memory, c.owner, c.offset) for c in signal_cells(trace).values()]
     for rank_events in trace.events:
         for event in rank_events:
@@ -97,7 +106,7 @@ def _steering(trace: Trace, flow: DataFlow) -> Iterator[tuple[EventRef, SourceLo
                 continue
             if any(_hits(event, cell) for cell in cells):
                 for source in _sources(trace, flow, event):
-                    yield source, event.location
+                    yield source, event.location, False
 
 
 def _hits(event: Event, cell: tuple[int, int, int]) -> bool:

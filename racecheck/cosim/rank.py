@@ -13,6 +13,7 @@ from racecheck.cosim.execution import FlowRecorder
 from racecheck.dsl.location import (
     user_location,
 )
+from racecheck.dsl.symbolic import Decision, Var
 from racecheck.dsl.tensors import TensorView, region_problem, region_runs
 from racecheck.events import (
     AccessMode,
@@ -148,10 +149,27 @@ class RankContext:
         self.run.checkpoint(self, event)
         self.run.executed(self, event)
 
-    def note_control(self, sources: frozenset[EventRef]) -> None:
+    def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
         self.run.control_reads.update(sources)
         if not sources <= self.flow.steered.keys():
             self.flow.steered_by(sources, user_location())
+        self.flow.decided(sources, decision, (len(self.run.schedule), self.rank))
+
+    def input_symbols(
+        self, view: TensorView, offsets: Sequence[int], extent: Sequence[int]
+    ) -> np.ndarray | None:
+        memory = self.run.memory
+        name = memory.inputs.get(view.memory)
+        if name is None or view.memory in memory.written or view.dtype.name == "BOOL":
+            return None
+        size = view.dtype.nbytes
+        runs = region_runs(view, offsets, extent)
+        elements = [n for start, end in runs for n in range(start // size, end // size)]
+        if len(elements) != math.prod(extent):
+            return None
+        symbols = np.empty(len(elements), dtype=object)
+        symbols[:] = [Var(name, n, view.dtype.is_float) for n in elements]
+        return symbols.reshape(tuple(extent))
 
     def fail_bounds(self, message: str) -> None:
         raise Crash(OutOfBounds(rank=self.rank, location=user_location(), message=message))
