@@ -109,6 +109,18 @@ class PathOutcome:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Unsettled:
+    """An open value no explored path settles, and why."""
+
+    opened: OpenRead
+    why: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.opened.message} ({self.why})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Pending:
     path: Path
     reason: OpenRead  # the open value this path is an alternative for
@@ -122,18 +134,24 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
     deadline = time.monotonic() + timeout
     first = check_path(FIRST, deadline)
     results = [first.result]
-    unsettled: list[OpenRead] = []
+    unsettled: list[Unsettled] = []
     seen = {FIRST.key}
     todo = _branches(FIRST, first, unsettled, seen, deadline)
     while todo:
         pending = todo.pop(0)
         if len(results) >= BUDGET or time.monotonic() > deadline:
-            unsettled.extend(waiting.reason for waiting in [pending, *todo])
+            why = (
+                f"past the budget of {BUDGET} paths" if len(results) >= BUDGET else "past --timeout"
+            )
+            unsettled.extend(
+                Unsettled(opened=waiting.reason, why=why) for waiting in [pending, *todo]
+            )
             break
         outcome = check_path(pending.path, deadline)
         results.append(outcome.result)
         if not _realised(pending, outcome):
-            unsettled.append(pending.reason)
+            why = "its other path could not be realised"
+            unsettled.append(Unsettled(opened=pending.reason, why=why))
         todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline))
     return merged(results, tuple(unsettled))
 
@@ -141,7 +159,7 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
 def _branches(
     path: Path,
     outcome: PathOutcome,
-    unsettled: list[OpenRead],
+    unsettled: list[Unsettled],
     seen: set[PathKey],
     deadline: float,
 ) -> list[_Pending]:
@@ -156,7 +174,7 @@ def _branches(
     return fresh
 
 
-def _orders(path: Path, outcome: PathOutcome, unsettled: list[OpenRead]) -> list[_Pending]:
+def _orders(path: Path, outcome: PathOutcome, unsettled: list[Unsettled]) -> list[_Pending]:
     """Reads-from alternatives: each unordered write of a group held back in turn."""
     order = {ref: n for n, ref in enumerate(outcome.schedule)}
     branches: list[_Pending] = []
@@ -165,7 +183,8 @@ def _orders(path: Path, outcome: PathOutcome, unsettled: list[OpenRead]) -> list
         if opened.cause is not Cause.ORDER or group in path.decided:
             continue
         if not opened.last_wins:
-            unsettled.append(opened)
+            why = "more than two writes, not all Sets: their orders are not enumerated"
+            unsettled.append(Unsettled(opened=opened, why=why))
             continue
         last = max(opened.writers, key=lambda ref: order.get(ref, -1))
         for write in opened.writers:
@@ -178,13 +197,17 @@ def _orders(path: Path, outcome: PathOutcome, unsettled: list[OpenRead]) -> list
 
 
 def _inputs(
-    path: Path, outcome: PathOutcome, unsettled: list[OpenRead], deadline: float
+    path: Path, outcome: PathOutcome, unsettled: list[Unsettled], deadline: float
 ) -> list[_Pending]:
     """Input alternatives (concolic): for each decision after the forced ones, inputs
     that keep the decisions before it and flip it. An input dependence without a
     symbolic form cannot be followed: it is unsettled."""
     inputs = [opened for opened in outcome.opened if opened.cause is Cause.INPUT]
-    unsettled.extend(opened for opened in inputs if not opened.symbolic)
+    unsettled.extend(
+        Unsettled(opened=opened, why="its dependence on the input has no symbolic form")
+        for opened in inputs
+        if not opened.symbolic
+    )
     if not inputs or not outcome.decisions:
         return []
     from racecheck.engines.inputs_smt import Answer, solve  # z3 only when inputs steer
@@ -195,7 +218,7 @@ def _inputs(
         reason = _reason(inputs, outcome.decisions[n])
         solution = solve(made[:n], made[n], seconds=deadline - time.monotonic())
         if solution.answer is Answer.UNDECIDED:
-            unsettled.append(reason)
+            unsettled.append(Unsettled(opened=reason, why="the solver could not pick inputs"))
         elif solution.answer is Answer.FOUND:
             flipped = Decision(condition=made[n].condition, taken=not made[n].taken)
             child = dataclasses.replace(path, inputs=solution.values, forced=(*made[:n], flipped))
@@ -222,7 +245,7 @@ def _realised(pending: _Pending, outcome: PathOutcome) -> bool:
     return all(order[ref] <= order[pending.last] for ref in pending.reason.writers)
 
 
-def merged(results: list[ProgramResult], unsettled: tuple[OpenRead, ...]) -> ProgramResult:
+def merged(results: list[ProgramResult], unsettled: tuple[Unsettled, ...]) -> ProgramResult:
     """The worst verdict of the paths, their findings once each; unsettled open values
     turn a clean verdict into `unknown`."""
     first = results[0]
@@ -234,7 +257,7 @@ def merged(results: list[ProgramResult], unsettled: tuple[OpenRead, ...]) -> Pro
     message = next((r.message for r in results if r.verdict is verdict), first.message)
     if unsettled and verdict in (Verdict.PROVED, Verdict.SKIPPED):
         verdict = Verdict.UNKNOWN
-        message = "; ".join(dict.fromkeys(opened.message for opened in unsettled))
+        message = "; ".join(dict.fromkeys(entry.message for entry in unsettled))
     return dataclasses.replace(
         first,
         verdict=verdict,

@@ -60,14 +60,15 @@ class OpenRead:
 
     @property
     def message(self) -> str:
+        read = "" if self.read_at == self.used_at else f" read at {self.read_at}"
         if self.cause is Cause.INPUT:
             return (
-                f"the value used at {self.used_at} depends on input data read at"
-                f" {self.read_at}; other inputs may take another path"
+                f"the value used at {self.used_at} depends on input data{read};"
+                " other inputs may take another path"
             )
         return (
             f"the value used at {self.used_at} depends on the order of unordered writes"
-            f" read at {self.read_at}; other orders may take another path"
+            f"{read}; other orders may take another path"
         )
 
 
