@@ -31,12 +31,18 @@ from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
 from racecheck.options import Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
+from racecheck.session import Session
 from racecheck.steering import open_reads
 
 Progress = Callable[[str, int], None]
 
 
 def check(path: str, options: Options, *, progress: Progress | None = None) -> Report:
+    with Session():
+        return _check_file(path, options, progress)
+
+
+def _check_file(path: str, options: Options, progress: Progress | None) -> Report:
     if options.expect is not None:
         parse_model(options.expect)  # a bad model name is a usage error before any work
     loaded = load_file(path, timeout=options.timeout)

@@ -51,6 +51,7 @@ RANK_COUNT_NAMES = frozenset(
         "n_rank",
     }
 )
+USER_MODULE_PREFIX = "racecheck_user_"
 REJECTING_EXCEPTIONS = (ValueError, AssertionError, NotImplementedError, RuntimeError)
 _REJECTING_STATEMENTS = ("raise", "assert")
 
@@ -109,7 +110,7 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
 def _fresh_module(compiled_name: str) -> ModuleType:
     digest = hashlib.sha1(compiled_name.encode()).hexdigest()[:12]
     stem = os.path.splitext(os.path.basename(compiled_name))[0]
-    name = f"racecheck_user_{stem}_{digest}".replace("-", "_").replace(".", "_")
+    name = f"{USER_MODULE_PREFIX}{stem}_{digest}".replace("-", "_").replace(".", "_")
     module = ModuleType(name)
     module.__file__ = compiled_name
     sys.modules[name] = module  # dataclasses and pickling look modules up by name

@@ -152,3 +152,20 @@ def test_user_code_that_loops_ends_in_an_error_naming_its_line(
     assert said in result.message and "did not finish within --timeout" in result.message
     loop = _line(path, "while True:")
     assert any(f":{line}:" in report.errors[0] for line in (loop, loop + 1))
+
+
+@pytest.mark.parametrize("head", ["", "raise ValueError('at import')\n"])
+def test_a_check_leaves_the_process_as_it_found_it(tmp_path, head) -> None:
+    import sys
+
+    from racecheck.dsl.location import user_files
+
+    before_files, before_modules = user_files(), set(sys.modules)
+    path = _write(tmp_path, head=head)
+    try:
+        check(path, Options(ranks=(2,)))
+    except LoadError:
+        assert head
+    assert user_files() == before_files
+    left = set(sys.modules) - before_modules
+    assert {name for name in left if name.startswith(("racecheck_user_", "pypto"))} == set()

@@ -15,7 +15,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.events", "racecheck.errors", "racecheck.findings", "racecheck.options"),
     ("racecheck.describe",),
     ("racecheck.dsl",),
-    ("racecheck.load",),
+    ("racecheck.load", "racecheck.session"),
     ("racecheck.cosim",),
     ("racecheck.engines", "racecheck.hb"),
     ("racecheck.analysis", "racecheck.steering"),
