@@ -190,8 +190,8 @@ def _orders(path: Path, outcome: PathOutcome, unsettled: list[Unsettled]) -> lis
         for write in opened.writers:
             if write != last:
                 child = dataclasses.replace(
-                    path, held=(*path.held, write), decided=path.decided | {group}
-                )
+                    path, held=(*path.held, write), decided=path.decided | {group}, forced=()
+                )  # another order may decide otherwise: its input decisions start afresh
                 branches.append(_Pending(path=child, reason=opened, last=write))
     return branches
 
