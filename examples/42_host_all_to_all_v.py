@@ -1,7 +1,8 @@
 """Variable-length all-to-all called from the host function (``pld.tensor.all_to_all_v``).
 
 Every rank stages its ``N * M`` rows (``M = 4`` rows per destination) into a window
-and copies its per-destination send counts into a counts window; the host function
+and writes its per-destination send counts (``N - d`` rows for destination ``d``) into a
+counts window; the host function
 then calls the builtin, which PyPTO lowers to one dispatch of its kernel per device.
 Per destination ``d``, self included, the kernel publishes ``min(send_counts[d], M)``
 into ``d``'s ``recv_counts[me]`` with a ``Set`` notify *before* the data, puts the
@@ -40,7 +41,6 @@ def build_host_all_to_all_v(nr: int):
         def stage_step(
             self,
             inp: pl.Tensor[[total, SIZE], pl.FP32],
-            counts_row: pl.Tensor[[nr, 1], pl.INT32],
             stage: pl.Out[pld.DistributedTensor[[total, SIZE], pl.FP32]],
             counts: pl.Out[pld.DistributedTensor[[nr, 1], pl.INT32]],
         ):
@@ -48,17 +48,16 @@ def build_host_all_to_all_v(nr: int):
                 chunk = pl.load(inp, [row, 0], [1, SIZE])
                 stage = pl.store(chunk, [row, 0], stage)
             for d in pl.range(nr):
-                pl.write(counts, [d, 0], pl.read(counts_row, [d, 0]))
+                pl.write(counts, [d, 0], nr - d)
 
         @pl.function(type=pl.FunctionType.Orchestration)
         def stage_orch(
             self,
             inp: pl.Tensor[[total, SIZE], pl.FP32],
-            counts_row: pl.Tensor[[nr, 1], pl.INT32],
             stage: pl.Out[pld.DistributedTensor[[total, SIZE], pl.FP32]],
             counts: pl.Out[pld.DistributedTensor[[nr, 1], pl.INT32]],
         ):
-            self.stage_step(inp, counts_row, stage, counts)
+            self.stage_step(inp, stage, counts)
 
         @pl.function(type=pl.FunctionType.InCore)
         def consume_step(
@@ -90,7 +89,6 @@ def build_host_all_to_all_v(nr: int):
         def host_orch(
             self,
             inputs: pl.Tensor[[nr, total, SIZE], pl.FP32],
-            send_counts: pl.Tensor[[nr, nr, 1], pl.INT32],
             outputs: pl.Out[pl.Tensor[[nr, total, SIZE], pl.FP32]],
         ) -> pl.Tensor[[nr, total, SIZE], pl.FP32]:
             input_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
@@ -101,7 +99,7 @@ def build_host_all_to_all_v(nr: int):
             for r in pl.range(pld.world_size()):
                 stage = pld.window(input_buf, [total, SIZE], dtype=pl.FP32)
                 counts = pld.window(counts_buf, [nr, 1], dtype=pl.INT32)
-                self.stage_orch(inputs[r], send_counts[r], stage, counts, device=r)
+                self.stage_orch(inputs[r], stage, counts, device=r)
             stage = pld.window(input_buf, [total, SIZE], dtype=pl.FP32)
             data = pld.window(data_buf, [total, SIZE], dtype=pl.FP32)
             signal = pld.window(signal_buf, [nr, 1], dtype=pl.INT32)
@@ -129,11 +127,8 @@ def main() -> int:
     )
     total = nr * MAX_RECV
     inputs = torch.randn((nr, total, SIZE), dtype=torch.float32)
-    send_counts = torch.tensor(
-        [[[nr - d] for d in range(nr)] for _ in range(nr)], dtype=torch.int32
-    )
     outputs = torch.zeros((nr, total, SIZE), dtype=torch.float32)
-    compiled(inputs, send_counts, outputs)
+    compiled(inputs, outputs)
     golden = inputs.reshape(nr, nr, MAX_RECV, SIZE).transpose(0, 1).reshape(nr, total, SIZE)
     print("OK" if torch.allclose(outputs, golden) else "MISMATCH")
     return 0

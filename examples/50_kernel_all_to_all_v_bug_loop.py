@@ -5,10 +5,11 @@ itself, but nothing tells a sender that its receiver has finished copying out th
 previous round: the second round's puts into ``target`` (and ``Set``s of
 ``recv_counts``) can land while a slower receiver still copies the first round
 (docs/model.md). racecheck reports the write-after-read race between the builtin
-and the copy.
+and the copy. At P=1 there is no peer to race with, and the input counts make the
+verdict unknown, as in example 49.
 
 racecheck expects:
-    ranks 1: proved
+    ranks 1: unknown
     ranks 2..3: bug race write-after-read at @copy, @exchange
 """
 

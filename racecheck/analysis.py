@@ -20,6 +20,8 @@ pairs is one finding, shown with its first pair. One pair of lines can race both
 
 from __future__ import annotations
 
+import math
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +29,9 @@ from dataclasses import dataclass
 from racecheck.describe import describe_cell, describe_event
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.syncview import signal_cells
+from racecheck.errors import EngineUnknown
 from racecheck.events import (
+    HOST_OWNER,
     AccessMode,
     Event,
     EventKind,
@@ -66,12 +70,13 @@ class Hazard:
     pending: str = AFTERWARDS  # how the witness shows highlighted events it does not run
 
 
-def find_hazards(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
+def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.inf) -> list[Hazard]:
     """Every hazard of the trace. A rank stopped by an out-of-bounds access never ran
     its remaining events, so waits on it and reads of what it would have written are
-    consequences, not findings: only races among the events that did run are added."""
+    consequences, not findings: only races among the events that did run are added.
+    Past `deadline` (`time.monotonic()`) it raises EngineUnknown."""
     hazards = out_of_bounds(trace)
-    pairs = writer_pairs(trace)
+    pairs = writer_pairs(trace, deadline=deadline)
     crashed = bool(trace.out_of_bounds)
     stuck = None if crashed else deadlock(trace, oracle)
     if stuck is not None:
@@ -85,14 +90,15 @@ def find_hazards(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
 def out_of_bounds(trace: Trace) -> list[Hazard]:
     seen: dict[SourceLocation, Hazard] = {}
     for record in trace.out_of_bounds:
+        on_host = record.rank == HOST_OWNER
         seen.setdefault(
             record.location,
             Hazard(
                 kind=FindingKind.OUT_OF_BOUNDS,
                 detail="",
-                message=f"rank {record.rank}: {record.message}",
+                message=f"{'the host' if on_host else f'rank {record.rank}'}: {record.message}",
                 events=(),
-                ranks=(record.rank,),
+                ranks=() if on_host else (record.rank,),
                 locations=(record.location,),
                 regions=(),
             ),
@@ -138,7 +144,7 @@ def _conflict(a: Event, b: Event) -> bool:
     return not (a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC)
 
 
-def writer_pairs(trace: Trace) -> list[tuple[Event, Event]]:
+def writer_pairs(trace: Trace, *, deadline: float = math.inf) -> list[tuple[Event, Event]]:
     """Every pair of overlapping accesses in which at least one writes (same rank included)."""
     groups: dict[tuple[int, int], list[tuple[int, int, Event]]] = defaultdict(list)
     for rank_events in trace.events:
@@ -150,8 +156,14 @@ def writer_pairs(trace: Trace) -> list[tuple[Event, Event]]:
                 groups[key].append((start, end, event))
     pairs: list[tuple[Event, Event]] = []
     for items in groups.values():
-        pairs.extend(_sweep(items))
+        for pair in _sweep(items):
+            pairs.append(pair)
+            if len(pairs) % _DEADLINE_INTERVAL == 0 and time.monotonic() > deadline:
+                raise EngineUnknown("the analysis did not finish within --timeout")
     return pairs
+
+
+_DEADLINE_INTERVAL = 4096
 
 
 def _sweep(items: list[tuple[int, int, Event]]) -> Iterator[tuple[Event, Event]]:

@@ -17,24 +17,35 @@ from racecheck.cosim import (
     ReplayPolicy,
     RoundRobinPolicy,
     ScheduleDivergence,
+    SchedulePolicy,
     simulate,
 )
+from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.base import OrderOracle
+from racecheck.engines.deadline import DeadlineOracle
 from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
 from racecheck.events import NotifyOp, Schedule, Trace
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
 from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
 from racecheck.options import Options
+from racecheck.paths import Path, PathOracle, PathOutcome, explore
+from racecheck.session import Session
+from racecheck.steering import open_reads
 
 Progress = Callable[[str, int], None]
 
 
 def check(path: str, options: Options, *, progress: Progress | None = None) -> Report:
+    with Session():
+        return _check_file(path, options, progress)
+
+
+def _check_file(path: str, options: Options, progress: Progress | None) -> Report:
     if options.expect is not None:
         parse_model(options.expect)  # a bad model name is a usage error before any work
-    loaded = load_file(path)
+    loaded = load_file(path, timeout=options.timeout)
     specs = discover(loaded, programs=options.programs, args=dict(options.args))
     results: list[ProgramResult] = []
     errors: list[str] = []
@@ -59,28 +70,85 @@ def check(path: str, options: Options, *, progress: Progress | None = None) -> R
 
 
 def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramResult:
+    return explore(
+        lambda path, deadline: _check_path(spec, ranks, options, path, deadline),
+        timeout=options.timeout,
+    )
+
+
+def _check_path(
+    spec: ProgramSpec, ranks: int, options: Options, path: Path, deadline: float
+) -> PathOutcome:
     started = time.monotonic()
-    deadline = started + options.timeout
     try:
-        instance = spec.instantiate(ranks)
+        instance = path.applied(_instantiate(spec, ranks, deadline - started))
         execution = simulate(
-            instance, repeat=options.repeat, seed=options.seed, timeout=options.timeout
+            instance,
+            policy=path.policy(),
+            repeat=options.repeat,
+            seed=options.seed,
+            timeout=deadline - time.monotonic(),
         )
     except ProgramRejected as rejected:
-        return _result(spec, ranks, started, verdict=Verdict.SKIPPED, message=rejected.message)
+        return PathOutcome(
+            result=_result(spec, ranks, started, verdict=Verdict.SKIPPED, message=rejected.message)
+        )
     trace = execution.trace
     try:
-        engine, oracle = prepare(options.engine, trace, deadline=deadline)
-        hazards = find_hazards(trace, oracle)
+        engine, prepared = prepare(options.engine, trace, deadline=deadline)
+        oracle = PathOracle(
+            DeadlineOracle(prepared, deadline),
+            path,
+            lambda policy: _realised(instance, policy, options),
+        )
+        hazards = find_hazards(trace, oracle, deadline=deadline)
         golden = (options.expect or _model_of(instance, execution, options)) if hazards else None
         findings = [
             _confirmed(instance, trace, oracle, hazard, golden, options) for hazard in hazards
         ]
+        opened = tuple(open_reads(execution, oracle))
     except EngineUnknown as unknown:
-        return _result(
-            spec, ranks, started, verdict=Verdict.UNKNOWN, message=unknown.reason, trace=trace
+        return PathOutcome(
+            result=_result(
+                spec, ranks, started, verdict=Verdict.UNKNOWN, message=unknown.reason, trace=trace
+            )
         )
-    return _judge(spec, ranks, started, options, engine, execution, findings)
+    result = _judge(spec, ranks, started, options, engine, execution, findings)
+    return PathOutcome(
+        result=result,
+        opened=opened,
+        schedule=execution.schedule,
+        decisions=execution.flow.decisions,
+    )
+
+
+def _realised(
+    instance: ProgramInstance, policy: SchedulePolicy, options: Options
+) -> Schedule | None:
+    try:
+        execution = simulate(
+            instance,
+            policy=policy,
+            force_waits=False,
+            repeat=options.repeat,
+            seed=options.seed,
+            timeout=options.timeout,
+        )
+    except TracingError:
+        return None
+    return execution.schedule
+
+
+def _instantiate(spec: ProgramSpec, ranks: int, seconds: float) -> ProgramInstance:
+    try:
+        return within(lambda: spec.instantiate(ranks), seconds)
+    except Overrun as overrun:
+        where = overrun.where
+        raise TracingError(
+            f"building {spec.name} {overrun}",
+            file=where.file if where else None,
+            line=where.line if where else None,
+        ) from None
 
 
 def _judge(

@@ -30,6 +30,7 @@ from racecheck.dsl.location import register_user_file, traceback_location
 from racecheck.dsl.modules import installed
 from racecheck.dsl.program import DslFunction, FunctionRole, Program, entry_parameters
 from racecheck.dsl.types import DimExpr, DynVar, ScalarType, TensorType, resolve_dim
+from racecheck.dsl.watchdog import Overrun, within
 from racecheck.errors import LoadError, ProgramRejected, TracingError, UserError
 
 RANK_COUNT_NAMES = frozenset(
@@ -50,7 +51,9 @@ RANK_COUNT_NAMES = frozenset(
         "n_rank",
     }
 )
-REJECTING_EXCEPTIONS = (ValueError, AssertionError, NotImplementedError, RuntimeError, SystemExit)
+USER_MODULE_PREFIX = "racecheck_user_"
+REJECTING_EXCEPTIONS = (ValueError, AssertionError, NotImplementedError, RuntimeError)
+_REJECTING_STATEMENTS = ("raise", "assert")
 
 
 # ---------------------------------------------------------------------------- loading
@@ -68,10 +71,11 @@ class LoadedFile:
         return vars(self.module)
 
 
-def load_file(path: str) -> LoadedFile:
-    """Execute the user's file as a fresh module; any failure is one `LoadError`."""
+def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
+    """Execute the user's file as a fresh module; any failure (or running past
+    `timeout` seconds) is one `LoadError`."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             source = handle.read()
     except FileNotFoundError:
         raise LoadError("no such file", file=path) from None
@@ -87,13 +91,16 @@ def load_file(path: str) -> LoadedFile:
     module = _fresh_module(compiled_name)
     with installed():
         try:
-            exec(code, module.__dict__)
+            within(lambda: exec(code, module.__dict__), timeout)
+        except Overrun as overrun:
+            line = overrun.where.line if overrun.where else None
+            raise LoadError(f"importing the file {overrun}", file=path, line=line) from None
         except UserError:
             raise
         except BaseException as error:  # noqa: BLE001 - any import-time failure is a LoadError
             where = traceback_location(error.__traceback__)
             raise LoadError(
-                f"importing the file raised {type(error).__name__}: {error}",
+                f"importing the file {raised(error)}",
                 file=path,
                 line=where.line if where else None,
             ) from None
@@ -103,7 +110,7 @@ def load_file(path: str) -> LoadedFile:
 def _fresh_module(compiled_name: str) -> ModuleType:
     digest = hashlib.sha1(compiled_name.encode()).hexdigest()[:12]
     stem = os.path.splitext(os.path.basename(compiled_name))[0]
-    name = f"racecheck_user_{stem}_{digest}".replace("-", "_").replace(".", "_")
+    name = f"{USER_MODULE_PREFIX}{stem}_{digest}".replace("-", "_").replace(".", "_")
     module = ModuleType(name)
     module.__file__ = compiled_name
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
@@ -130,6 +137,7 @@ class ProgramInstance:
     parameters: tuple[HostParameter, ...]
     bindings: tuple[tuple[str, int], ...] = ()  # values of pl.dynamic dims
     file: str = ""
+    inputs: tuple[tuple[str, int, float], ...] = ()  # chosen elements: (tensor, index, value)
 
     def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
         return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)
@@ -149,16 +157,28 @@ def rejection_message(error: BaseException) -> str | None:
     """The program's own message if `error` is a rejection raised by the user's code."""
     if not isinstance(error, REJECTING_EXCEPTIONS):
         return None
+    if isinstance(error, RecursionError):
+        return None
     frames = traceback.extract_tb(error.__traceback__)
     if not frames or not _is_registered(frames[-1].filename):
         return None
-    if isinstance(error, SystemExit):
-        return str(error.code)
+    if not (frames[-1].line or "").lstrip().startswith(_REJECTING_STATEMENTS):
+        return None  # raised by an operation of the user's line, not by the program's rule
     text = str(error)
     if not text:
         last = frames[-1]
         text = f"{type(error).__name__} at line {last.lineno}: {(last.line or '').strip()}"
     return text
+
+
+def raised(error: BaseException) -> str:
+    """How user code failed, for a message: "raised ValueError: ..." or the exit it called."""
+    if isinstance(error, SystemExit):
+        return (
+            f"called sys.exit/os._exit ({error.code}); racecheck cannot check a program"
+            " that exits the process"
+        )
+    return f"raised {type(error).__name__}: {error}"
 
 
 def _is_registered(filename: str) -> bool:
@@ -179,7 +199,7 @@ def _user_call(loaded: LoadedFile, what: str, call: Callable[[], Any]) -> Any:
                 raise ProgramRejected(message) from None
             where = traceback_location(error.__traceback__)
             raise TracingError(
-                f"{what} raised {type(error).__name__}: {error}",
+                f"{what} {raised(error)}",
                 file=loaded.path,
                 line=where.line if where else None,
             ) from None

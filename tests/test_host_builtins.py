@@ -142,14 +142,14 @@ def test_host_ring_barriers_every_row_and_clears_all_of_them() -> None:
 
 
 def test_all_to_all_v_publishes_the_clamped_count_with_set_before_its_data() -> None:
-    path = ROOT / "examples" / "42_host_all_to_all_v.py"
+    path = ROOT / "examples" / "49_kernel_all_to_all_v.py"
     spec = discover(load_file(str(path)))[0]
     execution = simulate(spec.instantiate(2))
     counts = next(t for t in execution.tensors if t.name == "send_counts").initial
     for rank, events in enumerate(execution.trace.events):
         builtin = [e for e in events if e.label == "pld.tensor.all_to_all_v"]
         sets = [e for e in builtin if e.notify is not None and e.notify.op is NotifyOp.SET]
-        assert [e.notify.value for e in sets] == [min(int(c), 4) for c in counts[rank, :, 0]]
+        assert [e.notify.value for e in sets] == [min(int(c), 2) for c in counts[rank, :, 0]]
         assert [e.notify.cell.owner for e in sets] == [0, 1]
         for set_event in sets:
             put = next(
@@ -159,14 +159,17 @@ def test_all_to_all_v_publishes_the_clamped_count_with_set_before_its_data() -> 
                 and e.access.owner == set_event.notify.cell.owner
                 and e.index > set_event.index
             )
-            assert put.access.ranges[0][1] - put.access.ranges[0][0] == 4 * 16 * 4  # M rows
+            assert put.access.ranges[0][1] - put.access.ranges[0][0] == 2 * 16 * 4  # M rows
 
 
-def test_kernel_all_to_all_v_moves_whole_blocks_and_is_proved() -> None:
+def test_kernel_all_to_all_v_moves_whole_blocks_and_input_counts_are_unknown() -> None:
     report = racecheck.verify(
         str(FIXTURE), ranks="2..3", programs=["build_kernel_all_to_all_v"], expect="all_to_all"
     )
-    assert {result.verdict for result in report.results} == {racecheck.Verdict.PROVED}
+    # The counts are input data published as signal values: other counts could move
+    # other waits, and racecheck cannot follow them symbolically through the builtin.
+    assert {result.verdict for result in report.results} == {racecheck.Verdict.UNKNOWN}
+    assert all("input" in result.message for result in report.results)
     execution = simulate(SPECS["build_kernel_all_to_all_v"].instantiate(2))
     x = next(t for t in execution.tensors if t.name == "x").initial
     y = next(t for t in execution.tensors if t.name == "y").final

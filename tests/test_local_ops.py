@@ -17,6 +17,7 @@ from racecheck.dsl.context import activated
 from racecheck.dsl.dtypes import FP32, INT32
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
+from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import AtomicType, MemorySpace
 from racecheck.errors import UnsupportedConstruct
@@ -56,6 +57,7 @@ class Recorder:
         label: str,
         *,
         accumulate: bool = False,
+        sources: frozenset[EventRef] | None = None,
     ) -> None:
         self.log.append(("atomic" if accumulate else "store", view.memory, owner, tuple(offsets)))
         if accumulate:
@@ -79,8 +81,13 @@ class Recorder:
     ) -> None:
         self.log.append(("wait", view.memory, self.rank, tuple(offsets)))
 
-    def note_control(self, sources: frozenset[EventRef]) -> None:
+    def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
         pass
+
+    def input_symbols(
+        self, view: TensorView, offsets: Sequence[int], extent: Sequence[int]
+    ) -> np.ndarray | None:
+        return None
 
     def fail_bounds(self, message: str) -> None:
         raise AssertionError(message)

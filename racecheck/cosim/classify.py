@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from racecheck.cosim.host import HostCrash
 from racecheck.dsl.location import (
     traceback_location,
 )
@@ -13,7 +14,7 @@ from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
     SourceLocation,
 )
-from racecheck.load import rejection_message
+from racecheck.load import raised, rejection_message
 
 
 def call_user(call: Callable[[], Any], program: str) -> Any:
@@ -21,7 +22,7 @@ def call_user(call: Callable[[], Any], program: str) -> Any:
         return call()
     except UserError as error:
         raise located(error) from None
-    except ProgramRejected:
+    except (ProgramRejected, HostCrash):
         raise
     except BaseException as error:  # noqa: BLE001 - classified below
         raise classify(error, program) from error
@@ -36,15 +37,17 @@ def located(error: UserError) -> UserError:
     return error
 
 
-def classify(error: BaseException, program: str) -> Exception:
-    """A user exception: a rejection of this P (raise/assert in the user's file) or a bug."""
+def classify(error: BaseException, program: str, *, in_kernel: bool = False) -> Exception:
+    """A user exception: a rejection of this P (a raise/assert statement of the user's
+    file, outside kernels) or an error. A kernel does not reject a P: what it raises is
+    an error of the program."""
     where = traceback_location(error.__traceback__)
-    message = rejection_message(error)
+    message = None if in_kernel else rejection_message(error)
     if message is not None and where is not None:
         return ProgramRejected(message)
     at = where or SourceLocation(file="<unknown>", line=0, text="")
     return TracingError(
-        f"tracing {program} raised {type(error).__name__}: {error}",
+        f"tracing {program} {raised(error)}",
         file=at.file if where else None,
         line=at.line if where else None,
     )

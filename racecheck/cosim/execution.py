@@ -1,16 +1,19 @@
-"""What one co-simulated run produced: its trace, schedule and host tensors."""
+"""What one co-simulated run produced: its trace, schedule, host tensors and data flow."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
 
+from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.types import Direction
 from racecheck.events import (
     EventRef,
     Schedule,
+    SourceLocation,
     Trace,
 )
 
@@ -32,9 +35,90 @@ ROLES = {
 class HostTensorRecord:
     name: str
     role: TensorRole
+    memory: int  # Memory.id of the host tensor
     dtype: str
     initial: np.ndarray
     final: np.ndarray
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decided:
+    """One decision of a run: what it decided, from which loads, when (position in the
+    schedule, rank)."""
+
+    decision: Decision
+    sources: frozenset[EventRef]
+    at: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataFlow:
+    """Where the values of a run came from, beyond the events themselves.
+
+    `stored_from`: for each write, the loads its data was computed from (None: not
+    tracked, any earlier load of its rank). `steered`: each load whose value decided
+    control flow, an address, a peer, a threshold or a notify value, with the first
+    line where it did. `inexact_adds`: atomic accumulations of floating-point data
+    (their order changes the result). `decisions`: what steering values with a symbolic
+    form decided, in execution order; `opaque`: loads behind steering values without one.
+    """
+
+    stored_from: dict[EventRef, frozenset[EventRef] | None] = field(default_factory=dict)
+    steered: dict[EventRef, SourceLocation] = field(default_factory=dict)
+    inexact_adds: frozenset[EventRef] = frozenset()
+    decisions: tuple[Decided, ...] = ()
+    opaque: frozenset[EventRef] = frozenset()
+
+
+class FlowRecorder:
+    """One rank's data flow while it runs."""
+
+    def __init__(self) -> None:
+        self.stored_from: dict[EventRef, frozenset[EventRef] | None] = {}
+        self.steered: dict[EventRef, SourceLocation] = {}
+        self.inexact_adds: set[EventRef] = set()
+        self.decisions: list[Decided] = []
+        self.opaque: set[EventRef] = set()
+
+    def stored(self, write: EventRef, sources: frozenset[EventRef] | None, inexact: bool) -> None:
+        if sources is None or sources:
+            self.stored_from[write] = sources
+        if inexact:
+            self.inexact_adds.add(write)
+
+    def steered_by(self, sources: frozenset[EventRef], where: SourceLocation) -> None:
+        for source in sources:
+            self.steered.setdefault(source, where)
+
+    def decided(
+        self, sources: frozenset[EventRef], decision: Decision | None, at: tuple[int, int]
+    ) -> None:
+        if decision is None:
+            self.opaque |= sources
+        else:
+            self.decisions.append(Decided(decision=decision, sources=sources, at=at))
+
+
+def merged_flow(recorders: Iterable[FlowRecorder]) -> DataFlow:
+    stored_from: dict[EventRef, frozenset[EventRef] | None] = {}
+    steered: dict[EventRef, SourceLocation] = {}
+    inexact: set[EventRef] = set()
+    decisions: list[Decided] = []
+    opaque: set[EventRef] = set()
+    for recorder in recorders:
+        stored_from.update(recorder.stored_from)
+        for ref, where in recorder.steered.items():
+            steered.setdefault(ref, where)
+        inexact |= recorder.inexact_adds
+        decisions += recorder.decisions
+        opaque |= recorder.opaque
+    return DataFlow(
+        stored_from=stored_from,
+        steered=steered,
+        inexact_adds=frozenset(inexact),
+        decisions=tuple(sorted(decisions, key=lambda decided: decided.at)),
+        opaque=frozenset(opaque),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,3 +128,4 @@ class Execution:
     tensors: tuple[HostTensorRecord, ...]
     forced: tuple[EventRef, ...] = ()
     stalled: tuple[EventRef, ...] = ()
+    flow: DataFlow = field(default_factory=DataFlow)

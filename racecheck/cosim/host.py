@@ -13,6 +13,10 @@ from racecheck.dsl.location import (
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.tensors import TensorView, WindowBuffer
 from racecheck.errors import ProgramRejected
+from racecheck.events import (
+    HOST_OWNER,
+    OutOfBounds,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -20,6 +24,14 @@ class Dispatch:
     function: Callable[..., Any]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+
+
+class HostCrash(Exception):
+    """The host entry indexed a host tensor out of range: the run stops there."""
+
+    def __init__(self, record: OutOfBounds) -> None:
+        super().__init__(record.message)
+        self.record = record
 
 
 _ASSIGNED_NAME = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")
@@ -47,14 +59,22 @@ class HostContext:
         return WindowBuffer(memory=memory.id, nbytes=nbytes, name=name)
 
     def row_view(self, view: TensorView, row: int) -> TensorView:
+        """Row `row` of a host tensor. Out of range, it is an out-of-bounds bug, unless
+        the tensor's fixed row count is not P (the program is written for that count)."""
         rows = view.shape[0] if view.shape else 0
         is_root = (
             view.memory in self.host_roots and view.base == 0 and view.nbytes == view.memory_nbytes
         )
-        if is_root and not 0 <= row < rows:
-            raise ProgramRejected(rows_message(view.name, rows))
         if not 0 <= row < rows:
-            raise IndexError(f"row {row} of {view!r}")
+            if is_root and rows != self.ranks:
+                raise ProgramRejected(rows_message(view.name, rows))
+            raise HostCrash(
+                OutOfBounds(
+                    rank=HOST_OWNER,
+                    location=user_location(),
+                    message=f"row {row} of {view!r} is outside [0, {rows})",
+                )
+            )
         if is_root:
             self.row_sliced[view.memory] = view
         return view.row(row)

@@ -67,8 +67,13 @@ def create_host_arguments(
             continue
         shape = instance.shape_of(annotation)
         values = _initial_values(annotation.dtype, shape, annotation.direction, rng, instance.ranks)
+        for name, index, value in instance.inputs:
+            if name == parameter.name:
+                np.put(values, index, value)
         view = memory.add_host_tensor(parameter.name, values, annotation.dtype)
         host.host_roots.add(view.memory)
+        if annotation.direction is not Direction.OUT:
+            memory.inputs[view.memory] = parameter.name
         arguments.append(view)
         tensors.append(
             HostTensor(

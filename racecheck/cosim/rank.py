@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from racecheck.cosim.execution import FlowRecorder
 from racecheck.dsl.location import (
     user_location,
 )
+from racecheck.dsl.symbolic import Decision, Var
 from racecheck.dsl.tensors import TensorView, region_problem, region_runs
 from racecheck.events import (
     AccessMode,
@@ -64,6 +66,7 @@ class RankContext:
         self.abort = False
         self.force_next = False
         self.thread: threading.Thread | None = None
+        self.flow = FlowRecorder()
 
     # -- the RankContext protocol
 
@@ -91,6 +94,7 @@ class RankContext:
         label: str,
         *,
         accumulate: bool = False,
+        sources: frozenset[EventRef] | None = None,
     ) -> None:
         values = _fit(np.asarray(values), len(offsets))
         region = self._region(view, owner, offsets, values.shape)
@@ -101,6 +105,7 @@ class RankContext:
         )
         cells = () if accumulate else _cell_values(view, offsets, values)
         event = self._event(kind, region, mode, label, cell_values=cells)
+        self.flow.stored(event.ref, sources, inexact=accumulate and view.dtype.is_float)
         self.run.checkpoint(self, event)
         if accumulate:
             self.run.memory.accumulate(view, owner, offsets, values)
@@ -144,8 +149,27 @@ class RankContext:
         self.run.checkpoint(self, event)
         self.run.executed(self, event)
 
-    def note_control(self, sources: frozenset[EventRef]) -> None:
+    def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
         self.run.control_reads.update(sources)
+        if not sources <= self.flow.steered.keys():
+            self.flow.steered_by(sources, user_location())
+        self.flow.decided(sources, decision, (len(self.run.schedule), self.rank))
+
+    def input_symbols(
+        self, view: TensorView, offsets: Sequence[int], extent: Sequence[int]
+    ) -> np.ndarray | None:
+        memory = self.run.memory
+        name = memory.inputs.get(view.memory)
+        if name is None or view.memory in memory.written or view.dtype.name == "BOOL":
+            return None
+        size = view.dtype.nbytes
+        runs = region_runs(view, offsets, extent)
+        elements = [n for start, end in runs for n in range(start // size, end // size)]
+        if len(elements) != math.prod(extent):
+            return None
+        symbols = np.empty(len(elements), dtype=object)
+        symbols[:] = [Var(name, n, view.dtype.is_float) for n in elements]
+        return symbols.reshape(tuple(extent))
 
     def fail_bounds(self, message: str) -> None:
         raise Crash(OutOfBounds(rank=self.rank, location=user_location(), message=message))

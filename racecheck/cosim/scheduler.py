@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import sys
 import threading
 from collections.abc import Mapping
 
@@ -14,10 +12,6 @@ from racecheck.cosim.policies import (
 )
 from racecheck.cosim.rank import Abort, Crash, RankContext
 from racecheck.dsl.context import activated
-from racecheck.dsl.location import (
-    innermost_user_frame,
-    location_of,
-)
 from racecheck.dsl.memory import MemoryState
 from racecheck.errors import TracingError
 from racecheck.events import (
@@ -27,7 +21,6 @@ from racecheck.events import (
     EventRef,
     OutOfBounds,
     RankEnd,
-    SourceLocation,
     Wait,
 )
 
@@ -199,19 +192,3 @@ class BatonScheduler:
             state.abort = True
             if state.baton.locked():
                 state.baton.release()
-
-
-def interrupt(thread: threading.Thread) -> None:
-    """Raise Abort inside a rank thread stuck in a Python loop without events."""
-    if thread.ident is not None:
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-            ctypes.c_ulong(thread.ident), ctypes.py_object(Abort)
-        )
-
-
-def last_user_location(thread: threading.Thread | None) -> SourceLocation | None:
-    if thread is None or thread.ident is None:
-        return None
-    frame = sys._current_frames().get(thread.ident)
-    user_frame = innermost_user_frame(frame) if frame is not None else None
-    return location_of(user_frame) if user_frame is not None else None

@@ -5,21 +5,23 @@ from __future__ import annotations
 import time
 
 from racecheck.cosim.classify import call_user, classify, located
-from racecheck.cosim.execution import Execution, HostTensorRecord
-from racecheck.cosim.host import HostContext
+from racecheck.cosim.execution import Execution, HostTensorRecord, merged_flow
+from racecheck.cosim.host import HostContext, HostCrash
 from racecheck.cosim.inputs import HostTensor, create_host_arguments
 from racecheck.cosim.policies import (
     DefaultPolicy,
     ScheduleDivergence,
     SchedulePolicy,
 )
-from racecheck.cosim.rank import RankContext
-from racecheck.cosim.scheduler import BatonScheduler, interrupt, last_user_location
+from racecheck.cosim.rank import Abort, RankContext
+from racecheck.cosim.scheduler import BatonScheduler
 from racecheck.dsl.context import activated
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
+from racecheck.dsl.watchdog import Overrun, interrupt, thread_location, within
 from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
+    OutOfBounds,
     RankEnd,
     Trace,
 )
@@ -27,12 +29,24 @@ from racecheck.load import ProgramInstance
 
 
 def _run_host(
-    instance: ProgramInstance, memory: MemoryState, seed: int
+    instance: ProgramInstance, memory: MemoryState, seed: int, timeout: float
 ) -> tuple[HostContext, list[HostTensor]]:
     host = HostContext(instance.ranks, memory, dict(instance.bindings))
     arguments, tensors = create_host_arguments(instance, memory, host, seed)
-    with activated(host):
-        call_user(lambda: instance.entry(*arguments), instance.name)
+
+    def run() -> None:
+        with activated(host):
+            call_user(lambda: instance.entry(*arguments), instance.name)
+
+    try:
+        within(run, timeout)
+    except Overrun as overrun:
+        where = overrun.where
+        raise TracingError(
+            f"the host entry of {instance.name} {overrun}",
+            file=where.file if where else None,
+            line=where.line if where else None,
+        ) from None
     host.check_row_counts()
     return host, tensors
 
@@ -44,10 +58,10 @@ def _execute_ranks(
     if not run.done.wait(timeout):
         running = run.running
         thread = run.states[running].thread if running is not None else None
-        where = last_user_location(thread)
+        where = thread_location(thread)
         run.stop()
         if thread is not None:
-            interrupt(thread)
+            interrupt(thread, Abort)
         line = f"; last line reached: {where} {where.text}" if where else ""
         raise TracingError(
             f"tracing {program} did not finish within {timeout:g} s (rank {running}{line})",
@@ -60,7 +74,7 @@ def _execute_ranks(
             raise located(run.failure)
         if isinstance(run.failure, (ProgramRejected, ScheduleDivergence)):
             raise run.failure
-        raise classify(run.failure, program) from run.failure
+        raise classify(run.failure, program, in_kernel=True) from run.failure
 
 
 def simulate(
@@ -77,7 +91,10 @@ def simulate(
     started = time.monotonic()
     memory = MemoryState(instance.ranks)
     with installed():
-        host, tensors = _run_host(instance, memory, seed)
+        try:
+            host, tensors = _run_host(instance, memory, seed, timeout)
+        except HostCrash as crash:
+            return _host_crash(instance, memory, crash.record, repeat)
         run = BatonScheduler(
             instance.ranks,
             memory,
@@ -101,6 +118,7 @@ def simulate(
         HostTensorRecord(
             name=tensor.name,
             role=tensor.role,
+            memory=tensor.view.memory,
             dtype=tensor.view.dtype.name,
             initial=tensor.initial,
             final=memory.snapshot(tensor.view),
@@ -113,7 +131,23 @@ def simulate(
         tensors=records,
         forced=tuple(run.forced),
         stalled=run.stalled,
+        flow=merged_flow(state.flow for state in run.states),
     )
+
+
+def _host_crash(
+    instance: ProgramInstance, memory: MemoryState, record: OutOfBounds, repeat: int
+) -> Execution:
+    """The host entry stopped at an out-of-range row: no rank ran."""
+    trace = Trace(
+        ranks=instance.ranks,
+        events=((),) * instance.ranks,
+        memories=tuple(memory.memories),
+        ends=(RankEnd.CRASHED,) * instance.ranks,
+        out_of_bounds=(record,),
+        repeat=repeat,
+    )
+    return Execution(trace=trace, schedule=(), tensors=())
 
 
 def _end_of(state: RankContext, run: BatonScheduler) -> RankEnd:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from racecheck.dsl.location import user_location
+from racecheck.dsl.symbolic import Decision
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, NotifyOp, WaitCmp
 
@@ -62,7 +63,11 @@ class RankContext(Protocol):
         label: str,
         *,
         accumulate: bool = False,
-    ) -> None: ...
+        sources: frozenset[EventRef] | None = None,
+    ) -> None:
+        """Write `values`, computed from the loads `sources` (None: from any load this
+        rank made before)."""
+        ...
 
     def notify(
         self,
@@ -78,7 +83,13 @@ class RankContext(Protocol):
         self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
     ) -> None: ...
 
-    def note_control(self, sources: frozenset[EventRef]) -> None: ...
+    def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None: ...
+
+    def input_symbols(
+        self, view: TensorView, offsets: Sequence[int], extent: Sequence[int]
+    ) -> np.ndarray | None:
+        """The elements' `Var`s if `view` is an input nothing has written yet, else None."""
+        ...
 
     def fail_bounds(self, message: str) -> None:
         """Record an out-of-bounds access at the user's line and stop this rank."""
@@ -142,8 +153,9 @@ def dim_bindings() -> Mapping[str, int] | None:
     return None if context is None else context.dims
 
 
-def note_control(sources: frozenset[EventRef]) -> None:
-    """Values read from memory reached control flow or an address."""
+def note_control(sources: frozenset[EventRef], decision: Decision | None = None) -> None:
+    """Values read from memory reached control flow or an address; `decision` is what
+    a value with a symbolic form decided (None: it has none)."""
     context = current()
     if sources and context is not None and is_rank_context(context):
-        context.note_control(sources)  # type: ignore[union-attr]
+        context.note_control(sources, decision)  # type: ignore[union-attr]

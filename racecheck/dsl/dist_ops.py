@@ -18,7 +18,7 @@ from racecheck.dsl.context import RankContext, current, host_context, rank_conte
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.groups import in_group, world_peer
 from racecheck.dsl.local_ops import indices, load_region, local_owner, require_view, tile_values
-from racecheck.dsl.scalars import DeviceInt, as_index
+from racecheck.dsl.scalars import DeviceInt, as_index, sources_of
 from racecheck.dsl.tensors import TensorView, Tile, WindowBuffer
 from racecheck.dsl.types import AtomicType, NotifyOp, WaitCmp
 from racecheck.errors import UnsupportedConstruct
@@ -214,6 +214,7 @@ def remote_store(
         tile_values(src_tile, view.dtype),
         label,
         accumulate=_accumulates(atomic, label),
+        sources=sources_of(src_tile),
     )
 
 
@@ -266,7 +267,7 @@ def _transfer(
         _window(dst_view, label, "dst")
         src_owner = local_owner(src_view, context.rank)
         dst_owner = world_peer(context, dst_view, target)
-    values, _ = context.load(src_view, src_owner, src_offsets, src_extent, label)
+    values, read = context.load(src_view, src_owner, src_offsets, src_extent, label)
     context.store(
         dst_view,
         dst_owner,
@@ -274,6 +275,7 @@ def _transfer(
         np.asarray(values).reshape(dst_extent).astype(dst_view.dtype.compute),
         label,
         accumulate=accumulate,
+        sources=frozenset({read}),
     )
 
 

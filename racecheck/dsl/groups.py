@@ -19,6 +19,7 @@ import numpy as np
 
 from racecheck.dsl.context import RankContext
 from racecheck.dsl.location import user_location
+from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, NotifyOp, WaitCmp
@@ -102,9 +103,12 @@ class GroupContext:
         label: str,
         *,
         accumulate: bool = False,
+        sources: frozenset[EventRef] | None = None,
     ) -> None:
         world = self._world(view, owner)
-        self.inner.store(view, world, offsets, values, label, accumulate=accumulate)
+        self.inner.store(
+            view, world, offsets, values, label, accumulate=accumulate, sources=sources
+        )
 
     def notify(
         self,
@@ -122,8 +126,8 @@ class GroupContext:
     ) -> None:
         self.inner.wait(view, offsets, expected, cmp, label)
 
-    def note_control(self, sources: frozenset[EventRef]) -> None:
-        self.inner.note_control(sources)
+    def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
+        self.inner.note_control(sources, decision)
 
     def fail_bounds(self, message: str) -> None:
         self.inner.fail_bounds(message)

@@ -23,7 +23,7 @@ import numpy as np
 from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.parallel import record_local, tracked
-from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index
+from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, sources_of
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.events import HOST_OWNER
 
@@ -42,13 +42,24 @@ def require_view(value: object, construct: str, role: str) -> TensorView:
     return value
 
 
-def make_tile(values: np.ndarray, dtype: DType, shape: Sequence[int], sources: frozenset) -> Tile:
+def make_tile(
+    values: np.ndarray,
+    dtype: DType,
+    shape: Sequence[int],
+    sources: frozenset,
+    symbols: np.ndarray | None = None,
+) -> Tile:
     extent = tuple(values.shape)
     if tuple(shape) == extent:
-        return Tile(data=values, dtype=dtype, valid=extent, sources=sources)
+        return Tile(data=values, dtype=dtype, valid=extent, sources=sources, symbols=symbols)
     data = np.zeros(tuple(shape), dtype=dtype.compute)
-    data[tuple(slice(0, size) for size in extent)] = values
-    return Tile(data=data, dtype=dtype, valid=extent, sources=sources)
+    valid = tuple(slice(0, size) for size in extent)
+    data[valid] = values
+    padded = None
+    if symbols is not None:
+        padded = np.full(tuple(shape), None, dtype=object)
+        padded[valid] = symbols
+    return Tile(data=data, dtype=dtype, valid=extent, sources=sources, symbols=padded)
 
 
 def load_region(
@@ -62,8 +73,10 @@ def load_region(
     context = rank_context(label)
     tile_shape = indices(shape)
     extent = indices(valid_shape) if valid_shape is not None else tile_shape
-    values, ref = context.load(view, owner, indices(offsets), extent, label)
-    return make_tile(values, view.dtype, tile_shape, frozenset({ref}))
+    start = indices(offsets)
+    values, ref = context.load(view, owner, start, extent, label)
+    symbols = context.input_symbols(view, start, extent)
+    return make_tile(values, view.dtype, tile_shape, frozenset({ref}), symbols)
 
 
 def load(
@@ -135,7 +148,14 @@ def load_block(
         view, local_owner(view, context.rank), offsets, extent, "tensor.slice"
     )
     shape = tuple(kept)
-    return Tile(data=values.reshape(shape), dtype=view.dtype, valid=shape, sources=frozenset({ref}))
+    symbols = context.input_symbols(view, offsets, extent)
+    return Tile(
+        data=values.reshape(shape),
+        dtype=view.dtype,
+        valid=shape,
+        sources=frozenset({ref}),
+        symbols=None if symbols is None else symbols.reshape(shape),
+    )
 
 
 def tensor_slice(
@@ -175,6 +195,7 @@ def assign(view: TensorView, offsets: Sequence[int], extent: Sequence[int], valu
         offsets,
         values.reshape(tuple(extent)),
         "tensor.assemble",
+        sources=sources_of(source),
     )
 
 
@@ -191,7 +212,8 @@ def store(tile: object, offsets: Sequence[object], output_tensor: object) -> Ten
     view = require_view(output_tensor, "pl.store", "the destination")
     context = rank_context("pl.store")
     values = tile_values(tile, view.dtype)
-    context.store(view, local_owner(view, context.rank), indices(offsets), values, "pl.store")
+    owner = local_owner(view, context.rank)
+    context.store(view, owner, indices(offsets), values, "pl.store", sources=sources_of(tile))
     return view
 
 
@@ -200,17 +222,19 @@ def read(tensor: object, offsets: Sequence[object]) -> Tainted:
         return tensor[tuple(offsets)]
     view = require_view(tensor, "pl.read", "the source")
     context = rank_context("pl.read")
-    values, ref = context.load(
-        view, local_owner(view, context.rank), indices(offsets), [1] * len(offsets), "pl.read"
-    )
-    return Tainted(values.reshape(-1)[0], frozenset({ref}))
+    start, one = indices(offsets), [1] * len(offsets)
+    values, ref = context.load(view, local_owner(view, context.rank), start, one, "pl.read")
+    symbols = context.input_symbols(view, start, one)
+    symbol = None if symbols is None else symbols.reshape(-1)[0]
+    return Tainted(values.reshape(-1)[0], frozenset({ref}), symbol)
 
 
 def write(tensor: object, offsets: Sequence[object], value: object) -> None:
     view = require_view(tensor, "pl.write", "the destination")
     context = rank_context("pl.write")
     values = np.full([1] * len(offsets), as_data(value), dtype=view.dtype.compute)
-    context.store(view, local_owner(view, context.rank), indices(offsets), values, "pl.write")
+    owner = local_owner(view, context.rank)
+    context.store(view, owner, indices(offsets), values, "pl.write", sources=sources_of(value))
 
 
 def _elementwise(function: Callable[..., Any], *raw_operands: object) -> Any:

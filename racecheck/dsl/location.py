@@ -26,6 +26,19 @@ def register_user_file(compiled_name: str, display_name: str) -> None:
     _display_names[compiled_name] = display_name
 
 
+def user_files() -> frozenset[str]:
+    return frozenset(_display_names)
+
+
+def forget_user_files(compiled_names: frozenset[str]) -> None:
+    """Unregister files and drop what was cached about their lines."""
+    for name in compiled_names:
+        _display_names.pop(name, None)
+        linecache.checkcache(name)
+    for key in [key for key in _locations if key[0] in compiled_names]:
+        del _locations[key]
+
+
 def is_user_file(compiled_name: str) -> bool:
     return compiled_name in _display_names
 

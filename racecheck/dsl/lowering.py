@@ -424,7 +424,7 @@ def all_to_all_v(
         count, ref = context.load(
             send_counts, local_owner(send_counts, context.rank), offsets, extent, label
         )
-        context.note_control(frozenset({ref}))  # the count is published as a signal value
+        context.note_control(frozenset({ref}), None)  # the count is published as a signal value
         published = min(int(np.asarray(count).reshape(-1)[0]), block)
         context.notify(
             recv_counts,

@@ -21,6 +21,8 @@ class MemoryState:
         self.ranks = ranks
         self.memories: list[Memory] = []
         self.instances: dict[tuple[int, int], np.ndarray] = {}
+        self.inputs: dict[int, str] = {}  # host tensors the run starts from: id -> name
+        self.written: set[int] = set()  # memories some write has changed
 
     def add_window(self, name: str, nbytes: int) -> Memory:
         memory = Memory(id=len(self.memories), kind=MemoryKind.WINDOW, name=name, nbytes=nbytes)
@@ -59,6 +61,7 @@ class MemoryState:
     ) -> None:
         target = self._elements(view, owner)[element_slices(offsets, values.shape)]
         target[...] = view.dtype.encode(values)
+        self.written.add(view.memory)
 
     def accumulate(
         self, view: TensorView, owner: int, offsets: Sequence[int], values: np.ndarray

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -424,9 +425,18 @@ def _importable(name: str) -> bool:
         return False
 
 
+_saved_exit: list[object] = []
+
+
+def _exit_as_exception(code: int) -> None:
+    """`os._exit` in the user's code ends that code, not racecheck."""
+    raise SystemExit(code)
+
+
 @contextmanager
 def installed() -> Iterator[None]:
-    """Make `import pypto...` (and a missing torch) resolve to racecheck's modules."""
+    """Make `import pypto...` (and a missing torch) resolve to racecheck's modules, and
+    `os._exit` raise SystemExit (reported as the program's error)."""
     global _depth
     with _lock:
         if _depth == 0:
@@ -439,6 +449,8 @@ def installed() -> Iterator[None]:
                 _saved[name] = sys.modules.get(name)
                 sys.modules[name] = module
             sys.meta_path.insert(0, _DRIVER_FINDER)
+            _saved_exit.append(os._exit)
+            os._exit = _exit_as_exception  # type: ignore[assignment]
         _depth += 1
     try:
         yield
@@ -447,6 +459,7 @@ def installed() -> Iterator[None]:
             _depth -= 1
             if _depth == 0:
                 sys.meta_path.remove(_DRIVER_FINDER)
+                os._exit = _saved_exit.pop()  # type: ignore[assignment]
                 for name in [
                     name
                     for name, module in sys.modules.items()

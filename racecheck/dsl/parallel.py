@@ -20,6 +20,7 @@ import numpy as np
 
 from racecheck.dsl.context import RankContext, current, is_rank_context, make_current
 from racecheck.dsl.location import user_location
+from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.tensors import TensorView, Tile, region_problem, region_runs
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import AccessMode, EventRef, MemoryKind, NotifyOp, SourceLocation, WaitCmp
@@ -92,11 +93,14 @@ class IterationRecorder:
         label: str,
         *,
         accumulate: bool = False,
+        sources: frozenset[EventRef] | None = None,
     ) -> None:
         mode = AccessMode.ATOMIC if accumulate else AccessMode.WRITE
         extent = list(np.shape(values))[-len(offsets) :] if len(offsets) else []
         self.record(view, owner, offsets, _padded(extent, len(offsets)), mode)
-        self.inner.store(view, owner, offsets, values, label, accumulate=accumulate)
+        self.inner.store(
+            view, owner, offsets, values, label, accumulate=accumulate, sources=sources
+        )
 
     def notify(
         self,
@@ -116,8 +120,8 @@ class IterationRecorder:
         self.record(view, self.rank, offsets, [1] * len(offsets), AccessMode.ATOMIC)
         self.inner.wait(view, offsets, expected, cmp, label)
 
-    def note_control(self, sources: frozenset[EventRef]) -> None:
-        self.inner.note_control(sources)
+    def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
+        self.inner.note_control(sources, decision)
 
     def __getattr__(self, name: str) -> Any:
         """Any other part of the rank context is the inner one's."""

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck.dsl.context import note_control
+from racecheck.dsl.symbolic import Expr, combine, decision, negated, operand
 from racecheck.events import EventRef
 
 Number = int | float
@@ -106,9 +107,14 @@ def _plain(value: object) -> object:
 def _sources(*values: object) -> frozenset[EventRef]:
     found: frozenset[EventRef] = frozenset()
     for value in values:
-        if isinstance(value, Tainted):
-            found |= value.sources
+        found |= sources_of(value)
     return found
+
+
+def sources_of(value: object) -> frozenset[EventRef]:
+    """The loads a value (a tainted scalar or a tile) was computed from."""
+    sources = getattr(value, "sources", None)
+    return sources if isinstance(sources, frozenset) else frozenset()
 
 
 def _scalar_op(op: Callable[[Any, Any], Any], left: object, right: object) -> Any:
@@ -122,33 +128,46 @@ def _scalar_op(op: Callable[[Any, Any], Any], left: object, right: object) -> An
     return op(plain_left, plain_right)
 
 
+def _symbolic(value: object) -> Expr | None:
+    if isinstance(value, Tainted):
+        return value.symbolic
+    return operand(value, None)
+
+
 def _binary(op: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[..., Tainted]:
     def method(self: Tainted, other: object) -> Tainted:
         left, right = (other, self) if reflected else (self, other)
-        return Tainted(_scalar_op(op, left, right), _sources(self, other))
+        symbolic = combine(op, _symbolic(left), _symbolic(right))
+        return Tainted(_scalar_op(op, left, right), _sources(self, other), symbolic)
 
     return method
 
 
 class Tainted:
-    """A scalar value read from memory, with the load events it depends on."""
+    """A scalar value read from memory, with the load events it depends on and, for a
+    value computed from input elements only, its symbolic form."""
 
-    __slots__ = ("value", "sources")
+    __slots__ = ("value", "sources", "symbolic")
 
-    def __init__(self, value: Any, sources: frozenset[EventRef]) -> None:
+    def __init__(
+        self, value: Any, sources: frozenset[EventRef], symbolic: Expr | None = None
+    ) -> None:
         self.value = value.item() if hasattr(value, "item") else value
         self.sources = sources
+        self.symbolic = symbolic
 
     def __repr__(self) -> str:
         return repr(self.value)
 
-    def reveal(self) -> Any:
+    def reveal(self, *, as_bool: bool = False) -> Any:
         """The value, for a use that decides control flow or an address."""
-        note_control(self.sources)
+        symbolic = self.symbolic
+        made = None if symbolic is None else decision(symbolic, self.value, as_bool=as_bool)
+        note_control(self.sources, made)
         return self.value
 
     def __bool__(self) -> bool:
-        return bool(self.reveal())
+        return bool(self.reveal(as_bool=True))
 
     def __index__(self) -> int:
         return int(self.reveal())
@@ -157,7 +176,8 @@ class Tainted:
         return int(self.reveal())
 
     def __float__(self) -> float:
-        return float(self.value)
+        # a plain float leaves the taint behind: whatever it decides is not seen
+        return float(self.reveal())
 
     def __hash__(self) -> int:
         return hash(self.reveal())
@@ -184,7 +204,7 @@ class Tainted:
     __or__ = _binary(operator.or_)
 
     def __neg__(self) -> Tainted:
-        return Tainted(-self.value, self.sources)
+        return Tainted(-self.value, self.sources, negated(self.symbolic))
 
     def __abs__(self) -> Tainted:
         return Tainted(abs(self.value), self.sources)

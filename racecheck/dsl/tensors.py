@@ -19,6 +19,7 @@ import numpy as np
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import Tainted, as_index
+from racecheck.dsl.symbolic import Var
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, MemoryKind, union_ranges
 
@@ -203,7 +204,8 @@ def _index_text(index: tuple[object, ...]) -> str:
 
 @dataclass(slots=True, kw_only=True, eq=False)
 class Tile:
-    """A local tile: values, the valid extent, and the loads the values depend on.
+    """A local tile: values, the valid extent, the loads the values depend on and, for
+    a tile loaded straight from an input, each element's symbol (`dsl.symbolic.Var`).
     `storage` names the kernel-local buffer (`pl.create_tensor`, `pl.tile.create`, ...)
     whose contents these are, kept across the stores that update it."""
 
@@ -212,6 +214,7 @@ class Tile:
     valid: tuple[int, ...]
     sources: frozenset[EventRef] = field(default_factory=frozenset)
     storage: int | None = None
+    symbols: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -222,7 +225,8 @@ class Tile:
 
     def __getitem__(self, index: object) -> Tainted:
         key = tuple(as_index(i) for i in index) if isinstance(index, tuple) else as_index(index)
-        return Tainted(self.data[key], self.sources)
+        symbol = None if self.symbols is None else self.symbols[key]
+        return Tainted(self.data[key], self.sources, symbol if isinstance(symbol, Var) else None)
 
     def __add__(self, other: object) -> Tile:
         from racecheck.dsl.local_ops import add

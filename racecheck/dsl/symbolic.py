@@ -1,0 +1,127 @@
+"""Symbolic values over input elements, carried beside the concrete values (concolic).
+
+A scalar read from an input host tensor (before anything wrote that tensor) is a
+`Var` naming the element; + - * (and / of floats) of such values and constants build
+`Apply` nodes, and a comparison is a condition. When a symbolic value steers the
+program its `Decision` (condition, outcome) is recorded, so that a solver can pick
+inputs that take the other side. Anything else (integer division, tile arithmetic,
+values through memory) has no symbolic form: the value is then opaque, and the
+steering analysis says so. Plain data, no solver here (see racecheck/engines/inputs_smt.py).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class Op(Enum):
+    ADD = "+"
+    SUB = "-"
+    MUL = "*"
+    DIV = "/"
+    NEG = "neg"
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    EQ = "=="
+    NE = "!="
+
+    @property
+    def compares(self) -> bool:
+        return self in _COMPARISONS
+
+
+_COMPARISONS = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """Element `index` (flat, row-major) of the input host tensor `tensor`."""
+
+    tensor: str
+    index: int
+    is_float: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: int | float
+
+
+@dataclass(frozen=True, slots=True)
+class Apply:
+    op: Op
+    args: tuple[Expr, ...]
+
+
+Expr = Var | Const | Apply
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The program went the `taken` way of `condition`."""
+
+    condition: Expr
+    taken: bool
+
+
+_OPS: dict[Callable[[Any, Any], Any], Op] = {
+    operator.add: Op.ADD,
+    operator.sub: Op.SUB,
+    operator.mul: Op.MUL,
+    operator.truediv: Op.DIV,
+    operator.lt: Op.LT,
+    operator.le: Op.LE,
+    operator.gt: Op.GT,
+    operator.ge: Op.GE,
+    operator.eq: Op.EQ,
+    operator.ne: Op.NE,
+}
+
+
+def operand(value: object, symbolic: Expr | None) -> Expr | None:
+    """The symbolic form of an operand: its own, or a constant for a plain number."""
+    if symbolic is not None:
+        return symbolic
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return Const(value)
+
+
+def combine(
+    function: Callable[[Any, Any], Any], left: Expr | None, right: Expr | None
+) -> Expr | None:
+    op = _OPS.get(function)
+    if op is None or left is None or right is None:
+        return None
+    if isinstance(left, Const) and isinstance(right, Const):
+        return None  # no input in it: the caller's value carries no symbol
+    if op is Op.DIV and not (_is_float(left) or _is_float(right)):
+        return None  # integer division truncates: not modelled
+    return Apply(op, (left, right))
+
+
+def negated(symbolic: Expr | None) -> Expr | None:
+    return None if symbolic is None else Apply(Op.NEG, (symbolic,))
+
+
+def decision(symbolic: Expr, value: object, *, as_bool: bool) -> Decision:
+    """What revealing `value` decided: a branch (`as_bool`) or one concrete value."""
+    if as_bool:
+        if isinstance(symbolic, Apply) and symbolic.op.compares:
+            return Decision(condition=symbolic, taken=bool(value))
+        return Decision(condition=Apply(Op.NE, (symbolic, Const(0))), taken=bool(value))
+    return Decision(condition=Apply(Op.EQ, (symbolic, Const(value))), taken=True)  # type: ignore[arg-type]
+
+
+def _is_float(expr: Expr) -> bool:
+    if isinstance(expr, Var):
+        return expr.is_float
+    if isinstance(expr, Const):
+        return isinstance(expr.value, float)
+    return any(_is_float(arg) for arg in expr.args)

@@ -1,0 +1,267 @@
+"""Never `proved` from one path: the executions one trace does not stand for.
+
+A traced run stands for every execution only while every value that steered it is the
+same in all of them (`racecheck.steering`). Where one may differ, other paths are
+checked: reads-from alternatives (the unordered writes land in another order) and
+other inputs. Each path's trace is checked in full; the verdicts merge (the worst
+wins, findings deduplicated by kind and lines). An open value no explored path
+settles makes the verdict `unknown`, naming the line that read it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from racecheck.cosim import DefaultPolicy, HoldPolicy, SchedulePolicy
+from racecheck.cosim.execution import Decided
+from racecheck.dsl.symbolic import Decision
+from racecheck.engines.base import OrderOracle
+from racecheck.events import EventRef, Schedule, Stuck
+from racecheck.findings import Finding, ProgramResult, Verdict
+from racecheck.load import ProgramInstance
+from racecheck.steering import Cause, OpenRead
+
+BUDGET = 16
+"""Paths checked per program and P before an open value makes the verdict unknown."""
+
+PathKey = tuple[frozenset[EventRef], tuple[tuple[str, int, float], ...]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Path:
+    """How one path's tracing run differs from the default run.
+
+    `held`: writes the scheduler keeps back while any other rank can run, so the others
+    of their unordered group land first. `decided`: the unordered groups an ancestor
+    path already branched on (their other orders are this path's siblings).
+    `inputs`: input elements chosen for this path (tensor, flat index, value).
+    `forced`: the decisions these inputs were chosen for, in order; the run must make
+    them (concolic search: its later decisions are flipped in turn by its children).
+    """
+
+    held: tuple[EventRef, ...] = ()
+    decided: frozenset[frozenset[EventRef]] = frozenset()
+    inputs: tuple[tuple[str, int, float], ...] = ()
+    forced: tuple[Decision, ...] = ()
+
+    def policy(self) -> SchedulePolicy:
+        policy: SchedulePolicy = DefaultPolicy()
+        for write in reversed(self.held):
+            policy = HoldPolicy(write, policy)
+        return policy
+
+    def applied(self, instance: ProgramInstance) -> ProgramInstance:
+        return dataclasses.replace(instance, inputs=self.inputs) if self.inputs else instance
+
+    @property
+    def key(self) -> PathKey:
+        return frozenset(self.held), self.inputs
+
+
+FIRST = Path()
+
+
+class PathOracle:
+    """The engine's answers for one path's trace, with witnesses this path can replay.
+
+    On a path with held writes, an engine's witness may land those writes in the
+    other order, and then the program takes another path than the trace. `realise`
+    runs the program under a policy and returns its schedule (None if it failed); a
+    witness for `first` before `second` is taken from the path's own run with `second`
+    held back, when that run shows it.
+    """
+
+    def __init__(
+        self,
+        oracle: OrderOracle,
+        path: Path,
+        realise: Callable[[SchedulePolicy], Schedule | None],
+    ) -> None:
+        self.oracle = oracle
+        self.path = path
+        self.realise = realise
+
+    def can_precede(self, first: EventRef, second: EventRef) -> bool:
+        return self.oracle.can_precede(first, second)
+
+    def stuck(self) -> Stuck | None:
+        return self.oracle.stuck()
+
+    def witness(self, first: EventRef, second: EventRef) -> Schedule:
+        if self.path.held:
+            schedule = self.realise(HoldPolicy(second, self.path.policy()))
+            if schedule is not None and first in schedule:
+                prefix = schedule[: schedule.index(first) + 1]
+                if second not in prefix:
+                    return prefix
+        return self.oracle.witness(first, second)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathOutcome:
+    result: ProgramResult
+    opened: tuple[OpenRead, ...] = ()  # steering values that may differ on other paths
+    schedule: Schedule = ()  # the order the path's tracing run executed events in
+    decisions: tuple[Decided, ...] = ()  # what its input-dependent values decided
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unsettled:
+    """An open value no explored path settles, and why."""
+
+    opened: OpenRead
+    why: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.opened.message} ({self.why})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Pending:
+    path: Path
+    reason: OpenRead  # the open value this path is an alternative for
+    last: EventRef | None = None  # the write that must land last on this path
+
+
+def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float) -> ProgramResult:
+    """Check the first path, then the paths its open values lead to, breadth first, all
+    within `timeout` seconds (`check_path` gets the deadline, a `time.monotonic()`
+    value) and `BUDGET` paths."""
+    deadline = time.monotonic() + timeout
+    first = check_path(FIRST, deadline)
+    results = [first.result]
+    unsettled: list[Unsettled] = []
+    seen = {FIRST.key}
+    todo = _branches(FIRST, first, unsettled, seen, deadline)
+    while todo:
+        pending = todo.pop(0)
+        if len(results) >= BUDGET or time.monotonic() > deadline:
+            why = (
+                f"past the budget of {BUDGET} paths" if len(results) >= BUDGET else "past --timeout"
+            )
+            unsettled.extend(
+                Unsettled(opened=waiting.reason, why=why) for waiting in [pending, *todo]
+            )
+            break
+        outcome = check_path(pending.path, deadline)
+        results.append(outcome.result)
+        if not _realised(pending, outcome):
+            why = "its other path could not be realised"
+            unsettled.append(Unsettled(opened=pending.reason, why=why))
+        todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline))
+    return merged(results, tuple(unsettled))
+
+
+def _branches(
+    path: Path,
+    outcome: PathOutcome,
+    unsettled: list[Unsettled],
+    seen: set[PathKey],
+    deadline: float,
+) -> list[_Pending]:
+    """The alternatives of every open value of `outcome` not branched on before; an
+    open value that cannot be branched on is unsettled."""
+    branches = _orders(path, outcome, unsettled) + _inputs(path, outcome, unsettled, deadline)
+    fresh = []
+    for branch in branches:
+        if branch.path.key not in seen:
+            seen.add(branch.path.key)
+            fresh.append(branch)
+    return fresh
+
+
+def _orders(path: Path, outcome: PathOutcome, unsettled: list[Unsettled]) -> list[_Pending]:
+    """Reads-from alternatives: each unordered write of a group held back in turn."""
+    order = {ref: n for n, ref in enumerate(outcome.schedule)}
+    branches: list[_Pending] = []
+    for opened in outcome.opened:
+        group = frozenset(opened.writers)
+        if opened.cause is not Cause.ORDER or group in path.decided:
+            continue
+        if not opened.last_wins:
+            why = "more than two writes, not all Sets: their orders are not enumerated"
+            unsettled.append(Unsettled(opened=opened, why=why))
+            continue
+        last = max(opened.writers, key=lambda ref: order.get(ref, -1))
+        for write in opened.writers:
+            if write != last:
+                child = dataclasses.replace(
+                    path, held=(*path.held, write), decided=path.decided | {group}, forced=()
+                )  # another order may decide otherwise: its input decisions start afresh
+                branches.append(_Pending(path=child, reason=opened, last=write))
+    return branches
+
+
+def _inputs(
+    path: Path, outcome: PathOutcome, unsettled: list[Unsettled], deadline: float
+) -> list[_Pending]:
+    """Input alternatives (concolic): for each decision after the forced ones, inputs
+    that keep the decisions before it and flip it. An input dependence without a
+    symbolic form cannot be followed: it is unsettled."""
+    inputs = [opened for opened in outcome.opened if opened.cause is Cause.INPUT]
+    unsettled.extend(
+        Unsettled(opened=opened, why="its dependence on the input has no symbolic form")
+        for opened in inputs
+        if not opened.symbolic
+    )
+    if not inputs or not outcome.decisions:
+        return []
+    from racecheck.engines.inputs_smt import Answer, solve  # z3 only when inputs steer
+
+    made = [decided.decision for decided in outcome.decisions]
+    branches: list[_Pending] = []
+    for n in range(len(path.forced), len(made)):
+        reason = _reason(inputs, outcome.decisions[n])
+        solution = solve(made[:n], made[n], seconds=deadline - time.monotonic())
+        if solution.answer is Answer.UNDECIDED:
+            unsettled.append(Unsettled(opened=reason, why="the solver could not pick inputs"))
+        elif solution.answer is Answer.FOUND:
+            flipped = Decision(condition=made[n].condition, taken=not made[n].taken)
+            child = dataclasses.replace(path, inputs=solution.values, forced=(*made[:n], flipped))
+            branches.append(_Pending(path=child, reason=reason))
+    return branches
+
+
+def _reason(inputs: list[OpenRead], decided: Decided) -> OpenRead:
+    """The open input value behind a decision, for messages."""
+    return next((opened for opened in inputs if opened.read in decided.sources), inputs[0])
+
+
+def _realised(pending: _Pending, outcome: PathOutcome) -> bool:
+    """Did the path's run go the way it was chosen for: its held write landed last
+    among its group, and it made the forced decisions?"""
+    made = tuple(decided.decision for decided in outcome.decisions)
+    if made[: len(pending.path.forced)] != pending.path.forced:
+        return False
+    if pending.last is None:
+        return True
+    order = {ref: n for n, ref in enumerate(outcome.schedule)}
+    if any(ref not in order for ref in pending.reason.writers):
+        return False
+    return all(order[ref] <= order[pending.last] for ref in pending.reason.writers)
+
+
+def merged(results: list[ProgramResult], unsettled: tuple[Unsettled, ...]) -> ProgramResult:
+    """The worst verdict of the paths, their findings once each; unsettled open values
+    turn a clean verdict into `unknown`."""
+    first = results[0]
+    findings: dict[tuple[object, ...], Finding] = {}
+    for result in results:
+        for finding in result.findings:
+            findings.setdefault((finding.kind, finding.detail, finding.locations), finding)
+    verdict = Verdict.worst([result.verdict for result in results])
+    message = next((r.message for r in results if r.verdict is verdict), first.message)
+    if unsettled and verdict in (Verdict.PROVED, Verdict.SKIPPED):
+        verdict = Verdict.UNKNOWN
+        message = "; ".join(dict.fromkeys(entry.message for entry in unsettled))
+    return dataclasses.replace(
+        first,
+        verdict=verdict,
+        findings=tuple(findings.values()),
+        message=message,
+        seconds=round(sum(result.seconds for result in results), 4),
+    )

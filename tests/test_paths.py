@@ -1,0 +1,254 @@
+"""Never proved from one path: reads-from alternatives and input-dependent branches are
+explored, and what cannot be explored is unknown naming its line (issue 10.3, 10.4).
+
+The property test generates programs whose rank 0 branches on a value that depends on
+the order of two Sets or on an input element, and reads a peer's window on each side
+(a peer that stages its data late makes that side racy). Its oracle enumerates the
+Set orders and a grid of input values directly: racecheck's verdict must match it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from racecheck.check import check
+from racecheck.cosim import simulate
+from racecheck.engines import prepare
+from racecheck.findings import FindingKind, Verdict
+from racecheck.load import discover, load_file
+from racecheck.options import EngineChoice, Options
+from racecheck.steering import Cause, open_reads
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+PROGRAM = """
+import pypto.language as pl
+import pypto.language.distributed as pld
+
+SIZE = 8
+
+
+def build(nr: int):
+    @pl.program
+    class Generated:
+        @pl.function(type=pl.FunctionType.InCore)
+        def step(
+            self,
+            x: pl.Tensor[[1, SIZE], pl.FP32],
+            y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+            data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+            cells: pl.InOut[pld.DistributedTensor[[2, 1], pl.INT32]],
+        ) -> pl.Tensor[[1, SIZE], pl.FP32]:
+            me = pld.rank(pld.get_comm_ctx(data))
+            row = pl.load(x, [0, 0], [1, SIZE])
+            if me == 0:
+                pld.system.wait(cells, offsets=[1, 0], expected=2, cmp=pld.WaitCmp.Ge)
+                if {condition}:  # @branch
+                    got = pld.tile.remote_load(data, {peer_true}, [0, 0], [1, SIZE])
+                else:
+                    got = pld.tile.remote_load(data, {peer_false}, [0, 0], [1, SIZE])
+                y = pl.store(got, [0, 0], y)
+{senders}
+            return y
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def generated(
+            self,
+            x: pl.Tensor[[nr, 1, SIZE], pl.FP32],
+            y: pl.Out[pl.Tensor[[nr, 1, SIZE], pl.FP32]],
+        ) -> pl.Tensor[[nr, 1, SIZE], pl.FP32]:
+            data_buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
+            cells_buf = pld.alloc_window_buffer([2, 1], dtype=pl.INT32)
+            for r in pl.range(pld.world_size()):
+                data = pld.window(data_buf, [1, SIZE], dtype=pl.FP32)
+                cells = pld.window(cells_buf, [2, 1], dtype=pl.INT32)
+                self.step(x[r], y[r], data, cells, device=r)
+            return y
+
+    return Generated
+"""
+
+SENDER = """            if me == {rank}:
+{early}                pld.system.notify(cells, 0, [0, 0], {value}, op=pld.NotifyOp.Set)
+                pld.system.notify(cells, 0, [1, 0], 1, op=pld.NotifyOp.AtomicAdd)
+{late}                y = pl.store(row, [0, 0], y)
+"""
+STAGE = "                data = pl.store(row, [0, 0], data)\n"
+INPUT_GRID = (-2.0, -0.5, 0.0, 0.5, 2.0)
+
+
+def _render(case: dict) -> str:
+    senders = "".join(
+        SENDER.format(
+            rank=rank,
+            value=case["values"][rank - 1],
+            early="" if case["late"][rank - 1] else STAGE,
+            late=STAGE if case["late"][rank - 1] else "",
+        )
+        for rank in (1, 2)
+    )
+    if case["on"] == "order":
+        condition = f"pl.read(cells, [0, 0]) > {case['threshold']}"
+    else:
+        condition = f"{case['scale']} * pl.read(x, [0, 0]) > {case['threshold'] - 1.5}"
+    return PROGRAM.format(
+        condition=condition,
+        peer_true=case["peers"][0],
+        peer_false=case["peers"][1],
+        senders=senders,
+    )
+
+
+def _brute_force_bug(case: dict) -> bool:
+    """Some feasible side of the branch reads a peer that stages late: every order of
+    the two Sets (each can land last), every input value of the grid."""
+    if case["on"] == "order":
+        outcomes = {case["values"][last] > case["threshold"] for last in (0, 1)}
+    else:
+        outcomes = {case["scale"] * x > case["threshold"] - 1.5 for x in INPUT_GRID}
+    return any(case["late"][case["peers"][0 if taken else 1] - 1] for taken in outcomes)
+
+
+CASES = st.fixed_dictionaries(
+    {
+        "on": st.sampled_from(["order", "input"]),
+        "values": st.tuples(st.integers(1, 3), st.integers(1, 3)),
+        "threshold": st.integers(0, 3),
+        "scale": st.sampled_from([0.0, 1.0, -1.0]),
+        "late": st.tuples(st.booleans(), st.booleans()),
+        "peers": st.tuples(st.sampled_from([1, 2]), st.sampled_from([1, 2])),
+    }
+)
+
+_numbers = itertools.count()
+
+
+@settings(max_examples=12, deadline=None)
+@given(case=CASES, seed=st.integers(0, 3))
+def test_the_verdict_equals_brute_force_over_orders_and_inputs(
+    tmp_path_factory: pytest.TempPathFactory, case: dict, seed: int
+) -> None:
+    path = tmp_path_factory.mktemp("paths") / f"generated_{next(_numbers)}.py"
+    path.write_text(_render(case))
+    (result,) = check(str(path), Options(ranks=(3,), seed=seed)).results
+    expected = Verdict.BUG if _brute_force_bug(case) else Verdict.PROVED
+    assert result.verdict is expected, (result.message, case)
+    if expected is Verdict.BUG:
+        assert {finding.kind for finding in result.findings} == {FindingKind.RACE}
+
+
+@pytest.mark.parametrize(
+    ("name", "verdict"),
+    [
+        ("74_input_branch_bug_skipped_barrier.py", Verdict.BUG),
+        ("75_input_branch.py", Verdict.PROVED),
+    ],
+)
+def test_the_verdict_does_not_depend_on_the_seed(name: str, verdict: Verdict) -> None:
+    for seed in range(5):
+        results = check(str(EXAMPLES / name), Options(ranks=(2, 3), seed=seed)).results
+        assert [result.verdict for result in results] == [verdict, verdict], seed
+
+
+def test_past_the_path_budget_the_verdict_is_unknown_naming_the_branch() -> None:
+    (result,) = check(str(EXAMPLES / "75_input_branch.py"), Options(ranks=(5,))).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "75_input_branch.py:36 depends on input data" in result.message
+    assert "past the budget of 16 paths" in result.message
+
+
+KERNEL = """
+import pypto.language as pl
+import pypto.language.distributed as pld
+
+SIZE = 8
+
+
+def build(nr: int):
+    @pl.program
+    class Indirect:
+        @pl.function(type=pl.FunctionType.InCore)
+        def step(
+            self,
+            x: pl.Tensor[[1, SIZE], pl.FP32],
+            y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+            data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+        ) -> pl.Tensor[[1, SIZE], pl.FP32]:
+            row = pl.load(x, [0, 0], [1, SIZE])
+            {body}
+            y = pl.store(row, [0, 0], y)
+            return y
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def indirect(
+            self,
+            x: pl.Tensor[[nr, 1, SIZE], pl.FP32],
+            y: pl.Out[pl.Tensor[[nr, 1, SIZE], pl.FP32]],
+        ) -> pl.Tensor[[nr, 1, SIZE], pl.FP32]:
+            data_buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
+            for r in pl.range(pld.world_size()):
+                data = pld.window(data_buf, [1, SIZE], dtype=pl.FP32)
+                self.step(x[r], y[r], data, device=r)
+            return y
+
+    return Indirect
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # input -> window -> load -> branch: followed by taint on the stored bytes
+        """data = pl.store(row, [0, 0], data)
+            again = pl.load(data, [0, 0], [1, SIZE])
+            if again[0, 0] > 1.0:  # @branch
+                pass""",
+        # tile arithmetic on the input: no symbolic form
+        """doubled = pl.add(row, row)
+            if doubled[0, 0] > 1.0:  # @branch
+                pass""",
+    ],
+    ids=["through-memory", "tile-arithmetic"],
+)
+def test_an_input_dependence_without_a_symbolic_form_is_unknown(tmp_path, body) -> None:
+    path = tmp_path / "indirect.py"
+    path.write_text(KERNEL.format(body=body))
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "@branch" in text)
+    for seed in range(3):
+        (result,) = check(str(path), Options(ranks=(2,), seed=seed)).results
+        assert result.verdict is Verdict.UNKNOWN
+        assert f"indirect.py:{line} depends on input data" in result.message
+        assert "no symbolic form" in result.message
+
+
+def _opened(tmp_path: Path, values: tuple[int, int], op: str) -> list:
+    """The open reads of rank 0 reading one cell two senders wrote with `op`."""
+    case = {
+        "on": "order",
+        "values": values,
+        "threshold": 1,
+        "scale": 1.0,
+        "late": (False, False),
+        "peers": (1, 1),
+    }
+    path = tmp_path / "cells.py"
+    path.write_text(_render(case).replace("NotifyOp.Set", f"NotifyOp.{op}"))
+    (spec,) = discover(load_file(str(path)))
+    execution = simulate(spec.instantiate(3))
+    _, oracle = prepare(EngineChoice.AUTO, execution.trace, deadline=float("inf"))
+    return open_reads(execution, oracle)
+
+
+def test_two_sets_of_different_values_are_order_dependent(tmp_path) -> None:
+    (opened,) = _opened(tmp_path, (1, 2), "Set")
+    assert opened.cause is Cause.ORDER and len(opened.writers) == 2 and opened.last_wins
+
+
+@pytest.mark.parametrize(("values", "op"), [((2, 2), "Set"), ((1, 2), "AtomicAdd")])
+def test_equal_sets_and_integer_adds_commute(tmp_path, values, op) -> None:
+    assert _opened(tmp_path, values, op) == []
