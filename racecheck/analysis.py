@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from racecheck.describe import describe_cell, describe_event
 from racecheck.engines.base import OrderOracle
-from racecheck.engines.syncview import signal_cells
+from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
     AccessMode,
     Event,

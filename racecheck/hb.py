@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from racecheck.engines.syncview import CellKey, cell_key_of
-from racecheck.events import EventRef, Schedule, Trace
+from racecheck.events import CellKey, EventRef, Schedule, Trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +42,12 @@ def vector_clocks(trace: Trace, schedule: Schedule) -> VectorClocks:
         event = trace.event(ref)
         own = rank_clock[ref.rank]
         if event.wait is not None:
-            released = cell_clock.get(cell_key_of(event.wait.cell))
+            released = cell_clock.get(event.wait.cell.key)
             if released is not None:
                 np.maximum(own, released, out=own)
         own[ref.rank] = ref.index + 1
         if event.notify is not None:
-            key = cell_key_of(event.notify.cell)
+            key = event.notify.cell.key
             previous = cell_clock.get(key)
             cell_clock[key] = own.copy() if previous is None else np.maximum(previous, own)
         clocks[step] = own
@@ -68,8 +67,8 @@ def happens_before_graph(trace: Trace, schedule: Schedule) -> nx.DiGraph:
             graph.add_edge(last_of_rank[ref.rank], ref, kind="program")
         last_of_rank[ref.rank] = ref
         if event.wait is not None:
-            for source in notifies.get(cell_key_of(event.wait.cell), []):
+            for source in notifies.get(event.wait.cell.key, []):
                 graph.add_edge(source, ref, kind="sync")
         if event.notify is not None:
-            notifies.setdefault(cell_key_of(event.notify.cell), []).append(ref)
+            notifies.setdefault(event.notify.cell.key, []).append(ref)
     return graph

@@ -11,11 +11,12 @@ import pytest
 from tracebuild import mesh_allreduce
 
 from racecheck.engines.monotone import MonotoneEngine
+from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.hb import happens_before_graph, vector_clocks
 
 
 def _default_run(trace):
-    oracle = MonotoneEngine().order(trace, deadline=time.monotonic() + 30)
+    oracle = MonotoneEngine().order(SyncSkeleton(trace), deadline=time.monotonic() + 30)
     return oracle, oracle.maximal_schedule()
 
 

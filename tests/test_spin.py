@@ -18,8 +18,18 @@ from tracebuild import TraceBuilder, mesh_allreduce
 
 from racecheck.analysis import find_hazards
 from racecheck.engines.explore import ExploreEngine
+from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.errors import EngineUnknown
-from racecheck.events import AccessMode, EventKind, EventRef, NotifyOp, Trace, WaitCmp
+from racecheck.events import (
+    AccessMode,
+    EventKind,
+    EventRef,
+    NotifyOp,
+    Trace,
+    WaitCmp,
+    WriteOp,
+    Written,
+)
 from racecheck.export.properties import Question, StaleRead
 from racecheck.export.spin import SpinCheck, SpinUnavailable, check_with_spin, require_spin
 from racecheck.findings import FindingKind
@@ -151,7 +161,7 @@ def test_plain_reset_of_a_signal_cell_races_and_can_lose_the_credit() -> None:
     builder.notify(2, signal, 1, 0, line=20)
     builder.wait(1, signal, 0, line=30)
     trace = builder.build()
-    reset = dataclasses.replace(trace.events[0][0], cell_values=((0, 0),))
+    reset = dataclasses.replace(trace.events[0][0], written=Written.int32s(WriteOp.ASSIGN, [0]))
     trace = dataclasses.replace(trace, events=((reset,), *trace.events[1:]))
     verdicts = spin(trace).verdicts
     assert verdicts.races == {(ref(0, 0), ref(1, 0)), (ref(0, 0), ref(2, 0))}
@@ -193,7 +203,7 @@ PROTOCOLS = st.one_of(traces(), monotone_traces()).filter(
 @given(PROTOCOLS)
 def test_spin_agrees_with_explore_and_find_hazards(trace: Trace) -> None:
     checked = spin(trace)
-    oracle = ExploreEngine().order(trace, deadline=time.monotonic() + 60)
+    oracle = ExploreEngine().order(SyncSkeleton(trace), deadline=time.monotonic() + 60)
     for question, answer in checked.answers.items():
         assert oracle.can_precede(question.first, question.second) == answer, question
     verdicts = checked.verdicts
