@@ -28,13 +28,13 @@ import time
 
 import numpy as np
 
+from racecheck.describe import describe_cell
 from racecheck.engines.skeleton import (
     ADD,
     SET,
     WAIT_EQ,
     WAIT_GE_UNSIGNED,
     SyncSkeleton,
-    describe_cell,
 )
 from racecheck.errors import EngineUnknown
 from racecheck.events import EventRef, Schedule, Stuck
@@ -69,7 +69,7 @@ def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
             if len(writes[cell]) > 1 and any(op == SET for op, _ in writes[cell]):
                 return f"a Set on a cell also written otherwise at {where}"
     for number in sorted(skeleton.wrapping_cells()):
-        name = describe_cell(skeleton.trace, skeleton.cells[number])
+        name = describe_cell(skeleton.cells[number], skeleton.trace)
         return f"signal cell {name} can wrap at 32 bits"
     for rank in range(skeleton.ranks):
         for kind, cell, _, index in _rank_steps(skeleton, rank):

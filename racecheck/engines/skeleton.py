@@ -18,6 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
+from racecheck.describe import describe_cell
 from racecheck.events import (
     INT32_MAX,
     INT32_MIN,
@@ -141,7 +142,7 @@ class SyncSkeleton:
             return None
         first = self.opaque[0]
         return (
-            f"a write into signal cell {describe_cell(self.trace, first.cell)} that no engine "
+            f"a write into signal cell {describe_cell(first.cell, self.trace)} that no engine "
             f"models exactly ({first.event.label or first.event.kind.value}) at "
             f"{first.event.location}"
         )
@@ -238,8 +239,3 @@ class SyncSkeleton:
         for index in range(emitted[rank], upto):
             out.append(EventRef(rank=rank, index=index))
         emitted[rank] = max(emitted[rank], upto)
-
-
-def describe_cell(trace: Trace, cell: SignalCell) -> str:
-    index = ", ".join(str(i) for i in cell.index)
-    return f"{trace.memory(cell.memory).name}[{index}] of rank {cell.owner}"

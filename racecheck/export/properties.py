@@ -101,7 +101,7 @@ def _by_instance(trace: Trace) -> dict[tuple[int, int], list[Event]]:
 
 def conflicting_pairs(trace: Trace) -> list[tuple[Event, Event]]:
     """Every conflicting pair once, the event of lower (rank, index) first."""
-    pairs = []
+    pairs: list[tuple[Event, Event]] = []
     for events in _by_instance(trace).values():
         for n, a in enumerate(events):
             pairs.extend((a, b) for b in events[n + 1 :] if conflicts(a, b))
