@@ -33,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from racecheck.errors import UsageError
 from racecheck.events import Event, EventKind, NotifyOp, SignalCell, Trace, WaitCmp, WriteOp
 from racecheck.export.properties import Question, questions
 
@@ -184,10 +185,14 @@ def _write_statement(event: Event, key: CellKey, cell: str) -> str | None:
     before = 0
     for start, end in region.ranges:
         if start < offset + 4 and offset < end:
-            if written is None or not (start <= offset and offset + 4 <= end):
-                raise ValueError(f"{event.location}: a write to part of a signal cell")
-            if written.op is WriteOp.INEXACT:
-                raise ValueError(f"{event.location}: a non-int32 atomic add to a signal cell")
+            exact = written is not None and written.op is not WriteOp.INEXACT
+            if not exact or not (start <= offset and offset + 4 <= end):
+                raise UsageError(
+                    f"a write into a signal cell that the model cannot express at {event.location}",
+                    file=event.location.file,
+                    line=event.location.line,
+                )
+            assert written is not None
             at = before + offset - start
             value = int.from_bytes(written.data[at : at + 4], sys.byteorder, signed=True)
             return (
