@@ -85,7 +85,7 @@ def find_hazards(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
     if stuck is not None:
         hazards.append(stuck)
     hazards.extend(races(trace, oracle, pairs))
-    hazards.extend(set_add_mixes(trace))
+    hazards.extend(set_add_mixes(trace, oracle))
     if not crashed:
         hazards.extend(stale_reads(trace, oracle, pairs))
     return hazards
@@ -109,9 +109,11 @@ def out_of_bounds(trace: Trace) -> list[Hazard]:
     return list(seen.values())
 
 
-def set_add_mixes(trace: Trace) -> list[Hazard]:
+def set_add_mixes(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
     """Cells that a Set notify and an Add (notify or atomic store) both write: PyPTO
-    forbids the mix whatever the order (RUNTIME.md §2). One finding per pair of lines."""
+    forbids the mix whatever the order (RUNTIME.md §2). One finding per pair of lines;
+    the witness runs one of the two while the other has not run yet. A pair that can
+    run in no order sits behind a deadlock and belongs to it."""
     sets: dict[CellKey, Event] = {}
     for rank_events in trace.events:
         for event in rank_events:
@@ -122,14 +124,25 @@ def set_add_mixes(trace: Trace) -> list[Hazard]:
         for event in rank_events:
             for key, set_event in sets.items():
                 effect = cell_effect(event, key)
-                if effect is not None and effect.op is CellOp.ADD:
-                    lines = (set_event.location, event.location)
-                    found.setdefault(lines, _set_add_mix(trace, set_event, event))
+                lines = (set_event.location, event.location)
+                if effect is None or effect.op is not CellOp.ADD or lines in found:
+                    continue
+                hazard = _set_add_mix(trace, oracle, set_event, event)
+                if hazard is not None:
+                    found[lines] = hazard
     return list(found.values())
 
 
-def _set_add_mix(trace: Trace, set_event: Event, add_event: Event) -> Hazard:
+def _set_add_mix(
+    trace: Trace, oracle: OrderOracle, set_event: Event, add_event: Event
+) -> Hazard | None:
     assert set_event.notify is not None
+    if _can_precede(oracle, set_event, add_event):
+        bad_first, bad_second = set_event.ref, add_event.ref
+    elif _can_precede(oracle, add_event, set_event):
+        bad_first, bad_second = add_event.ref, set_event.ref
+    else:
+        return None
     cell = describe_cell(set_event.notify.cell, trace)
     return Hazard(
         kind=FindingKind.RACE,
@@ -143,7 +156,15 @@ def _set_add_mix(trace: Trace, set_event: Event, add_event: Event) -> Hazard:
         ranks=tuple(dict.fromkeys((set_event.rank, add_event.rank))),
         locations=tuple(dict.fromkeys((set_event.location, add_event.location))),
         regions=tuple(e.access for e in (set_event, add_event) if e.access is not None),
+        bad_first=bad_first,
+        bad_second=bad_second,
     )
+
+
+def _can_precede(oracle: OrderOracle, first: Event, second: Event) -> bool:
+    if first.rank == second.rank:
+        return first.index < second.index
+    return oracle.can_precede(first.ref, second.ref)
 
 
 def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
