@@ -1,7 +1,11 @@
 """The properties of docs/model.md §2, decided from an engine's ordering answers.
 
 * Race: two accesses of overlapping bytes from different ranks, at least one writing,
-  not both atomic, that can happen in either order (`can_precede` both ways).
+  not both atomic, that can happen in either order (`can_precede` both ways). A Set
+  notify is a plain 32-bit store (docs/model.md): it races with any other write to its
+  cell but a Set of the same value; waits read cells atomically.
+* Set-add mix: a cell written by both Set and Add effects, ordered or not (PyPTO
+  forbids it, docs/model.md): a race finding with detail `set-add-mix`.
   Both orders are possible, so the detail names the likelier intent: when another
   write of those bytes (same `--repeat` call) always precedes the read and was
   published to it — its rank reaches the synchronisation the read depends on without
@@ -28,19 +32,23 @@ from dataclasses import dataclass
 
 from racecheck.describe import describe_cell, describe_event
 from racecheck.engines.base import OrderOracle
-from racecheck.engines.syncview import signal_cells
+from racecheck.engines.skeleton import signal_cells
 from racecheck.errors import EngineUnknown
 from racecheck.events import (
     HOST_OWNER,
     AccessMode,
+    CellKey,
+    CellOp,
     Event,
     EventKind,
     EventRef,
     MemoryKind,
+    NotifyOp,
     Region,
     Schedule,
     SourceLocation,
     Trace,
+    cell_effect,
     intersect_ranges,
     subtract_ranges,
     union_ranges,
@@ -82,6 +90,7 @@ def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.in
     if stuck is not None:
         hazards.append(stuck)
     hazards.extend(races(trace, oracle, pairs))
+    hazards.extend(set_add_mixes(trace, oracle))
     if not crashed:
         hazards.extend(stale_reads(trace, oracle, pairs))
     return hazards
@@ -104,6 +113,64 @@ def out_of_bounds(trace: Trace) -> list[Hazard]:
             ),
         )
     return list(seen.values())
+
+
+def set_add_mixes(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
+    """Cells that a Set notify and an Add (notify or atomic store) both write: PyPTO
+    forbids the mix whatever the order (docs/model.md). One finding per pair of lines;
+    the witness runs one of the two while the other has not run yet. A pair that can
+    run in no order sits behind a deadlock and belongs to it."""
+    sets: dict[CellKey, Event] = {}
+    for rank_events in trace.events:
+        for event in rank_events:
+            if _is_set(event) and event.notify is not None:
+                sets.setdefault(event.notify.cell.key, event)
+    found: dict[tuple[SourceLocation, SourceLocation], Hazard] = {}
+    for rank_events in trace.events if sets else ():
+        for event in rank_events:
+            for key, set_event in sets.items():
+                effect = cell_effect(event, key)
+                lines = (set_event.location, event.location)
+                if effect is None or effect.op is not CellOp.ADD or lines in found:
+                    continue
+                hazard = _set_add_mix(trace, oracle, set_event, event)
+                if hazard is not None:
+                    found[lines] = hazard
+    return list(found.values())
+
+
+def _set_add_mix(
+    trace: Trace, oracle: OrderOracle, set_event: Event, add_event: Event
+) -> Hazard | None:
+    assert set_event.notify is not None
+    if _can_precede(oracle, set_event, add_event):
+        bad_first, bad_second = set_event.ref, add_event.ref
+    elif _can_precede(oracle, add_event, set_event):
+        bad_first, bad_second = add_event.ref, set_event.ref
+    else:
+        return None
+    cell = describe_cell(set_event.notify.cell, trace)
+    return Hazard(
+        kind=FindingKind.RACE,
+        detail=RaceDetail.SET_ADD_MIX.value,
+        message=(
+            f"signal {cell} is written by a Set (rank {set_event.rank}) and by an atomic add "
+            f"(rank {add_event.rank}); PyPTO forbids mixing them on one cell: the Set is a "
+            "plain store that can lose a concurrent add"
+        ),
+        events=(set_event.ref, add_event.ref),
+        ranks=tuple(dict.fromkeys((set_event.rank, add_event.rank))),
+        locations=tuple(dict.fromkeys((set_event.location, add_event.location))),
+        regions=tuple(e.access for e in (set_event, add_event) if e.access is not None),
+        bad_first=bad_first,
+        bad_second=bad_second,
+    )
+
+
+def _can_precede(oracle: OrderOracle, first: Event, second: Event) -> bool:
+    if first.rank == second.rank:
+        return first.index < second.index
+    return oracle.can_precede(first.ref, second.ref)
 
 
 def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
@@ -141,7 +208,15 @@ def _writes(event: Event) -> bool:
 def _conflict(a: Event, b: Event) -> bool:
     if not (_writes(a) or _writes(b)):
         return False
+    if a.notify is not None and b.notify is not None and _is_set(a) and _is_set(b):
+        return a.notify.value != b.notify.value
+    if (_is_set(a) or _is_set(b)) and EventKind.WAIT not in (a.kind, b.kind):
+        return True
     return not (a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC)
+
+
+def _is_set(event: Event) -> bool:
+    return event.notify is not None and event.notify.op is NotifyOp.SET
 
 
 def writer_pairs(trace: Trace, *, deadline: float = math.inf) -> list[tuple[Event, Event]]:

@@ -9,7 +9,10 @@ from racecheck.events import (
     Region,
     SignalCell,
     Trace,
+    WaitCmp,
 )
+
+_RELATIONS = {WaitCmp.GE: ">=", WaitCmp.EQ: "==", WaitCmp.GE_UNSIGNED: ">= (as uint32)"}
 
 
 def describe_region(region: Region, trace: Trace) -> str:
@@ -33,7 +36,7 @@ def describe_event(event: Event, trace: Trace) -> str:
         return f"notify {describe_cell(notify.cell, trace)} {sign} {notify.value}"
     if event.wait is not None:
         wait = event.wait
-        relation = ">=" if wait.cmp.value == "Ge" else "=="
+        relation = _RELATIONS[wait.cmp]
         return f"wait {describe_cell(wait.cell, trace)} {relation} {wait.expected}"
     verb = _VERBS[event.kind]
     label = event.label.rsplit(".", 1)[-1] if event.label else verb

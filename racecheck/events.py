@@ -11,6 +11,8 @@ cell*. A *schedule* is an interleaving of event references.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -34,12 +36,26 @@ class NotifyOp(Enum):
     SET = "Set"
 
 
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
+def wrap_int32(value: int) -> int:
+    """`value` as a signal cell holds it: cells are INT32 and wrap (docs/model.md)."""
+    return (value - INT32_MIN) % 2**32 + INT32_MIN
+
+
 class WaitCmp(Enum):
     GE = "Ge"
     EQ = "Eq"
+    GE_UNSIGNED = "Ge(uint32)"  # defer_wait: both sides compared as uint32 (docs/model.md)
 
     def holds(self, value: int, expected: int) -> bool:
-        return value >= expected if self is WaitCmp.GE else value == expected
+        if self is WaitCmp.GE:
+            return value >= expected
+        if self is WaitCmp.EQ:
+            return value == expected
+        return value % 2**32 >= expected % 2**32
 
 
 class EventKind(Enum):
@@ -141,6 +157,10 @@ def union_ranges(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple(merged)
 
 
+CellKey = tuple[int, int, int]
+"""A signal cell's identity: (memory, owner, byte offset)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SignalCell:
     """One INT32 cell of a signal window instance."""
@@ -149,6 +169,10 @@ class SignalCell:
     owner: int
     offset: int  # byte offset of the cell in the buffer
     index: tuple[int, ...]  # element index in the view the program used, for messages
+
+    @property
+    def key(self) -> CellKey:
+        return (self.memory, self.owner, self.offset)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +189,43 @@ class Wait:
     expected: int
 
 
+class WriteOp(Enum):
+    """How a write event changes the bytes of its region."""
+
+    ASSIGN = "assign"  # a plain store: `Written.data` holds the bytes it leaves
+    ADD = "add"  # an atomic add of 32-bit integers: `Written.data` holds the addends
+    INEXACT = "inexact"  # an atomic add of other element types (floats, narrow integers)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Written:
+    """What a write into a window did to its region's bytes, recorded for signal cells.
+
+    `data` follows the region's ranges in order (len = region.nbytes); b"" for INEXACT.
+    """
+
+    op: WriteOp
+    data: bytes = b""
+
+    @staticmethod
+    def int32s(op: WriteOp, values: Iterable[int]) -> Written:
+        """The record of writing (or adding) these int32 values over a region."""
+        words = (wrap_int32(value).to_bytes(4, sys.byteorder, signed=True) for value in values)
+        return Written(op=op, data=b"".join(words))
+
+
+class CellOp(Enum):
+    SET = "set"  # the cell becomes `value`
+    ADD = "add"  # `value` is added, wrapping at 32 bits
+    OPAQUE = "opaque"  # no engine models it exactly (a partial-cell write, a float add)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CellEffect:
+    op: CellOp
+    value: int = 0  # an int32
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EventRef:
     rank: int
@@ -177,10 +238,9 @@ class Event:
 
     Invariants: NOTIFY carries `notify` and an ATOMIC access of the cell's 4 bytes;
     WAIT carries `wait` and an ATOMIC access of its cell; LOAD/STORE/ATOMIC_ADD carry
-    an access with mode READ/WRITE/ATOMIC and no sync. `cell_values` is set for plain
-    writes that land on INT32 data small enough to matter as signal values: the
-    integer written at each 4-byte-aligned offset, so engines can model a plain store
-    into a signal cell as a Set.
+    an access with mode READ/WRITE/ATOMIC and no sync. `written` is set for every
+    STORE and ATOMIC_ADD into a window: what it did to the bytes of its region, so
+    that its effect on any signal cell there is known (`cell_effect`).
     """
 
     rank: int
@@ -191,7 +251,7 @@ class Event:
     location: SourceLocation
     notify: Notify | None = None
     wait: Wait | None = None
-    cell_values: tuple[tuple[int, int], ...] = ()  # (byte offset, int32 value)
+    written: Written | None = None
     repeat: int = 0  # which --repeat round issued it
     label: str = ""  # the DSL call, e.g. "pld.tile.remote_load" or "pld.tensor.barrier"
 
@@ -202,6 +262,50 @@ class Event:
     @property
     def is_sync(self) -> bool:
         return self.kind is EventKind.NOTIFY or self.kind is EventKind.WAIT
+
+
+def cell_effect(event: Event, cell: CellKey) -> CellEffect | None:
+    """The effect of `event` on the INT32 signal cell `cell`; None if it writes none of
+    the cell's 4 bytes. The one definition of "a write to a cell" (docs/model.md)."""
+    memory, owner, offset = cell
+    if event.notify is not None:
+        target = event.notify.cell
+        if (target.memory, target.owner) != (memory, owner) or abs(target.offset - offset) >= 4:
+            return None
+        if target.offset != offset:
+            return CellEffect(op=CellOp.OPAQUE)
+        op = CellOp.SET if event.notify.op is NotifyOp.SET else CellOp.ADD
+        return CellEffect(op=op, value=wrap_int32(event.notify.value))
+    region = event.access
+    if event.kind not in (EventKind.STORE, EventKind.ATOMIC_ADD) or region is None:
+        return None
+    if (region.memory, region.owner) != (memory, owner):
+        return None
+    if event.written is None:  # a write with no record of its bytes is never ignored
+        hit = intersect_ranges(region.ranges, ((offset, offset + 4),))
+        return CellEffect(op=CellOp.OPAQUE) if hit else None
+    return _written_effect(event.written, region.ranges, offset)
+
+
+def _written_effect(
+    written: Written, ranges: tuple[tuple[int, int], ...], offset: int
+) -> CellEffect | None:
+    before = 0  # bytes of `data` that belong to earlier ranges
+    for start, end in ranges:
+        if start >= offset + 4:
+            return None
+        if end > offset:
+            inside = start <= offset and offset + 4 <= end
+            aligned = written.op is WriteOp.ASSIGN or (offset - start) % 4 == 0
+            if not inside or not aligned or written.op is WriteOp.INEXACT:
+                return CellEffect(op=CellOp.OPAQUE)
+            at = before + offset - start
+            value = int.from_bytes(written.data[at : at + 4], sys.byteorder, signed=True)
+            return CellEffect(
+                op=CellOp.SET if written.op is WriteOp.ASSIGN else CellOp.ADD, value=value
+            )
+        before += end - start
+    return None
 
 
 class RankEnd(Enum):

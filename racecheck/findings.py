@@ -60,6 +60,7 @@ class RaceDetail(Enum):
     READ_AFTER_WRITE = "read-after-write"
     WRITE_AFTER_READ = "write-after-read"
     WRITE_AFTER_WRITE = "write-after-write"
+    SET_ADD_MIX = "set-add-mix"  # Set and Add on one cell, in any order (docs/model.md)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,7 +29,7 @@ from enum import Enum
 from racecheck.cosim import Execution, TensorRole
 from racecheck.cosim.execution import DataFlow
 from racecheck.engines.base import OrderOracle
-from racecheck.engines.syncview import signal_cells
+from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
     AccessMode,
     Event,

@@ -4,13 +4,19 @@ It follows the execution semantics of `racecheck.engines.base` literally: a stat
 every rank's position plus the value of every signal cell (a cell some NOTIFY or WAIT
 of the trace targets); every event is one step; a depth-first search visits every
 reachable state with no reduction at all. Only for tiny traces.
+
+It models cells as the 4 bytes they are, with its own code (not racecheck's
+`cell_effect`): a plain store replaces each byte of the cell it covers with the byte
+it wrote; an atomic int32 store adds its element at the cell's offset; notifies add or
+set; every sum wraps at 32 bits. An unsigned wait compares as uint32.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
-from racecheck.events import Event, EventKind, EventRef, NotifyOp, Schedule, Trace
+from racecheck.events import Event, EventKind, EventRef, NotifyOp, Schedule, Trace, WaitCmp, WriteOp
 
 CellKey = tuple[int, int, int]  # (memory, owner, byte offset)
 
@@ -56,7 +62,42 @@ def is_enabled(trace: Trace, state: State, rank: int) -> bool:
     assert event.wait is not None
     cell = event.wait.cell
     value = state.value((cell.memory, cell.owner, cell.offset))
-    return event.wait.cmp.holds(value, event.wait.expected)
+    expected = event.wait.expected
+    if event.wait.cmp is WaitCmp.GE_UNSIGNED:
+        return value % 2**32 >= expected % 2**32
+    return value >= expected if event.wait.cmp is WaitCmp.GE else value == expected
+
+
+def _int32(value: int) -> int:
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def _bytes_of(value: int) -> bytearray:
+    return bytearray(value.to_bytes(4, sys.byteorder, signed=True))
+
+
+def _stored(event: Event, key: CellKey, value: int) -> int:
+    """The cell's value after a STORE or ATOMIC_ADD with recorded bytes, byte by byte."""
+    region, written = event.access, event.written
+    if region is None or written is None or (region.memory, region.owner) != key[:2]:
+        return value
+    cell = _bytes_of(value)
+    addend = bytearray(4)
+    before = 0
+    for start, end in region.ranges:
+        for byte in range(4):
+            address = key[2] + byte
+            if start <= address < end:
+                source = written.data[before + address - start]
+                if written.op is WriteOp.ASSIGN:
+                    cell[byte] = source
+                else:
+                    addend[byte] = source
+        before += end - start
+    total = int.from_bytes(cell, sys.byteorder, signed=True)
+    if written.op is WriteOp.ADD:
+        total += int.from_bytes(addend, sys.byteorder, signed=True)
+    return _int32(total)
 
 
 def step(trace: Trace, state: State, rank: int) -> State:
@@ -69,14 +110,12 @@ def step(trace: Trace, state: State, rank: int) -> State:
         cell = event.notify.cell
         key = (cell.memory, cell.owner, cell.offset)
         if event.notify.op is NotifyOp.ATOMIC_ADD:
-            cells[key] += event.notify.value
+            cells[key] = _int32(cells[key] + event.notify.value)
         else:
-            cells[key] = event.notify.value
-    if event.kind is EventKind.STORE and event.access is not None:
-        for offset, value in event.cell_values:
-            key = (event.access.memory, event.access.owner, offset)
-            if key in cells:
-                cells[key] = value
+            cells[key] = _int32(event.notify.value)
+    if event.kind in (EventKind.STORE, EventKind.ATOMIC_ADD):
+        for key in cells:
+            cells[key] = _stored(event, key, cells[key])
     positions = list(state.positions)
     positions[rank] += 1
     return State(positions=tuple(positions), cells=tuple(sorted(cells.items())))

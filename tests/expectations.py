@@ -20,7 +20,7 @@ from racecheck.options import parse_ranks
 
 VERDICTS = ("proved", "bug", "skipped", "unknown")
 KINDS = ("race", "deadlock", "out-of-bounds", "stale-read", "wrong-result")
-RACE_DETAILS = ("read-after-write", "write-after-read", "write-after-write")
+RACE_DETAILS = ("read-after-write", "write-after-read", "write-after-write", "set-add-mix")
 HEADER = "racecheck expects:"
 _MARKER_COMMENT = re.compile(r"#\s*((?:@[\w-]+\s*)+)$")
 _LINE = re.compile(

@@ -6,14 +6,17 @@ with few enough events per rank that every interleaving can be enumerated.
 
 `traces()` mixes every event the engines must handle: plain loads/stores on own and
 peers' data (overlapping and disjoint ranges), host accesses, ATOMIC_ADD, notifies
-(AtomicAdd including negative resets of own cells, Set), Ge and Eq waits, and plain
-stores whose `cell_values` assign signal cells (or land where no cell is).
-`monotone_traces()` keeps to the monotone fragment: AtomicAdd notifies with values
->= 0 except negative ones on the notifier's own cells, Ge waits, no plain stores to
-the signal window.
+(AtomicAdd including negative resets of own cells and adds big enough to wrap a cell
+at 32 bits, Set), Ge, Eq and unsigned Ge waits, plain stores into the signal window
+one to three cells wide (int32 values, or the bytes of an FP32 1.0), and atomic int32
+stores into cells. `monotone_traces()` keeps to the monotone fragment: AtomicAdd
+notifies and atomic int32 stores with values >= 0 except negative ones on the
+writer's own cells, Ge waits, no plain stores to the signal window.
 """
 
 from __future__ import annotations
+
+import struct
 
 from hypothesis import strategies as st
 
@@ -33,6 +36,8 @@ from racecheck.events import (
     Trace,
     Wait,
     WaitCmp,
+    WriteOp,
+    Written,
 )
 
 DATA = Memory(id=0, kind=MemoryKind.WINDOW, name="data", nbytes=16)
@@ -54,8 +59,22 @@ GENERAL_KINDS = (
     "wait",
     "wait",
     "cell-store",
+    "cell-add",
 )
-MONOTONE_KINDS = ("load", "store", "atomic", "host", "notify", "notify", "wait", "wait")
+MONOTONE_KINDS = (
+    "load",
+    "store",
+    "atomic",
+    "host",
+    "notify",
+    "notify",
+    "wait",
+    "wait",
+    "cell-add",
+)
+BIG = 1_500_000_000  # two of these wrap an int32 cell negative
+FP32_ONE = Written(op=WriteOp.ASSIGN, data=struct.pack("=f", 1.0))  # 0x3F800000 as int32
+SIGNAL_RANGES = ((0, 4), (4, 8), (8, 12), (0, 8), (0, 12))
 
 
 def traces(*, max_ranks: int = 4) -> st.SearchStrategy[Trace]:
@@ -96,9 +115,8 @@ def _events(draw: st.DrawFn, rank: int, index: int, ranks: int, monotone: bool) 
             "store": (EventKind.STORE, AccessMode.WRITE),
             "atomic": (EventKind.ATOMIC_ADD, AccessMode.ATOMIC),
         }[kind]
-        # A data store may carry cell_values too: no signal cell is there, so no effect.
-        cell_values = ((0, 1),) if kind == "store" and draw(st.booleans()) else ()
-        return Event(kind=event_kind, access=region, mode=mode, cell_values=cell_values, **base)
+        written = _data_written(kind, region)
+        return Event(kind=event_kind, access=region, mode=mode, written=written, **base)
     if kind == "host":
         region = Region(memory=HOST.id, owner=HOST_OWNER, ranges=draw(st.sampled_from(DATA_RANGES)))
         write = draw(st.booleans())
@@ -121,7 +139,8 @@ def _events(draw: st.DrawFn, rank: int, index: int, ranks: int, monotone: bool) 
     if kind == "wait":
         cell = _cell(rank, draw(st.sampled_from(CELL_OFFSETS)))
         cmp = WaitCmp.GE if monotone else draw(st.sampled_from(WaitCmp))
-        expected = draw(st.sampled_from((0, 1, 1, 1, 2)))
+        thresholds = (0, 1, 1, 2, -1) if cmp is WaitCmp.GE_UNSIGNED else (0, 1, 1, 1, 2)
+        expected = draw(st.sampled_from(thresholds))
         return Event(
             kind=EventKind.WAIT,
             access=_cell_region(cell),
@@ -129,15 +148,39 @@ def _events(draw: st.DrawFn, rank: int, index: int, ranks: int, monotone: bool) 
             wait=Wait(cell=cell, cmp=cmp, expected=expected),
             **base,
         )
-    start, end = draw(st.sampled_from(((0, 4), (4, 8), (8, 12), (0, 8))))
-    values = tuple((offset, draw(st.integers(0, 2))) for offset in range(start, end, 4))
+    start, end = draw(st.sampled_from(SIGNAL_RANGES))
+    region = Region(memory=SIGNAL.id, owner=peer, ranges=((start, end),))
+    if kind == "cell-add":
+        amounts = (0, 1, 1, 2, -1) if peer == rank else (0, 1, 1, 2)
+        if not monotone:
+            amounts += (BIG,)
+        values = [draw(st.sampled_from(amounts)) for _ in range(start, end, 4)]
+        return Event(
+            kind=EventKind.ATOMIC_ADD,
+            access=region,
+            mode=AccessMode.ATOMIC,
+            written=Written.int32s(WriteOp.ADD, values),
+            **base,
+        )
+    if end - start == 4 and draw(st.integers(0, 3)) == 0:
+        written = FP32_ONE
+    else:
+        written = Written.int32s(
+            WriteOp.ASSIGN, [draw(st.integers(0, 2)) for _ in range(start, end, 4)]
+        )
     return Event(
-        kind=EventKind.STORE,
-        access=Region(memory=SIGNAL.id, owner=peer, ranges=((start, end),)),
-        mode=AccessMode.WRITE,
-        cell_values=values,
-        **base,
+        kind=EventKind.STORE, access=region, mode=AccessMode.WRITE, written=written, **base
     )
+
+
+def _data_written(kind: str, region: Region) -> Written | None:
+    """Data writes carry their bytes as the co-simulation records them (no cell is there)."""
+    words = region.nbytes // 4
+    if kind == "store":
+        return Written.int32s(WriteOp.ASSIGN, [1] * words)
+    if kind == "atomic":
+        return Written(op=WriteOp.INEXACT)
+    return None
 
 
 @st.composite
@@ -149,6 +192,8 @@ def _notifies(draw: st.DrawFn, cell: SignalCell, *, own: bool, monotone: bool) -
         values = (0, 1, 1, 2, -1, -2)
     else:
         values = (0, 1, 1, 2)
+    if op is NotifyOp.ATOMIC_ADD and not monotone:
+        values += (BIG,)
     return Notify(cell=cell, op=op, value=draw(st.sampled_from(values)))
 
 

@@ -14,14 +14,15 @@ from tracebuild import (
 
 from racecheck.analysis import Hazard, find_hazards, to_finding
 from racecheck.engines.monotone import MonotoneEngine
+from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.events import HOST_OWNER, EventRef, Trace
 from racecheck.findings import FindingKind
 
 
 def hazards_of(trace: Trace) -> list[Hazard]:
     engine = MonotoneEngine()
-    assert engine.unsupported(trace) is None
-    return find_hazards(trace, engine.order(trace, deadline=time.monotonic() + 30))
+    assert engine.unsupported(SyncSkeleton(trace)) is None
+    return find_hazards(trace, engine.order(SyncSkeleton(trace), deadline=time.monotonic() + 30))
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4, 8])
@@ -42,7 +43,7 @@ def test_mesh_without_barrier_is_one_read_after_write_race(ranks: int) -> None:
 def test_race_witness_runs_the_read_before_the_write() -> None:
     trace = mesh_allreduce(4, barrier=False)
     engine = MonotoneEngine()
-    oracle = engine.order(trace, deadline=time.monotonic() + 30)
+    oracle = engine.order(SyncSkeleton(trace), deadline=time.monotonic() + 30)
     (hazard,) = find_hazards(trace, oracle)
     finding, schedule = to_finding(trace, oracle, hazard)
     assert schedule[-1] == hazard.bad_first

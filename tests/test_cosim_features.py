@@ -8,7 +8,7 @@ import pytest
 
 from racecheck.cosim import HoldPolicy, ReplayPolicy, ScheduleDivergence, simulate
 from racecheck.errors import ProgramRejected, TracingError
-from racecheck.events import EventKind, EventRef, NotifyOp, RankEnd, WaitCmp
+from racecheck.events import EventKind, EventRef, NotifyOp, RankEnd, WaitCmp, WriteOp, Written
 from racecheck.load import discover, load_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -50,7 +50,7 @@ def test_values_read_into_control_flow_are_control_reads() -> None:
     assert execution.trace.control_reads == (EventRef(rank=1, index=1),)
     assert list(execution.tensors[0].final[1, 0]) == [0, 1, 2, 0]
     write = execution.trace.events[0][0]
-    assert write.label == "pl.write" and write.cell_values == ((0, 3),)
+    assert write.label == "pl.write" and write.written == Written.int32s(WriteOp.ASSIGN, [3])
 
 
 def test_forced_waits_complete_the_trace() -> None:

@@ -9,6 +9,7 @@ from bruteforce import is_stuck, replay
 from strategies import DATA, HOST, MEMORIES, SIGNAL
 
 from racecheck.engines.explore import ExploreEngine, ExploreOracle
+from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.errors import EngineUnknown
 from racecheck.events import (
     HOST_OWNER,
@@ -25,6 +26,8 @@ from racecheck.events import (
     Trace,
     Wait,
     WaitCmp,
+    WriteOp,
+    Written,
 )
 
 
@@ -78,8 +81,8 @@ class Protocol:
 
     def cell_store(self, rank: int, peer: int, value: int, *, row: int = 0) -> EventRef:
         region = _cell_region(_cell(peer, row))
-        cell_values = ((4 * row, value),)
-        return self._add(rank, EventKind.STORE, region, AccessMode.WRITE, cell_values=cell_values)
+        written = Written.int32s(WriteOp.ASSIGN, [value])
+        return self._add(rank, EventKind.STORE, region, AccessMode.WRITE, written=written)
 
     def trace(self) -> Trace:
         return Trace(
@@ -99,7 +102,9 @@ def _cell_region(cell: SignalCell) -> Region:
 
 
 def oracle_for(protocol: Protocol, **engine_options: int) -> ExploreOracle:
-    return ExploreEngine(**engine_options).order(protocol.trace(), deadline=time.monotonic() + 30)
+    return ExploreEngine(**engine_options).order(
+        SyncSkeleton(protocol.trace()), deadline=time.monotonic() + 30
+    )
 
 
 def can_precede_checked(protocol: Protocol, first: EventRef, second: EventRef) -> bool:
@@ -266,4 +271,6 @@ def test_too_many_states_is_unknown_not_an_answer() -> None:
 
 def test_a_passed_deadline_is_unknown_not_an_answer() -> None:
     with pytest.raises(EngineUnknown, match="deadline"):
-        ExploreEngine().order(mesh_allreduce(2).trace(), deadline=time.monotonic() - 1)
+        ExploreEngine().order(
+            SyncSkeleton(mesh_allreduce(2).trace()), deadline=time.monotonic() - 1
+        )

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from strategies import traces
 from tracebuild import mesh_allreduce
 
+from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.engines.smt import SmtEngine, SmtOracle
 from racecheck.errors import EngineUnknown
 from racecheck.events import (
@@ -31,6 +32,8 @@ from racecheck.events import (
     Trace,
     Wait,
     WaitCmp,
+    WriteOp,
+    Written,
 )
 
 DATA = Memory(id=0, kind=MemoryKind.WINDOW, name="data", nbytes=4096)
@@ -65,11 +68,19 @@ class TraceBuilder:
         row: int = 0,
         *,
         memory: Memory = DATA,
-        cell_values: tuple[tuple[int, int], ...] = (),
     ) -> EventRef:
         region = Region(memory=memory.id, owner=owner, ranges=((row * ROW, (row + 1) * ROW),))
+        return self._add(rank, EventKind.STORE, access=region, mode=AccessMode.WRITE)
+
+    def cell_store(self, rank: int, target: SignalCell, value: int) -> EventRef:
+        """A plain int32 store of `value` over exactly the cell's 4 bytes."""
+        written = Written.int32s(WriteOp.ASSIGN, [value])
         return self._add(
-            rank, EventKind.STORE, access=region, mode=AccessMode.WRITE, cell_values=cell_values
+            rank,
+            EventKind.STORE,
+            access=_cell_region(target),
+            mode=AccessMode.WRITE,
+            written=written,
         )
 
     def load(self, rank: int, owner: int, row: int = 0) -> EventRef:
@@ -118,7 +129,7 @@ def _cell_region(target: SignalCell) -> Region:
 
 
 def oracle(trace: Trace, seconds: float = 30.0) -> SmtOracle:
-    return SmtEngine().order(trace, deadline=time.monotonic() + seconds)
+    return SmtEngine().order(SyncSkeleton(trace), deadline=time.monotonic() + seconds)
 
 
 def assert_witness(trace: Trace, schedule: Schedule, first: EventRef, second: EventRef) -> None:
@@ -254,16 +265,16 @@ def test_plain_store_of_zero_into_a_signal_cell_acts_as_a_set() -> None:
     # Rank 1 clears its own cell with a plain store after rank 0's credit may have landed.
     build = TraceBuilder(2)
     build.notify(0, cell(1, 0))
-    build.store(1, 1, memory=SIGNAL, cell_values=((0, 0),))
+    build.cell_store(1, cell(1, 0), 0)
     waited = build.wait(1, cell(1, 0))
     trace = build.build()
     stuck = oracle(trace).stuck()
     assert stuck is not None and stuck.blocked == (waited,)
     assert stuck.schedule == (EventRef(rank=0, index=0), EventRef(rank=1, index=0))
-    # A store whose cell_values miss every signal cell changes nothing.
+    # A store that misses every signal cell changes nothing.
     build = TraceBuilder(2)
     build.notify(0, cell(1, 0))
-    build.store(1, 1, memory=SIGNAL, cell_values=((8, 0),))
+    build.cell_store(1, cell(1, 2), 0)
     build.wait(1, cell(1, 0))
     assert oracle(build.build()).stuck() is None
 
@@ -288,7 +299,7 @@ def test_mesh_allreduce_at_eight_ranks(barrier: bool) -> None:
 def test_unknown_when_the_deadline_has_passed(monkeypatch: pytest.MonkeyPatch) -> None:
     trace = mesh_allreduce(3)
     with pytest.raises(EngineUnknown):
-        SmtEngine().order(trace, deadline=time.monotonic() - 1)
+        SmtEngine().order(SyncSkeleton(trace), deadline=time.monotonic() - 1)
     answers = oracle(trace, seconds=30)
     later = time.monotonic() + 31  # the clock jumps past the deadline: no sleep, no race with load
     monkeypatch.setattr(time, "monotonic", lambda: later)
@@ -328,7 +339,7 @@ def crowded_cell_traces(draw: st.DrawFn) -> Trace:
             elif action == "set":
                 build.notify(rank, target, value=draw(st.integers(0, 2)), op=NotifyOp.SET)
             elif action == "store":
-                build.store(rank, 0, memory=SIGNAL, cell_values=((0, draw(st.integers(0, 2))),))
+                build.cell_store(rank, target, draw(st.integers(0, 2)))
             else:
                 build.notify(rank, target, value=draw(st.integers(-1, 2)))
     return build.build()

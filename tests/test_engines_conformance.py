@@ -3,15 +3,14 @@
 On random protocols (tests/strategies.py): `can_precede` for every cross-rank pair,
 every witness replays as an execution ending with `first` and without `second`,
 `stuck()` is None iff the brute force reaches no stuck state, and every Stuck replays to
-a state where no rank can move and exactly the reported waits are blocked. An engine
-whose module is missing fails here: it is part of the product.
+a state where no rank can move and exactly the reported waits are blocked. Every
+engine of the registry (`racecheck.engines.ENGINES`) is tested, so a new engine is
+tested here without editing this file.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
-from collections.abc import Callable
 
 import pytest
 from bruteforce import (
@@ -25,7 +24,9 @@ from bruteforce import (
 from hypothesis import HealthCheck, given, settings
 from strategies import monotone_traces, traces
 
+from racecheck.engines import AUTO_ROUTE, ENGINES
 from racecheck.engines.base import Engine, OrderOracle
+from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.events import EventKind, EventRef, Trace
 
 CONFORMANCE = settings(
@@ -34,22 +35,11 @@ CONFORMANCE = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
-ENGINES = {
-    "explore": ("racecheck.engines.explore", "ExploreEngine"),
-    "smt": ("racecheck.engines.smt", "SmtEngine"),
-    "monotone": ("racecheck.engines.monotone", "MonotoneEngine"),
-}
-
-
-def make_engine(name: str) -> Callable[[], Engine]:
-    module_name, class_name = ENGINES[name]
-    engine_class = getattr(importlib.import_module(module_name), class_name)
-    return engine_class
-
 
 def assert_conforms(engine: Engine, trace: Trace) -> None:
-    assert engine.unsupported(trace) is None
-    oracle = engine.order(trace, deadline=time.monotonic() + 60)
+    skeleton = SyncSkeleton(trace)
+    assert engine.unsupported(skeleton) is None
+    oracle = engine.order(skeleton, deadline=time.monotonic() + 60)
     truth = BruteForce(trace)
     for first, second in cross_rank_pairs(trace):
         expected = truth.can_precede(first, second)
@@ -86,26 +76,30 @@ def assert_stuck(trace: Trace, oracle: OrderOracle, truth: BruteForce) -> None:
         assert state.value((cell.memory, cell.owner, cell.offset)) == value
 
 
-@pytest.mark.parametrize("engine_name", ["explore", "smt"])
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
 @CONFORMANCE
 @given(trace=traces())
-def test_engine_agrees_with_brute_force(engine_name: str, trace: Trace) -> None:
-    assert_conforms(make_engine(engine_name)(), trace)
+def test_engine_is_exact_wherever_it_accepts_a_trace(engine_name: str, trace: Trace) -> None:
+    """Each engine's own boundary (`unsupported`) is where it stays exact."""
+    engine = ENGINES[engine_name]()
+    if engine.unsupported(SyncSkeleton(trace)) is None:
+        assert_conforms(engine, trace)
 
 
-@pytest.mark.parametrize("engine_name", ["explore", "smt", "monotone"])
+@CONFORMANCE
+@given(trace=traces())
+def test_every_engine_of_the_auto_route_but_the_fast_path_accepts_every_protocol(
+    trace: Trace,
+) -> None:
+    """Past the monotone fast path, the route's engines have no boundary of their own."""
+    skeleton = SyncSkeleton(trace)
+    assert all(make().unsupported(skeleton) is None for make in AUTO_ROUTE[1:])
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
 @CONFORMANCE
 @given(trace=monotone_traces())
 def test_engine_agrees_with_brute_force_on_monotone_protocols(
     engine_name: str, trace: Trace
 ) -> None:
-    assert_conforms(make_engine(engine_name)(), trace)
-
-
-@CONFORMANCE
-@given(trace=traces())
-def test_monotone_engine_is_exact_wherever_it_accepts_a_trace(trace: Trace) -> None:
-    """The monotone engine's own boundary (`unsupported`) is where it stays exact."""
-    engine = make_engine("monotone")()
-    if engine.unsupported(trace) is None:
-        assert_conforms(engine, trace)
+    assert_conforms(ENGINES[engine_name](), trace)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,10 +29,13 @@ from racecheck.events import (
     SignalCell,
     Wait,
     WaitCmp,
+    WriteOp,
+    Written,
 )
 
 if TYPE_CHECKING:
     from racecheck.cosim.scheduler import BatonScheduler
+    from racecheck.dsl.memory import MemoryState
 
 
 class Abort(BaseException):
@@ -44,9 +48,6 @@ class Crash(BaseException):
     def __init__(self, record: OutOfBounds) -> None:
         super().__init__(record.message)
         self.record = record
-
-
-_INT32_CELL_LIMIT = 64
 
 
 class RankContext:
@@ -103,14 +104,16 @@ class RankContext:
             if accumulate
             else (EventKind.STORE, AccessMode.WRITE)
         )
-        cells = () if accumulate else _cell_values(view, offsets, values)
-        event = self._event(kind, region, mode, label, cell_values=cells)
+        event = self._event(kind, region, mode, label)
         self.flow.stored(event.ref, sources, inexact=accumulate and view.dtype.is_float)
         self.run.checkpoint(self, event)
+        memory = self.run.memory
         if accumulate:
-            self.run.memory.accumulate(view, owner, offsets, values)
+            memory.accumulate(view, owner, offsets, values)
         else:
-            self.run.memory.write(view, owner, offsets, values)
+            memory.write(view, owner, offsets, values)
+        if view.is_window:
+            event = replace(event, written=_written(view, region, values, memory, accumulate))
         self.run.executed(self, event)
 
     def notify(
@@ -223,15 +226,16 @@ def _fit(values: np.ndarray, ndim: int) -> np.ndarray:
     return values.reshape(shape) if len(shape) == ndim else values
 
 
-def _cell_values(
-    view: TensorView, offsets: Sequence[int], values: np.ndarray
-) -> tuple[tuple[int, int], ...]:
-
-    if view.dtype.name != "INT32" or values.size > _INT32_CELL_LIMIT:
-        return ()
-    strides = [math.prod(view.shape[axis + 1 :]) for axis in range(view.ndim)]
-    cells = []
-    for index in np.ndindex(*values.shape):
-        element = sum((offsets[axis] + index[axis]) * strides[axis] for axis in range(view.ndim))
-        cells.append((view.base + element * 4, int(values[index])))
-    return tuple(sorted(cells))
+def _written(
+    view: TensorView, region: Region, values: np.ndarray, memory: MemoryState, accumulate: bool
+) -> Written:
+    """What a window write did to its region's bytes (see `Written`)."""
+    if not accumulate:
+        raw = memory.instances[(region.memory, region.owner)]
+        return Written(
+            op=WriteOp.ASSIGN,
+            data=b"".join(raw[start:end].tobytes() for start, end in region.ranges),
+        )
+    if view.dtype.is_float or view.dtype.nbytes != 4:
+        return Written(op=WriteOp.INEXACT)
+    return Written(op=WriteOp.ADD, data=np.ascontiguousarray(view.dtype.encode(values)).tobytes())

@@ -16,8 +16,8 @@ from racecheck.dsl.memory import MemoryState
 from racecheck.errors import TracingError
 from racecheck.events import (
     HOST_OWNER,
+    AccessMode,
     Event,
-    EventKind,
     EventRef,
     OutOfBounds,
     RankEnd,
@@ -85,11 +85,9 @@ class BatonScheduler:
             self.forced.append(event.ref)
         state.events.append(event)
         self.schedule.append(event.ref)
-        # a wait is on the waiter's own cell: only the owner of the written bytes can unblock
+        # a wait is on the waiter's own cell: only a write to the owner's bytes can unblock
         owner = event.access.owner if event.access is not None else HOST_OWNER
-        if owner in self.blocked and (
-            event.notify is not None or event.cell_values or event.kind is EventKind.ATOMIC_ADD
-        ):
+        if owner in self.blocked and event.mode is not AccessMode.READ:
             self._recheck(owner)
 
     def finished(self, state: RankContext) -> None:

@@ -136,12 +136,14 @@ def _wait_call(
     expected: object,
     cmp: WaitCmp,
     target: object,
+    *,
+    unsigned: bool = False,
 ) -> None:
     view = _window(signal if signal is not None else target, label, "the signal")
     lanes.note_comm(label)
     if offsets is None or expected is None:
         raise TypeError(f"{label} needs offsets= and expected=")
-    event_cmp = _enum(cmp, WAIT_CMPS, label, "cmp")
+    event_cmp = EventWaitCmp.GE_UNSIGNED if unsigned else _enum(cmp, WAIT_CMPS, label, "cmp")
     rank_context(label).wait(
         view,
         indices(offsets),
@@ -172,7 +174,8 @@ def defer_wait(
 ) -> None:
     if cmp is not WaitCmp.Ge:
         raise UnsupportedConstruct("pld.system.defer_wait supports cmp=pld.WaitCmp.Ge only")
-    _wait_call("pld.system.defer_wait", signal, offsets, expected, cmp, target)
+    # defer_wait compares as uint32 (docs/model.md)
+    _wait_call("pld.system.defer_wait", signal, offsets, expected, cmp, target, unsigned=True)
 
 
 def remote_load(

@@ -1,16 +1,19 @@
 """The engines and the choice among them.
 
-`auto` takes the fastest exact route: the monotone engine when the trace is monotone
-(no search at all), else explicit exploration within a state budget, else z3.
+`ENGINES` is the one registry: every engine the product has, by name (the conformance
+suite iterates it). `auto` takes the fastest exact route: the monotone engine when the
+trace is monotone (no search at all), else explicit exploration within a state budget,
+else z3. Every engine reads the trace's one compiled `SyncSkeleton`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from racecheck.engines.base import Engine, OrderOracle
 from racecheck.engines.explore import ExploreEngine
 from racecheck.engines.monotone import MonotoneEngine
+from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.errors import EngineUnknown
 from racecheck.events import Trace
 from racecheck.options import EngineChoice
@@ -25,13 +28,11 @@ def smt_engine() -> Engine:
     return SmtEngine()
 
 
-def engine_for(choice: EngineChoice) -> Engine:
-    if choice is EngineChoice.MONOTONE:
-        return MonotoneEngine()
-    if choice is EngineChoice.EXPLORE:
-        return ExploreEngine()
-    return smt_engine()
-
+ENGINES: Mapping[str, Callable[[], Engine]] = {
+    "monotone": MonotoneEngine,
+    "explore": ExploreEngine,
+    "smt": smt_engine,
+}
 
 AUTO_ROUTE: tuple[Callable[[], Engine], ...] = (
     MonotoneEngine,
@@ -42,18 +43,22 @@ AUTO_ROUTE: tuple[Callable[[], Engine], ...] = (
 
 def prepare(choice: EngineChoice, trace: Trace, *, deadline: float) -> tuple[str, OrderOracle]:
     """The engine that decides `trace` and its oracle; EngineUnknown if none can."""
+    skeleton = SyncSkeleton(trace)
+    refusal = skeleton.refusal()
+    if refusal:
+        raise EngineUnknown(f"no engine can decide this program: {refusal}")
     if choice is not EngineChoice.AUTO:
-        engine = engine_for(choice)
-        reason = engine.unsupported(trace)
+        engine = ENGINES[choice.value]()
+        reason = engine.unsupported(skeleton)
         if reason:
             raise EngineUnknown(f"the {engine.name} engine cannot decide this program: {reason}")
-        return engine.name, engine.order(trace, deadline=deadline)
+        return engine.name, engine.order(skeleton, deadline=deadline)
     for make in AUTO_ROUTE:
         engine = make()
-        if engine.unsupported(trace):
+        if engine.unsupported(skeleton):
             continue
         try:
-            return engine.name, engine.order(trace, deadline=deadline)
+            return engine.name, engine.order(skeleton, deadline=deadline)
         except EngineUnknown:
             if engine.name == "smt":
                 raise

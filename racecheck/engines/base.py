@@ -6,10 +6,11 @@ Execution semantics (docs/model.md §1), shared by every engine and by the confo
   of every *signal cell* (a cell that some NOTIFY or WAIT of the trace targets),
   initially 0.
 * The next event of a rank is *enabled* unless it is a WAIT whose condition
-  (`cmp.holds(value(cell), expected)`) is false. Executing an enabled event moves the
-  rank one step; a NOTIFY applies its op to its cell (AtomicAdd adds, Set assigns); a
-  STORE whose `cell_values` land on signal cells assigns them (a plain store is a Set).
-  Nothing else changes cell values.
+  (`cmp.holds(value(cell), expected)`; Ge(uint32) compares as uint32) is false.
+  Executing an enabled event moves the rank one step and applies its effect on every
+  signal cell whose bytes it writes (`racecheck.events.cell_effect`): Set assigns, Add
+  adds; cells are int32 and wrap. Nothing else changes cell values. An event with an
+  opaque effect on a cell has no exact model: every engine refuses such a trace.
 * An *execution* is any sequence of enabled steps from the initial state; a prefix of
   an execution is an execution.
 
@@ -29,7 +30,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from racecheck.events import EventRef, Schedule, Stuck, Trace
+from racecheck.engines.skeleton import SyncSkeleton
+from racecheck.events import EventRef, Schedule, Stuck
 
 
 class OrderOracle(Protocol):
@@ -53,10 +55,10 @@ class Engine(Protocol):
     @property
     def name(self) -> str: ...
 
-    def unsupported(self, trace: Trace) -> str | None:
-        """None if this engine decides `trace` exactly, else why it cannot."""
+    def unsupported(self, skeleton: SyncSkeleton) -> str | None:
+        """None if this engine decides the trace exactly, else why it cannot."""
         ...
 
-    def order(self, trace: Trace, *, deadline: float) -> OrderOracle:
+    def order(self, skeleton: SyncSkeleton, *, deadline: float) -> OrderOracle:
         """Prepare the oracle. Raises EngineUnknown past `deadline` (time.monotonic())."""
         ...

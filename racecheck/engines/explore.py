@@ -5,9 +5,10 @@ stuck) exactly, by a breadth-first search over every reachable *macro state* of 
 trace, under the execution semantics stated there.
 
 Model boundary: only *sync steps* read or change the state that decides enabledness:
-WAITs, and NOTIFYs and cell-assigning STOREs on *live cells* (cells some WAIT reads).
-Every other event (data accesses, notifies or stores on cells no wait reads) is always
-enabled and changes nothing any wait reads. A macro state is (for each rank, how many of
+WAITs, and events with an effect on a *live cell* (a cell some WAIT reads; effects as
+`racecheck.engines.skeleton` compiles them: Set or Add, wrapping at 32 bits; a trace
+with an opaque effect is refused). Every other event is always enabled and changes
+nothing any wait reads. A macro state is (for each rank, how many of
 its sync steps have executed; the value of every live cell). A concrete state (rank
 positions, cell values) is reachable iff its macro state is: data events commute with
 everything, so a rank's data events between two sync steps may have run or not in any
@@ -22,9 +23,9 @@ its rank's data events, then `first`'s rank run up to `first`. Stuck: the shallo
 macro state no sync step leaves while some rank has sync steps left (those ranks sit at
 disabled WAITs; the others run to their end).
 Reductions, all exact: collapsing data events into macro steps (above); cells no wait
-reads are dropped from the state; a cell that only ever receives AtomicAdds of values
->= 0 saturates at one more than the largest value any wait compares it with (every
-larger value satisfies and falsifies the same waits, and stays larger).
+reads are dropped from the state; a cell that only ever receives Adds of values >= 0
+and cannot wrap saturates at one more than the largest value any wait compares it with
+(every larger value satisfies and falsifies the same waits, and stays larger).
 Symmetry reduction is deliberately not used: rank relabelling is not a symmetry of a
 trace in general (peers, offsets and roots break it).
 
@@ -48,20 +49,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from racecheck.engines.syncview import CellKey, cell_key_of
+from racecheck.engines.skeleton import ADD, SET, SyncSkeleton, wait_holds
 from racecheck.errors import EngineUnknown
-from racecheck.events import (
-    Event,
-    EventKind,
-    EventRef,
-    NotifyOp,
-    Schedule,
-    SignalCell,
-    Stuck,
-    Trace,
-    Wait,
-    WaitCmp,
-)
+from racecheck.events import EventRef, Schedule, SignalCell, Stuck, wrap_int32
 
 DEADLINE_CHECK_INTERVAL = 2048  # expanded states between two looks at the clock
 
@@ -69,14 +59,14 @@ DEADLINE_CHECK_INTERVAL = 2048  # expanded states between two looks at the clock
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CellEffect:
     cell: int  # index of the live cell in the state
-    add: bool  # AtomicAdd if true, else assign (Set notify or plain store)
+    add: bool  # Add if true, else Set
     value: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Guard:
     cell: int
-    greater_or_equal: bool  # Ge if true, else Eq
+    kind: int  # a wait kind of the skeleton
     expected: int
 
 
@@ -86,7 +76,7 @@ class SyncStep:
 
     index: int
     guard: Guard | None  # WAITs only
-    effects: tuple[CellEffect, ...]  # NOTIFYs and cell-assigning STOREs only
+    effects: tuple[CellEffect, ...]  # writers of live cells only
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,64 +84,59 @@ class SyncProgram:
     """A trace compiled to its sync steps, per rank, over numbered live cells."""
 
     steps: tuple[tuple[SyncStep, ...], ...]
-    cells: tuple[CellKey, ...]
-    caps: tuple[int | None, ...]  # saturation value per live cell, None if it may decrease
+    cells: tuple[SignalCell, ...]
+    caps: tuple[int | None, ...]  # saturation value per live cell, None if not monotone
 
 
-def compile_sync_program(trace: Trace) -> SyncProgram:
-    waits = [event.wait for event in _events(trace) if event.wait is not None]
-    cells = tuple(sorted({cell_key_of(wait.cell) for wait in waits}))
-    number = {cell: position for position, cell in enumerate(cells)}
-    steps = tuple(
-        tuple(
-            step
-            for step in (_sync_step(event, number) for event in rank_events)
-            if step is not None
-        )
-        for rank_events in trace.events
+def compile_sync_program(skeleton: SyncSkeleton) -> SyncProgram:
+    waited = sorted(
+        {
+            cell
+            for kinds, cells in zip(skeleton.kind, skeleton.cell, strict=True)
+            for kind, cell in zip(kinds, cells, strict=True)
+            if kind < ADD
+        }
     )
-    effects = [effect for rank_steps in steps for step in rank_steps for effect in step.effects]
-    caps = tuple(_saturation_cap(cell, effects, waits, number) for cell in cells)
-    return SyncProgram(steps=steps, cells=cells, caps=caps)
+    number = {cell: position for position, cell in enumerate(waited)}
+    steps = tuple(_rank_program(skeleton, rank, number) for rank in range(skeleton.ranks))
+    wrapping = skeleton.wrapping_cells()
+    caps = tuple(
+        None if cell in wrapping else _saturation_cap(number[cell], steps) for cell in waited
+    )
+    return SyncProgram(steps=steps, cells=tuple(skeleton.cells[cell] for cell in waited), caps=caps)
 
 
-def _sync_step(event: Event, number: dict[CellKey, int]) -> SyncStep | None:
-    if event.wait is not None:
-        guard = Guard(
-            cell=number[cell_key_of(event.wait.cell)],
-            greater_or_equal=event.wait.cmp is WaitCmp.GE,
-            expected=event.wait.expected,
-        )
-        return SyncStep(index=event.index, guard=guard, effects=())
-    effects = _cell_effects(event, number)
-    return SyncStep(index=event.index, guard=None, effects=effects) if effects else None
+def _rank_program(
+    skeleton: SyncSkeleton, rank: int, number: dict[int, int]
+) -> tuple[SyncStep, ...]:
+    """The rank's skeleton steps on live cells, one SyncStep per event."""
+    steps: list[SyncStep] = []
+    kinds, cells, amounts = skeleton.kind[rank], skeleton.cell[rank], skeleton.amount[rank]
+    for position, index in enumerate(skeleton.index[rank]):
+        live = number.get(cells[position])
+        if live is None:
+            continue
+        if kinds[position] < ADD:
+            guard = Guard(cell=live, kind=kinds[position], expected=amounts[position])
+            steps.append(SyncStep(index=index, guard=guard, effects=()))
+            continue
+        effect = CellEffect(cell=live, add=kinds[position] == ADD, value=amounts[position])
+        if steps and steps[-1].index == index:
+            steps[-1] = SyncStep(index=index, guard=None, effects=(*steps[-1].effects, effect))
+        else:
+            steps.append(SyncStep(index=index, guard=None, effects=(effect,)))
+    return tuple(steps)
 
 
-def _cell_effects(event: Event, number: dict[CellKey, int]) -> tuple[CellEffect, ...]:
-    if event.kind is EventKind.NOTIFY and event.notify is not None:
-        cell = number.get(cell_key_of(event.notify.cell))
-        if cell is None:
-            return ()
-        add = event.notify.op is NotifyOp.ATOMIC_ADD
-        return (CellEffect(cell=cell, add=add, value=event.notify.value),)
-    if event.kind is EventKind.STORE and event.access is not None:
-        memory, owner = event.access.memory, event.access.owner
-        return tuple(
-            CellEffect(cell=number[(memory, owner, offset)], add=False, value=value)
-            for offset, value in event.cell_values
-            if (memory, owner, offset) in number
-        )
-    return ()
-
-
-def _saturation_cap(
-    cell: CellKey, effects: list[CellEffect], waits: list[Wait], number: dict[CellKey, int]
-) -> int | None:
+def _saturation_cap(cell: int, steps: tuple[tuple[SyncStep, ...], ...]) -> int | None:
     """One past every threshold, if the cell only grows; else None (no saturation)."""
-    own = [effect for effect in effects if effect.cell == number[cell]]
-    if any(not effect.add or effect.value < 0 for effect in own):
-        return None
-    thresholds = [wait.expected for wait in waits if cell_key_of(wait.cell) == cell]
+    thresholds: list[int] = []
+    for rank_steps in steps:
+        for step in rank_steps:
+            if step.guard is not None and step.guard.cell == cell:
+                thresholds.append(step.guard.expected)
+            if any(e.cell == cell and (not e.add or e.value < 0) for e in step.effects):
+                return None
     return max(0, *thresholds) + 1
 
 
@@ -210,15 +195,13 @@ def _successor(
         return None
     step = rank_steps[executed]
     guard = step.guard
-    if guard is not None:
-        value = state[ranks + guard.cell]
-        if not (value >= guard.expected if guard.greater_or_equal else value == guard.expected):
-            return None
+    if guard is not None and not wait_holds(guard.kind, state[ranks + guard.cell], guard.expected):
+        return None
     successor = list(state)
     successor[rank] = executed + 1
     for effect in step.effects:
         slot = ranks + effect.cell
-        value = successor[slot] + effect.value if effect.add else effect.value
+        value = wrap_int32(successor[slot] + effect.value) if effect.add else effect.value
         cap = program.caps[effect.cell]
         successor[slot] = value if cap is None else min(value, cap)
     return tuple(successor)
@@ -231,7 +214,9 @@ def _unfinished(program: SyncProgram, state: tuple[int, ...]) -> bool:
 class ExploreOracle:
     """Answers from an explored space; see the module docstring for the conditions."""
 
-    def __init__(self, trace: Trace, program: SyncProgram, space: ExploredSpace) -> None:
+    def __init__(self, skeleton: SyncSkeleton, program: SyncProgram, space: ExploredSpace) -> None:
+        trace = skeleton.trace
+        self._skeleton = skeleton
         self._trace = trace
         self._program = program
         self._space = space
@@ -310,14 +295,23 @@ class ExploreOracle:
     def _cell_values(
         self, schedule: list[EventRef], cells: list[SignalCell]
     ) -> tuple[tuple[SignalCell, int], ...]:
-        """Exact values (no saturation) of live `cells` after `schedule`."""
-        number = {cell: position for position, cell in enumerate(self._program.cells)}
-        values = [0] * len(self._program.cells)
+        """Exact values (no saturation) of `cells` after `schedule`."""
+        skeleton = self._skeleton
+        values = [0] * len(skeleton.cells)
+        done = [0] * self._trace.ranks  # skeleton steps applied per rank
         for ref in schedule:
-            for effect in _cell_effects(self._trace.event(ref), number):
-                base = values[effect.cell] if effect.add else 0
-                values[effect.cell] = base + effect.value
-        return tuple((cell, values[number[cell_key_of(cell)]]) for cell in cells)
+            rank, position = ref.rank, done[ref.rank]
+            while (
+                position < len(skeleton.index[rank]) and skeleton.index[rank][position] == ref.index
+            ):
+                cell, amount = skeleton.cell[rank][position], skeleton.amount[rank][position]
+                if skeleton.kind[rank][position] == ADD:
+                    values[cell] = wrap_int32(values[cell] + amount)
+                elif skeleton.kind[rank][position] == SET:
+                    values[cell] = amount
+                position += 1
+            done[rank] = position
+        return tuple((cell, values[skeleton.cell_index[cell.key]]) for cell in cells)
 
 
 def _run_rank(rank: int, positions: list[int], stop: int) -> list[EventRef]:
@@ -333,14 +327,10 @@ class ExploreEngine:
     def __init__(self, *, max_states: int = 2_000_000) -> None:
         self.max_states = max_states
 
-    def unsupported(self, trace: Trace) -> str | None:
-        return None
+    def unsupported(self, skeleton: SyncSkeleton) -> str | None:
+        return skeleton.refusal()
 
-    def order(self, trace: Trace, *, deadline: float) -> ExploreOracle:
-        program = compile_sync_program(trace)
+    def order(self, skeleton: SyncSkeleton, *, deadline: float) -> ExploreOracle:
+        program = compile_sync_program(skeleton)
         space = explore(program, max_states=self.max_states, deadline=deadline)
-        return ExploreOracle(trace, program, space)
-
-
-def _events(trace: Trace) -> list[Event]:
-    return [event for rank_events in trace.events for event in rank_events]
+        return ExploreOracle(skeleton, program, space)

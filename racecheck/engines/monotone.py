@@ -2,17 +2,18 @@
 
 Decides: the three questions of `racecheck.engines.base` for monotone traces.
 
-Model boundary: a trace is monotone when every WAIT is Ge, no plain store assigns a
-signal cell, and each cell is written either only by AtomicAdds — negative values only
-from the cell's owner — or only by Sets of one value v >= 0 (any number of writers: the
-cell goes 0 → v and stays there). Then (1) cell updates commute, and (2) executing an
-event of another rank never disables a rank's pending wait: that wait reads the rank's
-own cell, which other ranks only increase. So every maximal run from a state reaches
-the same final state (confluence), and "can `first` run while `second` is held back?"
-is answered by one maximal run with `second`'s rank stopped just before it: `first`
-can precede `second` iff that run executes `first`. A rank's hold position only matters through the
-notifies it has issued, so one incremental sweep per rank yields every frontier:
-O(P · S) steps for S sync events in all.
+Model boundary: a trace is monotone when every WAIT is Ge (signed, or unsigned on a
+cell that never goes negative), no cell can leave the int32 range (so nothing wraps),
+and each cell is written either only by Adds — negative values only from the cell's
+owner — or only by Sets of one value v >= 0 (any number of writers, by notify or plain
+store: the cell goes 0 → v and stays there). Then (1) cell updates commute, and (2)
+executing an event of another rank never disables a rank's pending wait: that wait
+reads the rank's own cell, which other ranks only increase. So every maximal run from a
+state reaches the same final state (confluence), and "can `first` run while `second` is
+held back?" is answered by one maximal run with `second`'s rank stopped just before it:
+`first` can precede `second` iff that run executes `first`. A rank's hold position only
+matters through the writes it has issued, so one incremental sweep per rank yields every
+frontier: O(P · S) steps for S sync steps in all.
 
 Unknown policy: none — the answer is a deterministic fixpoint; a trace outside the
 boundary is refused by `unsupported` and goes to an exact engine instead.
@@ -27,60 +28,71 @@ import time
 
 import numpy as np
 
-from racecheck.engines.syncview import SET_KIND, WAIT_KIND, CellKey, SyncView, cell_key_of
-from racecheck.errors import EngineUnknown
-from racecheck.events import (
-    Event,
-    EventKind,
-    EventRef,
-    NotifyOp,
-    Schedule,
-    Stuck,
-    Trace,
-    WaitCmp,
+from racecheck.describe import describe_cell
+from racecheck.engines.skeleton import (
+    ADD,
+    SET,
+    WAIT_EQ,
+    WAIT_GE_UNSIGNED,
+    SyncSkeleton,
 )
+from racecheck.errors import EngineUnknown
+from racecheck.events import EventRef, Schedule, Stuck
 
 
 class MonotoneEngine:
     name = "monotone"
 
-    def unsupported(self, trace: Trace) -> str | None:
-        view = SyncView(trace)
-        writers: dict[CellKey, set[tuple[NotifyOp, int | None]]] = {}
-        for rank_events in trace.events:
-            for event in rank_events:
-                reason = _non_monotone_reason(event, view)
-                if reason:
-                    return f"{reason} at {event.location}"
-                if event.notify is not None:
-                    writes = writers.setdefault(cell_key_of(event.notify.cell), set())
-                    kind = event.notify.value if event.notify.op is NotifyOp.SET else None
-                    writes.add((event.notify.op, kind))
-                    if len(writes) > 1 and any(op is NotifyOp.SET for op, _ in writes):
-                        return f"a Set notify on a cell also written otherwise at {event.location}"
-        return None
+    def unsupported(self, skeleton: SyncSkeleton) -> str | None:
+        return skeleton.refusal() or _non_monotone_reason(skeleton)
 
-    def order(self, trace: Trace, *, deadline: float) -> MonotoneOracle:
-        return MonotoneOracle(SyncView(trace), deadline)
+    def order(self, skeleton: SyncSkeleton, *, deadline: float) -> MonotoneOracle:
+        return MonotoneOracle(skeleton, deadline)
 
 
-def _non_monotone_reason(event: Event, view: SyncView) -> str | None:
-    if event.notify is not None:
-        if event.notify.op is NotifyOp.SET and event.notify.value < 0:
-            return "a negative Set notify"
-        if event.notify.value < 0 and event.notify.cell.owner != event.rank:
-            return "a negative AtomicAdd on another rank's cell"
-    if event.wait is not None and event.wait.cmp is WaitCmp.EQ:
-        return "an Eq wait"
-    if event.kind is EventKind.STORE and view.assigned_cells(event):
-        return "a plain store into a signal cell"
+def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
+    """Why the trace is outside the monotone boundary (module docstring), or None."""
+    writes: list[set[tuple[int, int]]] = [set() for _ in skeleton.cells]
+    negative = [False] * len(skeleton.cells)
+    for rank in range(skeleton.ranks):
+        for kind, cell, amount, index in _rank_steps(skeleton, rank):
+            where = skeleton.trace.events[rank][index].location
+            if kind == WAIT_EQ:
+                return f"an Eq wait at {where}"
+            if kind in (ADD, SET):
+                writes[cell].add((kind, amount if kind == SET else 0))
+                negative[cell] = negative[cell] or amount < 0
+            if kind == SET and amount < 0:
+                return f"a negative Set at {where}"
+            if kind == ADD and amount < 0 and skeleton.cells[cell].owner != rank:
+                return f"a negative Add on another rank's cell at {where}"
+            if len(writes[cell]) > 1 and any(op == SET for op, _ in writes[cell]):
+                return f"a Set on a cell also written otherwise at {where}"
+    for number in sorted(skeleton.wrapping_cells()):
+        name = describe_cell(skeleton.cells[number], skeleton.trace)
+        return f"signal cell {name} can wrap at 32 bits"
+    for rank in range(skeleton.ranks):
+        for kind, cell, _, index in _rank_steps(skeleton, rank):
+            if kind == WAIT_GE_UNSIGNED and negative[cell]:
+                where = skeleton.trace.events[rank][index].location
+                return f"an unsigned wait on a cell that can go negative at {where}"
     return None
+
+
+def _rank_steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, int]]:
+    return zip(
+        skeleton.kind[rank],
+        skeleton.cell[rank],
+        skeleton.amount[rank],
+        skeleton.index[rank],
+        strict=True,
+    )
 
 
 class _Run:
     """One maximal-run simulation over sync events, with per-rank limits."""
 
-    def __init__(self, view: SyncView, limits: list[int]) -> None:
+    def __init__(self, view: SyncSkeleton, limits: list[int]) -> None:
         self.view = view
         self.limits = limits
         self.sync_pos = [0] * view.ranks  # next sync position per rank
@@ -99,12 +111,12 @@ class _Run:
             while position < limit:
                 cell = cells[position]
                 kind = kinds[position]
-                if kind == WAIT_KIND:
+                if kind < ADD:  # a Ge wait; on a cell that is never negative if unsigned
                     if self.values[cell] < amounts[position]:
                         self.waiting[cell].append(rank)
                         break
                 else:
-                    if kind == SET_KIND:
+                    if kind == SET:
                         self.values[cell] = amounts[position]
                     else:
                         self.values[cell] += amounts[position]
@@ -122,7 +134,7 @@ class _Run:
 
 
 class MonotoneOracle:
-    def __init__(self, view: SyncView, deadline: float) -> None:
+    def __init__(self, view: SyncSkeleton, deadline: float) -> None:
         self.view = view
         self.trace = view.trace
         self._frontiers: list[np.ndarray] = []
@@ -148,20 +160,20 @@ class MonotoneOracle:
             if run.sync_pos[held] == before:
                 rows[k:] = rows[k - 1]  # blocked for good: nothing else can change
                 break
-            waited = view.kind[held][k - 1] == WAIT_KIND
+            waited = view.kind[held][k - 1] < ADD
             rows[k] = rows[k - 1] if waited else run.event_frontier()
         return rows
 
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
         if first.rank == second.rank:
             return first.index < second.index
-        hold = self.view.syncs_before(second.rank, second.index)
+        hold = self.view.steps_before(second.rank, second.index)
         return first.index < int(self._frontiers[second.rank][hold, first.rank])
 
     def witness(self, first: EventRef, second: EventRef) -> Schedule:
         view = self.view
         limits = [len(kinds) for kinds in view.kind]
-        limits[second.rank] = view.syncs_before(second.rank, second.index)
+        limits[second.rank] = view.steps_before(second.rank, second.index)
         run = _Run(view, limits)
         run.run(list(range(view.ranks)))
         return view.causal_schedule(run.steps, first)
@@ -188,7 +200,6 @@ class MonotoneOracle:
             return None
         schedule = view.full_schedule(run.steps, run.event_frontier())
         values = tuple(
-            (cell, run.values[view.cell_index[cell_key_of(cell)]])
-            for cell in view.cells_of(blocked)
+            (cell, run.values[view.cell_index[cell.key]]) for cell in view.cells_of(blocked)
         )
         return Stuck(schedule=schedule, blocked=blocked, cell_values=values)

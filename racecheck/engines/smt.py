@@ -3,10 +3,10 @@
 What it decides
     The three questions of `racecheck.engines.base` (`can_precede`, `witness`, `stuck`),
     exactly, for the execution semantics stated there. An execution is encoded as an
-    assignment to a Bool *executed* and an Int *time* per *signal event* (a NOTIFY, a
-    WAIT, or a STORE whose `cell_values` land on a signal cell): the executed events
-    form a prefix of each rank, times follow program order, and an executed WAIT's
-    condition holds on its cell's value over the writes strictly before its time.
+    assignment to a Bool *executed* and an Int *time* per *signal event* (a WAIT, or
+    any event with a Set or Add effect on a signal cell): the executed events form a
+    prefix of each rank, times follow program order, and an executed WAIT's condition
+    holds on its cell's value over the writes strictly before its time.
     Sorting the executed signal events by (time, waits before writers, rank, index)
     gives an execution, and every execution gives such an assignment, so satisfiable
     means reachable. Equal times need no exclusion: the encoding compares writers with
@@ -16,8 +16,8 @@ What it decides
     how many of each rank's writes to a cell must, or cannot, precede a wait. They
     remove no execution but turn most queries into propagation.
 
-    Data events (LOAD, plain STORE, ATOMIC_ADD) neither read nor change a signal cell
-    and are always enabled, so they get no variables. For ranks f ≠ s,
+    Every other event neither reads nor changes a signal cell and is always enabled,
+    so it gets no variables. For ranks f ≠ s,
     `can_precede(first, second)` is the query "the last signal event of f at or before
     `first` executed, the first signal event of s at or after `second` not executed";
     data events are filled back in when a schedule is decoded. Every z3 model is kept
@@ -25,9 +25,11 @@ What it decides
 
 Model boundary
     A cell's value is the value of the last executed Set before the moment asked about
-    (0 if none) plus every executed AtomicAdd after that Set; a plain STORE assigns the
-    `cell_values` that land on signal cells, as a Set. Nothing else touches cells: an
-    ATOMIC_ADD data event or a store without `cell_values` does not change a signal.
+    (0 if none) plus every executed Add after that Set, taken mod 2^32 as an int32 on
+    cells whose writes can leave the int32 range. Sets and Adds are the effects
+    `racecheck.engines.skeleton` compiles from every event that writes a cell's bytes;
+    a trace with an effect it cannot compile (opaque) is refused. An unsigned wait
+    (defer_wait) compares the cell as uint32.
 
 Unknown policy
     `_solve` is the only place that runs z3. It hands z3 the time left before the
@@ -55,13 +57,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeAlias
 
-import z3
+import z3  # type: ignore[import-untyped]
 
-from racecheck.engines.syncview import CellKey, cell_key_of, signal_cells
+from racecheck.engines.skeleton import ADD, SyncSkeleton
 from racecheck.errors import EngineUnknown
 from racecheck.events import (
+    INT32_MIN,
+    CellKey,
     Event,
-    EventKind,
     EventRef,
     NotifyOp,
     Schedule,
@@ -70,6 +73,7 @@ from racecheck.events import (
     Trace,
     Wait,
     WaitCmp,
+    wrap_int32,
 )
 
 
@@ -90,37 +94,34 @@ class _CellWrite:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Skeleton:
-    """Which events touch signal cells and how."""
+    """Which events touch signal cells and how, keyed by event."""
 
     cells: dict[CellKey, SignalCell]
     writes: dict[EventRef, tuple[_CellWrite, ...]]
     signal_indices: tuple[tuple[int, ...], ...]  # per rank: indices of its signal events
+    wrapping: frozenset[CellKey]  # cells some order of writes takes out of int32
 
 
-def _skeleton(trace: Trace) -> _Skeleton:
-    cells = signal_cells(trace)
+def _skeleton(sync: SyncSkeleton) -> _Skeleton:
     writes: dict[EventRef, tuple[_CellWrite, ...]] = {}
     indices: list[tuple[int, ...]] = []
-    for rank_events in trace.events:
-        for event in rank_events:
-            event_writes = _cell_writes(event, cells)
-            if event_writes:
-                writes[event.ref] = event_writes
-        indices.append(tuple(e.index for e in rank_events if e.wait is not None or e.ref in writes))
-    return _Skeleton(cells=cells, writes=writes, signal_indices=tuple(indices))
-
-
-def _cell_writes(event: Event, cells: dict[CellKey, SignalCell]) -> tuple[_CellWrite, ...]:
-    if event.notify is not None:
-        notify = event.notify
-        return (_CellWrite(cell=cell_key_of(notify.cell), op=notify.op, value=notify.value),)
-    if event.kind is not EventKind.STORE or event.access is None:
-        return ()
-    memory, owner = event.access.memory, event.access.owner
-    return tuple(
-        _CellWrite(cell=(memory, owner, offset), op=NotifyOp.SET, value=value)
-        for offset, value in event.cell_values
-        if (memory, owner, offset) in cells
+    for rank in range(sync.ranks):
+        for position, index in enumerate(sync.index[rank]):
+            if sync.kind[rank][position] < ADD:
+                continue
+            ref = EventRef(rank=rank, index=index)
+            write = _CellWrite(
+                cell=sync.cells[sync.cell[rank][position]].key,
+                op=NotifyOp.ATOMIC_ADD if sync.kind[rank][position] == ADD else NotifyOp.SET,
+                value=sync.amount[rank][position],
+            )
+            writes[ref] = (*writes.get(ref, ()), write)
+        indices.append(tuple(dict.fromkeys(sync.index[rank])))
+    return _Skeleton(
+        cells={cell.key: cell for cell in sync.cells},
+        writes=writes,
+        signal_indices=tuple(indices),
+        wrapping=frozenset(sync.cells[number].key for number in sync.wrapping_cells()),
     )
 
 
@@ -132,7 +133,7 @@ class _Replayed:
 
 def _wait_holds(event: Event, values: dict[CellKey, int]) -> bool:
     assert event.wait is not None
-    value = values.get(cell_key_of(event.wait.cell), 0)
+    value = values.get(event.wait.cell.key, 0)
     return event.wait.cmp.holds(value, event.wait.expected)
 
 
@@ -148,7 +149,7 @@ def _replay(trace: Trace, skeleton: _Skeleton, schedule: Iterable[EventRef]) -> 
             return None
         for write in skeleton.writes.get(ref, ()):
             base = values.get(write.cell, 0) if write.op is NotifyOp.ATOMIC_ADD else 0
-            values[write.cell] = base + write.value
+            values[write.cell] = wrap_int32(base + write.value)
         positions[ref.rank] += 1
     return _Replayed(positions=tuple(positions), values=values)
 
@@ -272,7 +273,17 @@ def _lowest(counted: list[_CellWrite], uncertain: list[_CellWrite]) -> int:
 
 
 def _holds(cmp: WaitCmp, value: z3.ArithRef, expected: int) -> z3.BoolRef:
-    return value >= expected if cmp is WaitCmp.GE else value == expected
+    """`value` is an int32; an unsigned wait compares both sides as uint32."""
+    if cmp is WaitCmp.GE:
+        return value >= expected
+    if cmp is WaitCmp.EQ:
+        return value == expected
+    return z3.If(value < 0, value + 2**32, value) >= expected % 2**32
+
+
+def _as_int32(total: z3.ArithRef) -> z3.ArithRef:
+    """A sum of int32 writes as the cell holds it: wrapped at 32 bits."""
+    return (total - INT32_MIN) % 2**32 + INT32_MIN
 
 
 class _Encoding:
@@ -320,10 +331,12 @@ class _Encoding:
             wait = self._trace.event(ref).wait
             if wait is None:
                 continue
-            cell = cell_key_of(wait.cell)
+            cell = wait.cell.key
             value = self._value(cell, partial(self._counted_at, ref))
             self.solver.add(z3.Implies(executed, _holds(wait.cmp, value, wait.expected)))
-            self._add_count_lemmas(ref, wait, self._writers.get(cell, []))
+            if wait.cmp is not WaitCmp.GE_UNSIGNED and cell not in self._skeleton.wrapping:
+                # the lemmas assume a value that only grows with the writes counted
+                self._add_count_lemmas(ref, wait, self._writers.get(cell, []))
 
     def _counted_at(self, wait: EventRef, writer: EventRef) -> Condition:
         """Whether `writer` ran before `wait`, given that `wait` ran."""
@@ -376,7 +389,7 @@ class _Encoding:
                 self.solver.add(z3.Implies(executed, z3.Not(flags[at_most])))
 
     def _skeleton_write(self, writer: EventRef, wait: Wait) -> _CellWrite:
-        cell = cell_key_of(wait.cell)
+        cell = wait.cell.key
         return next(w for w in self._skeleton.writes[writer] if w.cell == cell)
 
     def _value(self, cell: CellKey, counted: Callable[[EventRef], Condition]) -> z3.ArithRef:
@@ -396,7 +409,10 @@ class _Encoding:
                 terms.append(z3.IntVal(write.value, self.context))
             elif alive is not False:
                 terms.append(z3.If(alive, z3.IntVal(write.value, self.context), 0))
-        return z3.Sum(terms) if terms else z3.IntVal(0, self.context)
+        if not terms:
+            return z3.IntVal(0, self.context)
+        total = z3.Sum(terms)
+        return _as_int32(total) if cell in self._skeleton.wrapping else total
 
     def stuck_guard(self) -> z3.BoolRef | None:
         """A literal that, assumed, asks for a stuck state; None if none can exist."""
@@ -421,7 +437,7 @@ class _Encoding:
                 if wait is None:
                     constraints.append(z3.Not(at_next))
                 else:
-                    final = self._value(cell_key_of(wait.cell), self.executed.__getitem__)
+                    final = self._value(wait.cell.key, self.executed.__getitem__)
                     blocked = z3.Not(_holds(wait.cmp, final, wait.expected))
                     constraints.append(z3.Implies(at_next, blocked))
                 before = self.executed[ref]
@@ -503,9 +519,10 @@ class SmtOracle:
     """Answers the engine questions for one trace; every z3 model it gets is kept and
     answers later questions that the same execution settles."""
 
-    def __init__(self, trace: Trace, *, deadline: float) -> None:
+    def __init__(self, sync: SyncSkeleton, *, deadline: float) -> None:
+        trace = sync.trace
         self._trace = trace
-        self._skeleton = _skeleton(trace)
+        self._skeleton = _skeleton(sync)
         self._encoding = _Encoding(trace, self._skeleton)
         self._deadline = deadline
         self._runs: list[_KnownRun] = []
@@ -614,7 +631,7 @@ class SmtOracle:
             wait = self._trace.event(ref).wait
             if wait is None:
                 continue
-            cell = cell_key_of(wait.cell)
+            cell = wait.cell.key
             for earlier in prefix[:position]:
                 if any(write.cell == cell for write in self._skeleton.writes.get(earlier, ())):
                     needed[earlier.rank] = max(needed[earlier.rank], earlier.index)
@@ -648,7 +665,7 @@ class SmtOracle:
     def _waited_cell(self, ref: EventRef) -> CellKey:
         wait = self._trace.event(ref).wait
         assert wait is not None
-        return cell_key_of(wait.cell)
+        return wait.cell.key
 
     def _stops(self, run: tuple[EventRef, ...]) -> dict[int, int]:
         """Per rank, where it stops after `run`: its first signal event not in the run
@@ -667,8 +684,8 @@ class SmtEngine:
 
     name: str = field(default="smt", init=False)
 
-    def unsupported(self, trace: Trace) -> str | None:
-        return None
+    def unsupported(self, skeleton: SyncSkeleton) -> str | None:
+        return skeleton.refusal()
 
-    def order(self, trace: Trace, *, deadline: float) -> SmtOracle:
-        return SmtOracle(trace, deadline=deadline)
+    def order(self, skeleton: SyncSkeleton, *, deadline: float) -> SmtOracle:
+        return SmtOracle(skeleton, deadline=deadline)

@@ -5,8 +5,11 @@ The model follows the execution semantics of `racecheck.engines.base` literally:
 * One `active proctype` per rank runs that rank's events in program order; each event
   is one atomic step. Signal cells (cells some NOTIFY or WAIT targets; identity
   (memory, owner, byte offset)) are global `int`s, initially 0. A WAIT is its
-  condition as a blocking guard (Ge `>=`, Eq `==`); a NOTIFY adds (AtomicAdd) or
-  assigns (Set); a plain STORE whose `cell_values` land on signal cells assigns them.
+  condition as a blocking guard (Ge `>=`, Eq `==`, unsigned Ge on the uint32 reading);
+  a NOTIFY adds (AtomicAdd) or assigns (Set); a STORE or ATOMIC_ADD that covers a
+  signal cell assigns it the int32 of the bytes it wrote, or adds its int32 element
+  there (this module decodes the recorded bytes with its own code). A write that
+  covers part of a cell, or adds non-int32 elements to it, cannot be exported.
 * Deadlock is SPIN's invalid end state: a state with no executable statement in which
   some rank has not reached the end of its proctype. Finished ranks have terminated,
   which SPIN counts as a valid end state; a rank blocked at a WAIT is not in one.
@@ -25,11 +28,13 @@ Run by hand: `spin -a -o3 model.pml && gcc -DSAFETY -DNOREDUCE -o pan pan.c &&
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from racecheck.events import Event, EventKind, NotifyOp, SignalCell, Trace, WaitCmp
+from racecheck.errors import UsageError
+from racecheck.events import Event, EventKind, NotifyOp, SignalCell, Trace, WaitCmp, WriteOp
 from racecheck.export.properties import Question, questions
 
 CellKey = tuple[int, int, int]  # (memory, owner, byte offset)
@@ -142,22 +147,58 @@ def _effects(event: Event, cells: dict[CellKey, tuple[int, SignalCell]]) -> list
     if event.wait is not None:
         wait = event.wait
         number, _ = cells[(wait.cell.memory, wait.cell.owner, wait.cell.offset)]
-        relation = ">=" if wait.cmp is WaitCmp.GE else "=="
-        return [f"cell_{number} {relation} {wait.expected}"]
+        return [_guard(f"cell_{number}", wait.cmp, wait.expected)]
     if event.notify is not None:
         notify = event.notify
         number, _ = cells[(notify.cell.memory, notify.cell.owner, notify.cell.offset)]
         if notify.op is NotifyOp.ATOMIC_ADD:
             return [f"cell_{number} = cell_{number} + {notify.value}"]
         return [f"cell_{number} = {notify.value}"]
-    if event.kind is EventKind.STORE and event.access is not None:
-        base = (event.access.memory, event.access.owner)
+    if event.kind in (EventKind.STORE, EventKind.ATOMIC_ADD) and event.access is not None:
         assigned = [
-            f"cell_{cells[(*base, offset)][0]} = {value}"
-            for offset, value in event.cell_values
-            if (*base, offset) in cells
+            statement
+            for key, (number, _) in cells.items()
+            if (statement := _write_statement(event, key, f"cell_{number}")) is not None
         ]
         return assigned or None
+    return None
+
+
+def _guard(cell: str, cmp: WaitCmp, expected: int) -> str:
+    if cmp is WaitCmp.GE:
+        return f"{cell} >= {expected}"
+    if cmp is WaitCmp.EQ:
+        return f"{cell} == {expected}"
+    threshold = expected % 2**32  # uint32: negative int32 cells read as 2^31 and above
+    if threshold < 2**31:
+        return f"({cell} < 0 || {cell} >= {threshold})"
+    return f"({cell} < 0 && {cell} >= {threshold - 2**32})"
+
+
+def _write_statement(event: Event, key: CellKey, cell: str) -> str | None:
+    """The statement a STORE or ATOMIC_ADD makes on `cell`, from its recorded bytes."""
+    region, written = event.access, event.written
+    assert region is not None
+    memory, owner, offset = key
+    if (region.memory, region.owner) != (memory, owner):
+        return None
+    before = 0
+    for start, end in region.ranges:
+        if start < offset + 4 and offset < end:
+            exact = written is not None and written.op is not WriteOp.INEXACT
+            if not exact or not (start <= offset and offset + 4 <= end):
+                raise UsageError(
+                    f"a write into a signal cell that the model cannot express at {event.location}",
+                    file=event.location.file,
+                    line=event.location.line,
+                )
+            assert written is not None
+            at = before + offset - start
+            value = int.from_bytes(written.data[at : at + 4], sys.byteorder, signed=True)
+            return (
+                f"{cell} = {cell} + {value}" if written.op is WriteOp.ADD else f"{cell} = {value}"
+            )
+        before += end - start
     return None
 
 

@@ -7,7 +7,9 @@ a model checker's answers to them into verdicts.
 
 * Conflict: accesses of overlapping bytes of one memory instance by different ranks,
   at least one writing (a NOTIFY and an ATOMIC_ADD write, a WAIT only reads), not both
-  atomic. A conflicting pair races iff each can run while the other has not.
+  atomic. A Set notify is not atomic but a plain store (docs/model.md), except
+  against a WAIT, and two Sets of one value do not conflict. A conflicting pair races
+  iff each can run while the other has not.
 * Stale read: a LOAD of a data window (a window memory no NOTIFY/WAIT targets); its
   bytes that no overlapping write can precede (an earlier write of the same rank
   always does) are stale.
@@ -28,6 +30,7 @@ from racecheck.events import (
     EventKind,
     EventRef,
     MemoryKind,
+    NotifyOp,
     Trace,
     intersect_ranges,
     subtract_ranges,
@@ -70,11 +73,21 @@ def conflicts(a: Event, b: Event) -> bool:
     """Different ranks, overlapping bytes, one writes, not both atomic."""
     if a.rank == b.rank or a.access is None or b.access is None:
         return False
-    if not (writes(a) or writes(b)):
+    if not (writes(a) or writes(b)) or not a.access.overlaps(b.access):
         return False
-    if a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC:
-        return False
-    return a.access.overlaps(b.access)
+    set_a, set_b = _set_value(a), _set_value(b)
+    if set_a is not None and set_b is not None:
+        return set_a != set_b
+    if (set_a is not None or set_b is not None) and EventKind.WAIT not in (a.kind, b.kind):
+        return True
+    return not (a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC)
+
+
+def _set_value(event: Event) -> int | None:
+    """The value of a Set notify; None for every other event."""
+    if event.notify is None or event.notify.op is not NotifyOp.SET:
+        return None
+    return event.notify.value
 
 
 def _by_instance(trace: Trace) -> dict[tuple[int, int], list[Event]]:

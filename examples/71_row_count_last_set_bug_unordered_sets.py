@@ -1,12 +1,15 @@
-"""A row count published by two Sets to one cell: either order is safe here.
+"""A row count published by two Sets to one cell: the data is safe either way, the cell is not.
 
 The twin of example 70: ranks 1 and 2 each stage one row into rank 0's inbox, ``Set``
 rank 0's ``count`` cell (to 2 and 1) and arrive on rank 0's ``done`` counter, and both
 stage before they arrive. ``count`` is still 1 or 2 depending on which Set lands last,
-so racecheck checks both paths (rank 0 copies one row, or two) and proves both.
+so rank 0 copies one row or two, and both paths read only rows already staged. But a
+``Set`` is a plain, non-atomic 32-bit store in PyPTO (docs/model.md): two unordered
+Sets of different values to one cell are a write-after-write race, which racecheck
+reports on the two Sets.
 
 racecheck expects:
-    ranks 3: proved
+    ranks 3: bug race write-after-write at @set_two, @set_one
 """
 
 import argparse
@@ -38,11 +41,11 @@ def build_last_set_safe(nr: int):
             row = pl.load(x, [0, 0], [1, SIZE])
             if me == 1:
                 pld.tile.remote_store(row, inbox, peer=0, offsets=[0, 0])
-                pld.system.notify(cells, peer=0, offsets=[0, 0], value=2, op=pld.NotifyOp.Set)
+                pld.system.notify(cells, peer=0, offsets=[0, 0], value=2, op=pld.NotifyOp.Set)  # @set_two
                 pld.system.notify(cells, peer=0, offsets=[1, 0], value=1, op=pld.NotifyOp.AtomicAdd)
             if me == 2:
                 pld.tile.remote_store(row, inbox, peer=0, offsets=[1, 0])
-                pld.system.notify(cells, peer=0, offsets=[0, 0], value=1, op=pld.NotifyOp.Set)
+                pld.system.notify(cells, peer=0, offsets=[0, 0], value=1, op=pld.NotifyOp.Set)  # @set_one
                 pld.system.notify(cells, peer=0, offsets=[1, 0], value=1, op=pld.NotifyOp.AtomicAdd)
             if me == 0:
                 pld.system.wait(cells, offsets=[1, 0], expected=2, cmp=pld.WaitCmp.Ge)
