@@ -41,11 +41,15 @@ def build_last_set_safe(nr: int):
             row = pl.load(x, [0, 0], [1, SIZE])
             if me == 1:
                 pld.tile.remote_store(row, inbox, peer=0, offsets=[0, 0])
-                pld.system.notify(cells, peer=0, offsets=[0, 0], value=2, op=pld.NotifyOp.Set)  # @set_two
+                pld.system.notify(  # @set_two
+                    cells, peer=0, offsets=[0, 0], value=2, op=pld.NotifyOp.Set
+                )
                 pld.system.notify(cells, peer=0, offsets=[1, 0], value=1, op=pld.NotifyOp.AtomicAdd)
             if me == 2:
                 pld.tile.remote_store(row, inbox, peer=0, offsets=[1, 0])
-                pld.system.notify(cells, peer=0, offsets=[0, 0], value=1, op=pld.NotifyOp.Set)  # @set_one
+                pld.system.notify(  # @set_one
+                    cells, peer=0, offsets=[0, 0], value=1, op=pld.NotifyOp.Set
+                )
                 pld.system.notify(cells, peer=0, offsets=[1, 0], value=1, op=pld.NotifyOp.AtomicAdd)
             if me == 0:
                 pld.system.wait(cells, offsets=[1, 0], expected=2, cmp=pld.WaitCmp.Ge)
