@@ -8,8 +8,12 @@
   waiting again — the read was meant for that value and the race is write-after-read
   (a later round clobbers it); otherwise read-after-write (the read may see the bytes
   before the write it was meant to see lands).
-* Stale read: bytes of a data window (one no NOTIFY/WAIT targets) that a read covers
-  and that no write can precede in any execution.
+* Stale read: bytes of a window, other than its signal cells, that a read covers and
+  that no write can precede in any execution. Checked per byte region: a window that
+  also holds signal cells is checked on its other bytes. A read that only runs after
+  a wait of a deadlock is part of that deadlock, not a stale read. A stale read is a
+  warning (SPEC change of issue 10.8): `racecheck.judge` makes it an error when the
+  functional check at that P fails.
 * Deadlock: the engine's `stuck()` state.
 * Out of bounds: recorded by the co-simulation with its line.
 
@@ -41,12 +45,13 @@ from racecheck.events import (
     subtract_ranges,
     union_ranges,
 )
-from racecheck.findings import Finding, FindingKind, RaceDetail, WitnessStep
+from racecheck.findings import Finding, FindingKind, RaceDetail, Severity, WitnessStep
 
 AFTERWARDS = "afterwards: "
 BLOCKED = "blocked forever: "
 PENDING_PREFIXES = (AFTERWARDS, BLOCKED)
 """Prefixes of witness steps for highlighted events the witness schedule does not run."""
+_CELL_BYTES = 4  # a signal cell is one INT32
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,7 +83,8 @@ def find_hazards(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
         hazards.append(stuck)
     hazards.extend(races(trace, oracle, pairs))
     if not crashed:
-        hazards.extend(stale_reads(trace, oracle, pairs))
+        blocked = stuck.events if stuck is not None else ()
+        hazards.extend(stale_reads(trace, oracle, pairs, blocked=blocked))
     return hazards
 
 
@@ -310,14 +316,21 @@ def _cell_in(cell, region: Region) -> bool:
     return (
         cell.memory == region.memory
         and cell.owner == region.owner
-        and bool(intersect_ranges(((cell.offset, cell.offset + 4),), region.ranges))
+        and bool(intersect_ranges(((cell.offset, cell.offset + _CELL_BYTES),), region.ranges))
     )
 
 
 def stale_reads(
-    trace: Trace, oracle: OrderOracle, pairs: list[tuple[Event, Event]]
+    trace: Trace,
+    oracle: OrderOracle,
+    pairs: list[tuple[Event, Event]],
+    *,
+    blocked: tuple[EventRef, ...] = (),
 ) -> list[Hazard]:
-    signal_memories = {cell.memory for cell in signal_cells(trace).values()}
+    cells: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for cell in signal_cells(trace).values():
+        cells[(cell.memory, cell.owner)].append((cell.offset, cell.offset + _CELL_BYTES))
+    first_blocked = {ref.rank: ref.index for ref in blocked}
     feeders: dict[EventRef, list[Event]] = defaultdict(list)
     for a, b in pairs:
         for reader, writer in ((a, b), (b, a)):
@@ -329,26 +342,32 @@ def stale_reads(
             if event.kind is not EventKind.LOAD or event.access is None:
                 continue
             memory = trace.memory(event.access.memory)
-            if memory.kind is not MemoryKind.WINDOW or memory.id in signal_memories:
+            if memory.kind is not MemoryKind.WINDOW or event.location in found:
                 continue
-            if event.location in found:
-                continue
-            hazard = _stale(trace, oracle, event, feeders[event.ref])
+            if event.index > first_blocked.get(event.rank, len(rank_events)):
+                continue  # never runs: the rank waits forever before it
+            signal = cells[(event.access.memory, event.access.owner)]
+            hazard = _stale(trace, oracle, event, feeders[event.ref], signal)
             if hazard is not None:
                 found[event.location] = hazard
     return list(found.values())
 
 
-def _stale(trace: Trace, oracle: OrderOracle, read: Event, writers: list[Event]) -> Hazard | None:
+def _stale(
+    trace: Trace,
+    oracle: OrderOracle,
+    read: Event,
+    writers: list[Event],
+    signal: list[tuple[int, int]],
+) -> Hazard | None:
     assert read.access is not None
-    covered = union_ranges(
-        [
-            span
-            for writer in writers
-            if writer.access is not None and _may_precede(oracle, writer, read)
-            for span in intersect_ranges(writer.access.ranges, read.access.ranges)
-        ]
-    )
+    written = [
+        span
+        for writer in writers
+        if writer.access is not None and _may_precede(oracle, writer, read)
+        for span in intersect_ranges(writer.access.ranges, read.access.ranges)
+    ]
+    covered = union_ranges(signal + written)
     missing = subtract_ranges(read.access.ranges, covered)
     if not missing:
         return None
@@ -420,5 +439,6 @@ def to_finding(trace: Trace, oracle: OrderOracle, hazard: Hazard) -> tuple[Findi
         ranks=hazard.ranks,
         regions=hazard.regions,
         witness=witness_steps(trace, schedule, hazard.events, hazard.pending) if schedule else (),
+        severity=Severity.WARNING if hazard.kind is FindingKind.STALE_READ else Severity.ERROR,
     )
     return finding, schedule

@@ -1,8 +1,10 @@
 """Findings, verdicts and the report: racecheck's answer as data.
 
 Renderers (text, JSON, SARIF, HTML) all read a `Report`; nothing here prints.
-Finding codes are stable kebab-case strings: they are the JSON `kind` and the SARIF
-rule ids, so they never change meaning.
+Every finding has a stable kebab-case code (`FindingCode`): the `[race-raw]` of the
+text report, the SARIF rule id and the JSON `code`; its kind (`FindingKind`) is the
+JSON `kind` of SPEC §4. Codes never change meaning. The exit status is derived from
+verdicts and errors by `exit_code_of` only.
 """
 
 from __future__ import annotations
@@ -62,6 +64,39 @@ class RaceDetail(Enum):
     WRITE_AFTER_WRITE = "write-after-write"
 
 
+class FindingCode(Enum):
+    """The registry of finding codes: text `[code]`, SARIF rule id, JSON `code`."""
+
+    RACE_RAW = "race-raw"
+    RACE_WAR = "race-war"
+    RACE_WAW = "race-waw"
+    DEADLOCK = "deadlock"
+    OUT_OF_BOUNDS = "out-of-bounds"
+    STALE_READ = "stale-read"
+    WRONG_RESULT = "wrong-result"
+    SET_ADD_MIX = "set-add-mix"  # reserved: a cell both Set and AtomicAdd
+
+    @staticmethod
+    def of(kind: FindingKind, detail: str) -> FindingCode:
+        if kind is FindingKind.RACE:
+            return _RACE_CODES[RaceDetail(detail)]
+        return FindingCode(kind.value)
+
+
+_RACE_CODES = {
+    RaceDetail.READ_AFTER_WRITE: FindingCode.RACE_RAW,
+    RaceDetail.WRITE_AFTER_READ: FindingCode.RACE_WAR,
+    RaceDetail.WRITE_AFTER_WRITE: FindingCode.RACE_WAW,
+}
+
+
+class Severity(Enum):
+    """An error makes the verdict `bug`; a warning is reported but leaves it `proved`."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OutputDiff:
     """Where the reference executor's output under the witness differs from the golden."""
@@ -96,6 +131,11 @@ class Finding:
     witness: tuple[WitnessStep, ...] = ()  # the events that matter, in execution order
     confirmed: bool = False  # the co-simulation replayed the witness to the bad state
     diff: OutputDiff | None = None
+    severity: Severity = Severity.ERROR
+
+    @property
+    def code(self) -> FindingCode:
+        return FindingCode.of(self.kind, self.detail)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,6 +150,11 @@ class ProgramResult:
     engine: str = ""
     message: str = ""  # why skipped / unknown
     notes: tuple[str, ...] = ()
+    rank_param: str | None = None  # the factory parameter that received P
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,12 +169,20 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """SPEC §4: 1 on any bug; else 2 if anything was not checked; else 0."""
-        verdicts = [result.verdict for result in self.results]
-        if Verdict.BUG in verdicts:
-            return 1
-        if self.errors or Verdict.UNKNOWN in verdicts or not verdicts:
-            return 2
-        if all(verdict is Verdict.SKIPPED for verdict in verdicts):
-            return 2
-        return 0
+        return exit_code_of([self])
+
+
+def exit_code_of(reports: list[Report]) -> int:
+    """SPEC §4, for one file or several: 1 on any bug; else 2 if anything was not
+    checked (an error, an unknown, nothing proved); else 0."""
+    codes = [_exit_code(report) for report in reports]
+    return 1 if 1 in codes else max(codes, default=2)
+
+
+def _exit_code(report: Report) -> int:
+    verdicts = [result.verdict for result in report.results]
+    if Verdict.BUG in verdicts:
+        return 1
+    if report.errors or Verdict.UNKNOWN in verdicts:
+        return 2
+    return 0 if Verdict.PROVED in verdicts else 2

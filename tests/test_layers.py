@@ -20,6 +20,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.engines", "racecheck.hb"),
     ("racecheck.analysis",),
     ("racecheck.models", "racecheck.reference"),
+    ("racecheck.judge",),
     ("racecheck.check", "racecheck.export"),
     ("racecheck.report",),
     ("racecheck.cli", "racecheck.__main__", "racecheck"),

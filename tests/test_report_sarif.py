@@ -35,8 +35,8 @@ def test_bug_report_is_valid_sarif_with_one_result_per_grouped_finding(sarif_sch
     run = validated(mixed_report(), sarif_schema)["runs"][0]
     assert len(run["results"]) == 1
     result = run["results"][0]
-    assert result["ruleId"] == "race"
-    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "race"
+    assert result["ruleId"] == "race-raw"
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "race-raw"
     assert result["properties"]["rankCounts"] == [3, 4]
     primary = result["locations"][0]["physicalLocation"]
     assert primary["artifactLocation"]["uri"] == FILE

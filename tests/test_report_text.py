@@ -30,7 +30,7 @@ def test_skipped_and_unknown_carry_their_message_and_bug_lines_name_no_model() -
 def test_finding_block_is_actionable() -> None:
     text = render_text(mixed_report(), color=False)
     header = (
-        f"{FILE}:42: error: data race (read-after-write) between rank 0 and rank 1"
+        f"{FILE}:42: error: [race-raw] data race (read-after-write) between rank 0 and rank 1"
         " [MeshAllreduce at P=3..4]"
     )
     assert header in text
@@ -56,7 +56,7 @@ def test_witness_is_numbered_indented_per_rank_and_highlights_the_pair() -> None
 
 def test_identical_findings_across_rank_counts_print_once() -> None:
     text = render_text(mixed_report(), color=False)
-    assert text.count("error: data race") == 1
+    assert text.count("error: [race-raw] data race") == 1
     assert "[MeshAllreduce at P=3..4]" in text
 
 
@@ -70,7 +70,7 @@ def test_findings_on_different_lines_stay_separate() -> None:
         ),
     )
     text = render_text(report, color=False)
-    assert text.count("error: data race") == 2
+    assert text.count("error: [race-raw] data race") == 2
     assert "[MeshAllreduce at P=2]" in text and "[MeshAllreduce at P=3]" in text
 
 

@@ -113,6 +113,7 @@ def _result_section(result: ProgramResult, trace: Trace | None, *, open_: bool) 
 
 def _finding_figure(finding: Finding, ranks: int, trace: Trace | None) -> str:
     title = finding.kind.title + (f" ({finding.detail})" if finding.detail else "")
+    title = f"{finding.severity.value}: [{finding.code.value}] {title}"
     who = describe_ranks(finding.ranks)
     caption = [f'<p class="title">{escape(title)} {escape(who)}</p>']
     caption += [

@@ -13,7 +13,14 @@ import math
 from typing import Any
 
 from racecheck.events import Region, SourceLocation
-from racecheck.findings import Finding, OutputDiff, ProgramResult, Report, WitnessStep
+from racecheck.findings import (
+    Finding,
+    OutputDiff,
+    ProgramResult,
+    Report,
+    Severity,
+    WitnessStep,
+)
 
 SCHEMA_VERSION = 1
 
@@ -29,7 +36,7 @@ def report_to_json(report: Report) -> JsonObject:
         "schema": SCHEMA_VERSION,
         "file": report.file,
         "results": [_result(result) for result in report.results],
-        "verdict": report.verdict.value,
+        "verdict": report.verdict.value if report.results or not report.errors else "error",
         "exit_code": report.exit_code,
         "errors": list(report.errors),
     }
@@ -47,12 +54,16 @@ def _result(result: ProgramResult) -> JsonObject:
         "engine": result.engine,
         "message": result.message,
         "notes": list(result.notes),
+        "rank_param": result.rank_param,
     }
 
 
 def _finding(finding: Finding) -> JsonObject:
     return {
         "kind": finding.kind.value,
+        "code": finding.code.value,
+        "severity": finding.severity.value,
+        "warning": finding.severity is Severity.WARNING,
         "detail": finding.detail,
         "message": finding.message,
         "locations": [_location(location) for location in finding.locations],

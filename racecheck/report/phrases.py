@@ -8,7 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from racecheck.findings import OutputDiff
+from racecheck.findings import FindingCode, OutputDiff
+
+_CODE_TITLES = {
+    FindingCode.RACE_RAW: "data race: a read can miss the write it was meant to see",
+    FindingCode.RACE_WAR: "data race: a write can clobber data before it is read",
+    FindingCode.RACE_WAW: "data race: two writes in either order",
+    FindingCode.DEADLOCK: "deadlock",
+    FindingCode.OUT_OF_BOUNDS: "out-of-bounds access",
+    FindingCode.STALE_READ: "stale read of never-written window bytes",
+    FindingCode.WRONG_RESULT: "wrong result",
+    FindingCode.SET_ADD_MIX: "signal cell both Set and atomically added",
+}
+
+
+def describe_code(code: FindingCode) -> str:
+    """One line on what a finding code means (SARIF rule descriptions)."""
+    return _CODE_TITLES[code]
 
 
 def describe_rank_counts(counts: Iterable[int]) -> str:

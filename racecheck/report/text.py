@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from racecheck.findings import Finding, ProgramResult, Report, Verdict, WitnessStep
+from racecheck.findings import Finding, ProgramResult, Report, Severity, Verdict, WitnessStep
 from racecheck.report.grouping import FindingGroup, group_findings, group_notes
 from racecheck.report.phrases import describe_diff, describe_rank_counts, describe_ranks
 
@@ -47,12 +47,22 @@ def render_text(report: Report, *, color: bool) -> str:
         f"note: {note.program} at P={describe_rank_counts(note.rank_counts)}: {note.text}"
         for note in group_notes(report)
     ]
+    lines += [
+        f"note: {program} receives P through its parameter {parameter!r}"
+        for program, parameter in _rank_params(report)
+    ]
     for group in group_findings(report):
         lines.append("")
         lines += _finding_block(group, report.file, paint)
     lines.append("")
     lines.append(_summary(report))
     return "\n".join(lines) + "\n"
+
+
+def _rank_params(report: Report) -> list[tuple[str, str]]:
+    """(program, parameter) for each factory program, once."""
+    found = {r.program: r.rank_param for r in report.results if r.rank_param is not None}
+    return list(found.items())
 
 
 def _result_lines(results: Sequence[ProgramResult], paint: _Paint) -> list[str]:
@@ -71,6 +81,9 @@ def _result_line(result: ProgramResult, name_width: int, rank_width: int, paint:
         fields.append(result.message)
     elif result.verdict is Verdict.PROVED:
         fields.append(result.model if result.model is not None else "matches no model")
+        warnings = len(result.warnings)
+        if warnings:
+            fields.append(f"({warnings} warning{'' if warnings == 1 else 's'})")
     return "  ".join(fields).rstrip()
 
 
@@ -79,7 +92,9 @@ def _finding_block(group: FindingGroup, file: str, paint: _Paint) -> list[str]:
     where = str(finding.locations[0]) if finding.locations else file
     title = finding.kind.title + (f" ({finding.detail})" if finding.detail else "")
     ranks = describe_ranks(finding.ranks)
-    header = f"{where}: {paint('error:', _BOLD, _RED)} {paint(title, _BOLD)}"
+    level = f"{finding.severity.value}:"
+    level = paint(level, _BOLD, _RED if finding.severity is Severity.ERROR else _YELLOW)
+    header = f"{where}: {level} [{finding.code.value}] {paint(title, _BOLD)}"
     header += f" {ranks}" if ranks else ""
     header += f" [{group.program} at P={describe_rank_counts(group.rank_counts)}]"
     lines = [header]
