@@ -369,7 +369,7 @@ def rank_parameter_of(names: list[str], rank_param: str | None) -> str | None:
 
 def _factory_arg(parameter: inspect.Parameter, text: str, loaded: LoadedFile) -> Any:
     if _is_bool(parameter):
-        return parse_bool(f"--arg {parameter.name}=", text)
+        return parse_bool(f"--arg {parameter.name}={text}", text)
     return parse_arg(text, loaded)
 
 

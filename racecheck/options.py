@@ -69,14 +69,15 @@ _TRUE = frozenset({"true", "1", "yes", "on", "y", "t"})
 _FALSE = frozenset({"false", "0", "no", "off", "n", "f"})
 
 
-def parse_bool(flag: str, text: str) -> bool:
-    """`true`/`false` in any usual spelling (True, yes, on, 1 / False, no, off, 0)."""
+def parse_bool(what: str, text: str) -> bool:
+    """`true`/`false` in any usual spelling (True, yes, on, 1 / False, no, off, 0);
+    `what` names the value in the error, e.g. `--arg fence=maybe`."""
     word = text.strip().lower()
     if word in _TRUE:
         return True
     if word in _FALSE:
         return False
-    raise UsageError(f"{flag} {text!r}: expected a bool (true/false, yes/no, on/off, 1/0)")
+    raise UsageError(f"{what}: expected a bool (true/false, yes/no, on/off, 1/0)")
 
 
 def engine_choice(name: str) -> EngineChoice:

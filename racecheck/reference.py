@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from racecheck import models
-from racecheck.cosim import Execution, TensorRole
+from racecheck.cosim import Execution, HostTensorRecord, TensorRole
 from racecheck.findings import OutputDiff
 
 
@@ -27,15 +27,20 @@ class HostIO:
 
 
 def host_io(execution: Execution) -> HostIO | None:
-    """The first input-carrying tensor and the first output-carrying one, if any."""
-    source = next(
-        (t for t in execution.tensors if t.role in (TensorRole.INPUT, TensorRole.INOUT)), None
-    )
+    """The collective's data input and its output, if it has both.
+
+    The output is the first output-carrying host tensor (Out or InOut). The data input
+    is the input-carrying tensor (In or InOut) that best fits it: first one with the
+    output's dtype and per-rank row shape, else the first with its dtype, else the first
+    input. So an INT32 length or count passed before the data is not taken for the data.
+    """
+    inputs = [t for t in execution.tensors if t.role in (TensorRole.INPUT, TensorRole.INOUT)]
     sink = next(
         (t for t in execution.tensors if t.role in (TensorRole.OUTPUT, TensorRole.INOUT)), None
     )
-    if source is None or sink is None:
+    if not inputs or sink is None:
         return None
+    source = min(inputs, key=lambda tensor: _misfit(tensor, sink))
     return HostIO(
         name=sink.name,
         dtype=sink.dtype,
@@ -43,6 +48,13 @@ def host_io(execution: Execution) -> HostIO | None:
         outputs=sink.final,
         in_place=source is sink,
     )
+
+
+def _misfit(candidate: HostTensorRecord, output: HostTensorRecord) -> int:
+    """0: same dtype and row shape as the output; 1: same dtype; 2: neither."""
+    if candidate.dtype != output.dtype:
+        return 2
+    return 0 if candidate.initial.shape[1:] == output.final.shape[1:] else 1
 
 
 def identify(io: HostIO, *, repeat: int) -> str | None:

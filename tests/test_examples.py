@@ -8,6 +8,7 @@ on small inline sources first, so a broken block fails loudly rather than silent
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,12 @@ def test_buggy_twins_claim_a_bug_and_correct_ones_do_not(path: Path) -> None:
         assert not claims_bug
     else:
         assert claims_bug == ("_bug_" in path.name)
+
+
+def test_parser_reads_args() -> None:
+    parsed = parse_line("ranks 2 --arg fence=false --arg mode=ring: bug race", {})
+    assert parsed.args == (("fence", "false"), ("mode", "ring"))
+    assert (parsed.verdict, parsed.kind) == ("bug", "race")
 
 
 def test_parser_reads_every_field() -> None:
@@ -129,21 +136,22 @@ def test_search_engines_meet_the_expectation_at_small_rank_counts(
 ) -> None:
     """Every engine that applies gives the example its stated verdict, not only `auto`."""
     ranks = tuple(count for count in expectation.ranks if count in SEARCH_RANKS)
-    _check_example(path, expectation, ranks, engine=engine)
+    _check_example(path, expectation, ranks, engine=engine, within=SEARCH_RANKS)
 
 
 def _check_example(
-    path: Path, expectation: Expectation, ranks: tuple[int, ...], *, engine: str
+    path: Path,
+    expectation: Expectation,
+    ranks: tuple[int, ...],
+    *,
+    engine: str,
+    within: tuple[int, ...] | None = None,
 ) -> None:
-    verify = getattr(racecheck, "verify", None)
-    if verify is None:
+    if getattr(racecheck, "verify", None) is None:
         pytest.fail("racecheck.verify does not exist yet: the corpus cannot be checked")
-    report = verify(
-        str(path),
-        ranks=ranks,
-        repeat=expectation.repeat,
-        expect=expectation.expect,
-        engine=engine,
+    checked = _sibling_ranks(path, expectation, ranks, within)
+    report = _report(
+        path, checked, expectation.args, expectation.repeat, expectation.expect, engine
     )
     assert not report.errors, report.errors
     for count in ranks:
@@ -151,6 +159,36 @@ def _check_example(
         assert results, f"no result at P={count}"
         for result in results:
             _check_result(path, expectation, result)
+
+
+def _sibling_ranks(
+    path: Path, expectation: Expectation, ranks: tuple[int, ...], within: tuple[int, ...] | None
+) -> tuple[int, ...]:
+    """`ranks` and every other P the example states for the same flags (inside `within`
+    if given): the cross-P wrong-result step judges a P against the others, so each
+    line is checked inside the whole range a user would run."""
+    same_flags = [
+        other.ranks
+        for other in expectations_of(path)
+        if (other.args, other.repeat, other.expect)
+        == (expectation.args, expectation.repeat, expectation.expect)
+    ]
+    union = set(ranks).union(*same_flags)
+    return tuple(sorted(union if within is None else union & set(within)))
+
+
+@functools.cache
+def _report(
+    path: Path,
+    ranks: tuple[int, ...],
+    args: tuple[tuple[str, str], ...],
+    repeat: int,
+    expect: str | None,
+    engine: str,
+) -> racecheck.Report:
+    return racecheck.verify(
+        str(path), ranks=ranks, args=dict(args), repeat=repeat, expect=expect, engine=engine
+    )
 
 
 def _check_result(path: Path, expectation: Expectation, result: racecheck.ProgramResult) -> None:

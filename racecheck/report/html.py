@@ -28,7 +28,7 @@ from pathlib import PurePath
 from racecheck.analysis import PENDING_PREFIXES
 from racecheck.events import HOST_OWNER, Event, SignalCell, Trace
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, WitnessStep
-from racecheck.report.phrases import describe_diff, describe_ranks
+from racecheck.report.phrases import describe_diff, describe_ranks, output_label
 from racecheck.report.text import render_text
 
 TraceKey = tuple[str, int]
@@ -130,7 +130,8 @@ def _finding_figure(finding: Finding, ranks: int, trace: Trace | None) -> str:
     else:
         parts.append('<p class="note">no interleaving to draw for this finding</p>')
     if finding.diff is not None:
-        parts.append(f"<p>output under this witness: {escape(describe_diff(finding.diff))}</p>")
+        label = output_label(finding)
+        parts.append(f"<p>{label}: {escape(describe_diff(finding.diff))}</p>")
     parts.append("</figure>")
     return "\n".join(parts)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from racecheck.findings import FindingCode, OutputDiff
+from racecheck.findings import Finding, FindingCode, OutputDiff
 
 _CODE_TITLES = {
     FindingCode.RACE_RAW: "data race: a read can miss the write it was meant to see",
@@ -48,6 +48,11 @@ def describe_ranks(ranks: Sequence[int]) -> str:
         return f"between rank {ranks[0]} and rank {ranks[1]}"
     listed = ", ".join(str(rank) for rank in ranks[:-1])
     return f"among ranks {listed} and {ranks[-1]}"
+
+
+def output_label(finding: Finding) -> str:
+    """How a finding's output diff is introduced: under its witness, if it has one."""
+    return "output under this witness" if finding.witness else "output of the traced run"
 
 
 def describe_diff(diff: OutputDiff) -> str:

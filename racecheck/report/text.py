@@ -14,7 +14,12 @@ from dataclasses import dataclass
 
 from racecheck.findings import Finding, ProgramResult, Report, Severity, Verdict, WitnessStep
 from racecheck.report.grouping import FindingGroup, group_findings, group_notes
-from racecheck.report.phrases import describe_diff, describe_rank_counts, describe_ranks
+from racecheck.report.phrases import (
+    describe_diff,
+    describe_rank_counts,
+    describe_ranks,
+    output_label,
+)
 
 _RESET = "\033[0m"
 _BOLD = "1"
@@ -103,7 +108,7 @@ def _finding_block(group: FindingGroup, file: str, paint: _Paint) -> list[str]:
         lines.append(f"  {finding.message}")
     lines += _witness_lines(finding, paint)
     if finding.diff is not None:
-        lines.append(f"  output under this witness: {describe_diff(finding.diff)}")
+        lines.append(f"  {output_label(finding)}: {describe_diff(finding.diff)}")
     return lines
 
 
