@@ -380,6 +380,12 @@ def _factory_specs(
     parameters = _factory_parameters(factory)
     names = [parameter.name for parameter in parameters]
     rank_parameter = rank_parameter_of(names, rank_param)
+    if rank_param is not None and rank_parameter is None:
+        raise UsageError(
+            f"--rank-param {rank_param}: {name}() has no parameter of that name "
+            f"(parameters: {', '.join(names) or 'none'})",
+            file=loaded.path,
+        )
     if rank_parameter is not None and rank_parameter in args:
         raise UsageError(
             f"--arg {rank_parameter}: {name}() receives the rank count P through "

@@ -15,7 +15,7 @@ from tracebuild import (
 from racecheck.analysis import Hazard, find_hazards, to_finding
 from racecheck.engines.monotone import MonotoneEngine
 from racecheck.events import HOST_OWNER, EventRef, Trace
-from racecheck.findings import FindingKind
+from racecheck.findings import FindingKind, Severity
 
 
 def hazards_of(trace: Trace) -> list[Hazard]:
@@ -116,6 +116,41 @@ def test_partly_covered_read_is_stale_only_where_uncovered() -> None:
     builder.load(0, buf, 0, 0, 128, line=2)
     (hazard,) = hazards_of(builder.build())
     assert hazard.regions[0].ranges == ((96, 128),)
+
+
+def test_stale_bytes_are_found_in_a_window_that_also_holds_signal_cells() -> None:
+    """Issue 10.8: data and cells in one window; the cells are not stale, the data is."""
+    builder = TraceBuilder(2)
+    both = builder.window("both", 128)  # bytes 0..4: rank 1's cell; 4..128: data
+    builder.store(0, both, 1, 4, 64, line=1)
+    builder.notify(0, both, 1, 0, line=2)
+    builder.wait(1, both, 0, line=3)
+    builder.load(1, both, 1, 0, 128, line=4)  # the cell, written data, never-written data
+    (hazard,) = hazards_of(builder.build())
+    assert hazard.kind is FindingKind.STALE_READ
+    assert hazard.regions[0].ranges == ((64, 128),)
+
+
+def test_a_stale_read_is_a_warning() -> None:
+    builder = TraceBuilder(1)
+    buf = builder.window("buf", 64)
+    builder.load(0, buf, 0, 0, 64, line=1)
+    trace = builder.build()
+    oracle = MonotoneEngine().order(trace, deadline=time.monotonic() + 30)
+    (hazard,) = find_hazards(trace, oracle)
+    finding, _ = to_finding(trace, oracle, hazard)
+    assert (finding.code.value, finding.severity) == ("stale-read", Severity.WARNING)
+
+
+def test_a_read_behind_a_wait_that_never_passes_belongs_to_the_deadlock() -> None:
+    builder = TraceBuilder(2)
+    buf = builder.window("buf", 64)
+    sig = builder.window("sig", 8)
+    builder.notify(0, sig, 1, 0, line=1)
+    builder.wait(1, sig, 0, line=2, expected=2)  # never reaches 2
+    builder.load(1, buf, 0, 0, 64, line=3)  # never runs
+    (hazard,) = hazards_of(builder.build())
+    assert hazard.kind is FindingKind.DEADLOCK
 
 
 def test_two_ranks_writing_one_host_row_race() -> None:

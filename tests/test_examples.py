@@ -194,6 +194,9 @@ def _report(
 def _check_result(path: Path, expectation: Expectation, result: racecheck.ProgramResult) -> None:
     where = f"{result.program} at P={result.ranks}"
     why = result.message or [finding.message for finding in result.findings]
+    # Issue 10.9: a race or deadlock whose witness does not replay is an inconsistency.
+    for text in (result.message, *result.notes):
+        assert "internal inconsistency" not in text, f"{where}: {text}"
     assert result.verdict.value == expectation.verdict, f"{where}: {result.verdict.value} ({why})"
     if expectation.verdict == "proved" and expectation.model is not None:
         assert result.model == expectation.model, where
