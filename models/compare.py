@@ -10,7 +10,7 @@ blocks of such a row are not part of the result.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,7 +26,8 @@ _EXACT = {"INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT6
 _ALIASES = {"FLOAT64": "FP64", "FLOAT32": "FP32", "FLOAT16": "FP16", "BFLOAT16": "BF16"}
 
 
-class Difference(NamedTuple):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Difference:
     rank: int
     index: tuple[int, ...]  # in the output row's own shape
     got: tuple[float, ...]  # up to four output elements from there

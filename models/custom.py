@@ -43,9 +43,7 @@ def _guarded(spec: str, function: UserGolden) -> UserGolden:
             with installed():
                 return np.asarray(function(inputs))
         except Exception as error:  # the user's golden: any failure is theirs to fix
-            raise UsageError(
-                f"golden {spec!r} raised {type(error).__name__}: {error}"
-            ) from error
+            raise UsageError(f"golden {spec!r} raised {type(error).__name__}: {error}") from error
 
     return golden
 

@@ -28,7 +28,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from racecheck.describe import describe_cell, describe_event
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.syncview import signal_cells
 from racecheck.events import (
@@ -39,28 +38,34 @@ from racecheck.events import (
     MemoryKind,
     Region,
     Schedule,
+    SignalCell,
     SourceLocation,
     Trace,
     intersect_ranges,
     subtract_ranges,
     union_ranges,
 )
-from racecheck.findings import Finding, FindingKind, RaceDetail, Severity, WitnessStep
+from racecheck.findings import (
+    BlockedWait,
+    Finding,
+    FindingKind,
+    Place,
+    RaceDetail,
+    Severity,
+    StepKind,
+    StepStatus,
+    WitnessStep,
+)
 
-AFTERWARDS = "afterwards: "
-BLOCKED = "blocked forever: "
-PENDING_PREFIXES = (AFTERWARDS, BLOCKED)
-"""Prefixes of witness steps for highlighted events the witness schedule does not run."""
 _CELL_BYTES = 4  # a signal cell is one INT32
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Hazard:
-    """A finding before rendering: which events, and which order shows it."""
+    """A finding before its witness: which events, and which order shows it."""
 
     kind: FindingKind
     detail: str
-    message: str
     events: tuple[EventRef, ...]  # primary first
     ranks: tuple[int, ...]
     locations: tuple[SourceLocation, ...]
@@ -68,7 +73,12 @@ class Hazard:
     bad_first: EventRef | None = None  # the witness runs `bad_first` while `bad_second` waits
     bad_second: EventRef | None = None
     schedule: Schedule = ()  # a ready witness (deadlocks)
-    pending: str = AFTERWARDS  # how the witness shows highlighted events it does not run
+    pending: StepStatus = StepStatus.AFTERWARDS  # highlighted events the witness does not run
+    place: Place | None = None
+    steers: bool = False
+    holds: tuple[tuple[EventRef, int | None], ...] = ()  # deadlock: each blocked wait's cell
+    later_writer: int | None = None
+    reason: str = ""
 
 
 def find_hazards(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
@@ -96,7 +106,7 @@ def out_of_bounds(trace: Trace) -> list[Hazard]:
             Hazard(
                 kind=FindingKind.OUT_OF_BOUNDS,
                 detail="",
-                message=f"rank {record.rank}: {record.message}",
+                reason=record.message,
                 events=(),
                 ranks=(record.rank,),
                 locations=(record.location,),
@@ -112,23 +122,21 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
         return None
     waits = [trace.event(ref) for ref in stuck.blocked]
     values = {(cell.memory, cell.owner, cell.offset): value for cell, value in stuck.cell_values}
-    parts = []
+    holds = []
     for event in waits:
         assert event.wait is not None
         cell = event.wait.cell
-        value = values.get((cell.memory, cell.owner, cell.offset))
-        seen = f" (it holds {value})" if value is not None else ""
-        parts.append(f"rank {event.rank} waits forever on {describe_event(event, trace)}{seen}")
+        holds.append((event.ref, values.get((cell.memory, cell.owner, cell.offset))))
     locations = tuple(dict.fromkeys(event.location for event in waits))
     return Hazard(
         kind=FindingKind.DEADLOCK,
         detail="",
-        message="; ".join(parts),
         events=stuck.blocked,
         ranks=tuple(dict.fromkeys(ref.rank for ref in stuck.blocked)),
         locations=locations,
         schedule=stuck.schedule,
-        pending=BLOCKED,
+        pending=StepStatus.BLOCKED,
+        holds=tuple(holds),
     )
 
 
@@ -270,29 +278,14 @@ def _race(
         detail = RaceDetail.WRITE_AFTER_READ if shadowed else RaceDetail.READ_AFTER_WRITE
     shared = Region(memory=first.access.memory, owner=first.access.owner, ranges=overlap)
     if detail is RaceDetail.READ_AFTER_WRITE:
-        message = (
-            f"rank {first.rank} can read {_what(shared, trace)} before rank {second.rank}"
-            " writes it, and see stale data (zeros on a first call): nothing orders the two"
-        )
         bad_first, bad_second = first, second
-    elif detail is RaceDetail.WRITE_AFTER_READ:
-        message = (
-            f"rank {second.rank} can overwrite {_what(shared, trace)} before rank {first.rank}"
-            " has read it: nothing orders the two"
-        )
-        bad_first, bad_second = second, first
     else:
-        message = (
-            f"ranks {first.rank} and {second.rank} both write {_what(shared, trace)}"
-            " in either order"
-        )
         bad_first, bad_second = second, first
-    if first.ref in trace.control_reads or second.ref in trace.control_reads:
-        message += "; control flow depends on this value, so other executions may differ further"
     return Hazard(
         kind=FindingKind.RACE,
         detail=detail.value,
-        message=message,
+        place=place_of(shared, trace),
+        steers=first.ref in trace.control_reads or second.ref in trace.control_reads,
         events=(first.ref, second.ref),
         ranks=(first.rank, second.rank),
         locations=(first.location, second.location),
@@ -302,17 +295,25 @@ def _race(
     )
 
 
-def _what(region: Region, trace: Trace) -> str:
-    memory = trace.memory(region.memory)
+def place_of(region: Region, trace: Trace) -> Place:
+    """The region in the user's names: the first signal cell it touches, else its bytes."""
     cells = [cell for cell in signal_cells(trace).values() if _cell_in(cell, region)]
     if cells:
-        return "signal cell " + describe_cell(cells[0], trace)
-    owner = "" if memory.kind is MemoryKind.HOST else f"[{region.owner}]"
-    spans = ", ".join(f"{start}..{end}" for start, end in region.ranges[:2])
-    return f"{memory.name}{owner} bytes {spans}"
+        return _cell_place(cells[0], trace)
+    name = trace.memory(region.memory).name
+    return Place(memory=name, owner=region.owner, ranges=region.ranges)
 
 
-def _cell_in(cell, region: Region) -> bool:
+def _cell_place(cell: SignalCell, trace: Trace) -> Place:
+    return Place(
+        memory=trace.memory(cell.memory).name,
+        owner=cell.owner,
+        ranges=((cell.offset, cell.offset + _CELL_BYTES),),
+        cell=cell.index,
+    )
+
+
+def _cell_in(cell: SignalCell, region: Region) -> bool:
     return (
         cell.memory == region.memory
         and cell.owner == region.owner
@@ -373,18 +374,14 @@ def _stale(
         return None
     stale = Region(memory=read.access.memory, owner=read.access.owner, ranges=missing)
     later = [w for w in writers if w.access and intersect_ranges(w.access.ranges, missing)]
-    message = (
-        f"rank {read.rank} reads {_what(stale, trace)}, which no write can reach before the read:"
-        " it always sees the zero-initialised window"
-    )
     locations: tuple[SourceLocation, ...] = (read.location,)
     if later:
-        message += f" (rank {later[0].rank} writes it only afterwards)"
         locations += (later[0].location,)
     return Hazard(
         kind=FindingKind.STALE_READ,
         detail="",
-        message=message,
+        place=place_of(stale, trace),
+        later_writer=later[0].rank if later else None,
         events=(read.ref,),
         ranks=(read.rank,),
         locations=locations,
@@ -399,29 +396,57 @@ def _may_precede(oracle: OrderOracle, writer: Event, read: Event) -> bool:
 
 
 def witness_steps(
-    trace: Trace, schedule: Schedule, highlight: tuple[EventRef, ...], pending: str
+    trace: Trace, schedule: Schedule, highlight: tuple[EventRef, ...], pending: StepStatus
 ) -> tuple[WitnessStep, ...]:
     """The events of a witness that explain it: sync events and the highlighted ones;
-    highlighted events the schedule does not run come last, behind `pending`."""
+    highlighted events the schedule does not run come last, with status `pending`."""
     steps = []
     for ref in schedule:
         event = trace.event(ref)
         marked = ref in highlight
         if event.is_sync or marked:
-            steps.append(_step(trace, event, marked, ""))
+            steps.append(step_of(trace, event, highlight=marked))
     for ref in highlight:
         if ref not in schedule:
-            steps.append(_step(trace, trace.event(ref), True, pending))
+            steps.append(step_of(trace, trace.event(ref), highlight=True, status=pending))
     return tuple(steps)
 
 
-def _step(trace: Trace, event: Event, highlight: bool, prefix: str) -> WitnessStep:
-    call = f"call {event.repeat + 1}: " if trace.repeat > 1 else ""
+_STEP_KINDS = {
+    EventKind.LOAD: StepKind.READ,
+    EventKind.STORE: StepKind.WRITE,
+    EventKind.ATOMIC_ADD: StepKind.ATOMIC_ADD,
+    EventKind.NOTIFY: StepKind.NOTIFY,
+    EventKind.WAIT: StepKind.WAIT,
+}
+
+
+def step_of(
+    trace: Trace, event: Event, *, highlight: bool = False, status: StepStatus = StepStatus.RAN
+) -> WitnessStep:
+    """One event as a witness step, in the user's names."""
+    kind = _STEP_KINDS[event.kind]
+    sync = event.notify or event.wait
+    if sync is not None:
+        place: Place | None = _cell_place(sync.cell, trace)
+    elif event.access is not None:
+        name = trace.memory(event.access.memory).name
+        place = Place(memory=name, owner=event.access.owner, ranges=event.access.ranges)
+    else:
+        place = None
+    call = event.label.rsplit(".", 1)[-1] if event.label and sync is None else ""
     return WitnessStep(
         rank=event.rank,
         index=event.index,
-        action=prefix + call + describe_event(event, trace),
+        kind=kind,
         location=event.location,
+        call="" if call == kind.value else call,
+        place=place,
+        op=event.notify.op if event.notify is not None else None,
+        cmp=event.wait.cmp if event.wait is not None else None,
+        value=event.notify.value if event.notify else (event.wait.expected if event.wait else None),
+        repeat=event.repeat + 1 if trace.repeat > 1 else None,
+        status=status,
         highlight=highlight,
     )
 
@@ -434,10 +459,17 @@ def to_finding(trace: Trace, oracle: OrderOracle, hazard: Hazard) -> tuple[Findi
     finding = Finding(
         kind=hazard.kind,
         detail=hazard.detail,
-        message=hazard.message,
         locations=hazard.locations,
         ranks=hazard.ranks,
         regions=hazard.regions,
+        place=hazard.place,
+        steers=hazard.steers,
+        blocked=tuple(
+            BlockedWait(rank=ref.rank, step=step_of(trace, trace.event(ref)), holds=value)
+            for ref, value in hazard.holds
+        ),
+        later_writer=hazard.later_writer,
+        reason=hazard.reason,
         witness=witness_steps(trace, schedule, hazard.events, hazard.pending) if schedule else (),
         severity=Severity.WARNING if hazard.kind is FindingKind.STALE_READ else Severity.ERROR,
     )

@@ -290,8 +290,8 @@ def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
                 err.write("\r\033[K")  # erase the progress line, also before an error line
         if report.results or command.output_format is not OutputFormat.TEXT:
             _write(out, render(report, command.output_format, color=command.color))
-        for error in report.errors:  # load errors, programs the DSL could not follow
-            err.write(error + "\n")
+        for line in report.errors:  # load errors, programs the DSL could not follow
+            err.write(line + "\n")
         if command.html is not None:
             from racecheck.report.html import render_html
 

@@ -1,6 +1,8 @@
 """Findings, verdicts and the report: racecheck's answer as data.
 
-Renderers (text, JSON, SARIF, HTML) all read a `Report`; nothing here prints.
+Renderers (text, JSON, SARIF, HTML) all read a `Report`; nothing here prints, and
+nothing here is worded: findings and witness steps are typed facts, and every sentence
+a user reads is written by `racecheck.report.phrases`.
 Every finding has a stable kebab-case code (`FindingCode`): the `[race-raw]` of the
 text report, the SARIF rule id and the JSON `code`; its kind (`FindingKind`) is the
 JSON `kind` of SPEC §4. Codes never change meaning. The exit status is derived from
@@ -12,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from racecheck.events import Region, SourceLocation
+from racecheck.events import NotifyOp, Region, SourceLocation, WaitCmp
 
 
 class Verdict(Enum):
@@ -110,24 +112,75 @@ class OutputDiff:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Place:
+    """Bytes of a buffer, or one signal cell, in the user's names."""
+
+    memory: str  # the buffer's name, e.g. "data_buf"
+    owner: int  # the rank owning the instance; HOST_OWNER for host tensors
+    ranges: tuple[tuple[int, int], ...]  # bytes [start, end); a cell's four bytes
+    cell: tuple[int, ...] | None = None  # a signal cell's element index in the program's view
+
+
+class StepKind(Enum):
+    READ = "read"
+    WRITE = "write"
+    ATOMIC_ADD = "atomic add"
+    NOTIFY = "notify"
+    WAIT = "wait"
+
+
+class StepStatus(Enum):
+    """Whether the witness schedule runs the step: highlighted steps it does not run
+    come last, as what happens afterwards (a race) or what waits forever (a deadlock)."""
+
+    RAN = "ran"
+    AFTERWARDS = "afterwards"
+    BLOCKED = "blocked"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WitnessStep:
-    """One step of a witness interleaving, ready to show: which rank did what, where."""
+    """One step of a witness interleaving: which rank did what, where."""
 
     rank: int
     index: int  # the event's position in its rank's sequence
-    action: str  # e.g. "remote_load data[1] bytes 0..256" or "wait signal[2][1,0] >= 1 (value 1)"
+    kind: StepKind
     location: SourceLocation
-    highlight: bool = False  # one of the two events the finding is about
+    call: str = ""  # the DSL call, e.g. "remote_load"; "" when it is the kind's own verb
+    place: Place | None = None  # the bytes or the signal cell touched
+    op: NotifyOp | None = None  # notify: Set or AtomicAdd
+    cmp: WaitCmp | None = None  # wait: Eq or Ge
+    value: int | None = None  # notify: the value; wait: the threshold
+    repeat: int | None = None  # 1-based `--repeat` call, when there are several
+    status: StepStatus = StepStatus.RAN
+    highlight: bool = False  # one of the events the finding is about
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockedWait:
+    """A wait of a deadlock: it never passes; `holds` is its cell's final value."""
+
+    rank: int
+    step: WitnessStep
+    holds: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
+    """What was found, as facts. `ranks` is ordered like `locations` where the kind has
+    one rank per location (a race: the reader, or the first writer, first)."""
+
     kind: FindingKind
     detail: str  # e.g. "read-after-write"; "" where the kind needs none
-    message: str
     locations: tuple[SourceLocation, ...]  # primary first: the read / the blocked wait
     ranks: tuple[int, ...]
     regions: tuple[Region, ...] = ()
+    place: Place | None = None  # race, stale read: the bytes or cell in question
+    steers: bool = False  # race: the value read steers control flow
+    blocked: tuple[BlockedWait, ...] = ()  # deadlock: the waits that never pass
+    later_writer: int | None = None  # stale read: a rank that writes the bytes only later
+    reason: str = ""  # out of bounds: what the access exceeded
+    cause: SourceLocation | None = None  # wrong result: the stale read that explains it
     witness: tuple[WitnessStep, ...] = ()  # the events that matter, in execution order
     confirmed: bool = False  # the co-simulation replayed the witness to the bad state
     diff: OutputDiff | None = None

@@ -27,7 +27,14 @@ from dataclasses import dataclass
 
 from racecheck import reference
 from racecheck.analysis import Hazard, to_finding
-from racecheck.cosim import DefaultPolicy, Execution, HoldPolicy, ReplayPolicy, ScheduleDivergence
+from racecheck.cosim import (
+    DefaultPolicy,
+    Execution,
+    HoldPolicy,
+    ReplayPolicy,
+    ScheduleDivergence,
+    SchedulePolicy,
+)
 from racecheck.cosim import simulate as _simulate
 from racecheck.engines.base import OrderOracle
 from racecheck.errors import UsageError
@@ -145,7 +152,7 @@ def _replay(
     instance: ProgramInstance, hazard: Hazard, schedule: Schedule, options: Options
 ) -> Execution | None:
     """Run the witness, then keep the event it must precede back as long as possible."""
-    then = DefaultPolicy()
+    then: SchedulePolicy = DefaultPolicy()
     if hazard.bad_second is not None:
         then = HoldPolicy(hazard.bad_second, then)
     try:
@@ -201,16 +208,14 @@ def _difference(model: str, io: HostIO, options: Options) -> OutputDiff | None:
 def with_wrong_result(outcome: Outcome, diff: OutputDiff) -> Outcome:
     """The outcome with a wrong result; its stale reads become errors, named as the cause."""
     stale = [f for f in outcome.findings if f.kind is FindingKind.STALE_READ]
-    message = f"the outputs do not match {diff.model}"
-    if stale:
-        message += f"; likely cause: the stale read at {stale[0].locations[0]}"
+    cause = stale[0].locations[0] if stale else None
     wrong = Finding(
         kind=FindingKind.WRONG_RESULT,
         detail="",
-        message=message,
-        locations=stale[0].locations[:1] if stale else (),
+        locations=(cause,) if cause is not None else (),
         ranks=(diff.rank,),
         diff=diff,
+        cause=cause,
     )
     raised = tuple(dataclasses.replace(f, severity=Severity.ERROR) for f in outcome.findings)
     return dataclasses.replace(outcome, findings=(*raised, wrong), model=None)

@@ -76,12 +76,11 @@ def difference(model_name: str, io: HostIO, *, repeat: int) -> OutputDiff | None
     where = models.first_difference(golden, io.outputs, io.dtype)
     if where is None:
         return None
-    rank, index, got, expected = where
     return OutputDiff(
         tensor=io.name,
-        rank=rank,
-        index=tuple(index),
-        got=tuple(float(v) for v in got),
-        golden=tuple(float(v) for v in expected),
+        rank=where.rank,
+        index=where.index,
+        got=tuple(float(v) for v in where.got),
+        golden=tuple(float(v) for v in where.golden),
         model=model_name,
     )

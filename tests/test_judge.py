@@ -11,11 +11,11 @@ from racecheck.findings import Finding, FindingKind, OutputDiff, Severity, Verdi
 from racecheck.judge import Outcome, across_ranks, decide, with_wrong_result
 from racecheck.options import Options
 from racecheck.reference import HostIO
+from racecheck.report.phrases import describe_finding
 
 STALE = Finding(
     kind=FindingKind.STALE_READ,
     detail="",
-    message="rank 0 reads result[0] bytes 96..192, which no write can reach",
     locations=(LOAD,),
     ranks=(0,),
     severity=Severity.WARNING,
@@ -71,7 +71,11 @@ def test_a_wrong_result_makes_the_stale_read_an_error_named_as_its_cause() -> No
     stale, wrong_result = result.findings
     assert stale.severity is Severity.ERROR and stale.kind is FindingKind.STALE_READ
     assert wrong_result.kind is FindingKind.WRONG_RESULT
-    assert f"likely cause: the stale read at {LOAD}" in wrong_result.message
+    assert wrong_result.cause == LOAD
+    assert (
+        describe_finding(wrong_result)
+        == f"the outputs do not match m; likely cause: the stale read at {LOAD}"
+    )
 
 
 def _diff() -> OutputDiff:

@@ -13,7 +13,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "racecheck"
 
 STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.events", "racecheck.errors", "racecheck.findings", "racecheck.options"),
-    ("racecheck.describe",),
     ("racecheck.dsl",),
     ("racecheck.load",),
     ("racecheck.cosim",),
@@ -70,3 +69,22 @@ def test_module_imports_point_downstream_only(path: Path) -> None:
             f"{importer} (stage {stage_of(importer)}) imports {imported}"
             f" (stage {stage_of(imported)}), a later stage"
         )
+
+
+REPORT_READS_ONLY = (
+    "racecheck.events",
+    "racecheck.findings",
+    "racecheck.report",
+    "racecheck.errors",
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in MODULES if module_name(path).startswith("racecheck.report")],
+    ids=lambda path: module_name(path),
+)
+def test_report_layer_reads_findings_not_analysis_internals(path: Path) -> None:
+    """Findings are data: the renderers word them without reaching into the analysis."""
+    for imported in imported_modules(path):
+        assert imported.startswith(REPORT_READS_ONLY), f"{module_name(path)} imports {imported}"

@@ -16,11 +16,13 @@ from racecheck.events import Region, SourceLocation
 from racecheck.findings import (
     Finding,
     OutputDiff,
+    Place,
     ProgramResult,
     Report,
     Severity,
     WitnessStep,
 )
+from racecheck.report.phrases import describe_finding, describe_step
 
 SCHEMA_VERSION = 1
 
@@ -65,7 +67,7 @@ def _finding(finding: Finding) -> JsonObject:
         "severity": finding.severity.value,
         "warning": finding.severity is Severity.WARNING,
         "detail": finding.detail,
-        "message": finding.message,
+        "message": describe_finding(finding),
         "locations": [_location(location) for location in finding.locations],
         "ranks": list(finding.ranks),
         "regions": [region_to_json(region) for region in finding.regions],
@@ -92,9 +94,27 @@ def _witness_step(step: WitnessStep) -> JsonObject:
     return {
         "rank": step.rank,
         "index": step.index,
-        "action": step.action,
+        "action": describe_step(step),
+        "event": step.kind.value,
+        "call": step.call or None,
+        "place": _place(step.place) if step.place is not None else None,
+        "op": step.op.value if step.op is not None else None,
+        "cmp": step.cmp.value if step.cmp is not None else None,
+        "value": step.value,
+        "repeat": step.repeat,
+        "status": step.status.value,
         "location": _location(step.location),
         "highlight": step.highlight,
+    }
+
+
+def _place(place: Place) -> JsonObject:
+    """A buffer by name and owner rank (-1: host), its bytes, and a cell's index."""
+    return {
+        "memory": place.memory,
+        "owner": place.owner,
+        "ranges": [list(span) for span in place.ranges],
+        "cell": list(place.cell) if place.cell is not None else None,
     }
 
 

@@ -24,8 +24,10 @@ from racecheck.report.json import region_to_json
 from racecheck.report.phrases import (
     describe_code,
     describe_diff,
+    describe_finding,
     describe_rank_counts,
     describe_ranks,
+    describe_step,
 )
 
 SARIF_VERSION = "2.1.0"
@@ -130,8 +132,9 @@ def _message(group: FindingGroup) -> str:
         parts.append(describe_ranks(finding.ranks))
     parts.append(f"in {group.program} at P={describe_rank_counts(group.rank_counts)}")
     text = " ".join(parts)
-    if finding.message:
-        text += f": {finding.message}"
+    message = describe_finding(finding)
+    if message:
+        text += f": {message}"
     if finding.diff is not None:
         text += f". Output under the witness: {describe_diff(finding.diff)}"
     return text
@@ -178,7 +181,7 @@ def _code_flow(witness: tuple[WitnessStep, ...]) -> JsonObject:
 
 def _flow_location(order: int, step: WitnessStep) -> JsonObject:
     location = _location(step.location)
-    location["message"] = {"text": f"rank {step.rank}: {step.action}"}
+    location["message"] = {"text": f"rank {step.rank}: {describe_step(step)}"}
     return {
         "location": location,
         "executionOrder": order,

@@ -16,8 +16,10 @@ from racecheck.findings import Finding, ProgramResult, Report, Severity, Verdict
 from racecheck.report.grouping import FindingGroup, group_findings, group_notes
 from racecheck.report.phrases import (
     describe_diff,
+    describe_finding,
     describe_rank_counts,
     describe_ranks,
+    describe_step,
     output_label,
 )
 
@@ -104,8 +106,9 @@ def _finding_block(group: FindingGroup, file: str, paint: _Paint) -> list[str]:
     header += f" [{group.program} at P={describe_rank_counts(group.rank_counts)}]"
     lines = [header]
     lines += _quoted_sources(finding)
-    if finding.message:
-        lines.append(f"  {finding.message}")
+    message = describe_finding(finding)
+    if message:
+        lines.append(f"  {message}")
     lines += _witness_lines(finding, paint)
     if finding.diff is not None:
         lines.append(f"  {output_label(finding)}: {describe_diff(finding.diff)}")
@@ -136,7 +139,7 @@ def _witness_lines(finding: Finding, paint: _Paint) -> list[str]:
 
 def _witness_step(number: int, width: int, lane: int, step: WitnessStep, paint: _Paint) -> str:
     marker = ">" if step.highlight else " "
-    body = f"{'  ' * lane}rank {step.rank}: {step.action}  ({step.location})"
+    body = f"{'  ' * lane}rank {step.rank}: {describe_step(step)}  ({step.location})"
     if step.highlight:
         body = paint(body, _BOLD)
     return f"  {marker} {number:>{width}}. {body}"
