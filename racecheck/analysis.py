@@ -2,8 +2,8 @@
 
 * Race: two accesses of overlapping bytes from different ranks, at least one writing,
   not both atomic, that can happen in either order (`can_precede` both ways).
-  Both orders are possible, so the detail names the likelier intent: when another
-  write of those bytes (same `--repeat` call) always precedes the read and was
+  Both orders are possible, so the detail names the likelier intent: when other
+  writes of all those bytes (same `--repeat` call) always precede the read and were
   published to it — its rank reaches the synchronisation the read depends on without
   waiting again — the read was meant for that value and the race is write-after-read
   (a later round clobbers it); otherwise read-after-write (the read may see the bytes
@@ -266,15 +266,20 @@ def _race(
         detail = RaceDetail.WRITE_AFTER_WRITE
     else:
         instance = (first.access.memory, first.access.owner)
-        shadowed = any(
-            other is not second
+        published = [
+            span
+            for other in writes_by_instance[instance]
+            if other is not second
+            and other.access is not None
             and other.repeat == first.repeat
             and intersect_ranges(other.access.ranges, overlap)
             and _always_before(oracle, other, first)
             and _published_to(trace, oracle, other, first)
-            for other in writes_by_instance[instance]
-            if other.access is not None
-        )
+            for span in intersect_ranges(other.access.ranges, overlap)
+        ]
+        # Write-after-read only when published writes cover every racing byte: a byte
+        # only `second` provides is one the read was meant to see (read-after-write).
+        shadowed = not subtract_ranges(overlap, union_ranges(published))
         detail = RaceDetail.WRITE_AFTER_READ if shadowed else RaceDetail.READ_AFTER_WRITE
     shared = Region(memory=first.access.memory, owner=first.access.owner, ranges=overlap)
     if detail is RaceDetail.READ_AFTER_WRITE:

@@ -11,6 +11,7 @@ from racecheck.findings import (
     Place,
     ProgramResult,
     Report,
+    Severity,
     StepKind,
     StepStatus,
     Verdict,
@@ -79,6 +80,18 @@ def race(ranks: tuple[int, int] = (0, 1), *, confirmed: bool = True) -> Finding:
         diff=OutputDiff(
             tensor="y", rank=2, index=(0, 0), got=(1.0, 0.0, 0.0, 0.0), golden=(6.0,) * 4
         ),
+    )
+
+
+def stale_warning() -> Finding:
+    """Rank 0 reads bytes of `data[0]` nothing writes: a warning while the outputs are right."""
+    return Finding(
+        kind=FindingKind.STALE_READ,
+        detail="",
+        locations=(LOAD,),
+        ranks=(0,),
+        place=Place(memory="data", owner=0, ranges=((256, 512),)),
+        severity=Severity.WARNING,
     )
 
 

@@ -79,6 +79,26 @@ def test_unacknowledged_second_round_is_write_after_read() -> None:
     assert hazard.bad_first == EventRef(rank=0, index=2)
 
 
+def test_a_write_of_bytes_nothing_else_provides_is_read_after_write() -> None:
+    """Issue 10.9: rank 0 publishes an 8-byte header to ranks 1 and 2; rank 2 then writes
+    bytes 4..64, unordered with rank 1's read. Rank 1 can miss bytes only rank 2
+    provides (read-after-write); calling it write-after-read would show the benign
+    order (rank 2 first) as the witness."""
+    builder = TraceBuilder(3)
+    buf = builder.window("buf", 64)
+    sig = builder.window("sig", 16)
+    builder.store(0, buf, 1, 0, 8, line=1)
+    builder.notify(0, sig, 1, 0, line=2)
+    builder.notify(0, sig, 2, 0, line=3)
+    builder.wait(1, sig, 0, line=11)
+    builder.load(1, buf, 1, 0, 64, line=12)
+    builder.wait(2, sig, 0, line=21)
+    builder.store(2, buf, 1, 4, 64, line=22)
+    (hazard,) = hazards_of(builder.build())
+    assert (hazard.kind, hazard.detail) == (FindingKind.RACE, "read-after-write")
+    assert hazard.bad_first == EventRef(rank=1, index=1)  # the read runs first
+
+
 def test_acknowledged_rounds_are_safe() -> None:
     assert hazards_of(_overwrite_protocol(ack=True)) == []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from report_samples import FILE, mixed_report, proved_report, race, result
+from report_samples import FILE, mixed_report, proved_report, race, result, stale_warning
 
 from racecheck.findings import Report, Verdict
 from racecheck.report import render_text
@@ -99,3 +99,14 @@ def test_rank_count_and_rank_phrases() -> None:
     assert describe_ranks((1,)) == "on rank 1"
     assert describe_ranks((0, 3)) == "between rank 0 and rank 3"
     assert describe_ranks((0, 1, 3)) == "among ranks 0, 1 and 3"
+
+
+def test_a_stale_read_warning_prints_with_its_line_and_the_result_stays_proved() -> None:
+    report = Report(
+        file=FILE,
+        results=(result(2, Verdict.PROVED, model="allreduce-sum", findings=(stale_warning(),)),),
+    )
+    text = render_text(report, color=False)
+    assert "P=2  proved  26 events  0.03s  allreduce-sum  (1 warning)" in text
+    assert f"{FILE}:42: warning: [stale-read] stale read on rank 0" in text
+    assert text.rstrip().endswith("1 proved, 0 bugs, 0 skipped, 0 unknown")
