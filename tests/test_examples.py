@@ -15,6 +15,7 @@ import pytest
 from expectations import Expectation, ExpectationError, expectations_of, markers_of, parse_line
 
 import racecheck
+from racecheck.report.phrases import describe_finding
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FILES = sorted(EXAMPLES.glob("[0-9]*.py"))
@@ -193,7 +194,7 @@ def _report(
 
 def _check_result(path: Path, expectation: Expectation, result: racecheck.ProgramResult) -> None:
     where = f"{result.program} at P={result.ranks}"
-    why = result.message or [finding.message for finding in result.findings]
+    why = result.message or [describe_finding(finding) for finding in result.findings]
     # Issue 10.9: a race or deadlock whose witness does not replay is an inconsistency.
     for text in (result.message, *result.notes):
         assert "internal inconsistency" not in text, f"{where}: {text}"
