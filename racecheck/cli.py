@@ -320,6 +320,7 @@ def run_export(command: ExportCommand, out: TextIO) -> int:
             command.output_format,
             programs=selection.programs,
             args=dict(selection.args),
+            rank_param=selection.rank_param,
             repeat=selection.repeat,
         ),
     )

@@ -79,6 +79,9 @@ def test_rank_param_names_the_factory_parameter_that_gets_p(tmp_path: Path) -> N
     assert "note: build receives P through its parameter 'gpus'" in out
     report = racecheck.verify(path, ranks=[3], rank_param="gpus")
     assert [r.rank_param for r in report.results] == ["gpus"]
+    for command in ("trace", "export"):
+        code, out, _ = run(command, path, "--ranks", "3", "--rank-param", "gpus")
+        assert code == 0 and "P=3" in out
     code, _, err = run("verify", path, "--ranks", "2", "--rank-param", "cpus")
     assert code == 2 and "--rank-param cpus: build() has no parameter" in err
     code, _, err = run("verify", LENGTH_FIRST, "--ranks", "2", "--rank-param", "nr")
