@@ -456,12 +456,18 @@ def _fixed_spec(loaded: LoadedFile, name: str, value: Any, args: Mapping[str, st
 
 
 def _entry_names(loaded: LoadedFile, name: str, value: Any) -> tuple[str, ...]:
-    """The entry's scalar parameters and the pl.dynamic symbols of its tensor dims."""
+    """What `--arg` may set on a fixed program: the entry's scalar parameters and the
+    pl.dynamic symbols of its tensor dims, except a leading one (that is the rank count)."""
     entry = _entry_of(value, name, loaded)
     parameters = entry_parameters(entry)
     annotations = [_annotation(parameter, entry.function) for parameter in parameters]
-    symbols, _ = _dynamic_symbols(annotations)
-    return (*(parameter.name for parameter in parameters), *sorted(symbols))
+    symbols, leading = _dynamic_symbols(annotations)
+    scalars = [
+        parameter.name
+        for parameter, annotation in zip(parameters, annotations, strict=True)
+        if not isinstance(annotation, TensorType)
+    ]
+    return (*scalars, *sorted(symbols - leading))
 
 
 def _fixed_builder(
