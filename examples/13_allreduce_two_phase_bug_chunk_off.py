@@ -4,11 +4,15 @@ The twin of 11_allreduce_two_phase.py whose all-gather asks rank c for chunk c +
 (mod nr) instead of chunk c. Rank c only ever publishes chunk c of its ``result``
 window, so the bytes read were never written by anyone: a stale read of the window's
 zero-initialised memory, at every rank count above one (at one rank, chunk 1 mod 1
-is chunk 0 and the program is correct).
+is chunk 0 and the program is correct). A stale read alone is a warning; here it is
+a bug because the outputs are wrong: they match all-reduce at P=1 and no model at the
+other P (or fail ``--expect allreduce-sum``), and the stale read is named as the cause.
 
 racecheck expects:
     ranks 1: proved
     ranks 2,3,4,6,8: bug stale-read at @gather
+    ranks 2,3,4,6,8: bug wrong-result at @gather
+    ranks 2,3,4,6,8 --expect allreduce-sum: bug stale-read at @gather
     ranks 5,7: skipped
 """
 

@@ -30,11 +30,15 @@ def verify(
     expect: str | None = None,
     repeat: int = 1,
     programs: Sequence[str] = (),
-    args: Mapping[str, str] = {},  # noqa: B006 - read-only default
+    args: Mapping[str, object] = {},  # noqa: B006 - read-only default
+    rank_param: str | None = None,
     timeout: float = 60.0,
     seed: int = 0,
 ) -> Report:
-    """Check every program of the file at every rank count; see docs/cli.md for the result."""
+    """Check every program of the file at every rank count; see docs/cli.md for the result.
+
+    The options are validated as the CLI's are (`racecheck.options.Options`): a bad
+    value raises `racecheck.errors.UsageError`."""
     from racecheck.check import check
 
     options = Options(
@@ -42,6 +46,7 @@ def verify(
         engine=engine_choice(engine),
         programs=tuple(programs),
         args=tuple((name, str(value)) for name, value in args.items()),
+        rank_param=rank_param,
         repeat=repeat,
         expect=expect,
         timeout=timeout,

@@ -6,14 +6,18 @@
   cell but a Set of the same value; waits read cells atomically.
 * Set-add mix: a cell written by both Set and Add effects, ordered or not (PyPTO
   forbids it, docs/model.md): a race finding with detail `set-add-mix`.
-  Both orders are possible, so the detail names the likelier intent: when another
-  write of those bytes (same `--repeat` call) always precedes the read and was
+  Both orders are possible, so the detail names the likelier intent: when other
+  writes of all those bytes (same `--repeat` call) always precede the read and were
   published to it — its rank reaches the synchronisation the read depends on without
   waiting again — the read was meant for that value and the race is write-after-read
   (a later round clobbers it); otherwise read-after-write (the read may see the bytes
   before the write it was meant to see lands).
-* Stale read: bytes of a data window (one no NOTIFY/WAIT targets) that a read covers
-  and that no write can precede in any execution.
+* Stale read: bytes of a window, other than its signal cells, that a read covers and
+  that no write can precede in any execution. Checked per byte region: a window that
+  also holds signal cells is checked on its other bytes. A read that only runs after
+  a wait of a deadlock is part of that deadlock, not a stale read. A stale read is a
+  warning (SPEC change of issue 10.8): `racecheck.judge` makes it an error when the
+  functional check at that P fails.
 * Deadlock: the engine's `stuck()` state.
 * Out of bounds: recorded by the co-simulation with its line.
 
@@ -30,7 +34,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from racecheck.describe import describe_cell, describe_event
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.errors import EngineUnknown
@@ -46,6 +49,7 @@ from racecheck.events import (
     NotifyOp,
     Region,
     Schedule,
+    SignalCell,
     SourceLocation,
     Trace,
     cell_effect,
@@ -53,21 +57,27 @@ from racecheck.events import (
     subtract_ranges,
     union_ranges,
 )
-from racecheck.findings import Finding, FindingKind, RaceDetail, WitnessStep
+from racecheck.findings import (
+    BlockedWait,
+    Finding,
+    FindingKind,
+    Place,
+    RaceDetail,
+    Severity,
+    StepKind,
+    StepStatus,
+    WitnessStep,
+)
 
-AFTERWARDS = "afterwards: "
-BLOCKED = "blocked forever: "
-PENDING_PREFIXES = (AFTERWARDS, BLOCKED)
-"""Prefixes of witness steps for highlighted events the witness schedule does not run."""
+_CELL_BYTES = 4  # a signal cell is one INT32
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Hazard:
-    """A finding before rendering: which events, and which order shows it."""
+    """A finding before its witness: which events, and which order shows it."""
 
     kind: FindingKind
     detail: str
-    message: str
     events: tuple[EventRef, ...]  # primary first
     ranks: tuple[int, ...]
     locations: tuple[SourceLocation, ...]
@@ -75,7 +85,12 @@ class Hazard:
     bad_first: EventRef | None = None  # the witness runs `bad_first` while `bad_second` waits
     bad_second: EventRef | None = None
     schedule: Schedule = ()  # a ready witness (deadlocks)
-    pending: str = AFTERWARDS  # how the witness shows highlighted events it does not run
+    pending: StepStatus = StepStatus.AFTERWARDS  # highlighted events the witness does not run
+    place: Place | None = None
+    steers: bool = False
+    holds: tuple[tuple[EventRef, int | None], ...] = ()  # deadlock: each blocked wait's cell
+    later_writer: int | None = None
+    reason: str = ""
 
 
 def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.inf) -> list[Hazard]:
@@ -92,7 +107,8 @@ def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.in
     hazards.extend(races(trace, oracle, pairs))
     hazards.extend(set_add_mixes(trace, oracle))
     if not crashed:
-        hazards.extend(stale_reads(trace, oracle, pairs))
+        blocked = stuck.events if stuck is not None else ()
+        hazards.extend(stale_reads(trace, oracle, pairs, blocked=blocked))
     return hazards
 
 
@@ -105,7 +121,7 @@ def out_of_bounds(trace: Trace) -> list[Hazard]:
             Hazard(
                 kind=FindingKind.OUT_OF_BOUNDS,
                 detail="",
-                message=f"{'the host' if on_host else f'rank {record.rank}'}: {record.message}",
+                reason=record.message,
                 events=(),
                 ranks=() if on_host else (record.rank,),
                 locations=(record.location,),
@@ -149,17 +165,12 @@ def _set_add_mix(
         bad_first, bad_second = add_event.ref, set_event.ref
     else:
         return None
-    cell = describe_cell(set_event.notify.cell, trace)
     return Hazard(
         kind=FindingKind.RACE,
         detail=RaceDetail.SET_ADD_MIX.value,
-        message=(
-            f"signal {cell} is written by a Set (rank {set_event.rank}) and by an atomic add "
-            f"(rank {add_event.rank}); PyPTO forbids mixing them on one cell: the Set is a "
-            "plain store that can lose a concurrent add"
-        ),
+        place=_cell_place(set_event.notify.cell, trace),
         events=(set_event.ref, add_event.ref),
-        ranks=tuple(dict.fromkeys((set_event.rank, add_event.rank))),
+        ranks=(set_event.rank, add_event.rank),
         locations=tuple(dict.fromkeys((set_event.location, add_event.location))),
         regions=tuple(e.access for e in (set_event, add_event) if e.access is not None),
         bad_first=bad_first,
@@ -179,23 +190,21 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
         return None
     waits = [trace.event(ref) for ref in stuck.blocked]
     values = {(cell.memory, cell.owner, cell.offset): value for cell, value in stuck.cell_values}
-    parts = []
+    holds = []
     for event in waits:
         assert event.wait is not None
         cell = event.wait.cell
-        value = values.get((cell.memory, cell.owner, cell.offset))
-        seen = f" (it holds {value})" if value is not None else ""
-        parts.append(f"rank {event.rank} waits forever on {describe_event(event, trace)}{seen}")
+        holds.append((event.ref, values.get((cell.memory, cell.owner, cell.offset))))
     locations = tuple(dict.fromkeys(event.location for event in waits))
     return Hazard(
         kind=FindingKind.DEADLOCK,
         detail="",
-        message="; ".join(parts),
         events=stuck.blocked,
         ranks=tuple(dict.fromkeys(ref.rank for ref in stuck.blocked)),
         locations=locations,
         schedule=stuck.schedule,
-        pending=BLOCKED,
+        pending=StepStatus.BLOCKED,
+        holds=tuple(holds),
     )
 
 
@@ -339,41 +348,31 @@ def _race(
         detail = RaceDetail.WRITE_AFTER_WRITE
     else:
         instance = (first.access.memory, first.access.owner)
-        shadowed = any(
-            other is not second
+        published = [
+            span
+            for other in writes_by_instance[instance]
+            if other is not second
+            and other.access is not None
             and other.repeat == first.repeat
             and intersect_ranges(other.access.ranges, overlap)
             and _always_before(oracle, other, first)
             and _published_to(trace, oracle, other, first)
-            for other in writes_by_instance[instance]
-            if other.access is not None
-        )
+            for span in intersect_ranges(other.access.ranges, overlap)
+        ]
+        # Write-after-read only when published writes cover every racing byte: a byte
+        # only `second` provides is one the read was meant to see (read-after-write).
+        shadowed = not subtract_ranges(overlap, union_ranges(published))
         detail = RaceDetail.WRITE_AFTER_READ if shadowed else RaceDetail.READ_AFTER_WRITE
     shared = Region(memory=first.access.memory, owner=first.access.owner, ranges=overlap)
     if detail is RaceDetail.READ_AFTER_WRITE:
-        message = (
-            f"rank {first.rank} can read {_what(shared, trace)} before rank {second.rank}"
-            " writes it, and see stale data (zeros on a first call): nothing orders the two"
-        )
         bad_first, bad_second = first, second
-    elif detail is RaceDetail.WRITE_AFTER_READ:
-        message = (
-            f"rank {second.rank} can overwrite {_what(shared, trace)} before rank {first.rank}"
-            " has read it: nothing orders the two"
-        )
-        bad_first, bad_second = second, first
     else:
-        message = (
-            f"ranks {first.rank} and {second.rank} both write {_what(shared, trace)}"
-            " in either order"
-        )
         bad_first, bad_second = second, first
-    if first.ref in trace.control_reads or second.ref in trace.control_reads:
-        message += "; control flow depends on this value, so other executions may differ further"
     return Hazard(
         kind=FindingKind.RACE,
         detail=detail.value,
-        message=message,
+        place=place_of(shared, trace),
+        steers=first.ref in trace.control_reads or second.ref in trace.control_reads,
         events=(first.ref, second.ref),
         ranks=(first.rank, second.rank),
         locations=(first.location, second.location),
@@ -383,28 +382,43 @@ def _race(
     )
 
 
-def _what(region: Region, trace: Trace) -> str:
-    memory = trace.memory(region.memory)
+def place_of(region: Region, trace: Trace) -> Place:
+    """The region in the user's names: the first signal cell it touches, else its bytes."""
     cells = [cell for cell in signal_cells(trace).values() if _cell_in(cell, region)]
     if cells:
-        return "signal cell " + describe_cell(cells[0], trace)
-    owner = "" if memory.kind is MemoryKind.HOST else f"[{region.owner}]"
-    spans = ", ".join(f"{start}..{end}" for start, end in region.ranges[:2])
-    return f"{memory.name}{owner} bytes {spans}"
+        return _cell_place(cells[0], trace)
+    name = trace.memory(region.memory).name
+    return Place(memory=name, owner=region.owner, ranges=region.ranges)
 
 
-def _cell_in(cell, region: Region) -> bool:
+def _cell_place(cell: SignalCell, trace: Trace) -> Place:
+    return Place(
+        memory=trace.memory(cell.memory).name,
+        owner=cell.owner,
+        ranges=((cell.offset, cell.offset + _CELL_BYTES),),
+        cell=cell.index,
+    )
+
+
+def _cell_in(cell: SignalCell, region: Region) -> bool:
     return (
         cell.memory == region.memory
         and cell.owner == region.owner
-        and bool(intersect_ranges(((cell.offset, cell.offset + 4),), region.ranges))
+        and bool(intersect_ranges(((cell.offset, cell.offset + _CELL_BYTES),), region.ranges))
     )
 
 
 def stale_reads(
-    trace: Trace, oracle: OrderOracle, pairs: list[tuple[Event, Event]]
+    trace: Trace,
+    oracle: OrderOracle,
+    pairs: list[tuple[Event, Event]],
+    *,
+    blocked: tuple[EventRef, ...] = (),
 ) -> list[Hazard]:
-    signal_memories = {cell.memory for cell in signal_cells(trace).values()}
+    cells: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for cell in signal_cells(trace).values():
+        cells[(cell.memory, cell.owner)].append((cell.offset, cell.offset + _CELL_BYTES))
+    first_blocked = {ref.rank: ref.index for ref in blocked}
     feeders: dict[EventRef, list[Event]] = defaultdict(list)
     for a, b in pairs:
         for reader, writer in ((a, b), (b, a)):
@@ -416,43 +430,45 @@ def stale_reads(
             if event.kind is not EventKind.LOAD or event.access is None:
                 continue
             memory = trace.memory(event.access.memory)
-            if memory.kind is not MemoryKind.WINDOW or memory.id in signal_memories:
+            if memory.kind is not MemoryKind.WINDOW or event.location in found:
                 continue
-            if event.location in found:
-                continue
-            hazard = _stale(trace, oracle, event, feeders[event.ref])
+            if event.index > first_blocked.get(event.rank, len(rank_events)):
+                continue  # never runs: the rank waits forever before it
+            signal = cells[(event.access.memory, event.access.owner)]
+            hazard = _stale(trace, oracle, event, feeders[event.ref], signal)
             if hazard is not None:
                 found[event.location] = hazard
     return list(found.values())
 
 
-def _stale(trace: Trace, oracle: OrderOracle, read: Event, writers: list[Event]) -> Hazard | None:
+def _stale(
+    trace: Trace,
+    oracle: OrderOracle,
+    read: Event,
+    writers: list[Event],
+    signal: list[tuple[int, int]],
+) -> Hazard | None:
     assert read.access is not None
-    covered = union_ranges(
-        [
-            span
-            for writer in writers
-            if writer.access is not None and _may_precede(oracle, writer, read)
-            for span in intersect_ranges(writer.access.ranges, read.access.ranges)
-        ]
-    )
+    written = [
+        span
+        for writer in writers
+        if writer.access is not None and _may_precede(oracle, writer, read)
+        for span in intersect_ranges(writer.access.ranges, read.access.ranges)
+    ]
+    covered = union_ranges(signal + written)
     missing = subtract_ranges(read.access.ranges, covered)
     if not missing:
         return None
     stale = Region(memory=read.access.memory, owner=read.access.owner, ranges=missing)
     later = [w for w in writers if w.access and intersect_ranges(w.access.ranges, missing)]
-    message = (
-        f"rank {read.rank} reads {_what(stale, trace)}, which no write can reach before the read:"
-        " it always sees the zero-initialised window"
-    )
     locations: tuple[SourceLocation, ...] = (read.location,)
     if later:
-        message += f" (rank {later[0].rank} writes it only afterwards)"
         locations += (later[0].location,)
     return Hazard(
         kind=FindingKind.STALE_READ,
         detail="",
-        message=message,
+        place=place_of(stale, trace),
+        later_writer=later[0].rank if later else None,
         events=(read.ref,),
         ranks=(read.rank,),
         locations=locations,
@@ -467,29 +483,57 @@ def _may_precede(oracle: OrderOracle, writer: Event, read: Event) -> bool:
 
 
 def witness_steps(
-    trace: Trace, schedule: Schedule, highlight: tuple[EventRef, ...], pending: str
+    trace: Trace, schedule: Schedule, highlight: tuple[EventRef, ...], pending: StepStatus
 ) -> tuple[WitnessStep, ...]:
     """The events of a witness that explain it: sync events and the highlighted ones;
-    highlighted events the schedule does not run come last, behind `pending`."""
+    highlighted events the schedule does not run come last, with status `pending`."""
     steps = []
     for ref in schedule:
         event = trace.event(ref)
         marked = ref in highlight
         if event.is_sync or marked:
-            steps.append(_step(trace, event, marked, ""))
+            steps.append(step_of(trace, event, highlight=marked))
     for ref in highlight:
         if ref not in schedule:
-            steps.append(_step(trace, trace.event(ref), True, pending))
+            steps.append(step_of(trace, trace.event(ref), highlight=True, status=pending))
     return tuple(steps)
 
 
-def _step(trace: Trace, event: Event, highlight: bool, prefix: str) -> WitnessStep:
-    call = f"call {event.repeat + 1}: " if trace.repeat > 1 else ""
+_STEP_KINDS = {
+    EventKind.LOAD: StepKind.READ,
+    EventKind.STORE: StepKind.WRITE,
+    EventKind.ATOMIC_ADD: StepKind.ATOMIC_ADD,
+    EventKind.NOTIFY: StepKind.NOTIFY,
+    EventKind.WAIT: StepKind.WAIT,
+}
+
+
+def step_of(
+    trace: Trace, event: Event, *, highlight: bool = False, status: StepStatus = StepStatus.RAN
+) -> WitnessStep:
+    """One event as a witness step, in the user's names."""
+    kind = _STEP_KINDS[event.kind]
+    sync = event.notify or event.wait
+    if sync is not None:
+        place: Place | None = _cell_place(sync.cell, trace)
+    elif event.access is not None:
+        name = trace.memory(event.access.memory).name
+        place = Place(memory=name, owner=event.access.owner, ranges=event.access.ranges)
+    else:
+        place = None
+    call = event.label.rsplit(".", 1)[-1] if event.label and sync is None else ""
     return WitnessStep(
         rank=event.rank,
         index=event.index,
-        action=prefix + call + describe_event(event, trace),
+        kind=kind,
         location=event.location,
+        call="" if call == kind.value else call,
+        place=place,
+        op=event.notify.op if event.notify is not None else None,
+        cmp=event.wait.cmp if event.wait is not None else None,
+        value=event.notify.value if event.notify else (event.wait.expected if event.wait else None),
+        repeat=event.repeat + 1 if trace.repeat > 1 else None,
+        status=status,
         highlight=highlight,
     )
 
@@ -502,10 +546,18 @@ def to_finding(trace: Trace, oracle: OrderOracle, hazard: Hazard) -> tuple[Findi
     finding = Finding(
         kind=hazard.kind,
         detail=hazard.detail,
-        message=hazard.message,
         locations=hazard.locations,
         ranks=hazard.ranks,
         regions=hazard.regions,
+        place=hazard.place,
+        steers=hazard.steers,
+        blocked=tuple(
+            BlockedWait(rank=ref.rank, step=step_of(trace, trace.event(ref)), holds=value)
+            for ref, value in hazard.holds
+        ),
+        later_writer=hazard.later_writer,
+        reason=hazard.reason,
         witness=witness_steps(trace, schedule, hazard.events, hazard.pending) if schedule else (),
+        severity=Severity.WARNING if hazard.kind is FindingKind.STALE_READ else Severity.ERROR,
     )
     return finding, schedule

@@ -1,5 +1,7 @@
 """The pipeline: load a file → trace each program's ranks → decide → execute the
-reference → report. `check` reads as that list; each step lives in its own module.
+reference → judge → report. `check` reads as that list; each step lives in its own
+module. One program at one P is checked on every path its steering values can take
+(`racecheck.paths`), and every verdict is set by `racecheck.judge.decide`.
 """
 
 from __future__ import annotations
@@ -8,25 +10,16 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-from racecheck import reference
-from racecheck.analysis import Hazard, find_hazards, to_finding
-from racecheck.cosim import (
-    DefaultPolicy,
-    Execution,
-    HoldPolicy,
-    ReplayPolicy,
-    RoundRobinPolicy,
-    ScheduleDivergence,
-    SchedulePolicy,
-    simulate,
-)
+from racecheck import judge, reference
+from racecheck.analysis import find_hazards
+from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
-from racecheck.engines.base import OrderOracle
 from racecheck.engines.deadline import DeadlineOracle
 from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
-from racecheck.events import NotifyOp, Schedule, Trace
-from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
+from racecheck.events import Schedule
+from racecheck.findings import ProgramResult, Report
+from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
 from racecheck.options import Options
@@ -46,30 +39,32 @@ def _check_file(path: str, options: Options, progress: Progress | None) -> Repor
     if options.expect is not None:
         parse_model(options.expect)  # a bad model name is a usage error before any work
     loaded = load_file(path, timeout=options.timeout)
-    specs = discover(loaded, programs=options.programs, args=dict(options.args))
+    specs = discover(
+        loaded, programs=options.programs, args=dict(options.args), rank_param=options.rank_param
+    )
     results: list[ProgramResult] = []
     errors: list[str] = []
     for spec in specs:
+        outcomes = []
         for ranks in options.ranks:
             if progress is not None:
                 progress(spec.name, ranks)
             try:
-                results.append(check_program(spec, ranks, options))
+                outcomes.append(_check_one(spec, ranks, options))
             except (UnsupportedConstruct, TracingError) as error:
                 # One program the DSL cannot follow must not hide the file's other programs.
                 errors.append(error.render())
-                results.append(
-                    ProgramResult(
-                        program=spec.name,
-                        ranks=ranks,
-                        verdict=Verdict.UNKNOWN,
-                        message=error.message,
-                    )
-                )
+                outcomes.append(_outcome(spec, ranks, time.monotonic(), unknown=error.message))
+        results += [judge.decide(outcome) for outcome in judge.across_ranks(outcomes, options)]
     return Report(file=path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
 
 
 def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramResult:
+    """One program at one P, judged on its own (without the cross-P step)."""
+    return judge.decide(_check_one(spec, ranks, options))
+
+
+def _check_one(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
     return explore(
         lambda path, deadline: _check_path(spec, ranks, options, path, deadline),
         timeout=options.timeout,
@@ -90,10 +85,9 @@ def _check_path(
             timeout=deadline - time.monotonic(),
         )
     except ProgramRejected as rejected:
-        return PathOutcome(
-            result=_result(spec, ranks, started, verdict=Verdict.SKIPPED, message=rejected.message)
-        )
+        return PathOutcome(outcome=_outcome(spec, ranks, started, skipped=rejected.message))
     trace = execution.trace
+    facts = {"events": trace.size}
     try:
         engine, prepared = prepare(options.engine, trace, deadline=deadline)
         oracle = PathOracle(
@@ -103,19 +97,25 @@ def _check_path(
         )
         hazards = find_hazards(trace, oracle, deadline=deadline)
         golden = (options.expect or _model_of(instance, execution, options)) if hazards else None
-        findings = [
-            _confirmed(instance, trace, oracle, hazard, golden, options) for hazard in hazards
-        ]
+        findings = tuple(
+            judge.confirm(instance, trace, oracle, hazard, golden, options) for hazard in hazards
+        )
         opened = tuple(open_reads(execution, oracle))
     except EngineUnknown as unknown:
-        return PathOutcome(
-            result=_result(
-                spec, ranks, started, verdict=Verdict.UNKNOWN, message=unknown.reason, trace=trace
-            )
-        )
-    result = _judge(spec, ranks, started, options, engine, execution, findings)
+        return PathOutcome(outcome=_outcome(spec, ranks, started, unknown=unknown.reason, **facts))
+    outcome = _outcome(
+        spec,
+        ranks,
+        started,
+        findings=findings,
+        hung=bool(execution.forced),
+        io=reference.host_io(execution),
+        engine=engine,
+        notes=judge.notes(trace, options),
+        **facts,
+    )
     return PathOutcome(
-        result=result,
+        outcome=dataclasses.replace(judge.functional(outcome, options), seconds=_since(started)),
         opened=opened,
         schedule=execution.schedule,
         decisions=execution.flow.decisions,
@@ -151,52 +151,6 @@ def _instantiate(spec: ProgramSpec, ranks: int, seconds: float) -> ProgramInstan
         ) from None
 
 
-def _judge(
-    spec: ProgramSpec,
-    ranks: int,
-    started: float,
-    options: Options,
-    engine: str,
-    execution: Execution,
-    findings: list[Finding],
-) -> ProgramResult:
-    """Verdict from the findings, plus the functional check of a determinate run."""
-    trace = execution.trace
-    io = reference.host_io(execution)
-    model = None
-    if not findings and execution.forced:
-        return _result(
-            spec,
-            ranks,
-            started,
-            verdict=Verdict.UNKNOWN,
-            message="the traced run hung but no engine found the deadlock; refusing to answer",
-            trace=trace,
-            engine=engine,
-        )
-    if not findings and io is not None:
-        if options.expect is not None:
-            diff = reference.difference(options.expect, io, repeat=options.repeat)
-            if diff is not None:
-                findings.append(_wrong_result(options.expect, diff))
-            else:
-                model = options.expect
-        else:
-            model = reference.identify(io, repeat=options.repeat)
-    verdict = Verdict.BUG if findings else Verdict.PROVED
-    return _result(
-        spec,
-        ranks,
-        started,
-        verdict=verdict,
-        findings=tuple(findings),
-        model=model,
-        trace=trace,
-        engine=engine,
-        notes=_notes(trace, options),
-    )
-
-
 def _model_of(instance: ProgramInstance, execution: Execution, options: Options) -> str | None:
     """The model the traced run matches or, failing that, a fully interleaved run: the
     golden a racy program's wrong output is shown against."""
@@ -219,105 +173,15 @@ def _interleaved(instance: ProgramInstance, options: Options) -> Execution:
     )
 
 
-def _confirmed(
-    instance: ProgramInstance,
-    trace: Trace,
-    oracle: OrderOracle,
-    hazard: Hazard,
-    golden: str | None,
-    options: Options,
-) -> Finding:
-    """The finding, its witness replayed by the co-simulation, and the output it produces."""
-    finding, schedule = to_finding(trace, oracle, hazard)
-    if not schedule:
-        return finding
-    replay = _replay(instance, hazard, schedule, options)
-    if replay is None:
-        return finding
-    io = reference.host_io(replay)
-    diff = None
-    if golden is not None and io is not None and not replay.stalled:
-        diff = reference.difference(golden, io, repeat=options.repeat)
-    return dataclasses.replace(finding, confirmed=_shows(hazard, replay), diff=diff)
-
-
-def _replay(
-    instance: ProgramInstance, hazard: Hazard, schedule: Schedule, options: Options
-) -> Execution | None:
-    """Run the witness, then keep the event it must precede back as long as possible."""
-    then: DefaultPolicy | HoldPolicy = DefaultPolicy()
-    if hazard.bad_second is not None:
-        then = HoldPolicy(hazard.bad_second, then)
-    try:
-        return simulate(
-            instance,
-            policy=ReplayPolicy(schedule, then),
-            force_waits=False,
-            repeat=options.repeat,
-            seed=options.seed,
-            timeout=options.timeout,
-        )
-    except ScheduleDivergence:
-        return None
-
-
-def _shows(hazard: Hazard, replay: Execution) -> bool:
-    if hazard.kind is FindingKind.DEADLOCK:
-        return bool(replay.stalled)
-    if hazard.bad_first is None or hazard.bad_second is None:
-        return False
-    order = {ref: n for n, ref in enumerate(replay.schedule)}
-    first = order.get(hazard.bad_first)
-    second = order.get(hazard.bad_second)
-    return first is not None and (second is None or first < second)
-
-
-def _wrong_result(model: str, diff) -> Finding:
-    return Finding(
-        kind=FindingKind.WRONG_RESULT,
-        detail="",
-        message=f"the outputs do not match {model}",
-        locations=(),
-        ranks=(diff.rank,),
-        diff=diff,
-    )
-
-
-def _notes(trace: Trace, options: Options) -> tuple[str, ...]:
-    if options.repeat != 1:
-        return ()
-    totals: dict[tuple[int, int, int], int] = {}
-    for rank_events in trace.events:
-        for event in rank_events:
-            notify = event.notify
-            if notify is None:
-                continue
-            if notify.op is not NotifyOp.ATOMIC_ADD:
-                return ()
-            key = (notify.cell.memory, notify.cell.owner, notify.cell.offset)
-            totals[key] = totals.get(key, 0) + notify.value
-    if not any(totals.values()):
-        return ()
-    return (
-        "signal cells end non-zero: this kernel is single-use as written;"
-        " if it runs in a loop, check it with --repeat 2",
-    )
-
-
-def _result(
-    spec: ProgramSpec,
-    ranks: int,
-    started: float,
-    *,
-    verdict: Verdict,
-    trace: Trace | None = None,
-    **fields,
-) -> ProgramResult:
-    return ProgramResult(
+def _outcome(spec: ProgramSpec, ranks: int, started: float, **facts) -> Outcome:
+    return Outcome(
         program=spec.name,
         ranks=ranks,
-        verdict=verdict,
-        events=trace.size if trace is not None else 0,
-        seconds=round(time.monotonic() - started, 4),
-        **fields,
+        rank_param=spec.rank_param,
+        seconds=_since(started),
+        **facts,
     )
+
+
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 4)

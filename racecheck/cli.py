@@ -3,8 +3,10 @@
 Decides how failures reach the user: a `UserError` is one line on stderr
 (`file:line: error: ...`, or `racecheck: error: ...` when no file is involved) and exit
 status 2; any other exception is reported as an internal error, also exit 2 and never
-a verdict. `--debug` adds the traceback. Everything the report says is rendered by
-`racecheck.report`; this module only chooses the renderer and the streams.
+a verdict. `--debug` adds the traceback. With `--format json` every outcome, errors
+included, is one JSON object on stdout (docs/model.md). A closed stdout (`| head`) ends the
+output quietly. Everything the report says is rendered by `racecheck.report`; this
+module only chooses the renderer and the streams.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from racecheck.errors import ProgramRejected, UsageError, UserError
+from racecheck.findings import Report, exit_code_of
 from racecheck.options import (
     EngineChoice,
     Options,
@@ -42,6 +45,7 @@ class VerifyCommand:
     output_format: OutputFormat
     color: bool
     html: str | None
+    debug: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,6 +54,7 @@ class TraceCommand:
     ranks: int
     programs: tuple[str, ...]
     args: tuple[tuple[str, str], ...]
+    rank_param: str | None
     repeat: int
     seed: int
 
@@ -100,6 +105,8 @@ def main(
     except _ParserExit as done:
         return done.status
     except UserError as error:
+        if _wants_json(arguments):
+            _write(out, render(_error_report(None, error), OutputFormat.JSON, color=False))
         return _fail(err, _user_error_line(error), debug=debug)
     except KeyboardInterrupt:
         return _fail(err, "racecheck: interrupted; nothing was proved", debug=debug)
@@ -109,6 +116,27 @@ def main(
             "(nothing was proved; run again with --debug for the traceback)"
         )
         return _fail(err, line, debug=debug)
+
+
+def _wants_json(arguments: list[str]) -> bool:
+    """`verify --format json` asked for, even if the rest of the command line is wrong."""
+    pairs = zip(arguments, arguments[1:], strict=False)
+    return "--format=json" in arguments or ("--format", "json") in pairs
+
+
+def _error_report(path: str | None, error: UserError) -> Report:
+    return Report(file=path or "", errors=(_user_error_line(error),))
+
+
+def _write(out: TextIO, text: str) -> None:
+    """Write to stdout; a reader that went away (`| head`) silences the rest quietly."""
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
 
 
 def _user_error_line(error: UserError) -> str:
@@ -171,6 +199,9 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
     )
     parser.add_argument("--program", action="append", default=[], metavar="NAME")
     parser.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--rank-param", metavar="NAME", help="the factory parameter that receives P"
+    )
     parser.add_argument("--repeat", default="1", metavar="N", help="back-to-back runs")
     parser.add_argument("--seed", default="0", metavar="N")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -182,6 +213,7 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
         engine=engine_choice(namespace.engine),
         programs=tuple(namespace.program),
         args=tuple(parse_arg(text) for text in namespace.arg),
+        rank_param=namespace.rank_param,
         repeat=parse_count("--repeat", namespace.repeat, minimum=1),
         expect=namespace.expect,
         timeout=parse_seconds("--timeout", namespace.timeout),
@@ -193,13 +225,29 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
         raise UsageError(
             f"--format {output_format.value} and --html describe one file; give one FILE"
         )
+    if namespace.html is not None:
+        _check_writable(namespace.html)
     return VerifyCommand(
         paths=paths,
         options=options,
         output_format=output_format,
         color=not namespace.no_color and _wants_color(out),
         html=namespace.html,
+        debug=namespace.debug,
     )
+
+
+def _check_writable(path_text: str) -> None:
+    """--html must be writable before the run, not after minutes of checking."""
+    path = Path(path_text)
+    folder = path.parent if str(path.parent) else Path(".")
+    writable = (
+        (not path.is_dir() and os.access(path, os.W_OK))
+        if path.exists()
+        else folder.is_dir() and os.access(folder, os.W_OK)
+    )
+    if not writable:
+        raise UsageError(f"--html {path_text}: cannot write there")
 
 
 def _wants_color(out: TextIO) -> bool:
@@ -215,6 +263,7 @@ def _trace_command(namespace: argparse.Namespace) -> TraceCommand:
         ranks=ranks[0],
         programs=tuple(namespace.program),
         args=tuple(parse_arg(text) for text in namespace.arg),
+        rank_param=namespace.rank_param,
         repeat=parse_count("--repeat", namespace.repeat, minimum=1),
         seed=parse_count("--seed", namespace.seed, minimum=0),
     )
@@ -228,29 +277,27 @@ def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
     from racecheck.check import check
 
     progress = _terminal_progress(err) if err.isatty() else None
-    exit_codes = []
+    reports = []
     for path in command.paths:
         try:
             report = check(path, command.options, progress=progress)
+        except UserError as error:  # this file failed; the others are still checked
+            if command.debug:
+                traceback.print_exc(file=err)
+            report = _error_report(path, error)
         finally:
             if progress is not None:
                 err.write("\r\033[K")  # erase the progress line, also before an error line
-        out.write(render(report, command.output_format, color=command.color))
-        for error in report.errors:  # the programs the DSL could not follow, one line each
-            err.write(error + "\n")
+        if report.results or command.output_format is not OutputFormat.TEXT:
+            _write(out, render(report, command.output_format, color=command.color))
+        for line in report.errors:  # load errors, programs the DSL could not follow
+            err.write(line + "\n")
         if command.html is not None:
             from racecheck.report.html import render_html
 
             Path(command.html).write_text(render_html(report), encoding="utf-8")
-        exit_codes.append(report.exit_code)
-    return worst_exit_code(exit_codes)
-
-
-def worst_exit_code(codes: list[int]) -> int:
-    """Several files: 1 if any found a bug, else 2 if any was not checked, else 0."""
-    if 1 in codes:
-        return 1
-    return max(codes, default=0)
+        reports.append(report)
+    return exit_code_of(reports)
 
 
 def _terminal_progress(err: TextIO) -> ProgressSink:
@@ -265,15 +312,17 @@ def run_export(command: ExportCommand, out: TextIO) -> int:
     from racecheck.export import export_command
 
     selection = command.trace
-    out.write(
+    _write(
+        out,
         export_command(
             selection.path,
             selection.ranks,
             command.output_format,
             programs=selection.programs,
             args=dict(selection.args),
+            rank_param=selection.rank_param,
             repeat=selection.repeat,
-        )
+        ),
     )
     return 0
 
@@ -285,13 +334,19 @@ def run_trace(command: TraceCommand, out: TextIO) -> int:
 
     loaded = load_file(command.path)
     traced = 0
-    for spec in discover(loaded, programs=command.programs, args=dict(command.args)):
+    specs = discover(
+        loaded,
+        programs=command.programs,
+        args=dict(command.args),
+        rank_param=command.rank_param,
+    )
+    for spec in specs:
         try:
             instance = spec.instantiate(command.ranks)
         except ProgramRejected as rejected:
-            out.write(f"{spec.name}  P={command.ranks}  skipped  {rejected.message}\n")
+            _write(out, f"{spec.name}  P={command.ranks}  skipped  {rejected.message}\n")
             continue
         execution = simulate(instance, repeat=command.repeat, seed=command.seed)
-        out.write(("\n" if traced else "") + render_trace(execution.trace, program=spec.name))
+        _write(out, ("\n" if traced else "") + render_trace(execution.trace, program=spec.name))
         traced += 1
     return 0 if traced else EXIT_NOT_CHECKED

@@ -1,8 +1,12 @@
 """Findings, verdicts and the report: racecheck's answer as data.
 
-Renderers (text, JSON, SARIF, HTML) all read a `Report`; nothing here prints.
-Finding codes are stable kebab-case strings: they are the JSON `kind` and the SARIF
-rule ids, so they never change meaning.
+Renderers (text, JSON, SARIF, HTML) all read a `Report`; nothing here prints, and
+nothing here is worded: findings and witness steps are typed facts, and every sentence
+a user reads is written by `racecheck.report.phrases`.
+Every finding has a stable kebab-case code (`FindingCode`): the `[race-raw]` of the
+text report, the SARIF rule id and the JSON `code`; its kind (`FindingKind`) is the
+JSON `kind` of docs/model.md. Codes never change meaning. The exit status is derived from
+verdicts and errors by `exit_code_of` only.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from racecheck.events import Region, SourceLocation
+from racecheck.events import NotifyOp, Region, SourceLocation, WaitCmp
 
 
 class Verdict(Enum):
@@ -63,6 +67,40 @@ class RaceDetail(Enum):
     SET_ADD_MIX = "set-add-mix"  # Set and Add on one cell, in any order (docs/model.md)
 
 
+class FindingCode(Enum):
+    """The registry of finding codes: text `[code]`, SARIF rule id, JSON `code`."""
+
+    RACE_RAW = "race-raw"
+    RACE_WAR = "race-war"
+    RACE_WAW = "race-waw"
+    DEADLOCK = "deadlock"
+    OUT_OF_BOUNDS = "out-of-bounds"
+    STALE_READ = "stale-read"
+    WRONG_RESULT = "wrong-result"
+    SET_ADD_MIX = "set-add-mix"  # a cell both Set and AtomicAdd, in any order
+
+    @staticmethod
+    def of(kind: FindingKind, detail: str) -> FindingCode:
+        if kind is FindingKind.RACE:
+            return _RACE_CODES[RaceDetail(detail)]
+        return FindingCode(kind.value)
+
+
+_RACE_CODES = {
+    RaceDetail.READ_AFTER_WRITE: FindingCode.RACE_RAW,
+    RaceDetail.WRITE_AFTER_READ: FindingCode.RACE_WAR,
+    RaceDetail.WRITE_AFTER_WRITE: FindingCode.RACE_WAW,
+    RaceDetail.SET_ADD_MIX: FindingCode.SET_ADD_MIX,
+}
+
+
+class Severity(Enum):
+    """An error makes the verdict `bug`; a warning is reported but leaves it `proved`."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OutputDiff:
     """Where the reference executor's output under the witness differs from the golden."""
@@ -76,27 +114,83 @@ class OutputDiff:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Place:
+    """Bytes of a buffer, or one signal cell, in the user's names."""
+
+    memory: str  # the buffer's name, e.g. "data_buf"
+    owner: int  # the rank owning the instance; HOST_OWNER for host tensors
+    ranges: tuple[tuple[int, int], ...]  # bytes [start, end); a cell's four bytes
+    cell: tuple[int, ...] | None = None  # a signal cell's element index in the program's view
+
+
+class StepKind(Enum):
+    READ = "read"
+    WRITE = "write"
+    ATOMIC_ADD = "atomic add"
+    NOTIFY = "notify"
+    WAIT = "wait"
+
+
+class StepStatus(Enum):
+    """Whether the witness schedule runs the step: highlighted steps it does not run
+    come last, as what happens afterwards (a race) or what waits forever (a deadlock)."""
+
+    RAN = "ran"
+    AFTERWARDS = "afterwards"
+    BLOCKED = "blocked"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WitnessStep:
-    """One step of a witness interleaving, ready to show: which rank did what, where."""
+    """One step of a witness interleaving: which rank did what, where."""
 
     rank: int
     index: int  # the event's position in its rank's sequence
-    action: str  # e.g. "remote_load data[1] bytes 0..256" or "wait signal[2][1,0] >= 1 (value 1)"
+    kind: StepKind
     location: SourceLocation
-    highlight: bool = False  # one of the two events the finding is about
+    call: str = ""  # the DSL call, e.g. "remote_load"; "" when it is the kind's own verb
+    place: Place | None = None  # the bytes or the signal cell touched
+    op: NotifyOp | None = None  # notify: Set or AtomicAdd
+    cmp: WaitCmp | None = None  # wait: Eq or Ge
+    value: int | None = None  # notify: the value; wait: the threshold
+    repeat: int | None = None  # 1-based `--repeat` call, when there are several
+    status: StepStatus = StepStatus.RAN
+    highlight: bool = False  # one of the events the finding is about
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockedWait:
+    """A wait of a deadlock: it never passes; `holds` is its cell's final value."""
+
+    rank: int
+    step: WitnessStep
+    holds: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
+    """What was found, as facts. `ranks` is ordered like `locations` where the kind has
+    one rank per location (a race: the reader, or the first writer, first)."""
+
     kind: FindingKind
     detail: str  # e.g. "read-after-write"; "" where the kind needs none
-    message: str
     locations: tuple[SourceLocation, ...]  # primary first: the read / the blocked wait
     ranks: tuple[int, ...]
     regions: tuple[Region, ...] = ()
+    place: Place | None = None  # race, stale read: the bytes or cell in question
+    steers: bool = False  # race: the value read steers control flow
+    blocked: tuple[BlockedWait, ...] = ()  # deadlock: the waits that never pass
+    later_writer: int | None = None  # stale read: a rank that writes the bytes only later
+    reason: str = ""  # out of bounds: what the access exceeded
+    cause: SourceLocation | None = None  # wrong result: the stale read that explains it
     witness: tuple[WitnessStep, ...] = ()  # the events that matter, in execution order
     confirmed: bool = False  # the co-simulation replayed the witness to the bad state
     diff: OutputDiff | None = None
+    severity: Severity = Severity.ERROR
+
+    @property
+    def code(self) -> FindingCode:
+        return FindingCode.of(self.kind, self.detail)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +205,11 @@ class ProgramResult:
     engine: str = ""
     message: str = ""  # why skipped / unknown
     notes: tuple[str, ...] = ()
+    rank_param: str | None = None  # the factory parameter that received P
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,12 +224,20 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """docs/model.md §3: 1 on any bug; else 2 if anything was not checked; else 0."""
-        verdicts = [result.verdict for result in self.results]
-        if Verdict.BUG in verdicts:
-            return 1
-        if self.errors or Verdict.UNKNOWN in verdicts or not verdicts:
-            return 2
-        if all(verdict is Verdict.SKIPPED for verdict in verdicts):
-            return 2
-        return 0
+        return exit_code_of([self])
+
+
+def exit_code_of(reports: list[Report]) -> int:
+    """docs/model.md §3, for one file or several: 1 on any bug; else 2 if anything was not
+    checked (an error, an unknown, nothing proved); else 0."""
+    codes = [_exit_code(report) for report in reports]
+    return 1 if 1 in codes else max(codes, default=2)
+
+
+def _exit_code(report: Report) -> int:
+    verdicts = [result.verdict for result in report.results]
+    if Verdict.BUG in verdicts:
+        return 1
+    if report.errors or Verdict.UNKNOWN in verdicts:
+        return 2
+    return 0 if Verdict.PROVED in verdicts else 2

@@ -7,6 +7,13 @@
 `@pl.program` class or `@pl.jit` functions and returns one, found from the AST),
 each as a `ProgramSpec` that instantiates the program at a rank count P.
 
+The rank count reaches a factory through one parameter, found by this rule: the
+parameter `--rank-param NAME` names, else the first parameter whose lower-cased name is
+one of `RANK_COUNT_NAMES` (nr, n, p, n_ranks, world_size, ...). A factory without one is
+built once per P with the same arguments. `--arg` sets the other parameters (a bool
+parameter accepts true/false, yes/no, on/off, 1/0); an `--arg` naming no parameter of a
+selected program, or naming the rank-count parameter, is a usage error.
+
 A `raise`/`assert` of the user's own code while building or running a program for a
 P means the program rejects that P (`ProgramRejected`, the P is skipped); anything
 else the user's code raises is a `TracingError` at its line.
@@ -31,7 +38,8 @@ from racecheck.dsl.modules import installed
 from racecheck.dsl.program import DslFunction, FunctionRole, Program, entry_parameters
 from racecheck.dsl.types import DimExpr, DynVar, ScalarType, TensorType, resolve_dim
 from racecheck.dsl.watchdog import Overrun, within
-from racecheck.errors import LoadError, ProgramRejected, TracingError, UserError
+from racecheck.errors import LoadError, ProgramRejected, TracingError, UsageError, UserError
+from racecheck.options import parse_bool
 
 RANK_COUNT_NAMES = frozenset(
     {
@@ -147,6 +155,8 @@ class ProgramInstance:
 class ProgramSpec:
     name: str
     build: Callable[[int], ProgramInstance] = field(repr=False)
+    parameters: tuple[str, ...] = ()  # the names `--arg` may set
+    rank_param: str | None = None  # the factory parameter that receives P
 
     def instantiate(self, ranks: int) -> ProgramInstance:
         """The program at `ranks`; raises ProgramRejected (skip this P) or UserError."""
@@ -359,21 +369,55 @@ def _factory_names(loaded: LoadedFile) -> list[str]:
 
 
 def _is_bool(parameter: inspect.Parameter) -> bool:
-    return parameter.annotation in (bool, "bool")
+    return parameter.annotation in (bool, "bool") or isinstance(parameter.default, bool)
 
 
-def _factory_specs(loaded: LoadedFile, name: str, args: Mapping[str, str]) -> list[ProgramSpec]:
+def _factory_parameters(factory: Callable[..., Any]) -> list[inspect.Parameter]:
+    return [
+        parameter
+        for parameter in inspect.signature(factory).parameters.values()
+        if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+    ]
+
+
+def rank_parameter_of(names: list[str], rank_param: str | None) -> str | None:
+    """The documented rule (module docstring): `--rank-param`, else the first known name."""
+    if rank_param is not None:
+        return rank_param if rank_param in names else None
+    return next((name for name in names if name.lower() in RANK_COUNT_NAMES), None)
+
+
+def _factory_arg(parameter: inspect.Parameter, text: str, loaded: LoadedFile) -> Any:
+    if _is_bool(parameter):
+        return parse_bool(f"--arg {parameter.name}={text}", text)
+    return parse_arg(text, loaded)
+
+
+def _factory_specs(
+    loaded: LoadedFile, name: str, args: Mapping[str, str], rank_param: str | None = None
+) -> list[ProgramSpec]:
     factory = loaded.namespace[name]
+    parameters = _factory_parameters(factory)
+    names = [parameter.name for parameter in parameters]
+    rank_parameter = rank_parameter_of(names, rank_param)
+    if rank_param is not None and rank_parameter is None:
+        raise UsageError(
+            f"--rank-param {rank_param}: {name}() has no parameter of that name "
+            f"(parameters: {', '.join(names) or 'none'})",
+            file=loaded.path,
+        )
+    if rank_parameter is not None and rank_parameter in args:
+        raise UsageError(
+            f"--arg {rank_parameter}: {name}() receives the rank count P through "
+            f"{rank_parameter!r}; choose P with --ranks"
+        )
     fixed: dict[str, Any] = {}
-    rank_parameter: str | None = None
     both_ways: list[str] = []
-    for parameter in inspect.signature(factory).parameters.values():
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+    for parameter in parameters:
+        if parameter.name == rank_parameter:
             continue
         if parameter.name in args:
-            fixed[parameter.name] = parse_arg(args[parameter.name], loaded)
-        elif parameter.name.lower() in RANK_COUNT_NAMES and rank_parameter is None:
-            rank_parameter = parameter.name
+            fixed[parameter.name] = _factory_arg(parameter, args[parameter.name], loaded)
         elif parameter.default is not inspect.Parameter.empty:
             continue
         elif _is_bool(parameter):
@@ -382,7 +426,8 @@ def _factory_specs(loaded: LoadedFile, name: str, args: Mapping[str, str]) -> li
             line = getattr(getattr(factory, "__code__", None), "co_firstlineno", None)
             raise UserError(
                 f"factory {name}() has a parameter {parameter.name!r} without a default; "
-                f"pass --arg {parameter.name}=VALUE",
+                f"pass --arg {parameter.name}=VALUE (or --rank-param {parameter.name} "
+                "if it is the rank count)",
                 file=loaded.path,
                 line=line,
             )
@@ -397,6 +442,8 @@ def _factory_specs(loaded: LoadedFile, name: str, args: Mapping[str, str]) -> li
                 build=_factory_builder(
                     loaded, spec_name, factory, {**fixed, **chosen}, rank_parameter, args
                 ),
+                parameters=tuple(n for n in names if n != rank_parameter),
+                rank_param=rank_parameter,
             )
         )
     return specs
@@ -418,6 +465,29 @@ def _factory_builder(
         return _instance(loaded, spec_name, _entry_of(built, spec_name, loaded), ranks, args)
 
     return build
+
+
+def _fixed_spec(loaded: LoadedFile, name: str, value: Any, args: Mapping[str, str]) -> ProgramSpec:
+    return ProgramSpec(
+        name=name,
+        build=_fixed_builder(loaded, name, value, args),
+        parameters=_entry_names(loaded, name, value),
+    )
+
+
+def _entry_names(loaded: LoadedFile, name: str, value: Any) -> tuple[str, ...]:
+    """What `--arg` may set on a fixed program: the entry's scalar parameters and the
+    pl.dynamic symbols of its tensor dims, except a leading one (that is the rank count)."""
+    entry = _entry_of(value, name, loaded)
+    parameters = entry_parameters(entry)
+    annotations = [_annotation(parameter, entry.function) for parameter in parameters]
+    symbols, leading = _dynamic_symbols(annotations)
+    scalars = [
+        parameter.name
+        for parameter, annotation in zip(parameters, annotations, strict=True)
+        if not isinstance(annotation, TensorType)
+    ]
+    return (*scalars, *sorted(symbols - leading))
 
 
 def _fixed_builder(
@@ -455,26 +525,56 @@ def _module_level_programs(loaded: LoadedFile, args: Mapping[str, str]) -> list[
             and value.defined_at_module_level
             and not _dispatches_nothing(value)
         ):
-            classes.append(ProgramSpec(name=name, build=_fixed_builder(loaded, name, value, args)))
+            classes.append(_fixed_spec(loaded, name, value, args))
         elif (
             isinstance(value, DslFunction)
             and value.role is FunctionRole.HOST
             and "<locals>" not in value.__qualname__
         ):
-            entries.append(ProgramSpec(name=name, build=_fixed_builder(loaded, name, value, args)))
+            entries.append(_fixed_spec(loaded, name, value, args))
     return classes + entries
 
 
 def discover(
-    loaded: LoadedFile, *, programs: tuple[str, ...] = (), args: Mapping[str, str] | None = None
+    loaded: LoadedFile,
+    *,
+    programs: tuple[str, ...] = (),
+    args: Mapping[str, str] | None = None,
+    rank_param: str | None = None,
 ) -> list[ProgramSpec]:
     """The programs of a loaded file, in the documented order, or those named in `programs`."""
     arguments = dict(args or {})
     if programs:
-        return [spec for name in programs for spec in _named(loaded, name, arguments)]
+        specs = [spec for name in programs for spec in _named(loaded, name, arguments, rank_param)]
+    else:
+        specs = _all_programs(loaded, arguments, rank_param)
+    _check_arg_names(specs, arguments, loaded)
+    if rank_param is not None and all(spec.rank_param != rank_param for spec in specs):
+        raise UsageError(
+            f"--rank-param {rank_param}: no selected factory has a parameter of that name",
+            file=loaded.path,
+        )
+    return specs
+
+
+def _check_arg_names(specs: list[ProgramSpec], args: Mapping[str, str], loaded: LoadedFile) -> None:
+    known = {name for spec in specs for name in spec.parameters}
+    unknown = [name for name in args if name not in known]
+    if unknown:
+        listed = ", ".join(sorted(known)) or "none"
+        raise UsageError(
+            f"--arg {unknown[0]}: no selected program has a parameter of that name "
+            f"(parameters: {listed})",
+            file=loaded.path,
+        )
+
+
+def _all_programs(
+    loaded: LoadedFile, arguments: Mapping[str, str], rank_param: str | None
+) -> list[ProgramSpec]:
     specs = _module_level_programs(loaded, arguments)
     for name in _factory_names(loaded):
-        specs.extend(_factory_specs(loaded, name, arguments))
+        specs.extend(_factory_specs(loaded, name, arguments, rank_param))
     if not specs:
         single_chip = _single_chip_programs(loaded)
         found = (
@@ -493,15 +593,17 @@ def discover(
     return specs
 
 
-def _named(loaded: LoadedFile, name: str, args: Mapping[str, str]) -> list[ProgramSpec]:
+def _named(
+    loaded: LoadedFile, name: str, args: Mapping[str, str], rank_param: str | None
+) -> list[ProgramSpec]:
     base = name.split("[", 1)[0]
     value = loaded.namespace.get(base)
     if isinstance(value, (Program, DslFunction)):
-        return [ProgramSpec(name=base, build=_fixed_builder(loaded, base, value, args))]
+        return [_fixed_spec(loaded, base, value, args)]
     if inspect.isfunction(value):
-        specs = _factory_specs(loaded, base, args)
+        specs = _factory_specs(loaded, base, args, rank_param)
         chosen = [spec for spec in specs if name in (spec.name, base)]
         if chosen:
             return chosen
-    available = ", ".join(spec.name for spec in discover(loaded, args=args)) or "none"
+    available = ", ".join(spec.name for spec in _all_programs(loaded, args, rank_param)) or "none"
     raise UserError(f"--program {name}: no such program (available: {available})", file=loaded.path)

@@ -1,8 +1,13 @@
-"""What the user asked for, validated once: the options every stage reads."""
+"""What the user asked for, validated once: the options every stage reads.
+
+`Options` checks its own fields when it is built, so the CLI and the API
+(`racecheck.verify`) reject the same mistakes with the same messages.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
 from enum import Enum
 
 from racecheck.errors import UsageError
@@ -24,11 +29,55 @@ class Options:
     engine: EngineChoice = EngineChoice.AUTO
     programs: tuple[str, ...] = ()  # --program NAME (repeatable)
     args: tuple[tuple[str, str], ...] = ()  # --arg NAME=VALUE, VALUE unparsed
+    rank_param: str | None = None  # --rank-param NAME: the factory parameter that gets P
     repeat: int = 1
     expect: str | None = None  # golden model name, e.g. "allreduce-sum"
     timeout: float = 60.0  # seconds per program and rank count
     seed: int = 0
-    extra: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.ranks or not all(_is_int(p) and 1 <= p <= MAX_RANKS for p in self.ranks):
+            raise UsageError(f"ranks {self.ranks!r}: rank counts must be between 1 and {MAX_RANKS}")
+        if not isinstance(self.engine, EngineChoice):
+            raise UsageError(f"engine {self.engine!r}: not an engine choice")
+        _check_count("repeat", self.repeat, minimum=1)
+        _check_count("seed", self.seed, minimum=0)
+        timeout_ok = isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool)
+        if not timeout_ok or not 0 < self.timeout < math.inf:
+            raise UsageError(f"timeout {self.timeout!r}: must be a positive number of seconds")
+        for name in (*self.programs, *(name for name, _ in self.args)):
+            if not isinstance(name, str) or not name:
+                raise UsageError(f"{name!r}: program and --arg names must be non-empty strings")
+        if self.rank_param is not None and not self.rank_param.isidentifier():
+            raise UsageError(f"--rank-param {self.rank_param!r}: not a parameter name")
+        if self.rank_param is not None and self.rank_param in dict(self.args):
+            raise UsageError(
+                f"--arg {self.rank_param}: the rank-count parameter gets P; use --ranks"
+            )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_count(name: str, value: object, *, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise UsageError(f"{name} {value!r}: must be a whole number of at least {minimum}")
+
+
+_TRUE = frozenset({"true", "1", "yes", "on", "y", "t"})
+_FALSE = frozenset({"false", "0", "no", "off", "n", "f"})
+
+
+def parse_bool(what: str, text: str) -> bool:
+    """`true`/`false` in any usual spelling (True, yes, on, 1 / False, no, off, 0);
+    `what` names the value in the error, e.g. `--arg fence=maybe`."""
+    word = text.strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise UsageError(f"{what}: expected a bool (true/false, yes/no, on/off, 1/0)")
 
 
 def engine_choice(name: str) -> EngineChoice:

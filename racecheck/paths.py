@@ -20,7 +20,8 @@ from racecheck.cosim.execution import Decided
 from racecheck.dsl.symbolic import Decision
 from racecheck.engines.base import OrderOracle
 from racecheck.events import EventRef, Schedule, Stuck
-from racecheck.findings import Finding, ProgramResult, Verdict
+from racecheck.findings import Finding
+from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance
 from racecheck.steering import Cause, OpenRead
 
@@ -102,7 +103,7 @@ class PathOracle:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PathOutcome:
-    result: ProgramResult
+    outcome: Outcome  # the path's facts, judged with the others' by `racecheck.judge`
     opened: tuple[OpenRead, ...] = ()  # steering values that may differ on other paths
     schedule: Schedule = ()  # the order the path's tracing run executed events in
     decisions: tuple[Decided, ...] = ()  # what its input-dependent values decided
@@ -127,13 +128,13 @@ class _Pending:
     last: EventRef | None = None  # the write that must land last on this path
 
 
-def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float) -> ProgramResult:
+def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float) -> Outcome:
     """Check the first path, then the paths its open values lead to, breadth first, all
     within `timeout` seconds (`check_path` gets the deadline, a `time.monotonic()`
     value) and `BUDGET` paths."""
     deadline = time.monotonic() + timeout
     first = check_path(FIRST, deadline)
-    results = [first.result]
+    results = [first.outcome]
     unsettled: list[Unsettled] = []
     seen = {FIRST.key}
     todo = _branches(FIRST, first, unsettled, seen, deadline)
@@ -148,7 +149,7 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
             )
             break
         outcome = check_path(pending.path, deadline)
-        results.append(outcome.result)
+        results.append(outcome.outcome)
         if not _realised(pending, outcome):
             why = "its other path could not be realised"
             unsettled.append(Unsettled(opened=pending.reason, why=why))
@@ -245,23 +246,23 @@ def _realised(pending: _Pending, outcome: PathOutcome) -> bool:
     return all(order[ref] <= order[pending.last] for ref in pending.reason.writers)
 
 
-def merged(results: list[ProgramResult], unsettled: tuple[Unsettled, ...]) -> ProgramResult:
-    """The worst verdict of the paths, their findings once each; unsettled open values
-    turn a clean verdict into `unknown`."""
-    first = results[0]
+def merged(outcomes: list[Outcome], unsettled: tuple[Unsettled, ...]) -> Outcome:
+    """The facts of all paths as one outcome: their findings once each, the first reason
+    a path could not be decided, and the open values no path settled (which
+    `racecheck.judge` turns into `unknown` unless some path shows a bug)."""
+    first = outcomes[0]
     findings: dict[tuple[object, ...], Finding] = {}
-    for result in results:
-        for finding in result.findings:
+    for outcome in outcomes:
+        for finding in outcome.findings:
             findings.setdefault((finding.kind, finding.detail, finding.locations), finding)
-    verdict = Verdict.worst([result.verdict for result in results])
-    message = next((r.message for r in results if r.verdict is verdict), first.message)
-    if unsettled and verdict in (Verdict.PROVED, Verdict.SKIPPED):
-        verdict = Verdict.UNKNOWN
-        message = "; ".join(dict.fromkeys(entry.message for entry in unsettled))
+    unknown = next((o.unknown for o in outcomes if o.unknown is not None), None)
+    if unknown is None and unsettled:
+        unknown = "; ".join(dict.fromkeys(entry.message for entry in unsettled))
     return dataclasses.replace(
         first,
-        verdict=verdict,
         findings=tuple(findings.values()),
-        message=message,
-        seconds=round(sum(result.seconds for result in results), 4),
+        unknown=unknown,
+        hung=any(outcome.hung for outcome in outcomes),
+        notes=tuple(dict.fromkeys(note for outcome in outcomes for note in outcome.notes)),
+        seconds=round(sum(outcome.seconds for outcome in outcomes), 4),
     )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from racecheck import models
-from racecheck.cosim import Execution, TensorRole
+from racecheck.cosim import Execution, HostTensorRecord, TensorRole
 from racecheck.findings import OutputDiff
 
 
@@ -27,15 +27,20 @@ class HostIO:
 
 
 def host_io(execution: Execution) -> HostIO | None:
-    """The first input-carrying tensor and the first output-carrying one, if any."""
-    source = next(
-        (t for t in execution.tensors if t.role in (TensorRole.INPUT, TensorRole.INOUT)), None
-    )
+    """The collective's data input and its output, if it has both.
+
+    The output is the first output-carrying host tensor (Out or InOut). The data input
+    is the input-carrying tensor (In or InOut) that best fits it: first one with the
+    output's dtype and per-rank row shape, else the first with its dtype, else the first
+    input. So an INT32 length or count passed before the data is not taken for the data.
+    """
+    inputs = [t for t in execution.tensors if t.role in (TensorRole.INPUT, TensorRole.INOUT)]
     sink = next(
         (t for t in execution.tensors if t.role in (TensorRole.OUTPUT, TensorRole.INOUT)), None
     )
-    if source is None or sink is None:
+    if not inputs or sink is None:
         return None
+    source = min(inputs, key=lambda tensor: _misfit(tensor, sink))
     return HostIO(
         name=sink.name,
         dtype=sink.dtype,
@@ -43,6 +48,13 @@ def host_io(execution: Execution) -> HostIO | None:
         outputs=sink.final,
         in_place=source is sink,
     )
+
+
+def _misfit(candidate: HostTensorRecord, output: HostTensorRecord) -> int:
+    """0: same dtype and row shape as the output; 1: same dtype; 2: neither."""
+    if candidate.dtype != output.dtype:
+        return 2
+    return 0 if candidate.initial.shape[1:] == output.final.shape[1:] else 1
 
 
 def identify(io: HostIO, *, repeat: int) -> str | None:
@@ -55,26 +67,20 @@ def identify(io: HostIO, *, repeat: int) -> str | None:
 def difference(model_name: str, io: HostIO, *, repeat: int) -> OutputDiff | None:
     """Where `io`'s outputs first differ from the golden (None if they match).
 
-    A model that cannot apply at this P (e.g. P does not divide the row) differs at
-    the first element of rank 0."""
+    Raises `ModelNotApplicable` when the model has no golden at this P (e.g. P does not
+    divide the row, or a user's golden returns the wrong shape)."""
     model = models.parse_model(model_name)
-    try:
-        golden = models.golden_repeated(model, io.inputs, repeat if io.in_place else 1)
-    except models.ModelNotApplicable:
-        head = tuple(float(v) for v in io.outputs.reshape(-1)[:4])
-        where = models.Difference(rank=0, index=(0,), got=head, golden=())
-    else:
-        if models.close_enough(golden, io.outputs, io.dtype):
-            return None
-        found = models.first_difference(golden, io.outputs, io.dtype)
-        if found is None:
-            return None
-        where = found
+    golden = models.golden_repeated(model, io.inputs, repeat if io.in_place else 1)
+    if models.close_enough(golden, io.outputs, io.dtype):
+        return None
+    where = models.first_difference(golden, io.outputs, io.dtype)
+    if where is None:
+        return None
     return OutputDiff(
         tensor=io.name,
         rank=where.rank,
         index=where.index,
-        got=where.got,
-        golden=where.golden,
+        got=tuple(float(v) for v in where.got),
+        golden=tuple(float(v) for v in where.golden),
         model=model_name,
     )

@@ -2,8 +2,8 @@
 
 Grammar of one line (indented under `racecheck expects:` in the module docstring):
 
-    ranks <R> [--repeat N] [--expect MODEL]: <verdict> [<kind> [<detail>]] [model]
-        [at @m1, @m2] [ranks r1 r2]
+    ranks <R> [--arg NAME=VALUE]... [--repeat N] [--expect MODEL]:
+        <verdict> [<kind> [<detail>]] [model] [at @m1, @m2] [ranks r1 r2]
 
 R uses the `--ranks` syntax. A marker `@name` refers to the source line that carries the
 trailing comment `# @name`. The block ends at the first blank or unindented line.
@@ -25,6 +25,7 @@ HEADER = "racecheck expects:"
 _MARKER_COMMENT = re.compile(r"#\s*((?:@[\w-]+\s*)+)$")
 _LINE = re.compile(
     r"ranks\s+(?P<ranks>[\d.,\s]+?)"
+    r"(?P<args>(?:\s+--arg\s+\w+=\S+)*)"
     r"(?:\s+--repeat\s+(?P<repeat>\d+))?"
     r"(?:\s+--expect\s+(?P<expect>\S+))?"
     r"\s*:\s*(?P<claim>.+)"
@@ -39,6 +40,7 @@ class ExpectationError(ValueError):
 class Expectation:
     text: str  # the line as written, for test ids and messages
     ranks: tuple[int, ...]
+    args: tuple[tuple[str, str], ...] = ()  # --arg NAME=VALUE
     repeat: int = 1
     expect: str | None = None
     verdict: str
@@ -111,6 +113,11 @@ def parse_line(text: str, markers: dict[str, int]) -> Expectation:
     return Expectation(
         text=text,
         ranks=parse_ranks(match.group("ranks").strip()),
+        args=tuple(
+            tuple(arg.split("=", 1))  # type: ignore[misc]
+            for arg in match.group("args").split()
+            if arg != "--arg"
+        ),
         repeat=int(match.group("repeat") or 1),
         expect=match.group("expect"),
         verdict=verdict,

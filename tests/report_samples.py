@@ -3,13 +3,17 @@ skipped, unknown, and one race found at several rank counts."""
 
 from __future__ import annotations
 
-from racecheck.events import Region, SourceLocation
+from racecheck.events import NotifyOp, Region, SourceLocation
 from racecheck.findings import (
     Finding,
     FindingKind,
     OutputDiff,
+    Place,
     ProgramResult,
     Report,
+    Severity,
+    StepKind,
+    StepStatus,
     Verdict,
     WitnessStep,
 )
@@ -22,28 +26,52 @@ LOAD = SourceLocation(
 NOTIFY = SourceLocation(file=FILE, line=33, text="pld.system.notify(signal, peer=peer)")
 
 
+def cell(owner: int, *index: int) -> Place:
+    """Signal cell `signal[owner][index]` (one INT32 per row)."""
+    return Place(
+        memory="signal", owner=owner, ranges=((4 * index[0], 4 * index[0] + 4),), cell=index
+    )
+
+
+def data(owner: int) -> Place:
+    return Place(memory="data", owner=owner, ranges=((0, 256),))
+
+
+def notify_step(
+    rank: int, index: int, target: Place, *, op: NotifyOp = NotifyOp.SET
+) -> WitnessStep:
+    return WitnessStep(
+        rank=rank, index=index, kind=StepKind.NOTIFY, location=NOTIFY, place=target, op=op, value=1
+    )
+
+
 def race(ranks: tuple[int, int] = (0, 1), *, confirmed: bool = True) -> Finding:
     reader, writer = ranks
     return Finding(
         kind=FindingKind.RACE,
         detail="read-after-write",
-        message=f"rank {reader} can read data[{writer}] bytes 0..256 before rank {writer} writes",
         locations=(LOAD, STORE),
         ranks=ranks,
         regions=(Region(memory=0, owner=writer, ranges=((0, 256),)),),
+        place=data(writer),
         witness=(
-            WitnessStep(rank=1, index=0, action="notify signal[0][1, 0] += 1", location=NOTIFY),
+            notify_step(1, 0, cell(0, 1, 0), op=NotifyOp.ATOMIC_ADD),
             WitnessStep(
                 rank=reader,
                 index=7,
-                action=f"remote_load (read) data[{writer}] bytes 0..256",
+                kind=StepKind.READ,
+                call="remote_load",
+                place=data(writer),
                 location=LOAD,
                 highlight=True,
             ),
             WitnessStep(
                 rank=writer,
                 index=1,
-                action="afterwards: store (write) data[1] bytes 0..256",
+                kind=StepKind.WRITE,
+                call="store",
+                place=data(1),
+                status=StepStatus.AFTERWARDS,
                 location=STORE,
                 highlight=True,
             ),
@@ -52,6 +80,18 @@ def race(ranks: tuple[int, int] = (0, 1), *, confirmed: bool = True) -> Finding:
         diff=OutputDiff(
             tensor="y", rank=2, index=(0, 0), got=(1.0, 0.0, 0.0, 0.0), golden=(6.0,) * 4
         ),
+    )
+
+
+def stale_warning() -> Finding:
+    """Rank 0 reads bytes of `data[0]` nothing writes: a warning while the outputs are right."""
+    return Finding(
+        kind=FindingKind.STALE_READ,
+        detail="",
+        locations=(LOAD,),
+        ranks=(0,),
+        place=Place(memory="data", owner=0, ranges=((256, 512),)),
+        severity=Severity.WARNING,
     )
 
 

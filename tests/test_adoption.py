@@ -40,7 +40,7 @@ def test_assert_proved_fails_on_the_buggy_one_with_the_human_report(repository: 
     with pytest.raises(AssertionError) as failure:
         racecheck.assert_proved(str(path), ranks="2..4")
     message = str(failure.value)
-    assert "error: data race (read-after-write)" in message
+    assert "error: [race-raw] data race (read-after-write)" in message
     assert "pld.tile.remote_load(" in message
     assert "witness (replayed):" in message
 

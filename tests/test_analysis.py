@@ -16,7 +16,7 @@ from racecheck.analysis import Hazard, find_hazards, to_finding
 from racecheck.engines.monotone import MonotoneEngine
 from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.events import HOST_OWNER, EventRef, Trace
-from racecheck.findings import FindingKind
+from racecheck.findings import FindingKind, Severity
 
 
 def hazards_of(trace: Trace) -> list[Hazard]:
@@ -80,6 +80,26 @@ def test_unacknowledged_second_round_is_write_after_read() -> None:
     assert hazard.bad_first == EventRef(rank=0, index=2)
 
 
+def test_a_write_of_bytes_nothing_else_provides_is_read_after_write() -> None:
+    """Issue 10.9: rank 0 publishes an 8-byte header to ranks 1 and 2; rank 2 then writes
+    bytes 4..64, unordered with rank 1's read. Rank 1 can miss bytes only rank 2
+    provides (read-after-write); calling it write-after-read would show the benign
+    order (rank 2 first) as the witness."""
+    builder = TraceBuilder(3)
+    buf = builder.window("buf", 64)
+    sig = builder.window("sig", 16)
+    builder.store(0, buf, 1, 0, 8, line=1)
+    builder.notify(0, sig, 1, 0, line=2)
+    builder.notify(0, sig, 2, 0, line=3)
+    builder.wait(1, sig, 0, line=11)
+    builder.load(1, buf, 1, 0, 64, line=12)
+    builder.wait(2, sig, 0, line=21)
+    builder.store(2, buf, 1, 4, 64, line=22)
+    (hazard,) = hazards_of(builder.build())
+    assert (hazard.kind, hazard.detail) == (FindingKind.RACE, "read-after-write")
+    assert hazard.bad_first == EventRef(rank=1, index=1)  # the read runs first
+
+
 def test_acknowledged_rounds_are_safe() -> None:
     assert hazards_of(_overwrite_protocol(ack=True)) == []
 
@@ -93,7 +113,7 @@ def test_unreachable_threshold_is_a_deadlock_naming_the_wait() -> None:
     assert hazard.kind is FindingKind.DEADLOCK
     assert [loc.line for loc in hazard.locations] == [2]
     assert hazard.ranks == (1,)
-    assert "holds 1" in hazard.message
+    assert [value for _, value in hazard.holds] == [1]
 
 
 def test_read_of_never_written_bytes_is_stale() -> None:
@@ -117,6 +137,41 @@ def test_partly_covered_read_is_stale_only_where_uncovered() -> None:
     builder.load(0, buf, 0, 0, 128, line=2)
     (hazard,) = hazards_of(builder.build())
     assert hazard.regions[0].ranges == ((96, 128),)
+
+
+def test_stale_bytes_are_found_in_a_window_that_also_holds_signal_cells() -> None:
+    """Issue 10.8: data and cells in one window; the cells are not stale, the data is."""
+    builder = TraceBuilder(2)
+    both = builder.window("both", 128)  # bytes 0..4: rank 1's cell; 4..128: data
+    builder.store(0, both, 1, 4, 64, line=1)
+    builder.notify(0, both, 1, 0, line=2)
+    builder.wait(1, both, 0, line=3)
+    builder.load(1, both, 1, 0, 128, line=4)  # the cell, written data, never-written data
+    (hazard,) = hazards_of(builder.build())
+    assert hazard.kind is FindingKind.STALE_READ
+    assert hazard.regions[0].ranges == ((64, 128),)
+
+
+def test_a_stale_read_is_a_warning() -> None:
+    builder = TraceBuilder(1)
+    buf = builder.window("buf", 64)
+    builder.load(0, buf, 0, 0, 64, line=1)
+    trace = builder.build()
+    oracle = MonotoneEngine().order(SyncSkeleton(trace), deadline=time.monotonic() + 30)
+    (hazard,) = find_hazards(trace, oracle)
+    finding, _ = to_finding(trace, oracle, hazard)
+    assert (finding.code.value, finding.severity) == ("stale-read", Severity.WARNING)
+
+
+def test_a_read_behind_a_wait_that_never_passes_belongs_to_the_deadlock() -> None:
+    builder = TraceBuilder(2)
+    buf = builder.window("buf", 64)
+    sig = builder.window("sig", 8)
+    builder.notify(0, sig, 1, 0, line=1)
+    builder.wait(1, sig, 0, line=2, expected=2)  # never reaches 2
+    builder.load(1, buf, 0, 0, 64, line=3)  # never runs
+    (hazard,) = hazards_of(builder.build())
+    assert hazard.kind is FindingKind.DEADLOCK
 
 
 def test_two_ranks_writing_one_host_row_race() -> None:

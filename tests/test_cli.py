@@ -114,7 +114,7 @@ def test_text_report_on_stdout(pipeline: Recorder) -> None:
     pipeline.report = mixed_report()
     result = run("verify", "f.py")
     assert "  MeshAllreduce  P=2  proved" in result.out
-    assert "error: data race (read-after-write)" in result.out
+    assert "error: [race-raw] data race (read-after-write)" in result.out
     assert result.err == ""
 
 
@@ -156,11 +156,25 @@ def test_user_error_is_one_located_line(pipeline: Recorder) -> None:
     assert result.err == "bad.py:3: error: invalid syntax\n"
 
 
-def test_user_error_in_json_mode_is_still_a_stderr_line(pipeline: Recorder) -> None:
+def test_load_error_in_json_mode_is_a_stderr_line_and_one_json_object(
+    pipeline: Recorder,
+) -> None:
     pipeline.error = LoadError("no such file", file="gone.py")
     result = run("verify", "gone.py", "--format", "json")
-    assert_one_line_failure(result)
+    assert result.code == 2
     assert result.err == "gone.py: error: no such file\n"
+    printed = json.loads(result.out)
+    assert printed["file"] == "gone.py"
+    assert (printed["verdict"], printed["exit_code"]) == ("error", 2)
+    assert printed["results"] == []
+    assert printed["errors"] == ["gone.py: error: no such file"]
+
+
+def test_usage_error_in_json_mode_is_one_json_object() -> None:
+    result = run("verify", "f.py", "--format", "json", "--ranks", "0")
+    assert result.code == 2
+    printed = json.loads(result.out)
+    assert printed["exit_code"] == 2 and "--ranks" in printed["errors"][0]
 
 
 def test_internal_error_is_never_a_verdict(pipeline: Recorder) -> None:
@@ -192,7 +206,9 @@ def test_several_files_are_checked_in_turn_and_exit_with_the_worst(pipeline: Rec
 
 
 def test_json_describes_one_file_only(pipeline: Recorder) -> None:
-    assert_one_line_failure(run("verify", "a.py", "b.py", "--format", "json"))
+    result = run("verify", "a.py", "b.py", "--format", "json")
+    assert result.code == 2 and "give one FILE" in result.err
+    assert "give one FILE" in json.loads(result.out)["errors"][0]
     assert pipeline.calls == []
 
 

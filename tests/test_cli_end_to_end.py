@@ -140,7 +140,7 @@ def test_missing_barrier_is_one_race_block_across_rank_counts(tmp_path: Path) ->
     path = write(tmp_path, "mesh_nobarrier.py", MESH_WITHOUT_BARRIER)
     result = run("verify", path, "--ranks", "2..4")
     assert result.code == 1, result.out + result.err
-    assert result.out.count(f"{path}:{REMOTE_LOAD_LINE}: error: data race") == 1
+    assert result.out.count(f"{path}:{REMOTE_LOAD_LINE}: error: [race-raw] data race") == 1
     assert "at P=2..4]" in result.out
 
 

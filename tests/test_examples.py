@@ -8,12 +8,14 @@ on small inline sources first, so a broken block fails loudly rather than silent
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
 from expectations import Expectation, ExpectationError, expectations_of, markers_of, parse_line
 
 import racecheck
+from racecheck.report.phrases import describe_finding
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FILES = sorted(EXAMPLES.glob("[0-9]*.py"))
@@ -66,6 +68,12 @@ def test_buggy_twins_claim_a_bug_and_correct_ones_do_not(path: Path) -> None:
         assert not claims_bug
     else:
         assert claims_bug == ("_bug_" in path.name)
+
+
+def test_parser_reads_args() -> None:
+    parsed = parse_line("ranks 2 --arg fence=false --arg mode=ring: bug race", {})
+    assert parsed.args == (("fence", "false"), ("mode", "ring"))
+    assert (parsed.verdict, parsed.kind) == ("bug", "race")
 
 
 def test_parser_reads_every_field() -> None:
@@ -140,22 +148,22 @@ def test_search_engines_meet_the_expectation_at_small_rank_counts(
 ) -> None:
     """Every engine that applies gives the example its stated verdict, not only `auto`."""
     ranks = tuple(count for count in expectation.ranks if count in SEARCH_RANKS)
-    _check_example(path, expectation, ranks, engine=engine)
+    _check_example(path, expectation, ranks, engine=engine, within=SEARCH_RANKS)
 
 
 def _check_example(
-    path: Path, expectation: Expectation, ranks: tuple[int, ...], *, engine: str
+    path: Path,
+    expectation: Expectation,
+    ranks: tuple[int, ...],
+    *,
+    engine: str,
+    within: tuple[int, ...] | None = None,
 ) -> None:
-    verify = getattr(racecheck, "verify", None)
-    if verify is None:
+    if getattr(racecheck, "verify", None) is None:
         pytest.fail("racecheck.verify does not exist yet: the corpus cannot be checked")
-    report = verify(
-        str(path),
-        ranks=ranks,
-        repeat=expectation.repeat,
-        expect=expectation.expect,
-        engine=engine,
-        timeout=TIMEOUT,
+    checked = _sibling_ranks(path, expectation, ranks, within)
+    report = _report(
+        path, checked, expectation.args, expectation.repeat, expectation.expect, engine
     )
     assert not report.errors, report.errors
     for count in ranks:
@@ -165,9 +173,48 @@ def _check_example(
             _check_result(path, expectation, result)
 
 
+def _sibling_ranks(
+    path: Path, expectation: Expectation, ranks: tuple[int, ...], within: tuple[int, ...] | None
+) -> tuple[int, ...]:
+    """`ranks` and every other P the example states for the same flags (inside `within`
+    if given): the cross-P wrong-result step judges a P against the others, so each
+    line is checked inside the whole range a user would run."""
+    same_flags = [
+        other.ranks
+        for other in expectations_of(path)
+        if (other.args, other.repeat, other.expect)
+        == (expectation.args, expectation.repeat, expectation.expect)
+    ]
+    union = set(ranks).union(*same_flags)
+    return tuple(sorted(union if within is None else union & set(within)))
+
+
+@functools.cache
+def _report(
+    path: Path,
+    ranks: tuple[int, ...],
+    args: tuple[tuple[str, str], ...],
+    repeat: int,
+    expect: str | None,
+    engine: str,
+) -> racecheck.Report:
+    return racecheck.verify(
+        str(path),
+        ranks=ranks,
+        args=dict(args),
+        repeat=repeat,
+        expect=expect,
+        engine=engine,
+        timeout=TIMEOUT,
+    )
+
+
 def _check_result(path: Path, expectation: Expectation, result: racecheck.ProgramResult) -> None:
     where = f"{result.program} at P={result.ranks}"
-    why = result.message or [finding.message for finding in result.findings]
+    why = result.message or [describe_finding(finding) for finding in result.findings]
+    # Issue 10.9: a race or deadlock whose witness does not replay is an inconsistency.
+    for text in (result.message, *result.notes):
+        assert "internal inconsistency" not in text, f"{where}: {text}"
     assert result.verdict.value == expectation.verdict, f"{where}: {result.verdict.value} ({why})"
     if expectation.verdict == "proved" and expectation.model is not None:
         assert result.model == expectation.model, where

@@ -13,6 +13,7 @@ from racecheck.errors import LoadError
 from racecheck.findings import FindingKind, Verdict
 from racecheck.load import load_file
 from racecheck.options import Options
+from racecheck.report.phrases import describe_finding
 
 PROGRAM = """
 import os
@@ -77,7 +78,7 @@ def test_a_host_row_out_of_range_is_an_out_of_bounds_bug(tmp_path, row, ranks) -
     (finding,) = result.findings
     assert finding.kind is FindingKind.OUT_OF_BOUNDS
     assert [loc.line for loc in finding.locations] == [_line(path, "# the dispatch")]
-    assert finding.message.startswith(f"the host: row {ranks} of x")
+    assert describe_finding(finding).startswith(f"the host: row {ranks} of x")
 
 
 def test_x_xor_1_is_fine_at_even_rank_counts(tmp_path) -> None:

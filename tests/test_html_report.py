@@ -10,14 +10,32 @@ import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from report_samples import FILE, NOTIFY, mixed_report, proved_report, race, result
+from report_samples import (
+    FILE,
+    NOTIFY,
+    cell,
+    mixed_report,
+    notify_step,
+    proved_report,
+    race,
+    result,
+)
 from tracebuild import TraceBuilder, mesh_allreduce
 
-from racecheck.analysis import find_hazards, to_finding
-from racecheck.describe import describe_event
+from racecheck.analysis import find_hazards, step_of, to_finding
 from racecheck.engines import prepare
-from racecheck.events import SourceLocation, Trace
-from racecheck.findings import Finding, FindingKind, Report, Verdict, WitnessStep
+from racecheck.events import SourceLocation, Trace, WaitCmp
+from racecheck.findings import (
+    BlockedWait,
+    Finding,
+    FindingKind,
+    Place,
+    Report,
+    StepKind,
+    StepStatus,
+    Verdict,
+    WitnessStep,
+)
 from racecheck.options import EngineChoice
 from racecheck.report.html import notify_wait_pairs, render_html, space_time_svg, step_links
 
@@ -113,23 +131,28 @@ def highlighted_steps(page: ParsedPage) -> set[tuple[str, str]]:
 
 def deadlock() -> Finding:
     """Rank 0 waits for 2 on a cell two Set notifies each set to 1: it blocks forever."""
+    blocked = WitnessStep(
+        rank=0,
+        index=3,
+        kind=StepKind.WAIT,
+        place=cell(0, 0, 0),
+        cmp=WaitCmp.EQ,
+        value=2,
+        status=StepStatus.BLOCKED,
+        location=WAIT,
+        highlight=True,
+    )
     return Finding(
         kind=FindingKind.DEADLOCK,
         detail="",
-        message="rank 0 waits forever on wait signal[0][0, 0] == 2 (it holds 1)",
         locations=(WAIT,),
         ranks=(0,),
+        blocked=(BlockedWait(rank=0, step=blocked, holds=1),),
         witness=(
-            WitnessStep(rank=1, index=0, action="notify signal[0][0, 0] = 1", location=NOTIFY),
-            WitnessStep(rank=2, index=0, action="notify signal[0][0, 0] = 1", location=NOTIFY),
-            WitnessStep(rank=2, index=1, action="notify signal[1][2, 0] = 1", location=NOTIFY),
-            WitnessStep(
-                rank=0,
-                index=3,
-                action="afterwards: wait signal[0][0, 0] == 2",
-                location=WAIT,
-                highlight=True,
-            ),
+            notify_step(1, 0, cell(0, 0, 0)),
+            notify_step(2, 0, cell(0, 0, 0)),
+            notify_step(2, 1, cell(1, 2, 0)),
+            blocked,
         ),
     )
 
@@ -227,7 +250,7 @@ def test_user_text_is_escaped() -> None:
     nasty = SourceLocation(file='a"<b>.py', line=3, text="x = y < z & '<script>alert(1)</script>'")
     finding = dataclasses.replace(
         race(),
-        message="<img src=x onerror=alert(1)>",
+        place=Place(memory="<img src=x onerror=alert(1)>", owner=1, ranges=((0, 4),)),
         locations=(nasty,),
         witness=tuple(dataclasses.replace(step, location=nasty) for step in race().witness),
     )
@@ -244,7 +267,7 @@ def test_finding_without_witness_says_so_and_draws_nothing() -> None:
     finding = Finding(
         kind=FindingKind.OUT_OF_BOUNDS,
         detail="",
-        message="rank 1: peer 2 outside [0, 2)",
+        reason="peer 2 outside [0, 2)",
         locations=(NOTIFY,),
         ranks=(1,),
     )
@@ -287,23 +310,20 @@ def _barrier_missing_one_notify() -> Trace:
 
 
 def _every_event_as_step(trace: Trace) -> tuple[WitnessStep, ...]:
-    return tuple(
-        WitnessStep(
-            rank=e.rank, index=e.index, action=describe_event(e, trace), location=e.location
-        )
-        for events in zip(*trace.events, strict=False)
-        for e in events
-    )
+    return tuple(step_of(trace, e) for events in zip(*trace.events, strict=False) for e in events)
 
 
-def test_links_from_trace_and_from_action_text_agree() -> None:
+def test_links_come_from_the_typed_steps() -> None:
     for trace in (_barrier_missing_one_notify(), mesh_allreduce(3, barrier=True)):
         steps = _every_event_as_step(trace)
-        from_trace = [step_links(step, trace) for step in steps]
-        from_text = [step_links(step, None) for step in steps]
-        assert [link.owner for link in from_trace] == [link.owner for link in from_text]
-        assert notify_wait_pairs(from_trace) == notify_wait_pairs(from_text)
-        assert notify_wait_pairs(from_trace)  # the protocols do have notify -> wait pairs
+        links = [step_links(step) for step in steps]
+        for step, link in zip(steps, links, strict=True):
+            assert link.notifies == (step.kind is StepKind.NOTIFY)
+            assert link.waits == (step.kind is StepKind.WAIT)
+            assert step.place is not None
+            owner = step.place.owner
+            assert link.owner == (None if owner < 0 else owner)
+        assert notify_wait_pairs(links)  # the protocols do have notify -> wait pairs
 
 
 def test_notify_pairs_with_first_later_wait_on_its_cell_only() -> None:
@@ -311,13 +331,7 @@ def test_notify_pairs_with_first_later_wait_on_its_cell_only() -> None:
     # rank 0: store, notify r1, wait r1's cell, ...; rank 1 likewise
     r0, r1 = trace.events
     order = [r0[2], r0[1], r1[1], r1[2]]  # rank 0 waits before anyone notifies it
-    steps = [
-        WitnessStep(
-            rank=e.rank, index=e.index, action=describe_event(e, trace), location=e.location
-        )
-        for e in order
-    ]
-    links = [step_links(step, trace) for step in steps]
+    links = [step_links(step_of(trace, e)) for e in order]
     # r0's notify (position 1) releases r1's wait (3); r1's notify (2) has no later wait
     assert notify_wait_pairs(links) == [(1, 3)]
 
@@ -332,12 +346,12 @@ def test_real_deadlock_witness_with_trace() -> None:
     (finding,) = _analysed(trace)
     assert finding.kind is FindingKind.DEADLOCK
     report = Report(file="proto.py", results=(result(3, Verdict.BUG, findings=(finding,)),))
-    page = parse_page(render_html(report, {("MeshAllreduce", 3): trace}))
+    page = parse_page(render_html(report))
     assert page.problems == []
     (blocked,) = [step for step in finding.witness if step.highlight]
     assert highlighted_steps(page) == {(str(blocked.rank), str(blocked.index))}
-    notifies = sum(step.action.startswith("notify") for step in finding.witness)
-    waits = sum("wait" in step.action for step in finding.witness)
+    notifies = sum(step.kind is StepKind.NOTIFY for step in finding.witness)
+    waits = sum(step.kind is StepKind.WAIT for step in finding.witness)
     # every wait that passed was released by a drawn notify; the blocked one by none
     assert len(page.find("line", "sync")) == waits - 1 <= notifies
     assert page.find("line", "sync", "hl") == []
@@ -349,7 +363,7 @@ def test_real_race_witness_with_trace() -> None:
     races = [finding for finding in findings if finding.kind is FindingKind.RACE]
     assert races
     report = Report(file="proto.py", results=(result(3, Verdict.BUG, findings=tuple(races)),))
-    page = parse_page(render_html(report, {("MeshAllreduce", 3): trace}))
+    page = parse_page(render_html(report))
     assert page.problems == []
     for finding in races:
         pair = {(str(s.rank), str(s.index)) for s in finding.witness if s.highlight}

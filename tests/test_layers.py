@@ -22,6 +22,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.engines",),
     ("racecheck.analysis", "racecheck.steering"),
     ("racecheck.models", "racecheck.reference"),
+    ("racecheck.judge",),
     ("racecheck.check", "racecheck.paths", "racecheck.export"),
     ("racecheck.report",),
     ("racecheck.cli", "racecheck.__main__", "racecheck"),
@@ -185,3 +186,22 @@ def test_the_golden_models_are_a_real_package_directory() -> None:
 def test_z3_is_imported_only_by_the_solver_modules(path: Path) -> None:
     uses_z3 = any(name.split(".")[0] == "z3" for name in _imports(path))
     assert uses_z3 == (module_name(path) in SOLVER_HOMES), module_name(path)
+
+
+REPORT_READS_ONLY = (
+    "racecheck.events",
+    "racecheck.findings",
+    "racecheck.report",
+    "racecheck.errors",
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in MODULES if module_name(path).startswith("racecheck.report")],
+    ids=lambda path: module_name(path),
+)
+def test_report_layer_reads_findings_not_analysis_internals(path: Path) -> None:
+    """Findings are data: the renderers word them without reaching into the analysis."""
+    for imported in imported_modules(path):
+        assert imported.startswith(REPORT_READS_ONLY), f"{module_name(path)} imports {imported}"

@@ -7,7 +7,7 @@ import json
 import math
 
 import jsonschema
-from report_samples import FILE, mixed_report, proved_report, race, result
+from report_samples import FILE, mixed_report, proved_report, race, result, stale_warning
 
 from racecheck.findings import OutputDiff, Report, Verdict
 from racecheck.report import render_json
@@ -108,3 +108,33 @@ def test_non_finite_outputs_stay_valid_json() -> None:
     text = render_json(bad)
     assert "NaN" not in text and "Infinity" not in text
     assert json.loads(text)["results"][0]["findings"][0]["diff"]["got"] == ["inf", "nan"]
+
+
+def test_findings_carry_their_code_severity_and_typed_witness_steps() -> None:
+    document = parsed(mixed_report())
+    finding = document["results"][1]["findings"][0]  # type: ignore[index]
+    assert (finding["kind"], finding["code"], finding["severity"]) == ("race", "race-raw", "error")
+    assert finding["warning"] is False
+    notify, read, write = finding["witness"]
+    assert (notify["event"], notify["op"], notify["value"]) == ("notify", "AtomicAdd", 1)
+    assert notify["place"] == {"memory": "signal", "owner": 0, "ranges": [[4, 8]], "cell": [1, 0]}
+    assert notify["action"] == "notify signal[0][1, 0] += 1"
+    assert (read["event"], read["call"], read["status"]) == ("read", "remote_load", "ran")
+    assert write["status"] == "afterwards"
+    assert write["action"] == "afterwards: store (write) data[1] bytes 0..256"
+
+
+def test_a_stale_read_alone_is_a_warning_in_a_proved_result() -> None:
+    report = Report(
+        file=FILE,
+        results=(result(2, Verdict.PROVED, model="allreduce-sum", findings=(stale_warning(),)),),
+    )
+    document = parsed(report)
+    assert (document["verdict"], document["exit_code"]) == ("proved", 0)
+    [finding] = document["results"][0]["findings"]  # type: ignore[index]
+    assert (finding["code"], finding["severity"], finding["warning"]) == (
+        "stale-read",
+        "warning",
+        True,
+    )
+    assert finding["message"].startswith("rank 0 reads data[0] bytes 256..512")

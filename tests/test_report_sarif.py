@@ -11,9 +11,9 @@ from importlib import resources
 
 import jsonschema
 import pytest
-from report_samples import FILE, mixed_report, proved_report
+from report_samples import FILE, mixed_report, proved_report, result, stale_warning
 
-from racecheck.findings import Report
+from racecheck.findings import Report, Verdict
 from racecheck.report import render_sarif
 from racecheck.report.sarif import artifact_uri
 
@@ -35,8 +35,8 @@ def test_bug_report_is_valid_sarif_with_one_result_per_grouped_finding(sarif_sch
     run = validated(mixed_report(), sarif_schema)["runs"][0]
     assert len(run["results"]) == 1
     result = run["results"][0]
-    assert result["ruleId"] == "race"
-    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "race"
+    assert result["ruleId"] == "race-raw"
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "race-raw"
     assert result["properties"]["rankCounts"] == [3, 4]
     primary = result["locations"][0]["physicalLocation"]
     assert primary["artifactLocation"]["uri"] == FILE
@@ -80,3 +80,23 @@ def test_the_schema_rejects_a_result_without_a_message(sarif_schema) -> None:
     del log["runs"][0]["results"][0]["message"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft4Validator(sarif_schema).validate(log)
+
+
+def test_a_stale_read_warning_is_a_warning_level_result(sarif_schema) -> None:
+    report = Report(
+        file=FILE,
+        results=(result(2, Verdict.PROVED, model="allreduce-sum", findings=(stale_warning(),)),),
+    )
+    run = validated(report, sarif_schema)["runs"][0]
+    [found] = run["results"]
+    assert (found["ruleId"], found["level"]) == ("stale-read", "warning")
+    assert {rule["id"] for rule in run["tool"]["driver"]["rules"]} >= {
+        "race-raw",
+        "race-war",
+        "race-waw",
+        "deadlock",
+        "stale-read",
+        "wrong-result",
+        "out-of-bounds",
+    }
+    assert run["invocations"][0]["executionSuccessful"] is True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from report_samples import FILE, mixed_report, proved_report, race, result
+from report_samples import FILE, mixed_report, proved_report, race, result, stale_warning
 
 from racecheck.findings import Report, Verdict
 from racecheck.report import render_text
@@ -30,7 +30,7 @@ def test_skipped_and_unknown_carry_their_message_and_bug_lines_name_no_model() -
 def test_finding_block_is_actionable() -> None:
     text = render_text(mixed_report(), color=False)
     header = (
-        f"{FILE}:42: error: data race (read-after-write) between rank 0 and rank 1"
+        f"{FILE}:42: error: [race-raw] data race (read-after-write) between rank 0 and rank 1"
         " [MeshAllreduce at P=3..4]"
     )
     assert header in text
@@ -56,7 +56,7 @@ def test_witness_is_numbered_indented_per_rank_and_highlights_the_pair() -> None
 
 def test_identical_findings_across_rank_counts_print_once() -> None:
     text = render_text(mixed_report(), color=False)
-    assert text.count("error: data race") == 1
+    assert text.count("error: [race-raw] data race") == 1
     assert "[MeshAllreduce at P=3..4]" in text
 
 
@@ -70,7 +70,7 @@ def test_findings_on_different_lines_stay_separate() -> None:
         ),
     )
     text = render_text(report, color=False)
-    assert text.count("error: data race") == 2
+    assert text.count("error: [race-raw] data race") == 2
     assert "[MeshAllreduce at P=2]" in text and "[MeshAllreduce at P=3]" in text
 
 
@@ -99,3 +99,14 @@ def test_rank_count_and_rank_phrases() -> None:
     assert describe_ranks((1,)) == "on rank 1"
     assert describe_ranks((0, 3)) == "between rank 0 and rank 3"
     assert describe_ranks((0, 1, 3)) == "among ranks 0, 1 and 3"
+
+
+def test_a_stale_read_warning_prints_with_its_line_and_the_result_stays_proved() -> None:
+    report = Report(
+        file=FILE,
+        results=(result(2, Verdict.PROVED, model="allreduce-sum", findings=(stale_warning(),)),),
+    )
+    text = render_text(report, color=False)
+    assert "P=2  proved  26 events  0.03s  allreduce-sum  (1 warning)" in text
+    assert f"{FILE}:42: warning: [stale-read] stale read on rank 0" in text
+    assert text.rstrip().endswith("1 proved, 0 bugs, 0 skipped, 0 unknown")

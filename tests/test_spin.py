@@ -222,5 +222,13 @@ def test_spin_agrees_with_explore_and_find_hazards(trace: Trace) -> None:
     stale = {
         (h.events[0], h.regions[0].ranges) for h in hazards if h.kind is FindingKind.STALE_READ
     }
-    assert stale == {(s.read, s.ranges) for s in verdicts.stale_reads}
+    stuck = oracle.stuck()
+    never_run = {ref.rank: ref.index for ref in stuck.blocked} if stuck is not None else {}
+    # A read behind a wait that never passes belongs to the deadlock (issue 10.8); a rank
+    # crashed out of bounds runs nothing further, so its reads are not judged either.
+    assert stale == {
+        (s.read, s.ranges)
+        for s in verdicts.stale_reads
+        if s.read.index <= never_run.get(s.read.rank, s.read.index) and not trace.out_of_bounds
+    }
     assert any(h.kind is FindingKind.DEADLOCK for h in hazards) == verdicts.deadlock

@@ -63,8 +63,9 @@ def _execute_ranks(
         if thread is not None:
             interrupt(thread, Abort)
         line = f"; last line reached: {where} {where.text}" if where else ""
+        who = f"rank {running}" if running is not None else "in the host program"
         raise TracingError(
-            f"tracing {program} did not finish within {timeout:g} s (rank {running}{line})",
+            f"tracing {program} did not finish within {timeout:g} s ({who}{line})",
             file=where.file if where else None,
             line=where.line if where else None,
         )

@@ -21,6 +21,7 @@ def export_command(
     *,
     programs: tuple[str, ...] = (),
     args: Mapping[str, str] | None = None,
+    rank_param: str | None = None,
     repeat: int = 1,
 ) -> str:
     """The model text of the one program of `path` (or of `--program`) at `ranks` ranks."""
@@ -30,7 +31,8 @@ def export_command(
     from racecheck.cosim import simulate
     from racecheck.load import discover, load_file
 
-    specs = list(discover(load_file(path), programs=programs, args=dict(args or {})))
+    loaded = load_file(path)
+    specs = discover(loaded, programs=programs, args=dict(args or {}), rank_param=rank_param)
     if len(specs) != 1:
         names = ", ".join(spec.name for spec in specs) or "none"
         raise UsageError(

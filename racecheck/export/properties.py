@@ -10,9 +10,9 @@ a model checker's answers to them into verdicts.
   atomic. A Set notify is not atomic but a plain store (docs/model.md), except
   against a WAIT, and two Sets of one value do not conflict. A conflicting pair races
   iff each can run while the other has not.
-* Stale read: a LOAD of a data window (a window memory no NOTIFY/WAIT targets); its
-  bytes that no overlapping write can precede (an earlier write of the same rank
-  always does) are stale.
+* Stale read: a LOAD of a window; its bytes, other than the signal cells of that
+  instance (bytes a NOTIFY or WAIT accesses), that no overlapping write can precede
+  (an earlier write of the same rank always does) are stale.
 * Deadlock: answered by the model checker directly; nothing to derive.
 
 Assumes a well-formed trace (events indexed by position, regions normalised).
@@ -108,34 +108,30 @@ def conflicting_pairs(trace: Trace) -> list[tuple[Event, Event]]:
     return pairs
 
 
-def _data_windows(trace: Trace) -> set[int]:
-    signal_memories = {
-        sync.cell.memory
-        for rank_events in trace.events
-        for event in rank_events
-        for sync in (event.notify, event.wait)
-        if sync is not None
-    }
-    return {
-        memory.id
-        for memory in trace.memories
-        if memory.kind is MemoryKind.WINDOW and memory.id not in signal_memories
-    }
-
-
-def stale_candidates(trace: Trace) -> list[tuple[Event, list[Event]]]:
-    """Each LOAD of a data window with every write (any rank) that overlaps it."""
-    data_windows = _data_windows(trace)
+def stale_candidates(trace: Trace) -> list[tuple[Event, Ranges, list[Event]]]:
+    """Each LOAD of a window, its bytes outside signal cells, and every write (any
+    rank) that overlaps it."""
+    windows = {memory.id for memory in trace.memories if memory.kind is MemoryKind.WINDOW}
     candidates = []
-    for events in _by_instance(trace).values():
-        if events[0].access is None or events[0].access.memory not in data_windows:
+    for (memory, _), events in _by_instance(trace).items():
+        if memory not in windows:
             continue
         writers = [event for event in events if writes(event)]
+        cells = union_ranges(
+            [
+                span
+                for event in events
+                if event.kind in (EventKind.NOTIFY, EventKind.WAIT) and event.access is not None
+                for span in event.access.ranges
+            ]
+        )
         for read in events:
             if read.kind is EventKind.LOAD:
                 assert read.access is not None
+                data = subtract_ranges(read.access.ranges, cells)
                 overlapping = [w for w in writers if w.access and read.access.overlaps(w.access)]
-                candidates.append((read, overlapping))
+                if data:
+                    candidates.append((read, data, overlapping))
     return candidates
 
 
@@ -145,7 +141,7 @@ def questions(trace: Trace) -> tuple[Question, ...]:
     for a, b in conflicting_pairs(trace):
         found[Question(first=a.ref, second=b.ref)] = None
         found[Question(first=b.ref, second=a.ref)] = None
-    for read, writers in stale_candidates(trace):
+    for read, _, writers in stale_candidates(trace):
         for writer in writers:
             if writer.rank != read.rank:
                 found[Question(first=writer.ref, second=read.ref)] = None
@@ -166,7 +162,7 @@ def decide(trace: Trace, answers: Mapping[Question, bool], *, deadlock: bool) ->
         if can_precede(a, b) and can_precede(b, a)
     )
     stale = []
-    for read, writers in stale_candidates(trace):
+    for read, data, writers in stale_candidates(trace):
         assert read.access is not None
         reached = union_ranges(
             [
@@ -176,7 +172,7 @@ def decide(trace: Trace, answers: Mapping[Question, bool], *, deadlock: bool) ->
                 for span in intersect_ranges(writer.access.ranges, read.access.ranges)
             ]
         )
-        missing = subtract_ranges(read.access.ranges, reached)
+        missing = subtract_ranges(data, reached)
         if missing:
             stale.append(StaleRead(read=read.ref, ranges=missing))
     return Verdicts(races=races, stale_reads=tuple(stale), deadlock=deadlock)

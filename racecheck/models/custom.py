@@ -31,7 +31,21 @@ def load_user_golden(spec: str) -> UserGolden:
     function = getattr(module, function_name, None)
     if not callable(function):
         raise UsageError(f"golden {spec!r}: {where} defines no function {function_name!r}")
-    return function
+    return _guarded(spec, function)
+
+
+def _guarded(spec: str, function: UserGolden) -> UserGolden:
+    """The golden, whose own failures are reported as its error (exit 2), not as a
+    wrong result of the collective."""
+
+    def golden(inputs: np.ndarray) -> np.ndarray:
+        try:
+            with installed():
+                return np.asarray(function(inputs))
+        except Exception as error:  # the user's golden: any failure is theirs to fix
+            raise UsageError(f"golden {spec!r} raised {type(error).__name__}: {error}") from error
+
+    return golden
 
 
 def _load_file(path_text: str, spec: str) -> ModuleType:

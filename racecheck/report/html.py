@@ -8,31 +8,37 @@ rank's lane; the steps the finding is about in a distinct colour, thicker, joine
 dashed line when there are two. Every step carries an SVG <title> with `file:line` and
 the source text.
 
-Assumes the witness steps name real events: with `traces` given, signal cells and
-owners come from `trace.events[rank][index]`; without, they are read from the step's
-action text as `racecheck.describe` writes it (`notify signal[1][0, 0] += 1`,
-`remote_load (read) data[1] bytes 0..256`). The page loads nothing: CSS, SVG and the
-small script that links a diagram's steps to its rows are inline, and every string that
-came from the user's program is escaped.
+Arrows come from the witness steps' typed fields (kind, place: signal cell or bytes,
+owner). The page loads nothing: CSS, SVG and the small script that links a diagram's
+steps to its rows are inline, and every string that came from the user's program is
+escaped.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import PurePath
 
-from racecheck.analysis import PENDING_PREFIXES
-from racecheck.events import HOST_OWNER, Event, SignalCell, Trace
-from racecheck.findings import Finding, FindingKind, ProgramResult, Report, WitnessStep
-from racecheck.report.phrases import describe_diff, describe_ranks
+from racecheck.events import HOST_OWNER
+from racecheck.findings import (
+    Finding,
+    FindingKind,
+    ProgramResult,
+    Report,
+    StepKind,
+    WitnessStep,
+)
+from racecheck.report.phrases import (
+    describe_diff,
+    describe_finding,
+    describe_ranks,
+    describe_step,
+    output_label,
+)
 from racecheck.report.text import render_text
-
-TraceKey = tuple[str, int]
-"""(program, rank count): which trace a ProgramResult was decided on."""
 
 _ROW = 24  # vertical distance between witness steps
 _TOP = 40  # room for the lane headers
@@ -68,14 +74,11 @@ def _text_with_errors(report: Report) -> str:
     return render_text(report, color=False) + errors
 
 
-def render_html(report: Report, traces: Mapping[TraceKey, Trace] | None = None) -> str:
-    """The whole page. `traces[(program, ranks)]` is the trace a result was decided on;
-    without it a diagram's arrows come from the witness steps' action text."""
-    traces = traces or {}
+def render_html(report: Report) -> str:
+    """The whole page: the text report, then a diagram per finding's witness."""
     failing = [result for result in report.results if result.findings]
     sections = [
-        _result_section(result, traces.get((result.program, result.ranks)), open_=position == 0)
-        for position, result in enumerate(failing)
+        _result_section(result, open_=position == 0) for position, result in enumerate(failing)
     ]
     verdict = report.verdict.value if report.results else "unchecked"
     body = [
@@ -99,37 +102,38 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def _result_section(result: ProgramResult, trace: Trace | None, *, open_: bool) -> str:
+def _result_section(result: ProgramResult, *, open_: bool) -> str:
     count = len(result.findings)
     summary = f"{escape(result.program)} at P={result.ranks}: {count} finding" + (
         "" if count == 1 else "s"
     )
-    figures = "\n".join(
-        _finding_figure(finding, result.ranks, trace) for finding in result.findings
-    )
+    figures = "\n".join(_finding_figure(finding, result.ranks) for finding in result.findings)
     opened = " open" if open_ else ""
     return f"<details{opened}>\n<summary>{summary}</summary>\n{figures}\n</details>"
 
 
-def _finding_figure(finding: Finding, ranks: int, trace: Trace | None) -> str:
+def _finding_figure(finding: Finding, ranks: int) -> str:
     title = finding.kind.title + (f" ({finding.detail})" if finding.detail else "")
+    title = f"{finding.severity.value}: [{finding.code.value}] {title}"
     who = describe_ranks(finding.ranks)
     caption = [f'<p class="title">{escape(title)} {escape(who)}</p>']
     caption += [
         f'<p class="source"><code>{escape(str(location))}: {escape(location.text)}</code></p>'
         for location in finding.locations
     ]
-    if finding.message:
-        caption.append(f"<p>{escape(finding.message)}</p>")
+    message = describe_finding(finding)
+    if message:
+        caption.append(f"<p>{escape(message)}</p>")
     parts = [f'<figure class="finding {finding.kind.value}">', *caption]
     if finding.witness:
         replayed = "replayed" if finding.confirmed else "not replayed"
         parts.append(f'<p class="note">witness ({replayed}), in execution order:</p>')
-        parts.append(f'<div class="diagram">{space_time_svg(finding, ranks, trace)}</div>')
+        parts.append(f'<div class="diagram">{space_time_svg(finding, ranks)}</div>')
     else:
         parts.append('<p class="note">no interleaving to draw for this finding</p>')
     if finding.diff is not None:
-        parts.append(f"<p>output under this witness: {escape(describe_diff(finding.diff))}</p>")
+        label = output_label(finding)
+        parts.append(f"<p>{label}: {escape(describe_diff(finding.diff))}</p>")
     parts.append("</figure>")
     return "\n".join(parts)
 
@@ -167,12 +171,12 @@ def _layout(steps: Sequence[WitnessStep], ranks: int, rows: Sequence[str]) -> _L
     )
 
 
-def space_time_svg(finding: Finding, ranks: int, trace: Trace | None = None) -> str:
+def space_time_svg(finding: Finding, ranks: int) -> str:
     """The witness of one finding at rank count `ranks` as an inline <svg> element."""
     steps = finding.witness
     rows = [_row_text(number, step, finding.kind) for number, step in enumerate(steps, 1)]
     layout = _layout(steps, ranks, rows)
-    links = [step_links(step, trace) for step in steps]
+    links = [step_links(step) for step in steps]
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="spacetime" width="{layout.width}" '
         f'height="{layout.height}" viewBox="0 0 {layout.width} {layout.height}" role="img">',
@@ -233,7 +237,7 @@ def _arrows(steps: Sequence[WitnessStep], links: Sequence[StepLinks], layout: _L
 def _row_text(number: int, step: WitnessStep, kind: FindingKind) -> str:
     # The full path is in the caption and the hover title; the row keeps the name short.
     where = f"{PurePath(step.location.file).name}:{step.location.line}"
-    text = f"{number}. rank {step.rank}: {step.action}  ({where})"
+    text = f"{number}. rank {step.rank}: {describe_step(step)}  ({where})"
     if step.highlight:
         text += f"  ← {_HIGHLIGHT_NOTES.get(kind, 'the finding is about this step')}"
     return text
@@ -306,54 +310,21 @@ def notify_wait_pairs(links: Sequence[StepLinks]) -> list[tuple[int, int]]:
     return pairs
 
 
-def step_links(step: WitnessStep, trace: Trace | None) -> StepLinks:
-    event = _event_of(step, trace)
-    return _links_from_event(event) if event is not None else _links_from_action(step.action)
-
-
-def _event_of(step: WitnessStep, trace: Trace | None) -> Event | None:
-    if trace is None or not 0 <= step.rank < len(trace.events):
-        return None
-    events = trace.events[step.rank]
-    return events[step.index] if 0 <= step.index < len(events) else None
-
-
-def _links_from_event(event: Event) -> StepLinks:
-    if event.notify is not None:
-        cell = event.notify.cell
-        return StepLinks(notifies=True, cell=_cell_key(cell), owner=cell.owner)
-    if event.wait is not None:
-        cell = event.wait.cell
-        return StepLinks(waits=True, cell=_cell_key(cell), owner=cell.owner)
-    if event.access is None or event.access.owner == HOST_OWNER:
+def step_links(step: WitnessStep) -> StepLinks:
+    """A step's arrows: a notify or wait links through its cell; another rank's memory
+    gets an arrow to its owner's lane; host memory gets none."""
+    place = step.place
+    if place is None:
         return StepLinks()
-    return StepLinks(owner=event.access.owner)
-
-
-def _cell_key(cell: SignalCell) -> tuple[int, int, int]:
-    return (cell.memory, cell.owner, cell.offset)
-
-
-# The shapes `racecheck.describe` gives cells (`signal[1][0, 0]`) and regions (`data[1] bytes`).
-_SYNC_ACTION = re.compile(r"^(?P<verb>notify|wait) (?P<cell>[\w.]+\[(?P<owner>\d+)\]\[[^\]]*\])")
-_CALL_PREFIX = re.compile(r"^call \d+: ")  # which --repeat call, on repeated runs
-_REGION_ACTION = re.compile(r"[\w.]+\[(?P<owner>\d+)\] bytes ")
-
-
-def _links_from_action(action: str) -> StepLinks:
-    for prefix in PENDING_PREFIXES:
-        action = action.removeprefix(prefix)
-    action = _CALL_PREFIX.sub("", action)
-    sync = _SYNC_ACTION.match(action)
-    if sync is not None:
+    owner = None if place.owner == HOST_OWNER else place.owner
+    if step.kind in (StepKind.NOTIFY, StepKind.WAIT):
         return StepLinks(
-            notifies=sync["verb"] == "notify",
-            waits=sync["verb"] == "wait",
-            cell=sync["cell"],
-            owner=int(sync["owner"]),
+            notifies=step.kind is StepKind.NOTIFY,
+            waits=step.kind is StepKind.WAIT,
+            cell=(place.memory, place.owner, place.ranges),
+            owner=owner,
         )
-    region = _REGION_ACTION.search(action)
-    return StepLinks(owner=int(region["owner"])) if region is not None else StepLinks()
+    return StepLinks(owner=owner)
 
 
 _MARKERS = (

@@ -13,7 +13,16 @@ import math
 from typing import Any
 
 from racecheck.events import Region, SourceLocation
-from racecheck.findings import Finding, OutputDiff, ProgramResult, Report, WitnessStep
+from racecheck.findings import (
+    Finding,
+    OutputDiff,
+    Place,
+    ProgramResult,
+    Report,
+    Severity,
+    WitnessStep,
+)
+from racecheck.report.phrases import describe_finding, describe_step
 
 SCHEMA_VERSION = 1
 
@@ -29,7 +38,7 @@ def report_to_json(report: Report) -> JsonObject:
         "schema": SCHEMA_VERSION,
         "file": report.file,
         "results": [_result(result) for result in report.results],
-        "verdict": report.verdict.value,
+        "verdict": report.verdict.value if report.results or not report.errors else "error",
         "exit_code": report.exit_code,
         "errors": list(report.errors),
     }
@@ -47,14 +56,18 @@ def _result(result: ProgramResult) -> JsonObject:
         "engine": result.engine,
         "message": result.message,
         "notes": list(result.notes),
+        "rank_param": result.rank_param,
     }
 
 
 def _finding(finding: Finding) -> JsonObject:
     return {
         "kind": finding.kind.value,
+        "code": finding.code.value,
+        "severity": finding.severity.value,
+        "warning": finding.severity is Severity.WARNING,
         "detail": finding.detail,
-        "message": finding.message,
+        "message": describe_finding(finding),
         "locations": [_location(location) for location in finding.locations],
         "ranks": list(finding.ranks),
         "regions": [region_to_json(region) for region in finding.regions],
@@ -81,9 +94,27 @@ def _witness_step(step: WitnessStep) -> JsonObject:
     return {
         "rank": step.rank,
         "index": step.index,
-        "action": step.action,
+        "action": describe_step(step),
+        "event": step.kind.value,
+        "call": step.call or None,
+        "place": _place(step.place) if step.place is not None else None,
+        "op": step.op.value if step.op is not None else None,
+        "cmp": step.cmp.value if step.cmp is not None else None,
+        "value": step.value,
+        "repeat": step.repeat,
+        "status": step.status.value,
         "location": _location(step.location),
         "highlight": step.highlight,
+    }
+
+
+def _place(place: Place) -> JsonObject:
+    """A buffer by name and owner rank (-1: host), its bytes, and a cell's index."""
+    return {
+        "memory": place.memory,
+        "owner": place.owner,
+        "ranges": [list(span) for span in place.ranges],
+        "cell": list(place.cell) if place.cell is not None else None,
     }
 
 

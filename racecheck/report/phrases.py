@@ -1,14 +1,40 @@
-"""Wording every renderer shares: rank-count sets, rank sets and output diffs.
-
-Regions, signal cells and events are named by `racecheck.describe`, which the
-analysis also uses, so a report says `data[1] bytes 0..256` the same way everywhere.
+"""All the wording of a report: finding messages, witness steps, places, rank sets and
+output diffs. Findings arrive as typed facts (`racecheck.findings`); every renderer
+words them here, so a report says `data[1] bytes 0..256` the same way everywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from racecheck.findings import OutputDiff
+from racecheck.events import HOST_OWNER, NotifyOp, WaitCmp
+from racecheck.findings import (
+    Finding,
+    FindingCode,
+    FindingKind,
+    OutputDiff,
+    Place,
+    RaceDetail,
+    StepKind,
+    StepStatus,
+    WitnessStep,
+)
+
+_CODE_TITLES = {
+    FindingCode.RACE_RAW: "data race: a read can miss the write it was meant to see",
+    FindingCode.RACE_WAR: "data race: a write can clobber data before it is read",
+    FindingCode.RACE_WAW: "data race: two writes in either order",
+    FindingCode.DEADLOCK: "deadlock",
+    FindingCode.OUT_OF_BOUNDS: "out-of-bounds access",
+    FindingCode.STALE_READ: "stale read of never-written window bytes",
+    FindingCode.WRONG_RESULT: "wrong result",
+    FindingCode.SET_ADD_MIX: "signal cell both Set and atomically added",
+}
+
+
+def describe_code(code: FindingCode) -> str:
+    """One line on what a finding code means (SARIF rule descriptions)."""
+    return _CODE_TITLES[code]
 
 
 def describe_rank_counts(counts: Iterable[int]) -> str:
@@ -32,6 +58,11 @@ def describe_ranks(ranks: Sequence[int]) -> str:
         return f"between rank {ranks[0]} and rank {ranks[1]}"
     listed = ", ".join(str(rank) for rank in ranks[:-1])
     return f"among ranks {listed} and {ranks[-1]}"
+
+
+def output_label(finding: Finding) -> str:
+    """How a finding's output diff is introduced: under its witness, if it has one."""
+    return "output under this witness" if finding.witness else "output of the traced run"
 
 
 def describe_diff(diff: OutputDiff) -> str:
@@ -59,3 +90,123 @@ def _number(value: float) -> str:
     if float(value).is_integer() and abs(value) < 1e15:
         return f"{value:.1f}"
     return f"{value:.6g}"
+
+
+_RELATIONS = {WaitCmp.GE: ">=", WaitCmp.EQ: "==", WaitCmp.GE_UNSIGNED: ">= (as uint32)"}
+
+
+def describe_place(place: Place) -> str:
+    """`signal[1][0, 0]` for a cell; `data[1] bytes 0..256` for bytes (host: no owner)."""
+    where = place.memory if place.owner == HOST_OWNER else f"{place.memory}[{place.owner}]"
+    if place.cell is not None:
+        return f"{where}[{', '.join(str(i) for i in place.cell)}]"
+    spans = ", ".join(f"{start}..{end}" for start, end in place.ranges[:3])
+    more = f" (+{len(place.ranges) - 3} more)" if len(place.ranges) > 3 else ""
+    return f"{where} bytes {spans}{more}"
+
+
+def _subject(place: Place | None) -> str:
+    if place is None:
+        return "memory"
+    return ("signal cell " if place.cell is not None else "") + describe_place(place)
+
+
+_STATUS_PREFIX = {
+    StepStatus.RAN: "",
+    StepStatus.AFTERWARDS: "afterwards: ",
+    StepStatus.BLOCKED: "blocked forever: ",
+}
+
+
+def describe_step(step: WitnessStep) -> str:
+    """`afterwards: call 2: remote_load (read) data[1] bytes 0..256`."""
+    call = f"call {step.repeat}: " if step.repeat is not None else ""
+    return _STATUS_PREFIX[step.status] + call + describe_action(step)
+
+
+def describe_action(step: WitnessStep) -> str:
+    """What the step does: `notify signal[1][0, 0] += 1`, `wait ... >= 2`, `store (write) ...`."""
+    place = describe_place(step.place) if step.place is not None else ""
+    if step.kind is StepKind.NOTIFY:
+        sign = "+=" if step.op is NotifyOp.ATOMIC_ADD else "="
+        return f"notify {place} {sign} {step.value}"
+    if step.kind is StepKind.WAIT and step.cmp is not None:
+        relation = _RELATIONS[step.cmp]
+        return f"wait {place} {relation} {step.value}"
+    action = f"{step.call} ({step.kind.value})" if step.call else step.kind.value
+    return f"{action} {place}".rstrip()
+
+
+def describe_finding(finding: Finding) -> str:
+    """The finding's one-paragraph message (JSON `message`, text and HTML body)."""
+    return _MESSAGES[finding.kind](finding)
+
+
+def _race_message(finding: Finding) -> str:
+    first, second = finding.ranks
+    what = _subject(finding.place)
+    detail = RaceDetail(finding.detail)
+    if detail is RaceDetail.READ_AFTER_WRITE:
+        text = (
+            f"rank {first} can read {what} before rank {second} writes it, and see stale"
+            " data (zeros on a first call): nothing orders the two"
+        )
+    elif detail is RaceDetail.WRITE_AFTER_READ:
+        text = (
+            f"rank {second} can overwrite {what} before rank {first} has read it:"
+            " nothing orders the two"
+        )
+    elif detail is RaceDetail.SET_ADD_MIX:
+        text = (
+            f"{what} is written by a Set (rank {first}) and by an atomic add (rank {second});"
+            " PyPTO forbids mixing them on one cell: the Set is a plain store that can lose"
+            " a concurrent add"
+        )
+    else:
+        text = f"ranks {first} and {second} both write {what} in either order"
+    if finding.steers:
+        text += "; control flow depends on this value, so other executions may differ further"
+    return text
+
+
+def _deadlock_message(finding: Finding) -> str:
+    return "; ".join(
+        f"rank {wait.rank} waits forever on {describe_action(wait.step)}"
+        + (f" (it holds {wait.holds})" if wait.holds is not None else "")
+        for wait in finding.blocked
+    )
+
+
+def _stale_message(finding: Finding) -> str:
+    text = (
+        f"rank {finding.ranks[0]} reads {_subject(finding.place)}, which no write can reach"
+        " before the read: it always sees the zero-initialised window"
+    )
+    if finding.later_writer is not None:
+        text += f" (rank {finding.later_writer} writes it only afterwards)"
+    return text
+
+
+def _bounds_message(finding: Finding) -> str:
+    return (
+        f"rank {finding.ranks[0]}: {finding.reason}"
+        if finding.ranks
+        else f"the host: {finding.reason}"
+    )
+
+
+def _wrong_result_message(finding: Finding) -> str:
+    model = finding.diff.model if finding.diff is not None and finding.diff.model else "the golden"
+    text = f"the outputs do not match {model}"
+    if finding.cause is not None:
+        text += f"; likely cause: the stale read at {finding.cause}"
+    return text
+
+
+_MESSAGES = {
+    FindingKind.RACE: _race_message,
+    FindingKind.DEADLOCK: _deadlock_message,
+    FindingKind.STALE_READ: _stale_message,
+    FindingKind.OUT_OF_BOUNDS: _bounds_message,
+    FindingKind.WRONG_RESULT: _wrong_result_message,
+}

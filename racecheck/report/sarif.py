@@ -1,10 +1,11 @@
 """The SARIF 2.1.0 report, for code scanning in CI.
 
 One SARIF result per finding group (identical findings across rank counts are one
-result; `properties.rankCounts` lists where it occurs). ruleId is the finding kind's
-stable code; the primary location is the finding's first location, the others are
-related locations; the witness is a codeFlow with one threadFlow per rank, its steps
-numbered in execution order. Skipped and unknown results, and user errors, become tool
+result; `properties.rankCounts` lists where it occurs). ruleId is the finding's
+stable code (`race-raw`, `deadlock`, ...), its level the finding's severity; the
+primary location is the finding's first location, the others are related locations;
+the witness is a codeFlow with one threadFlow per rank, its steps numbered in
+execution order. Skipped and unknown results, and user errors, become tool
 execution notifications: they are not findings, but CI must see them.
 """
 
@@ -17,16 +18,23 @@ from typing import Any
 from urllib.parse import quote
 
 from racecheck.events import SourceLocation
-from racecheck.findings import FindingKind, Report, Verdict, WitnessStep
+from racecheck.findings import FindingCode, Report, Verdict, WitnessStep
 from racecheck.report.grouping import FindingGroup, group_findings
 from racecheck.report.json import region_to_json
-from racecheck.report.phrases import describe_diff, describe_rank_counts, describe_ranks
+from racecheck.report.phrases import (
+    describe_code,
+    describe_diff,
+    describe_finding,
+    describe_rank_counts,
+    describe_ranks,
+    describe_step,
+)
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
-RULES = tuple(FindingKind)
+RULES = tuple(FindingCode)
 
 JsonObject = dict[str, Any]
 
@@ -55,12 +63,12 @@ def _driver() -> JsonObject:
         "version": _racecheck_version(),
         "rules": [
             {
-                "id": kind.value,
-                "name": kind.name.title().replace("_", ""),
-                "shortDescription": {"text": kind.title},
+                "id": code.value,
+                "name": code.name.title().replace("_", ""),
+                "shortDescription": {"text": describe_code(code)},
                 "defaultConfiguration": {"level": "error"},
             }
-            for kind in RULES
+            for code in RULES
         ],
     }
 
@@ -94,9 +102,9 @@ def _invocation(report: Report) -> JsonObject:
 def _result(group: FindingGroup) -> JsonObject:
     finding = group.finding
     result: JsonObject = {
-        "ruleId": finding.kind.value,
-        "ruleIndex": RULES.index(finding.kind),
-        "level": "error",
+        "ruleId": finding.code.value,
+        "ruleIndex": RULES.index(finding.code),
+        "level": finding.severity.value,
         "message": {"text": _message(group)},
         "locations": [_location(finding.locations[0])] if finding.locations else [],
         "relatedLocations": [
@@ -124,8 +132,9 @@ def _message(group: FindingGroup) -> str:
         parts.append(describe_ranks(finding.ranks))
     parts.append(f"in {group.program} at P={describe_rank_counts(group.rank_counts)}")
     text = " ".join(parts)
-    if finding.message:
-        text += f": {finding.message}"
+    message = describe_finding(finding)
+    if message:
+        text += f": {message}"
     if finding.diff is not None:
         text += f". Output under the witness: {describe_diff(finding.diff)}"
     return text
@@ -172,7 +181,7 @@ def _code_flow(witness: tuple[WitnessStep, ...]) -> JsonObject:
 
 def _flow_location(order: int, step: WitnessStep) -> JsonObject:
     location = _location(step.location)
-    location["message"] = {"text": f"rank {step.rank}: {step.action}"}
+    location["message"] = {"text": f"rank {step.rank}: {describe_step(step)}"}
     return {
         "location": location,
         "executionOrder": order,

@@ -12,9 +12,16 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from racecheck.findings import Finding, ProgramResult, Report, Verdict, WitnessStep
+from racecheck.findings import Finding, ProgramResult, Report, Severity, Verdict, WitnessStep
 from racecheck.report.grouping import FindingGroup, group_findings, group_notes
-from racecheck.report.phrases import describe_diff, describe_rank_counts, describe_ranks
+from racecheck.report.phrases import (
+    describe_diff,
+    describe_finding,
+    describe_rank_counts,
+    describe_ranks,
+    describe_step,
+    output_label,
+)
 
 _RESET = "\033[0m"
 _BOLD = "1"
@@ -47,12 +54,22 @@ def render_text(report: Report, *, color: bool) -> str:
         f"note: {note.program} at P={describe_rank_counts(note.rank_counts)}: {note.text}"
         for note in group_notes(report)
     ]
+    lines += [
+        f"note: {program} receives P through its parameter {parameter!r}"
+        for program, parameter in _rank_params(report)
+    ]
     for group in group_findings(report):
         lines.append("")
         lines += _finding_block(group, report.file, paint)
     lines.append("")
     lines.append(_summary(report))
     return "\n".join(lines) + "\n"
+
+
+def _rank_params(report: Report) -> list[tuple[str, str]]:
+    """(program, parameter) for each factory program, once."""
+    found = {r.program: r.rank_param for r in report.results if r.rank_param is not None}
+    return list(found.items())
 
 
 def _result_lines(results: Sequence[ProgramResult], paint: _Paint) -> list[str]:
@@ -71,6 +88,9 @@ def _result_line(result: ProgramResult, name_width: int, rank_width: int, paint:
         fields.append(result.message)
     elif result.verdict is Verdict.PROVED:
         fields.append(result.model if result.model is not None else "matches no model")
+        warnings = len(result.warnings)
+        if warnings:
+            fields.append(f"({warnings} warning{'' if warnings == 1 else 's'})")
     return "  ".join(fields).rstrip()
 
 
@@ -79,16 +99,19 @@ def _finding_block(group: FindingGroup, file: str, paint: _Paint) -> list[str]:
     where = str(finding.locations[0]) if finding.locations else file
     title = finding.kind.title + (f" ({finding.detail})" if finding.detail else "")
     ranks = describe_ranks(finding.ranks)
-    header = f"{where}: {paint('error:', _BOLD, _RED)} {paint(title, _BOLD)}"
+    level = f"{finding.severity.value}:"
+    level = paint(level, _BOLD, _RED if finding.severity is Severity.ERROR else _YELLOW)
+    header = f"{where}: {level} [{finding.code.value}] {paint(title, _BOLD)}"
     header += f" {ranks}" if ranks else ""
     header += f" [{group.program} at P={describe_rank_counts(group.rank_counts)}]"
     lines = [header]
     lines += _quoted_sources(finding)
-    if finding.message:
-        lines.append(f"  {finding.message}")
+    message = describe_finding(finding)
+    if message:
+        lines.append(f"  {message}")
     lines += _witness_lines(finding, paint)
     if finding.diff is not None:
-        lines.append(f"  output under this witness: {describe_diff(finding.diff)}")
+        lines.append(f"  {output_label(finding)}: {describe_diff(finding.diff)}")
     return lines
 
 
@@ -116,7 +139,7 @@ def _witness_lines(finding: Finding, paint: _Paint) -> list[str]:
 
 def _witness_step(number: int, width: int, lane: int, step: WitnessStep, paint: _Paint) -> str:
     marker = ">" if step.highlight else " "
-    body = f"{'  ' * lane}rank {step.rank}: {step.action}  ({step.location})"
+    body = f"{'  ' * lane}rank {step.rank}: {describe_step(step)}  ({step.location})"
     if step.highlight:
         body = paint(body, _BOLD)
     return f"  {marker} {number:>{width}}. {body}"

@@ -6,8 +6,9 @@ the region or signal cell touched, the notify or wait operands, and the source l
 
 from __future__ import annotations
 
-from racecheck.describe import describe_cell, describe_region
-from racecheck.events import Event, RankEnd, Trace
+from racecheck.events import Event, RankEnd, Region, SignalCell, Trace
+from racecheck.findings import Place
+from racecheck.report.phrases import describe_place
 
 
 def render_trace(trace: Trace, *, program: str) -> str:
@@ -54,10 +55,20 @@ def describe_event_target(event: Event, trace: Trace) -> str:
     """What the event touches: `signal[1][0,0] AtomicAdd 1`, `data[2] bytes 0..64`."""
     if event.notify is not None:
         notify = event.notify
-        return f"{describe_cell(notify.cell, trace)} {notify.op.value} {notify.value}"
+        return f"{_cell(notify.cell, trace)} {notify.op.value} {notify.value}"
     if event.wait is not None:
         wait = event.wait
-        return f"{describe_cell(wait.cell, trace)} {wait.cmp.value} {wait.expected}"
+        return f"{_cell(wait.cell, trace)} {wait.cmp.value} {wait.expected}"
     if event.access is not None:
-        return describe_region(event.access, trace)
+        return _region(event.access, trace)
     return "-"
+
+
+def _cell(cell: SignalCell, trace: Trace) -> str:
+    name = trace.memory(cell.memory).name
+    return describe_place(Place(memory=name, owner=cell.owner, ranges=(), cell=cell.index))
+
+
+def _region(region: Region, trace: Trace) -> str:
+    name = trace.memory(region.memory).name
+    return describe_place(Place(memory=name, owner=region.owner, ranges=region.ranges))

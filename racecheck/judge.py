@@ -1,0 +1,275 @@
+"""Judging: from what a check found to its verdict, in one place.
+
+`decide` is the only function that sets a program's verdict (and so, through
+`findings.exit_code_of`, the exit status):
+
+* skipped when the program rejected the P;
+* bug when an error finding is confirmed, on any path `racecheck.paths` checked: a
+  race or deadlock whose witness the co-simulation replayed, an out-of-bounds access,
+  a wrong result;
+* unknown when an engine could not decide, or a value that steered the program may
+  differ on a path no check covered (`racecheck.paths`);
+* unknown when a race or deadlock did not replay (an internal inconsistency: the
+  analysis and the co-simulation disagree, so neither answer can be trusted), or when
+  the traced run hung and no engine found the deadlock;
+* proved otherwise, with any warnings listed. A stale read alone is a warning (a
+  window is zero-initialised per call, and reading zeros can be intended); it becomes
+  an error, named as the likely cause, when the functional check at that P fails.
+
+`confirm` replays a hazard's witness; `functional` compares the outputs with the
+golden; `across_ranks` is the cross-P step: P whose outputs match no model while
+other P of the same program match one are wrong results against that model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from racecheck import reference
+from racecheck.analysis import Hazard, to_finding
+from racecheck.cosim import (
+    DefaultPolicy,
+    Execution,
+    HoldPolicy,
+    ReplayPolicy,
+    ScheduleDivergence,
+    SchedulePolicy,
+)
+from racecheck.cosim import simulate as _simulate
+from racecheck.engines.base import OrderOracle
+from racecheck.errors import UsageError
+from racecheck.events import NotifyOp, Schedule, Trace
+from racecheck.findings import (
+    Finding,
+    FindingKind,
+    OutputDiff,
+    ProgramResult,
+    Severity,
+    Verdict,
+)
+from racecheck.load import ProgramInstance
+from racecheck.models import ModelNotApplicable
+from racecheck.options import Options
+from racecheck.reference import HostIO
+
+_REPLAYED_KINDS = (FindingKind.RACE, FindingKind.DEADLOCK)
+SINGLE_USE_NOTE = (
+    "signal cells end non-zero: this kernel is single-use as written;"
+    " if it runs in a loop, check it with --repeat 2"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """The facts of one program at one P, before judging."""
+
+    program: str
+    ranks: int
+    rank_param: str | None = None
+    findings: tuple[Finding, ...] = ()
+    skipped: str | None = None  # the program's own rejection message
+    unknown: str | None = None  # why no engine could decide
+    hung: bool = False  # the traced run needed a forced wait
+    io: HostIO | None = None
+    model: str | None = None  # the golden the outputs match
+    events: int = 0
+    seconds: float = 0.0
+    engine: str = ""
+    notes: tuple[str, ...] = ()
+
+
+def decide(outcome: Outcome) -> ProgramResult:
+    """The verdict of one program at one P; see the module docstring."""
+    verdict, message, findings, notes = _verdict(outcome)
+    return ProgramResult(
+        program=outcome.program,
+        ranks=outcome.ranks,
+        verdict=verdict,
+        findings=findings,
+        model=outcome.model if verdict is Verdict.PROVED else None,
+        events=outcome.events,
+        seconds=outcome.seconds,
+        engine=outcome.engine,
+        message=message,
+        notes=outcome.notes + notes,
+        rank_param=outcome.rank_param,
+    )
+
+
+def _verdict(outcome: Outcome) -> tuple[Verdict, str, tuple[Finding, ...], tuple[str, ...]]:
+    if outcome.skipped is not None:
+        return Verdict.SKIPPED, outcome.skipped, (), ()
+    errors = [f for f in outcome.findings if f.severity is Severity.ERROR]
+    unconfirmed = [f for f in errors if f.kind in _REPLAYED_KINDS and not f.confirmed]
+    shown = tuple(f for f in outcome.findings if f not in unconfirmed)
+    dropped = tuple(_unconfirmed_note(f) for f in unconfirmed)
+    if len(unconfirmed) < len(errors):
+        return Verdict.BUG, "", shown, dropped
+    if outcome.unknown is not None:
+        return Verdict.UNKNOWN, outcome.unknown, (), ()
+    if unconfirmed:
+        return Verdict.UNKNOWN, _unconfirmed_note(unconfirmed[0]), shown, dropped[1:]
+    if outcome.hung:
+        reason = "the traced run hung but no engine found the deadlock; refusing to answer"
+        return Verdict.UNKNOWN, reason, shown, ()
+    return Verdict.PROVED, "", shown, ()
+
+
+def _unconfirmed_note(finding: Finding) -> str:
+    where = f" at {finding.locations[0]}" if finding.locations else ""
+    return (
+        f"internal inconsistency: the {finding.code.value} witness{where} did not replay"
+        " in the co-simulation; refusing to answer"
+    )
+
+
+# --- confirmation -----------------------------------------------------------------------
+
+
+def confirm(
+    instance: ProgramInstance,
+    trace: Trace,
+    oracle: OrderOracle,
+    hazard: Hazard,
+    golden: str | None,
+    options: Options,
+) -> Finding:
+    """The finding, its witness replayed by the co-simulation, and the output it produces."""
+    finding, schedule = to_finding(trace, oracle, hazard)
+    if not schedule:
+        return finding
+    replay = _replay(instance, hazard, schedule, options)
+    if replay is None:
+        return finding
+    io = reference.host_io(replay)
+    diff = None
+    if golden is not None and io is not None and not replay.stalled:
+        diff = _difference(golden, io, options)
+    return dataclasses.replace(finding, confirmed=_shows(hazard, replay), diff=diff)
+
+
+def _replay(
+    instance: ProgramInstance, hazard: Hazard, schedule: Schedule, options: Options
+) -> Execution | None:
+    """Run the witness, then keep the event it must precede back as long as possible."""
+    then: SchedulePolicy = DefaultPolicy()
+    if hazard.bad_second is not None:
+        then = HoldPolicy(hazard.bad_second, then)
+    try:
+        return _simulate(
+            instance,
+            policy=ReplayPolicy(schedule, then),
+            force_waits=False,
+            repeat=options.repeat,
+            seed=options.seed,
+            timeout=options.timeout,
+        )
+    except ScheduleDivergence:
+        return None
+
+
+def _shows(hazard: Hazard, replay: Execution) -> bool:
+    if hazard.kind is FindingKind.DEADLOCK:
+        return bool(replay.stalled)
+    if hazard.bad_first is None or hazard.bad_second is None:
+        return False
+    order = {ref: n for n, ref in enumerate(replay.schedule)}
+    first = order.get(hazard.bad_first)
+    second = order.get(hazard.bad_second)
+    return first is not None and (second is None or first < second)
+
+
+# --- the functional check ---------------------------------------------------------------
+
+
+def functional(outcome: Outcome, options: Options) -> Outcome:
+    """Compare a determinate run's outputs with the golden (`--expect` or identified)."""
+    if outcome.io is None or any(f.severity is Severity.ERROR for f in outcome.findings):
+        return outcome
+    if options.expect is None:
+        return dataclasses.replace(
+            outcome, model=reference.identify(outcome.io, repeat=options.repeat)
+        )
+    diff = _difference(options.expect, outcome.io, options)
+    if diff is None:
+        return dataclasses.replace(outcome, model=options.expect)
+    return with_wrong_result(outcome, diff)
+
+
+def _difference(model: str, io: HostIO, options: Options) -> OutputDiff | None:
+    try:
+        return reference.difference(model, io, repeat=options.repeat)
+    except ModelNotApplicable as reason:
+        raise UsageError(
+            f"--expect {model} does not apply at P={len(io.inputs)}: {reason}"
+        ) from None
+
+
+def with_wrong_result(outcome: Outcome, diff: OutputDiff) -> Outcome:
+    """The outcome with a wrong result; its stale reads become errors, named as the cause."""
+    stale = [f for f in outcome.findings if f.kind is FindingKind.STALE_READ]
+    cause = stale[0].locations[0] if stale else None
+    wrong = Finding(
+        kind=FindingKind.WRONG_RESULT,
+        detail="",
+        locations=(cause,) if cause is not None else (),
+        ranks=(diff.rank,),
+        diff=diff,
+        cause=cause,
+    )
+    raised = tuple(dataclasses.replace(f, severity=Severity.ERROR) for f in outcome.findings)
+    return dataclasses.replace(outcome, findings=(*raised, wrong), model=None)
+
+
+def across_ranks(outcomes: Sequence[Outcome], options: Options) -> list[Outcome]:
+    """The cross-P step for one program (see the module docstring). The reference model
+    is the one most P >= 3 match. At P=1 most models degenerate to the identity and at
+    P=2 many coincide (shift+1, shift-1 and a pair swap are one permutation), so a model
+    matched only there is evidence only for a P whose run also read stale bytes."""
+    if options.expect is not None:
+        return list(outcomes)
+    matched = Counter(o.model for o in outcomes if o.model is not None and o.ranks >= 3)
+    anywhere = Counter(o.model for o in outcomes if o.model is not None)
+    strong = matched.most_common(1)[0][0] if matched else None
+    weak = anywhere.most_common(1)[0][0] if anywhere else None
+    return [
+        _against(outcome, strong or (weak if _stale(outcome) else None), options)
+        for outcome in outcomes
+    ]
+
+
+def _stale(outcome: Outcome) -> bool:
+    return any(f.kind is FindingKind.STALE_READ for f in outcome.findings)
+
+
+def _against(outcome: Outcome, model: str | None, options: Options) -> Outcome:
+    unjudged = outcome.skipped is None and outcome.unknown is None and not outcome.hung
+    if model is None or not unjudged or outcome.model is not None or outcome.io is None:
+        return outcome
+    if any(f.severity is Severity.ERROR for f in outcome.findings):
+        return outcome
+    try:
+        diff = reference.difference(model, outcome.io, repeat=options.repeat)
+    except ModelNotApplicable:
+        return outcome  # the model has no golden at this P: nothing to compare with
+    return outcome if diff is None else with_wrong_result(outcome, diff)
+
+
+def notes(trace: Trace, options: Options) -> tuple[str, ...]:
+    """A single-use kernel: atomic adds leave its signal cells non-zero."""
+    if options.repeat != 1:
+        return ()
+    totals: dict[tuple[int, int, int], int] = {}
+    for rank_events in trace.events:
+        for event in rank_events:
+            notify = event.notify
+            if notify is None:
+                continue
+            if notify.op is not NotifyOp.ATOMIC_ADD:
+                return ()
+            key = (notify.cell.memory, notify.cell.owner, notify.cell.offset)
+            totals[key] = totals.get(key, 0) + notify.value
+    return (SINGLE_USE_NOTE,) if any(totals.values()) else ()
