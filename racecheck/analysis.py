@@ -47,6 +47,7 @@ from racecheck.events import (
     EventRef,
     MemoryKind,
     NotifyOp,
+    RankEnd,
     Region,
     Schedule,
     SignalCell,
@@ -159,6 +160,8 @@ def _set_add_mix(
     trace: Trace, oracle: OrderOracle, set_event: Event, add_event: Event
 ) -> Hazard | None:
     assert set_event.notify is not None
+    if set_event.rank == add_event.rank and trace.ends[set_event.rank] is not RankEnd.FINISHED:
+        return None  # the rank may never reach the pair: the deadlock is the finding
     if _can_precede(oracle, set_event, add_event):
         bad_first, bad_second = set_event.ref, add_event.ref
     elif _can_precede(oracle, add_event, set_event):
