@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import racecheck
-from racecheck.dsl import dist_ops, local_ops, tile_ops
+from racecheck.dsl import dist_ops, local_ops, tile_ops, types
 from racecheck.dsl.context import activated
 from racecheck.dsl.dtypes import FP32, INT32
 from racecheck.dsl.memory import MemoryState
@@ -213,6 +213,25 @@ def test_parallel_iterations_on_the_same_bytes_are_refused_at_the_loop(second: s
             else:
                 local_ops.store(local_ops.load(source, [0, 0], [1, 8]), [0, 0], target)
     assert "iterations 0 and 1 of this pl.parallel" in raised.value.message
+
+
+@pytest.mark.parametrize("sync", ["notify", "wait"])
+def test_parallel_iterations_are_refused_when_one_of_them_synchronises(sync: str) -> None:
+    """A notify run after an earlier iteration's store would publish it; concurrent
+    iterations give no such order, so racecheck refuses rather than proves."""
+    with rank() as (_, source, target), pytest.raises(UnsupportedConstruct) as raised:
+        signal = _window(MemoryState(2), (1, 1), INT32)
+        for row in local_ops.parallel(2):
+            if int(row) == 0:
+                local_ops.store(local_ops.load(source, [0, 0], [1, 8]), [0, 0], target)
+            elif sync == "notify":
+                add = types.NotifyOp.AtomicAdd
+                dist_ops.notify(signal, peer=1, offsets=[0, 0], value=1, op=add)
+            else:
+                dist_ops.wait(signal, offsets=[0, 0], expected=1, cmp=types.WaitCmp.Ge)
+    assert "iterations 0 and 1 of this pl.parallel access memory and one of them" in (
+        raised.value.message
+    )
 
 
 def test_parallel_atomic_adds_do_not_conflict() -> None:
