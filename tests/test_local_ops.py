@@ -234,6 +234,25 @@ def test_parallel_iterations_are_refused_when_one_of_them_synchronises(sync: str
     )
 
 
+@pytest.mark.parametrize("construct", ["full", "add", "store", "assemble"])
+def test_a_scalar_read_keeps_its_load_in_the_tile_it_enters(construct: str) -> None:
+    """A value read from memory steers through a kernel-local tile only if the tile
+    remembers the load: losing it made a branch on an input look constant."""
+    with rank() as (_, source, _):
+        value = local_ops.read(source, [0, 1])
+        make = {
+            "full": lambda: tile_ops.full([1, 1], FP32, value),
+            "add": lambda: local_ops.add(tile_ops.full([1, 1], FP32, 0.0), value),
+            "store": lambda: local_ops.store(value, [0, 0], tile_ops.create_tensor([1, 1])),
+            "assemble": lambda: tile_ops.assemble(tile_ops.create_tensor([1, 1]), value, [0, 0]),
+        }
+        tile = make[construct]()
+        read_back = local_ops.read(tile, [0, 0])
+    assert value.sources
+    assert isinstance(tile, Tile) and tile.sources == value.sources
+    assert read_back.sources == value.sources
+
+
 def test_parallel_atomic_adds_do_not_conflict() -> None:
     with rank() as (recorder, _, target):
         for _ in local_ops.parallel(3):
