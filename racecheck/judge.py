@@ -18,7 +18,8 @@
 
 `confirm` replays a hazard's witness; `functional` compares the outputs with the
 golden; `across_ranks` is the cross-P step: P whose outputs match no model while
-other P of the same program match one are wrong results against that model.
+at least two other P >= 3 of the same program match one are wrong results against
+that model.
 """
 
 from __future__ import annotations
@@ -226,14 +227,17 @@ def with_wrong_result(outcome: Outcome, diff: OutputDiff) -> Outcome:
 
 def across_ranks(outcomes: Sequence[Outcome], options: Options) -> list[Outcome]:
     """The cross-P step for one program (see the module docstring). The reference model
-    is the one most P >= 3 match. At P=1 most models degenerate to the identity and at
-    P=2 many coincide (shift+1, shift-1 and a pair swap are one permutation), so a model
-    matched only there is evidence only for a P whose run also read stale bytes."""
+    is the one most P >= 3 match, provided at least two do. At P=1 most models
+    degenerate to the identity, at P=2 many coincide (shift+1, shift-1 and a pair swap
+    are one permutation), and a correct collective can coincide with a model at one
+    larger P (the exchange with rank r ^ 2 is shift+2 at P=4 only), so a model matched
+    by fewer is evidence only for a P whose run also read stale bytes."""
     if options.expect is not None:
         return list(outcomes)
     matched = Counter(o.model for o in outcomes if o.model is not None and o.ranks >= 3)
     anywhere = Counter(o.model for o in outcomes if o.model is not None)
-    strong = matched.most_common(1)[0][0] if matched else None
+    common = matched.most_common(1)
+    strong = common[0][0] if common and common[0][1] >= 2 else None
     weak = anywhere.most_common(1)[0][0] if anywhere else None
     return [
         _against(outcome, strong or (weak if _stale(outcome) else None), options)

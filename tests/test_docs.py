@@ -50,6 +50,7 @@ def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
 REPORTS = [
     ("08_allreduce_mesh.py", (), set()),
     ("09_allreduce_mesh_bug_no_barrier.py", (), {"race"}),
+    ("65_broadcast_bug_set_add_mix.py", (), {"race"}),
     ("10_allreduce_mesh_bug_double_count.py", ("--expect", "allreduce-sum"), {"wrong-result"}),
     ("18_allgather_bug_threshold.py", (), {"deadlock"}),
     ("03_ring_shift_p2p_bug_negative_peer.py", (), {"out-of-bounds"}),

@@ -95,15 +95,32 @@ def test_p_matching_no_model_is_a_wrong_result_against_the_model_other_p_match()
         [
             allreduce(2, tail_lost=False),
             allreduce(3, tail_lost=False),
-            allreduce(4, tail_lost=True),
+            allreduce(4, tail_lost=False),
+            allreduce(5, tail_lost=True),
         ],
         Options(),
     )
     verdicts = [decide(o).verdict for o in judged]
-    assert verdicts == [Verdict.PROVED, Verdict.PROVED, Verdict.BUG]
-    [wrong] = decide(judged[2]).findings
+    assert verdicts == [Verdict.PROVED, Verdict.PROVED, Verdict.PROVED, Verdict.BUG]
+    [wrong] = decide(judged[3]).findings
     assert wrong.kind is FindingKind.WRONG_RESULT and wrong.diff is not None
     assert (wrong.diff.model, wrong.diff.index) == ("allreduce-sum", (5,))
+
+
+def test_a_model_one_larger_p_coincides_with_condemns_no_clean_p() -> None:
+    """The exchange with rank r ^ 2 is shift+2 at P=4 and no model at P=8: correct."""
+
+    def exchange(ranks: int) -> Outcome:
+        inputs = np.arange(ranks * 4, dtype=np.float32).reshape(ranks, 4)
+        outputs = inputs[[r ^ 2 for r in range(ranks)]]
+        model = "shift+2" if ranks == 4 else None
+        return outcome(ranks, io=io(outputs, inputs), model=model)
+
+    judged = across_ranks([exchange(4), exchange(8)], Options())
+    assert [decide(o).verdict for o in judged] == [Verdict.PROVED, Verdict.PROVED]
+    stale = dataclasses.replace(exchange(8), findings=(STALE,))
+    judged = across_ranks([exchange(4), stale], Options())
+    assert decide(judged[1]).verdict is Verdict.BUG
 
 
 def test_a_model_matched_only_at_p1_condemns_no_clean_p() -> None:

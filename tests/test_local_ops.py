@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import racecheck
-from racecheck.dsl import dist_ops, local_ops, tile_ops
+from racecheck.dsl import dist_ops, local_ops, tile_ops, types
 from racecheck.dsl.context import activated
 from racecheck.dsl.dtypes import FP32, INT32
 from racecheck.dsl.memory import MemoryState
@@ -213,6 +213,44 @@ def test_parallel_iterations_on_the_same_bytes_are_refused_at_the_loop(second: s
             else:
                 local_ops.store(local_ops.load(source, [0, 0], [1, 8]), [0, 0], target)
     assert "iterations 0 and 1 of this pl.parallel" in raised.value.message
+
+
+@pytest.mark.parametrize("sync", ["notify", "wait"])
+def test_parallel_iterations_are_refused_when_one_of_them_synchronises(sync: str) -> None:
+    """A notify run after an earlier iteration's store would publish it; concurrent
+    iterations give no such order, so racecheck refuses rather than proves."""
+    with rank() as (_, source, target), pytest.raises(UnsupportedConstruct) as raised:
+        signal = _window(MemoryState(2), (1, 1), INT32)
+        for row in local_ops.parallel(2):
+            if int(row) == 0:
+                local_ops.store(local_ops.load(source, [0, 0], [1, 8]), [0, 0], target)
+            elif sync == "notify":
+                add = types.NotifyOp.AtomicAdd
+                dist_ops.notify(signal, peer=1, offsets=[0, 0], value=1, op=add)
+            else:
+                dist_ops.wait(signal, offsets=[0, 0], expected=1, cmp=types.WaitCmp.Ge)
+    assert "iterations 0 and 1 of this pl.parallel access memory and one of them" in (
+        raised.value.message
+    )
+
+
+@pytest.mark.parametrize("construct", ["full", "add", "store", "assemble"])
+def test_a_scalar_read_keeps_its_load_in_the_tile_it_enters(construct: str) -> None:
+    """A value read from memory steers through a kernel-local tile only if the tile
+    remembers the load: losing it made a branch on an input look constant."""
+    with rank() as (_, source, _):
+        value = local_ops.read(source, [0, 1])
+        make = {
+            "full": lambda: tile_ops.full([1, 1], FP32, value),
+            "add": lambda: local_ops.add(tile_ops.full([1, 1], FP32, 0.0), value),
+            "store": lambda: local_ops.store(value, [0, 0], tile_ops.create_tensor([1, 1])),
+            "assemble": lambda: tile_ops.assemble(tile_ops.create_tensor([1, 1]), value, [0, 0]),
+        }
+        tile = make[construct]()
+        read_back = local_ops.read(tile, [0, 0])
+    assert value.sources
+    assert isinstance(tile, Tile) and tile.sources == value.sources
+    assert read_back.sources == value.sources
 
 
 def test_parallel_atomic_adds_do_not_conflict() -> None:

@@ -207,8 +207,8 @@ def tile_values(tile: object, dtype: DType) -> np.ndarray:
 
 def store(tile: object, offsets: Sequence[object], output_tensor: object) -> TensorView | Tile:
     if isinstance(output_tensor, Tile):
-        sources = tile.sources if isinstance(tile, Tile) else frozenset()
-        return tile_update(output_tensor, offsets, tile_values(tile, output_tensor.dtype), sources)
+        values = tile_values(tile, output_tensor.dtype)
+        return tile_update(output_tensor, offsets, values, sources_of(tile))
     view = require_view(output_tensor, "pl.store", "the destination")
     context = rank_context("pl.store")
     values = tile_values(tile, view.dtype)
@@ -247,7 +247,7 @@ def _elementwise(function: Callable[..., Any], *raw_operands: object) -> Any:
         operand.data if isinstance(operand, Tile) else as_data(operand) for operand in operands
     ]
     data = np.asarray(function(*arrays)).astype(first.dtype.compute)
-    sources = frozenset().union(*(tile.sources for tile in tiles))
+    sources = frozenset().union(*(sources_of(operand) for operand in operands))
     return Tile(data=data, dtype=first.dtype, valid=first.valid, sources=sources)
 
 

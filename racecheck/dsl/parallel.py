@@ -6,7 +6,9 @@ them conflict. While the loop runs, every access of the rank goes through an
 conflicts with one of an earlier iteration (overlapping bytes of one memory instance,
 at least one a plain write, or a plain access against an atomic one, as docs/model.md
 defines a race) stops tracing with an unsupported construct at the loop's line, so
-such a kernel is never reported proved. Kernel-local buffers created before the loop
+such a kernel is never reported proved. A notify or wait conflicts with every access of
+another iteration: run in order, it would order that iteration's accesses, which
+concurrent iterations do not. Kernel-local buffers created before the loop
 (`Tile.storage`) are checked the same way.
 """
 
@@ -34,6 +36,7 @@ class _Access:
     ranges: tuple[tuple[int, int], ...]
     mode: AccessMode
     name: str
+    sync: bool  # a notify or a wait
 
 
 def _conflicting(first: AccessMode, second: AccessMode) -> bool:
@@ -111,13 +114,13 @@ class IterationRecorder:
         op: NotifyOp,
         label: str,
     ) -> None:
-        self.record(view, peer, offsets, [1] * len(offsets), AccessMode.ATOMIC)
+        self.record(view, peer, offsets, [1] * len(offsets), AccessMode.ATOMIC, sync=True)
         self.inner.notify(view, peer, offsets, value, op, label)
 
     def wait(
         self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
     ) -> None:
-        self.record(view, self.rank, offsets, [1] * len(offsets), AccessMode.ATOMIC)
+        self.record(view, self.rank, offsets, [1] * len(offsets), AccessMode.ATOMIC, sync=True)
         self.inner.wait(view, offsets, expected, cmp, label)
 
     def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
@@ -137,6 +140,8 @@ class IterationRecorder:
         offsets: Sequence[int],
         extent: Sequence[int],
         mode: AccessMode,
+        *,
+        sync: bool = False,
     ) -> None:
         if region_problem(view, offsets, extent) is not None:
             return  # the access itself reports it
@@ -147,25 +152,34 @@ class IterationRecorder:
             ranges=region_runs(view, offsets, extent),
             mode=mode,
             name=view.name,
+            sync=sync,
         )
         for earlier in self.accesses:
             self._check(earlier, access)
         self.accesses.append(access)
 
     def _check(self, earlier: _Access, access: _Access) -> None:
-        if (
-            earlier.iteration == access.iteration
-            or (earlier.memory, earlier.owner) != (access.memory, access.owner)
-            or not _conflicting(earlier.mode, access.mode)
+        if earlier.iteration == access.iteration:
+            return
+        if earlier.sync or access.sync:
+            self._refuse(earlier, access, "access memory and one of them notifies or waits")
+        if (earlier.memory, earlier.owner) != (access.memory, access.owner) or not _conflicting(
+            earlier.mode, access.mode
         ):
             return
         overlap = _overlap(earlier.ranges, access.ranges)
-        if overlap is None:
-            return
+        if overlap is not None:
+            self._refuse(
+                earlier,
+                access,
+                f"both access {access.name} bytes {overlap[0]}..{overlap[1]} and one of "
+                "them writes",
+            )
+
+    def _refuse(self, earlier: _Access, access: _Access, why: str) -> None:
         raise UnsupportedConstruct(
             f"iterations {earlier.iteration} and {access.iteration} of this pl.parallel "
-            f"both access {access.name} bytes {overlap[0]}..{overlap[1]} and one of them "
-            f"writes (at line {user_location().line}): PyPTO may run the iterations "
+            f"{why} (at line {user_location().line}): PyPTO may run the iterations "
             "concurrently (docs/model.md), racecheck runs them one after another; use "
             "pl.range if they must be ordered",
             file=self.loop.file,

@@ -29,7 +29,7 @@ from racecheck.dsl.local_ops import (
     tile_update,
     tile_values,
 )
-from racecheck.dsl.scalars import as_data
+from racecheck.dsl.scalars import as_data, sources_of
 from racecheck.dsl.tensors import TensorView, Tile, is_contiguous_block
 from racecheck.dsl.types import AtomicType, MemorySpace
 
@@ -50,7 +50,8 @@ def _filled(shape: Sequence[object], dtype: object, value: object, construct: st
     kind = _dtype(dtype, construct)
     extent = tuple(indices(shape))
     data = np.full(extent, as_data(value), dtype=kind.compute)
-    return Tile(data=data, dtype=kind, valid=extent, storage=next(_storages))
+    sources = sources_of(value)
+    return Tile(data=data, dtype=kind, valid=extent, sources=sources, storage=next(_storages))
 
 
 def const(value: object, dtype: object) -> Any:
@@ -155,7 +156,7 @@ def assemble(
     if atomic not in (None, AtomicType.None_, AtomicType.Add):
         raise TypeError(f"pl.assemble: atomic= must be a pld.AtomicType, got {atomic!r}")
     value = _as_operand(source)
-    sources = value.sources if isinstance(value, Tile) else frozenset()
+    sources = sources_of(value)  # a tile's or a tainted scalar's loads
     if isinstance(target, Tile):
         values = tile_values(value, target.dtype)
         if accumulate:
@@ -170,6 +171,7 @@ def assemble(
         tile_values(value, view.dtype),
         "pl.assemble",
         accumulate=accumulate,
+        sources=sources,
     )
     return view
 
