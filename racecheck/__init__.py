@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
-from racecheck.options import Options, engine_choice, parse_ranks
+from racecheck.options import Options, RuntimeOrder, engine_choice, parse_ranks
 
 __all__ = [
     "Finding",
@@ -33,6 +33,7 @@ def verify(
     args: Mapping[str, str] = {},  # noqa: B006 - read-only default
     timeout: float = 60.0,
     seed: int = 0,
+    runtime_order: str = "current",
 ) -> Report:
     """Check every program of the file at every rank count; see docs/cli.md for the result."""
     from racecheck.check import check
@@ -46,6 +47,7 @@ def verify(
         expect=expect,
         timeout=timeout,
         seed=seed,
+        runtime_order=RuntimeOrder(runtime_order),
     )
     return check(path, options)
 

@@ -20,6 +20,7 @@ from racecheck.cosim import (
     SchedulePolicy,
     simulate,
 )
+from racecheck.cosim.tasks import TaskOrders, reorderings, task_overlaps
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.base import OrderOracle
@@ -70,18 +71,64 @@ def _check_file(path: str, options: Options, progress: Progress | None) -> Repor
 
 
 def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramResult:
+    runs: list[Execution] = []
+    result = _check_order(spec, ranks, options, (), runs)
+    if result.verdict is not Verdict.PROVED or not runs:
+        return result
+    return _check_task_orders(spec, ranks, options, runs[0], result)
+
+
+def _check_order(
+    spec: ProgramSpec,
+    ranks: int,
+    options: Options,
+    orders: TaskOrders,
+    runs: list[Execution],
+) -> ProgramResult:
     return explore(
-        lambda path, deadline: _check_path(spec, ranks, options, path, deadline),
+        lambda path, deadline: _check_path(spec, ranks, options, path, deadline, orders, runs),
         timeout=options.timeout,
     )
 
 
+def _check_task_orders(
+    spec: ProgramSpec, ranks: int, options: Options, run: Execution, result: ProgramResult
+) -> ProgramResult:
+    """A program order proved is the answer only if no two tasks of a rank that the
+    runtime leaves unordered could matter (`cosim.tasks`); else the other orders of
+    those tasks are checked, and an overlap they do not decide is unknown."""
+    trace, rules = run.trace, options.runtime_order
+    found = task_overlaps(run.tasks, trace.events, rules, trace.memories)
+    if not found:
+        return result
+    golden = dataclasses.replace(options, expect=options.expect or result.model)
+    for orders, overlap in reorderings(run.tasks, trace.events, rules, trace.memories, found):
+        reordered = _check_order(spec, ranks, golden, orders, [])
+        if reordered.verdict is Verdict.BUG:
+            note = overlap.describe() + "; the bug shows when it runs first"
+            return dataclasses.replace(reordered, notes=(*reordered.notes, note))
+    return dataclasses.replace(
+        result,
+        verdict=Verdict.UNKNOWN,
+        findings=(),
+        message=found[0].describe()
+        + "; racecheck checks the orders of such tasks it can run, not their overlap",
+    )
+
+
 def _check_path(
-    spec: ProgramSpec, ranks: int, options: Options, path: Path, deadline: float
+    spec: ProgramSpec,
+    ranks: int,
+    options: Options,
+    path: Path,
+    deadline: float,
+    orders: TaskOrders,
+    runs: list[Execution],
 ) -> PathOutcome:
     started = time.monotonic()
     try:
-        instance = path.applied(_instantiate(spec, ranks, deadline - started))
+        built = _instantiate(spec, ranks, deadline - started)
+        instance = path.applied(dataclasses.replace(built, task_orders=orders))
         execution = simulate(
             instance,
             policy=path.policy(),
@@ -94,6 +141,7 @@ def _check_path(
             result=_result(spec, ranks, started, verdict=Verdict.SKIPPED, message=rejected.message)
         )
     trace = execution.trace
+    runs.append(execution)
     try:
         engine, prepared = prepare(options.engine, trace, deadline=deadline)
         oracle = PathOracle(

@@ -23,6 +23,7 @@ from racecheck.errors import ProgramRejected, UsageError, UserError
 from racecheck.options import (
     EngineChoice,
     Options,
+    RuntimeOrder,
     engine_choice,
     parse_arg,
     parse_count,
@@ -155,6 +156,15 @@ def _build_parser() -> _Parser:
     verify.add_argument("--format", choices=[f.value for f in OutputFormat], default="text")
     verify.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     verify.add_argument("--no-color", action="store_true", help="never colour the text report")
+    orders = ",".join(order.value for order in RuntimeOrder)
+    verify.add_argument(
+        "--runtime-order",
+        default=RuntimeOrder.CURRENT.value,
+        choices=[order.value for order in RuntimeOrder],
+        metavar=f"{{{orders}}}",
+        help="which dependencies PyPTO tracks between a rank's tasks: today's, or those "
+        "before #1683 (remote_store/put/get/notify targets not counted as written)",
+    )
     trace = commands.add_parser("trace", help="print each rank's co-simulated events")
     _add_program_flags(trace, files=None)
     trace.add_argument("--ranks", required=True, metavar="P", help="one rank count")
@@ -171,7 +181,13 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
     )
     parser.add_argument("--program", action="append", default=[], metavar="NAME")
     parser.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE")
-    parser.add_argument("--repeat", default="1", metavar="N", help="back-to-back runs")
+    parser.add_argument(
+        "--repeat",
+        default="1",
+        metavar="N",
+        help="N back-to-back runs on the same windows: persistent windows without PyPTO's "
+        "reset between requests (by default each call gets fresh zeroed windows)",
+    )
     parser.add_argument("--seed", default="0", metavar="N")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -186,6 +202,7 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
         expect=namespace.expect,
         timeout=parse_seconds("--timeout", namespace.timeout),
         seed=parse_count("--seed", namespace.seed, minimum=0),
+        runtime_order=RuntimeOrder(namespace.runtime_order),
     )
     output_format = OutputFormat(namespace.format)
     paths = tuple(namespace.file)

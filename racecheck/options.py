@@ -18,6 +18,13 @@ class EngineChoice(Enum):
     MONOTONE = "monotone"
 
 
+class RuntimeOrder(Enum):
+    """Which dependencies PyPTO's runtime tracks between the tasks of a rank (RUNTIME.md §1)."""
+
+    CURRENT = "current"  # since PyPTO #1683: remote_store/put/get/notify targets are writes
+    PRE_1683 = "pre-1683"  # before it: only the declared directions
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Options:
     ranks: tuple[int, ...] = DEFAULT_RANKS
@@ -28,6 +35,7 @@ class Options:
     expect: str | None = None  # golden model name, e.g. "allreduce-sum"
     timeout: float = 60.0  # seconds per program and rank count
     seed: int = 0
+    runtime_order: RuntimeOrder = RuntimeOrder.CURRENT
     extra: dict[str, str] = field(default_factory=dict)
 
 

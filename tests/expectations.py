@@ -2,8 +2,8 @@
 
 Grammar of one line (indented under `racecheck expects:` in the module docstring):
 
-    ranks <R> [--repeat N] [--expect MODEL]: <verdict> [<kind> [<detail>]] [model]
-        [at @m1, @m2] [ranks r1 r2]
+    ranks <R> [--repeat N] [--expect MODEL] [--runtime-order ORDER]: <verdict>
+        [<kind> [<detail>]] [model] [at @m1, @m2] [ranks r1 r2]
 
 R uses the `--ranks` syntax. A marker `@name` refers to the source line that carries the
 trailing comment `# @name`. The block ends at the first blank or unindented line.
@@ -27,6 +27,7 @@ _LINE = re.compile(
     r"ranks\s+(?P<ranks>[\d.,\s]+?)"
     r"(?:\s+--repeat\s+(?P<repeat>\d+))?"
     r"(?:\s+--expect\s+(?P<expect>\S+))?"
+    r"(?:\s+--runtime-order\s+(?P<order>\S+))?"
     r"\s*:\s*(?P<claim>.+)"
 )
 
@@ -41,6 +42,7 @@ class Expectation:
     ranks: tuple[int, ...]
     repeat: int = 1
     expect: str | None = None
+    runtime_order: str | None = None  # None: today's rules
     verdict: str
     kind: str | None = None
     detail: str | None = None
@@ -113,6 +115,7 @@ def parse_line(text: str, markers: dict[str, int]) -> Expectation:
         ranks=parse_ranks(match.group("ranks").strip()),
         repeat=int(match.group("repeat") or 1),
         expect=match.group("expect"),
+        runtime_order=match.group("order"),
         verdict=verdict,
         kind=kind,
         detail=detail,

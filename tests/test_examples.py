@@ -59,7 +59,10 @@ def test_example_is_written_like_a_real_pypto_file(path: Path) -> None:
 @pytest.mark.parametrize("path", FILES, ids=lambda path: path.stem)
 def test_buggy_twins_claim_a_bug_and_correct_ones_do_not(path: Path) -> None:
     claims_bug = any(
-        expectation.verdict == "bug" and expectation.expect is None and expectation.repeat == 1
+        expectation.verdict == "bug"
+        and expectation.expect is None
+        and expectation.repeat == 1
+        and expectation.runtime_order is None
         for expectation in expectations_of(path)
     )
     if path.stem.endswith(("_bug_double_count", "_bug_no_reset")):  # bugs that need a flag
@@ -156,6 +159,7 @@ def _check_example(
         expect=expectation.expect,
         engine=engine,
         timeout=TIMEOUT,
+        runtime_order=expectation.runtime_order or "current",
     )
     assert not report.errors, report.errors
     for count in ranks:

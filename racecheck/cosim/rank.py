@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from racecheck.cosim.execution import FlowRecorder
+from racecheck.cosim.tasks import TaskRecord
 from racecheck.dsl.location import (
     user_location,
 )
+from racecheck.dsl.scopes import TaskSpec
 from racecheck.dsl.symbolic import Decision, Var
 from racecheck.dsl.tensors import TensorView, region_problem, region_runs
+from racecheck.errors import TracingError
 from racecheck.events import (
     AccessMode,
     Event,
@@ -68,6 +71,63 @@ class RankContext:
         self.force_next = False
         self.thread: threading.Thread | None = None
         self.flow = FlowRecorder()
+        self.tasks = _TaskLog()
+        self.task_depth = 0
+
+    # -- tasks (racecheck.dsl.scopes, racecheck.cosim.tasks)
+
+    def call_task(self, spec: TaskSpec, body: Callable[[], Any]) -> Any:
+        """Run a kernel call as a task, or keep it for the end of the dispatch when this
+        dispatch runs its tasks in a given order."""
+        index = self.tasks.open(self.events)
+        if self.tasks.plan is not None:
+            self.tasks.deferred.append((index, spec, body))
+            return None
+        return self._run_task(index, spec, body)
+
+    def begin_task(self, spec: TaskSpec) -> int:
+        if self.tasks.deferred:
+            raise TracingError(
+                f"rank {self.rank}: a pl.at region cannot be moved to run a task order",
+                file=spec.location.file,
+                line=spec.location.line,
+            )
+        index = self.tasks.open(self.events)
+        self.tasks.regions.append((index, spec, len(self.events)))
+        self.task_depth += 1
+        return index
+
+    def end_task(self) -> None:
+        index, spec, first = self.tasks.regions.pop()
+        self.task_depth -= 1
+        self.tasks.record(index, spec, first, self.events)
+
+    def start_dispatch(self, name: str, comm: bool, plan: tuple[int, ...] | None) -> None:
+        self.tasks.dispatch += 1
+        self.tasks.dispatch_name = name
+        self.tasks.comm_dispatch = comm
+        self.tasks.repeat = self.repeat
+        self.tasks.plan = plan
+        self.tasks.glue_from = len(self.events)
+
+    def finish_dispatch(self) -> None:
+        self.tasks.close_glue(self.events)
+        plan = self.tasks.plan or ()
+        position = {index: n for n, index in enumerate(plan)}
+        deferred = sorted(self.tasks.deferred, key=lambda task: position.get(task[0], len(plan)))
+        self.tasks.deferred = []
+        self.tasks.plan = None
+        for index, spec, body in deferred:
+            self._run_task(index, spec, body)
+
+    def _run_task(self, index: int, spec: TaskSpec, body: Callable[[], Any]) -> Any:
+        first = len(self.events)
+        self.task_depth += 1
+        try:
+            return body()
+        finally:
+            self.task_depth -= 1
+            self.tasks.record(index, spec, first, self.events)
 
     # -- the RankContext protocol
 
@@ -239,3 +299,52 @@ def _written(
     if view.dtype.is_float or view.dtype.nbytes != 4:
         return Written(op=WriteOp.INEXACT)
     return Written(op=WriteOp.ADD, data=np.ascontiguousarray(view.dtype.encode(values)).tobytes())
+
+
+class _TaskLog:
+    """The tasks one rank ran, in the order it ran them, and the dispatch running now."""
+
+    def __init__(self) -> None:
+        self.records: list[TaskRecord] = []
+        self.next_index = 0
+        self.dispatch = 0
+        self.dispatch_name = ""
+        self.comm_dispatch = False
+        self.repeat = 0
+        self.plan: tuple[int, ...] | None = None
+        self.deferred: list[tuple[int, TaskSpec, Callable[[], Any]]] = []
+        self.regions: list[tuple[int, TaskSpec, int]] = []
+        self.glue_from = 0
+
+    def open(self, events: list[Event]) -> int:
+        """A new task's index, after closing the events run outside any task."""
+        self.close_glue(events)
+        return self._new_index()
+
+    def close_glue(self, events: list[Event]) -> None:
+        """The events run since the last task, outside any, as one glue task."""
+        if len(events) > self.glue_from:
+            where = events[self.glue_from].location
+            spec = TaskSpec(name=self.dispatch_name, location=where, tags=())
+            self.record(self._new_index(), spec, self.glue_from, events, glue=True)
+
+    def _new_index(self) -> int:
+        self.next_index += 1
+        return self.next_index - 1
+
+    def record(
+        self, index: int, spec: TaskSpec, first: int, events: list[Event], *, glue: bool = False
+    ) -> None:
+        self.records.append(
+            TaskRecord(
+                index=index,
+                spec=spec,
+                first=first,
+                end=len(events),
+                dispatch=self.dispatch,
+                comm_dispatch=self.comm_dispatch,
+                repeat=self.repeat,
+                glue=glue,
+            )
+        )
+        self.glue_from = len(events)
