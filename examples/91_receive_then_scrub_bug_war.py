@@ -4,7 +4,7 @@ Rank r pushes its slice into its right neighbour's ``inbox`` (``push_step``), co
 its own ``inbox`` out once its signal says the left neighbour's push landed
 (``receive_step``), and zeroes ``inbox`` for the next call (``scrub_step``). PyPTO
 orders the scrub after the push (both write ``inbox``) but not after the receive: it
-does not track write-after-read between the tasks of a rank (RUNTIME.md §1). So the
+does not track write-after-read between the tasks of a rank (docs/model.md). So the
 scrub can run first: it races the left neighbour's push, and the receive can copy
 out zeros. 92_receive_then_scrub.py orders the two with ``pl.at(..., deps=[...])``.
 

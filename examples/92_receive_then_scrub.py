@@ -2,7 +2,7 @@
 
 The fix of 91_receive_then_scrub_bug_war.py: the receive and the scrub run as
 ``pl.at`` regions, and the scrub names the receive's task id in ``deps=``, the edge
-PyPTO does not infer for a write-after-read (RUNTIME.md §1). Every task of a rank is
+PyPTO does not infer for a write-after-read (docs/model.md). Every task of a rank is
 now ordered: push before receive (the push writes ``inbox``), push before scrub (both
 write it), receive before scrub (``deps``).
 

@@ -34,6 +34,7 @@ def verify(
     timeout: float = 60.0,
     seed: int = 0,
     runtime_order: str = "current",
+    reset_windows: bool = False,
 ) -> Report:
     """Check every program of the file at every rank count; see docs/cli.md for the result."""
     from racecheck.check import check
@@ -48,6 +49,7 @@ def verify(
         timeout=timeout,
         seed=seed,
         runtime_order=RuntimeOrder(runtime_order),
+        reset_windows=reset_windows,
     )
     return check(path, options)
 

@@ -156,6 +156,11 @@ def _build_parser() -> _Parser:
     verify.add_argument("--format", choices=[f.value for f in OutputFormat], default="text")
     verify.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     verify.add_argument("--no-color", action="store_true", help="never colour the text report")
+    verify.add_argument(
+        "--reset-windows",
+        action="store_true",
+        help="with --repeat N: zero the windows between calls, as PyPTO does by default",
+    )
     orders = ",".join(order.value for order in RuntimeOrder)
     verify.add_argument(
         "--runtime-order",
@@ -185,8 +190,8 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
         "--repeat",
         default="1",
         metavar="N",
-        help="N back-to-back runs on the same windows: persistent windows without PyPTO's "
-        "reset between requests (by default each call gets fresh zeroed windows)",
+        help="N back-to-back calls on the same windows, never zeroed in between: persistent "
+        "windows without PyPTO's reset between requests (add --reset-windows for its default)",
     )
     parser.add_argument("--seed", default="0", metavar="N")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -203,6 +208,7 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
         timeout=parse_seconds("--timeout", namespace.timeout),
         seed=parse_count("--seed", namespace.seed, minimum=0),
         runtime_order=RuntimeOrder(namespace.runtime_order),
+        reset_windows=namespace.reset_windows,
     )
     output_format = OutputFormat(namespace.format)
     paths = tuple(namespace.file)

@@ -19,7 +19,7 @@ class EngineChoice(Enum):
 
 
 class RuntimeOrder(Enum):
-    """Which dependencies PyPTO's runtime tracks between the tasks of a rank (RUNTIME.md §1)."""
+    """Which dependencies PyPTO's runtime tracks between the tasks of a rank (docs/model.md)."""
 
     CURRENT = "current"  # since PyPTO #1683: remote_store/put/get/notify targets are writes
     PRE_1683 = "pre-1683"  # before it: only the declared directions
@@ -36,6 +36,7 @@ class Options:
     timeout: float = 60.0  # seconds per program and rank count
     seed: int = 0
     runtime_order: RuntimeOrder = RuntimeOrder.CURRENT
+    reset_windows: bool = False  # with repeat: windows zeroed between calls (docs/model.md)
     extra: dict[str, str] = field(default_factory=dict)
 
 

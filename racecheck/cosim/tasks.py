@@ -2,7 +2,7 @@
 
 A rank's trace runs its tasks (kernel calls and `pl.at` regions of a per-device
 function, `racecheck.dsl.scopes`) one after another. The runtime orders them only by
-the edges it tracks (RUNTIME.md §1): within one dispatch, RAW and WAW between the
+the edges it tracks (docs/model.md): within one dispatch, RAW and WAW between the
 storages a task is tagged with (its arguments, with their declared directions), never
 WAR; since PyPTO #1683 a window that a task's `remote_store`, `put`, `get` or notify
 writes counts as written (`RuntimeOrder.CURRENT`; `PRE_1683` models the rules
@@ -62,7 +62,7 @@ class Overlap:
         return (
             f"rank {self.rank}: task {b.name} (line {b.location.line}) may run before or "
             f"during task {a.name} (line {a.location.line}): PyPTO's runtime tracks no "
-            "dependency between them (RUNTIME.md §1)"
+            "dependency between them (docs/model.md)"
         )
 
 

@@ -1,7 +1,7 @@
 """Tasks within one rank: kernel calls and `pl.at` regions, and the tensors they are tagged with.
 
 PyPTO runs the kernel calls and `pl.at(...)` regions of a per-device function as tasks
-ordered only by the dependencies its runtime tracks (RUNTIME.md §1, L2): edges between
+ordered only by the dependencies its runtime tracks (docs/model.md): edges between
 the tensors a task is tagged with, explicit `deps=`, none inside `pl.manual_scope()`.
 This module describes each task as the DSL sees it when the task starts (`TaskSpec`);
 the co-simulation runs it (`racecheck.cosim.tasks`) and decides which tasks the
@@ -187,7 +187,7 @@ def manual_scope() -> Iterator[None]:
     if _in_manual_scope():
         where = user_location()
         raise UnsupportedConstruct(
-            "pl.manual_scope() cannot be nested (RUNTIME.md §1)", file=where.file, line=where.line
+            "pl.manual_scope() cannot be nested (docs/model.md)", file=where.file, line=where.line
         )
     _scope.manual = True
     try:
