@@ -127,3 +127,16 @@ def test_repeat_says_windows_persist_and_reset_windows_makes_single_use_kernels_
     assert reset.verdict is Verdict.PROVED and reset.model == "shift+1"
     assert any("--reset-windows" in note for note in reset.notes)
     assert not any("single-use" in note for note in reset.notes)
+
+
+def test_dispatches_without_windows_are_ordered_only_by_their_tags() -> None:
+    path = Path(__file__).parent / "fixtures" / "host_war_dispatches.py"
+    results = {result.program: result for result in racecheck.verify(str(path), ranks=[2]).results}
+    untracked = results["read_then_overwrite"]
+    assert untracked.verdict is Verdict.UNKNOWN
+    lines = path.read_text().splitlines()
+    read = next(n for n, text in enumerate(lines, 1) if text.endswith("# @read"))
+    overwrite = next(n for n, text in enumerate(lines, 1) if text.endswith("# @overwrite"))
+    assert f"task overwrite (line {overwrite})" in untracked.message
+    assert f"task double (line {read})" in untracked.message
+    assert results["inout_then_overwrite"].verdict is Verdict.PROVED

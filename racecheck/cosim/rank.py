@@ -15,7 +15,7 @@ from racecheck.cosim.tasks import TaskRecord
 from racecheck.dsl.location import (
     user_location,
 )
-from racecheck.dsl.scopes import TaskSpec
+from racecheck.dsl.scopes import TaskSpec, TaskTag
 from racecheck.dsl.symbolic import Decision, Var
 from racecheck.dsl.tensors import TensorView, region_problem, region_runs
 from racecheck.errors import TracingError
@@ -102,9 +102,12 @@ class RankContext:
         self.task_depth -= 1
         self.tasks.record(index, spec, first, self.events)
 
-    def start_dispatch(self, name: str, comm: bool, plan: tuple[int, ...] | None) -> None:
+    def start_dispatch(
+        self, name: str, comm: bool, tags: tuple[TaskTag, ...], plan: tuple[int, ...] | None
+    ) -> None:
         self.tasks.dispatch += 1
         self.tasks.dispatch_name = name
+        self.tasks.dispatch_tags = tags
         self.tasks.comm_dispatch = comm
         self.tasks.repeat = self.repeat
         self.tasks.plan = plan
@@ -309,6 +312,7 @@ class _TaskLog:
         self.next_index = 0
         self.dispatch = 0
         self.dispatch_name = ""
+        self.dispatch_tags: tuple[TaskTag, ...] = ()
         self.comm_dispatch = False
         self.repeat = 0
         self.plan: tuple[int, ...] | None = None
@@ -325,7 +329,7 @@ class _TaskLog:
         """The events run since the last task, outside any, as one glue task."""
         if len(events) > self.glue_from:
             where = events[self.glue_from].location
-            spec = TaskSpec(name=self.dispatch_name, location=where, tags=())
+            spec = TaskSpec(name=self.dispatch_name, location=where, tags=self.dispatch_tags)
             self.record(self._new_index(), spec, self.glue_from, events, glue=True)
 
     def _new_index(self) -> int:

@@ -14,6 +14,7 @@ from racecheck.cosim.rank import Abort, Crash, RankContext
 from racecheck.cosim.tasks import TaskOrders
 from racecheck.dsl.context import activated
 from racecheck.dsl.memory import MemoryState
+from racecheck.dsl.scopes import tags_of
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import TracingError
 from racecheck.events import (
@@ -187,7 +188,8 @@ class BatonScheduler:
         comm = any(isinstance(value, TensorView) and value.is_window for value in arguments)
         name = getattr(dispatch.function, "__name__", "dispatch")
         plan = self.task_orders.get((state.rank, state.tasks.dispatch + 1))
-        state.start_dispatch(name, comm, plan)
+        tags = tags_of(dispatch.function, dispatch.args, dispatch.kwargs)
+        state.start_dispatch(name, comm, tags, plan)
         dispatch.function(*dispatch.args, **dispatch.kwargs)
         state.finish_dispatch()
 

@@ -8,8 +8,9 @@ WAR; since PyPTO #1683 a window that a task's `remote_store`, `put`, `get` or no
 writes counts as written (`RuntimeOrder.CURRENT`; `PRE_1683` models the rules
 before); explicit `deps=`; no inferred edges inside `pl.manual_scope()`. Dispatches of
 one rank that both touch windows keep program order; other dispatches, only their edges.
-Rounds of `--repeat` run one after another. Events of a per-device function outside
-any task stay in program order with its tasks.
+Rounds of `--repeat` run one after another. Events of a dispatch outside any task
+(a dispatched kernel, or a per-device function's own) stay in program order with the
+dispatch's tasks, tagged with the dispatched function's arguments.
 
 Checking a trace in which every task runs after all its program-order predecessors is
 exact for a pair of unordered tasks A (earlier) and B exactly when reordering them
@@ -90,12 +91,12 @@ def _tagged_storages(task: TaskRecord, events: Sequence[Event]) -> frozenset[int
 def _edge(
     earlier: TaskRecord, later: TaskRecord, written: frozenset[int], tagged: frozenset[int]
 ) -> bool:
-    if earlier.repeat != later.repeat or earlier.glue or later.glue:
+    if earlier.repeat != later.repeat:
         return True
     if earlier.dispatch != later.dispatch:
         if earlier.comm_dispatch and later.comm_dispatch:
             return True
-    elif earlier.index in later.spec.deps:
+    elif earlier.glue or later.glue or earlier.index in later.spec.deps:
         return True
     elif earlier.spec.manual or later.spec.manual:
         return False

@@ -86,15 +86,16 @@ def kernel_call(
     spec = TaskSpec(
         name=name,
         location=user_location(),
-        tags=_tags(function, args, kwargs),
+        tags=tags_of(function, args, kwargs),
         manual=_in_manual_scope(),
     )
     return context.call_task(spec, lambda: function(*args, **kwargs))
 
 
-def _tags(
+def tags_of(
     function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[TaskTag, ...]:
+    """The tensors a call passes, with the directions the callee declares for them."""
     try:
         signature = inspect.signature(function)
         bound = signature.bind(*args, **kwargs)
