@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from racecheck.dsl.scopes import TaskSpec
 from racecheck.dsl.types import Direction
-from racecheck.events import AccessMode, Event, EventKind, Memory, MemoryKind
+from racecheck.events import AccessMode, Event, EventKind, Memory, MemoryKind, Region
 from racecheck.options import RuntimeOrder
 
 TaskOrders = tuple[tuple[int, int, tuple[int, ...]], ...]
@@ -74,9 +74,11 @@ def _written_storages(
     for event in events[task.first : task.end]:
         if event.access is None or event.mode is AccessMode.READ or event.wait is not None:
             continue
-        window = memories[event.access.memory].kind is MemoryKind.WINDOW
-        comm = event.label.startswith("pld.") and rules is RuntimeOrder.CURRENT
-        if task.spec.region or (window and comm):
+        comm = event.label.startswith("pld.")
+        if comm and memories[event.access.memory].kind is MemoryKind.WINDOW:
+            if rules is RuntimeOrder.CURRENT:
+                declared.add(event.access.memory)
+        elif task.spec.region:  # a region's own stores: the directions its body implies
             declared.add(event.access.memory)
     return frozenset(declared) - frozenset(task.spec.untracked)
 
@@ -125,14 +127,28 @@ def ordered_pairs(
 
 
 def _conflict(first: Sequence[Event], second: Sequence[Event]) -> bool:
-    for a in first:
-        for b in second:
-            if a.access is None or b.access is None or not a.access.overlaps(b.access):
-                continue
-            modes = {a.mode, b.mode}
-            if modes != {AccessMode.READ} and modes != {AccessMode.ATOMIC}:
+    by_instance: dict[tuple[int, int], list[tuple[AccessMode | None, Region]]] = {}
+    for event in first:
+        if event.access is not None:
+            key = (event.access.memory, event.access.owner)
+            by_instance.setdefault(key, []).append((event.mode, event.access))
+    for event in second:
+        region = event.access
+        if region is None:
+            continue
+        for mode, other in by_instance.get((region.memory, region.owner), ()):
+            if mode not in _COMPATIBLE[event.mode] and region.overlaps(other):
                 return True
     return False
+
+
+_COMPATIBLE: dict[AccessMode | None, frozenset[AccessMode | None]] = {
+    AccessMode.READ: frozenset({AccessMode.READ}),
+    AccessMode.ATOMIC: frozenset({AccessMode.ATOMIC}),
+    AccessMode.WRITE: frozenset(),
+    None: frozenset(),
+}
+"""The access modes of another task that never conflict with an access of this mode."""
 
 
 def _matters(first: Sequence[Event], second: Sequence[Event]) -> bool:
