@@ -10,6 +10,7 @@ import pytest
 import racecheck
 from racecheck.cosim import Execution, simulate
 from racecheck.cosim.tasks import ordered_pairs, task_overlaps
+from racecheck.events import EventKind
 from racecheck.findings import FindingKind, Verdict
 from racecheck.load import discover, load_file
 from racecheck.options import RuntimeOrder
@@ -140,3 +141,32 @@ def test_dispatches_without_windows_are_ordered_only_by_their_tags() -> None:
     assert f"task overwrite (line {overwrite})" in untracked.message
     assert f"task double (line {read})" in untracked.message
     assert results["inout_then_overwrite"].verdict is Verdict.PROVED
+
+
+def test_a_kernel_mixing_cube_ops_and_comm_gets_a_cube_lane_with_its_sync_only() -> None:
+    execution = _run("95_shift_matmul_bug_cube_lane_notify.py", 2)
+    vector, cube = execution.tasks[0]
+    assert (vector.spec.name, cube.spec.name) == ("shift_matmul", "shift_matmul (cube lane)")
+    events = execution.trace.events[0]
+    assert [event.kind for event in events[cube.first : cube.end]] == [
+        EventKind.NOTIFY,
+        EventKind.WAIT,
+    ]
+    assert EventKind.STORE in {event.kind for event in events[vector.first : vector.end]}
+    assert _order(execution, 0, RuntimeOrder.CURRENT) == {
+        ("shift_matmul", "shift_matmul (cube lane)"): False
+    }
+
+
+def test_the_cube_lane_notify_publishes_before_the_push_lands() -> None:
+    name = "95_shift_matmul_bug_cube_lane_notify.py"
+    (result,) = racecheck.verify(str(EXAMPLES / name), ranks=[2]).results
+    assert result.verdict is Verdict.BUG
+    (race,) = result.findings
+    assert race.detail == "read-after-write"
+    assert {location.line for location in race.locations} == {
+        _line(name, "fetch"),
+        _line(name, "push"),
+    }
+    assert race.confirmed
+    assert any("cube lane" in note for note in result.notes)

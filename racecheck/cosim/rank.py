@@ -73,17 +73,42 @@ class RankContext:
         self.flow = FlowRecorder()
         self.tasks = _TaskLog()
         self.task_depth = 0
+        self.mixed = False
 
     # -- tasks (racecheck.dsl.scopes, racecheck.cosim.tasks)
 
-    def call_task(self, spec: TaskSpec, body: Callable[[], Any]) -> Any:
+    def call_task(
+        self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
+    ) -> Any:
         """Run a kernel call as a task, or keep it for the end of the dispatch when this
-        dispatch runs its tasks in a given order."""
+        dispatch runs its tasks in a given order. The index after its own is kept for
+        its cube lane (`racecheck.dsl.lanes`)."""
         index = self.tasks.open(self.events)
+        self.tasks.reserve()
         if self.tasks.plan is not None:
             self.tasks.deferred.append((index, spec, body))
+            if index + 1 in self.tasks.plan:
+                self.tasks.deferred.append((index + 1, _cube_spec(spec, index), cube_lane))
             return None
-        return self._run_task(index, spec, body)
+        self.mixed = False
+        result = self._run_task(index, spec, body)
+        if self.mixed:
+            self._run_task(index + 1, _cube_spec(spec, index), cube_lane)
+        return result
+
+    def mark_mixed(self) -> bool:
+        """A kernel task mixes cube ops with communication: it gets a cube lane."""
+        if self.task_depth == 0 or self.tasks.regions:
+            return False
+        self.mixed = True
+        return True
+
+    def peek(
+        self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]
+    ) -> np.ndarray:
+        """Read memory without an event (what a cube lane's vector loads would see)."""
+        self._region(view, owner, offsets, extent)
+        return self.run.memory.read(view, owner, offsets, extent)
 
     def begin_task(self, spec: TaskSpec) -> int:
         if self.tasks.deferred:
@@ -332,6 +357,9 @@ class _TaskLog:
             spec = TaskSpec(name=self.dispatch_name, location=where, tags=self.dispatch_tags)
             self.record(self._new_index(), spec, self.glue_from, events, glue=True)
 
+    def reserve(self) -> None:
+        self.next_index += 1
+
     def _new_index(self) -> int:
         self.next_index += 1
         return self.next_index - 1
@@ -352,3 +380,7 @@ class _TaskLog:
             )
         )
         self.glue_from = len(events)
+
+
+def _cube_spec(spec: TaskSpec, index: int) -> TaskSpec:
+    return replace(spec, name=f"{spec.name} (cube lane)", cube_lane_of=index)

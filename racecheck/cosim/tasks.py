@@ -95,6 +95,8 @@ def _edge(
 ) -> bool:
     if earlier.repeat != later.repeat:
         return True
+    if later.spec.cube_lane_of == earlier.index:
+        return False  # the two lanes of one kernel run alongside each other
     if earlier.dispatch != later.dispatch:
         if earlier.comm_dispatch and later.comm_dispatch:
             return True

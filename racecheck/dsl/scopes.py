@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from racecheck.dsl.context import current
+from racecheck.dsl.context import activated, current
+from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import user_location
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, TensorType
@@ -50,6 +51,7 @@ class TaskSpec:
     manual: bool = False  # inside `pl.manual_scope()`: no inferred edges
     region: bool = False  # a `pl.at` region: its accesses are its tags, and it runs in place
     untracked: tuple[int, ...] = ()  # `no_dep_args`: storages that give it no edges
+    cube_lane_of: int | None = None  # the cube lane of this task: runs alongside it
 
 
 class TaskContext(Protocol):
@@ -57,7 +59,12 @@ class TaskContext(Protocol):
 
     task_depth: int
 
-    def call_task(self, spec: TaskSpec, body: Callable[[], Any]) -> Any: ...
+    def call_task(
+        self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
+    ) -> Any:
+        """Run a kernel call; if it turns out to mix cube ops with communication, also
+        run `cube_lane` as a task nothing orders with it."""
+        ...
 
     def begin_task(self, spec: TaskSpec) -> int: ...
 
@@ -89,7 +96,12 @@ def kernel_call(
         tags=tags_of(function, args, kwargs),
         manual=_in_manual_scope(),
     )
-    return context.call_task(spec, lambda: function(*args, **kwargs))
+
+    def cube_lane() -> Any:
+        with activated(AicLane(context)):  # type: ignore[arg-type]
+            return function(*args, **kwargs)
+
+    return context.call_task(spec, lambda: function(*args, **kwargs), cube_lane)
 
 
 def tags_of(
