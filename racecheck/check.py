@@ -151,7 +151,8 @@ def _check_path(
             result=_result(spec, ranks, started, verdict=Verdict.SKIPPED, message=rejected.message)
         )
     trace = execution.trace
-    runs.append(execution)
+    if not runs:
+        runs.append(execution)
     try:
         engine, prepared = prepare(options.engine, trace, deadline=deadline)
         oracle = PathOracle(

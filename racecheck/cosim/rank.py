@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from racecheck.cosim.execution import FlowRecorder
-from racecheck.cosim.tasks import TaskRecord
+from racecheck.cosim.tasks import TaskLog, cube_lane_spec
 from racecheck.dsl.location import (
     user_location,
 )
@@ -71,7 +71,7 @@ class RankContext:
         self.force_next = False
         self.thread: threading.Thread | None = None
         self.flow = FlowRecorder()
-        self.tasks = _TaskLog()
+        self.tasks = TaskLog()
         self.task_depth = 0
         self.mixed = False
 
@@ -88,12 +88,12 @@ class RankContext:
         if self.tasks.plan is not None:
             self.tasks.deferred.append((index, spec, body))
             if index + 1 in self.tasks.plan:
-                self.tasks.deferred.append((index + 1, _cube_spec(spec, index), cube_lane))
+                self.tasks.deferred.append((index + 1, cube_lane_spec(spec, index), cube_lane))
             return None
         self.mixed = False
         result = self._run_task(index, spec, body)
         if self.mixed:
-            self._run_task(index + 1, _cube_spec(spec, index), cube_lane)
+            self._run_task(index + 1, cube_lane_spec(spec, index), cube_lane)
         return result
 
     def mark_mixed(self) -> bool:
@@ -327,60 +327,3 @@ def _written(
     if view.dtype.is_float or view.dtype.nbytes != 4:
         return Written(op=WriteOp.INEXACT)
     return Written(op=WriteOp.ADD, data=np.ascontiguousarray(view.dtype.encode(values)).tobytes())
-
-
-class _TaskLog:
-    """The tasks one rank ran, in the order it ran them, and the dispatch running now."""
-
-    def __init__(self) -> None:
-        self.records: list[TaskRecord] = []
-        self.next_index = 0
-        self.dispatch = 0
-        self.dispatch_name = ""
-        self.dispatch_tags: tuple[TaskTag, ...] = ()
-        self.comm_dispatch = False
-        self.repeat = 0
-        self.plan: tuple[int, ...] | None = None
-        self.deferred: list[tuple[int, TaskSpec, Callable[[], Any]]] = []
-        self.regions: list[tuple[int, TaskSpec, int]] = []
-        self.glue_from = 0
-
-    def open(self, events: list[Event]) -> int:
-        """A new task's index, after closing the events run outside any task."""
-        self.close_glue(events)
-        return self._new_index()
-
-    def close_glue(self, events: list[Event]) -> None:
-        """The events run since the last task, outside any, as one glue task."""
-        if len(events) > self.glue_from:
-            where = events[self.glue_from].location
-            spec = TaskSpec(name=self.dispatch_name, location=where, tags=self.dispatch_tags)
-            self.record(self._new_index(), spec, self.glue_from, events, glue=True)
-
-    def reserve(self) -> None:
-        self.next_index += 1
-
-    def _new_index(self) -> int:
-        self.next_index += 1
-        return self.next_index - 1
-
-    def record(
-        self, index: int, spec: TaskSpec, first: int, events: list[Event], *, glue: bool = False
-    ) -> None:
-        self.records.append(
-            TaskRecord(
-                index=index,
-                spec=spec,
-                first=first,
-                end=len(events),
-                dispatch=self.dispatch,
-                comm_dispatch=self.comm_dispatch,
-                repeat=self.repeat,
-                glue=glue,
-            )
-        )
-        self.glue_from = len(events)
-
-
-def _cube_spec(spec: TaskSpec, index: int) -> TaskSpec:
-    return replace(spec, name=f"{spec.name} (cube lane)", cube_lane_of=index)

@@ -10,7 +10,9 @@ before); explicit `deps=`; no inferred edges inside `pl.manual_scope()`. Dispatc
 one rank that both touch windows keep program order; other dispatches, only their edges.
 Rounds of `--repeat` run one after another. Events of a dispatch outside any task
 (a dispatched kernel, or a per-device function's own) stay in program order with the
-dispatch's tasks, tagged with the dispatched function's arguments.
+dispatch's tasks, tagged with the dispatched function's arguments. A kernel task that
+mixes cube ops with communication is followed by its cube lane (`racecheck.dsl.lanes`),
+a task nothing orders with it. A rank records its tasks in a `TaskLog` as it runs.
 
 Checking a trace in which every task runs after all its program-order predecessors is
 exact for a pair of unordered tasks A (earlier) and B exactly when reordering them
@@ -22,10 +24,11 @@ allows (`reorder`), and what it cannot show stays unknown.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from racecheck.dsl.scopes import TaskSpec
+from racecheck.dsl.scopes import TaskSpec, TaskTag
 from racecheck.dsl.types import Direction
 from racecheck.events import AccessMode, Event, EventKind, Memory, MemoryKind, Region
 from racecheck.options import RuntimeOrder
@@ -238,3 +241,60 @@ def reorderings(
         orders.setdefault(key, []).append((overlap.rank, overlap.first.dispatch, order))
         example.setdefault(key, overlap)
     return [(tuple(orders[key]), example[key]) for key in orders]
+
+
+class TaskLog:
+    """The tasks one rank ran, in the order it ran them, and the dispatch running now."""
+
+    def __init__(self) -> None:
+        self.records: list[TaskRecord] = []
+        self.next_index = 0
+        self.dispatch = 0
+        self.dispatch_name = ""
+        self.dispatch_tags: tuple[TaskTag, ...] = ()
+        self.comm_dispatch = False
+        self.repeat = 0
+        self.plan: tuple[int, ...] | None = None
+        self.deferred: list[tuple[int, TaskSpec, Callable[[], Any]]] = []
+        self.regions: list[tuple[int, TaskSpec, int]] = []
+        self.glue_from = 0
+
+    def open(self, events: list[Event]) -> int:
+        """A new task's index, after closing the events run outside any task."""
+        self.close_glue(events)
+        return self._new_index()
+
+    def close_glue(self, events: list[Event]) -> None:
+        """The events run since the last task, outside any, as one glue task."""
+        if len(events) > self.glue_from:
+            where = events[self.glue_from].location
+            spec = TaskSpec(name=self.dispatch_name, location=where, tags=self.dispatch_tags)
+            self.record(self._new_index(), spec, self.glue_from, events, glue=True)
+
+    def reserve(self) -> None:
+        self.next_index += 1
+
+    def _new_index(self) -> int:
+        self.next_index += 1
+        return self.next_index - 1
+
+    def record(
+        self, index: int, spec: TaskSpec, first: int, events: list[Event], *, glue: bool = False
+    ) -> None:
+        self.records.append(
+            TaskRecord(
+                index=index,
+                spec=spec,
+                first=first,
+                end=len(events),
+                dispatch=self.dispatch,
+                comm_dispatch=self.comm_dispatch,
+                repeat=self.repeat,
+                glue=glue,
+            )
+        )
+        self.glue_from = len(events)
+
+
+def cube_lane_spec(spec: TaskSpec, index: int) -> TaskSpec:
+    return replace(spec, name=f"{spec.name} (cube lane)", cube_lane_of=index)
