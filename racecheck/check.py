@@ -344,7 +344,8 @@ def _wrong_result(model: str, diff) -> Finding:
 
 _REPEAT_NOTE = (
     "--repeat runs the calls back to back on the same windows, never zeroed: persistent"
-    " windows without PyPTO's reset between requests; its default is --reset-windows"
+    " windows without PyPTO's reset between requests (PyPTO's default zeroes them between"
+    " calls: --reset-windows)"
 )
 _SINGLE_USE_NOTE = (
     "signal cells end non-zero: this kernel is single-use as written;"
