@@ -170,3 +170,13 @@ def test_the_cube_lane_notify_publishes_before_the_push_lands() -> None:
     }
     assert race.confirmed
     assert any("cube lane" in note for note in result.notes)
+
+
+def test_no_dep_args_drops_a_regions_edges(tmp_path: Path) -> None:
+    source = (EXAMPLES / "92_receive_then_scrub.py").read_text()
+    dropped = tmp_path / "no_dep_args.py"
+    dropped.write_text(source.replace("deps=[received]", "no_dep_args=[inbox]"))
+    execution = simulate(discover(load_file(str(dropped)), programs=(), args={})[0].instantiate(2))
+    tasks, trace = execution.tasks[0], execution.trace
+    before = ordered_pairs(tasks, trace.events[0], RuntimeOrder.CURRENT, trace.memories)
+    assert (before[0][1], before[0][2], before[1][2]) == (True, False, False)
