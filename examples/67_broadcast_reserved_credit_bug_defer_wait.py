@@ -4,7 +4,8 @@ The twin of 66_broadcast_reserved_credit.py with ``pld.system.defer_wait`` for t
 reader's wait. ``defer_wait`` compares the cell as an unsigned 32-bit number
 (docs/model.md): once the reader's own reservation made the flag -1, that is
 0xFFFFFFFF, which satisfies ``Ge 1`` at once, so the reader fetches before the root
-has staged its slice.
+has staged its slice. PyPTO requires the deferred wait to sit in a task of its own,
+with no read after it: the fetch is a second task that names it in ``deps=``.
 
 racecheck expects:
     ranks 1: proved
@@ -30,7 +31,7 @@ def build_deferred_credit_broadcast(nr: int, root: int = 0):
     @pl.program
     class DeferredCreditBroadcast:
         @pl.function(type=pl.FunctionType.InCore)
-        def broadcast_step(
+        def stage_step(
             self,
             x: pl.Tensor[[1, SIZE], pl.FP32],
             y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
@@ -55,9 +56,25 @@ def build_deferred_credit_broadcast(nr: int, root: int = 0):
                 pld.system.notify(  # @reserve
                     signal, peer=my_rank, offsets=[0, 0], value=-1, op=pld.NotifyOp.AtomicAdd
                 )
-                pld.system.defer_wait(
-                    signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge
-                )  # @wait
+            return y
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def wait_step(
+            self,
+            signal: pld.DistributedTensor[[1, 1], pl.INT32],
+            root_rank: pl.Scalar[pl.INT32],
+        ):
+            if pld.rank(pld.get_comm_ctx(signal)) != root_rank:
+                pld.system.defer_wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def fetch_step(
+            self,
+            y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+            data: pld.DistributedTensor[[1, SIZE], pl.FP32],
+            root_rank: pl.Scalar[pl.INT32],
+        ) -> pl.Tensor[[1, SIZE], pl.FP32]:
+            if pld.rank(pld.get_comm_ctx(data)) != root_rank:
                 recv = pld.tile.remote_load(  # @fetch
                     data, peer=root_rank, offsets=[0, 0], shape=[1, SIZE]
                 )
@@ -73,7 +90,12 @@ def build_deferred_credit_broadcast(nr: int, root: int = 0):
             signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]],
             root_rank: pl.Scalar[pl.INT32],
         ) -> pl.Tensor[[1, SIZE], pl.FP32]:
-            return self.broadcast_step(x, y, data, signal, root_rank)
+            y = self.stage_step(x, y, data, signal, root_rank)
+            with pl.at(level=pl.Level.CORE_GROUP) as waited:  # @wait
+                self.wait_step(signal, root_rank)
+            with pl.at(level=pl.Level.CORE_GROUP, deps=[waited]):
+                y = self.fetch_step(y, data, root_rank)
+            return y
 
         @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
         def broadcast(

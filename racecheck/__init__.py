@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
-from racecheck.options import Options, engine_choice, parse_ranks
+from racecheck.options import Options, engine_choice, parse_ranks, runtime_order_choice
 
 __all__ = [
     "Finding",
@@ -34,6 +34,8 @@ def verify(
     rank_param: str | None = None,
     timeout: float = 60.0,
     seed: int = 0,
+    runtime_order: str = "current",
+    reset_windows: bool = False,
 ) -> Report:
     """Check every program of the file at every rank count; see docs/cli.md for the result.
 
@@ -51,6 +53,8 @@ def verify(
         expect=expect,
         timeout=timeout,
         seed=seed,
+        runtime_order=runtime_order_choice(runtime_order),
+        reset_windows=reset_windows,
     )
     return check(path, options)
 

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from racecheck import judge, reference
 from racecheck.analysis import find_hazards
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
+from racecheck.cosim.tasks import TaskOrders, reorderings, task_overlaps
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.deadline import DeadlineOracle
 from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
 from racecheck.events import Schedule
-from racecheck.findings import ProgramResult, Report
+from racecheck.findings import FindingKind, ProgramResult, Report, Verdict
 from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
@@ -65,18 +66,73 @@ def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramRes
 
 
 def _check_one(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
+    if options.reset_windows and options.repeat > 1:
+        # Each call starts after the previous one ended, from zeroed windows: the calls
+        # are independent, and checking one is checking them all (docs/model.md).
+        outcome = _check_one(spec, ranks, dataclasses.replace(options, repeat=1))
+        notes = tuple(note for note in outcome.notes if note != judge.SINGLE_USE_NOTE)
+        return dataclasses.replace(outcome, notes=(*notes, judge.RESET_NOTE))
+    runs: list[Execution] = []
+    outcome = _check_order(spec, ranks, options, (), runs)
+    if judge.decide(outcome).verdict is not Verdict.PROVED or not runs:
+        return outcome
+    return _check_task_orders(spec, ranks, options, runs[0], outcome)
+
+
+def _check_order(
+    spec: ProgramSpec,
+    ranks: int,
+    options: Options,
+    orders: TaskOrders,
+    runs: list[Execution],
+) -> Outcome:
     return explore(
-        lambda path, deadline: _check_path(spec, ranks, options, path, deadline),
+        lambda path, deadline: _check_path(spec, ranks, options, path, deadline, orders, runs),
         timeout=options.timeout,
     )
 
 
+def _check_task_orders(
+    spec: ProgramSpec, ranks: int, options: Options, run: Execution, outcome: Outcome
+) -> Outcome:
+    """A program order proved is the answer only if no two tasks of a rank that the
+    runtime leaves unordered could matter (`cosim.tasks`); else the other orders of
+    those tasks are checked, and an overlap they do not decide is unknown. Every
+    execution of such an order that does not hang is one the runtime can run."""
+    trace, rules = run.trace, options.runtime_order
+    found = task_overlaps(run.tasks, trace.events, rules, trace.memories)
+    if not found:
+        return outcome
+    golden = dataclasses.replace(options, expect=options.expect or outcome.model)
+    for orders, overlap in reorderings(run.tasks, trace.events, rules, trace.memories, found):
+        reordered = _check_order(spec, ranks, golden, orders, [])
+        # A task that blocks in this order could be unblocked by the one it overtook,
+        # running alongside it: an order with a deadlock decides nothing.
+        hangs = any(finding.kind is FindingKind.DEADLOCK for finding in reordered.findings)
+        if judge.decide(reordered).verdict is Verdict.BUG and not hangs:
+            note = overlap.describe() + "; the bug shows when it runs first"
+            return dataclasses.replace(reordered, notes=(*reordered.notes, note))
+    return dataclasses.replace(
+        outcome,
+        findings=(),
+        unknown=found[0].describe()
+        + "; racecheck checks the orders of such tasks it can run, not their overlap",
+    )
+
+
 def _check_path(
-    spec: ProgramSpec, ranks: int, options: Options, path: Path, deadline: float
+    spec: ProgramSpec,
+    ranks: int,
+    options: Options,
+    path: Path,
+    deadline: float,
+    orders: TaskOrders,
+    runs: list[Execution],
 ) -> PathOutcome:
     started = time.monotonic()
     try:
-        instance = path.applied(_instantiate(spec, ranks, deadline - started))
+        built = _instantiate(spec, ranks, deadline - started)
+        instance = path.applied(dataclasses.replace(built, task_orders=orders))
         execution = simulate(
             instance,
             policy=path.policy(),
@@ -88,6 +144,8 @@ def _check_path(
         return PathOutcome(outcome=_outcome(spec, ranks, started, skipped=rejected.message))
     trace = execution.trace
     facts = {"events": trace.size}
+    if not runs:
+        runs.append(execution)
     try:
         engine, prepared = prepare(options.engine, trace, deadline=deadline)
         oracle = PathOracle(

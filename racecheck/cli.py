@@ -26,11 +26,13 @@ from racecheck.findings import Report, exit_code_of
 from racecheck.options import (
     EngineChoice,
     Options,
+    RuntimeOrder,
     engine_choice,
     parse_arg,
     parse_count,
     parse_ranks,
     parse_seconds,
+    runtime_order_choice,
 )
 from racecheck.report import OutputFormat, render
 
@@ -183,6 +185,20 @@ def _build_parser() -> _Parser:
     verify.add_argument("--format", choices=[f.value for f in OutputFormat], default="text")
     verify.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     verify.add_argument("--no-color", action="store_true", help="never colour the text report")
+    verify.add_argument(
+        "--reset-windows",
+        action="store_true",
+        help="with --repeat N: zero the windows between calls, as PyPTO does by default",
+    )
+    orders = ",".join(order.value for order in RuntimeOrder)
+    verify.add_argument(
+        "--runtime-order",
+        default=RuntimeOrder.CURRENT.value,
+        choices=[order.value for order in RuntimeOrder],
+        metavar=f"{{{orders}}}",
+        help="which dependencies PyPTO tracks between a rank's tasks: today's, or those "
+        "before #1683 (remote_store/put/get/notify targets not counted as written)",
+    )
     trace = commands.add_parser("trace", help="print each rank's co-simulated events")
     _add_program_flags(trace, files=None)
     trace.add_argument("--ranks", required=True, metavar="P", help="one rank count")
@@ -202,7 +218,13 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
     parser.add_argument(
         "--rank-param", metavar="NAME", help="the factory parameter that receives P"
     )
-    parser.add_argument("--repeat", default="1", metavar="N", help="back-to-back runs")
+    parser.add_argument(
+        "--repeat",
+        default="1",
+        metavar="N",
+        help="N back-to-back calls on the same windows, never zeroed in between: persistent "
+        "windows without PyPTO's reset between requests (add --reset-windows for its default)",
+    )
     parser.add_argument("--seed", default="0", metavar="N")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -218,6 +240,8 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
         expect=namespace.expect,
         timeout=parse_seconds("--timeout", namespace.timeout),
         seed=parse_count("--seed", namespace.seed, minimum=0),
+        runtime_order=runtime_order_choice(namespace.runtime_order),
+        reset_windows=namespace.reset_windows,
     )
     output_format = OutputFormat(namespace.format)
     paths = tuple(namespace.file)

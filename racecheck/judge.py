@@ -57,6 +57,15 @@ from racecheck.options import Options
 from racecheck.reference import HostIO
 
 _REPLAYED_KINDS = (FindingKind.RACE, FindingKind.DEADLOCK)
+REPEAT_NOTE = (
+    "--repeat runs the calls back to back on the same windows, never zeroed: persistent"
+    " windows without PyPTO's reset between requests (PyPTO's default zeroes them between"
+    " calls: --reset-windows)"
+)
+RESET_NOTE = (
+    "--reset-windows: every call starts from zeroed windows after the previous one ended,"
+    " so the calls are checked as one"
+)
 SINGLE_USE_NOTE = (
     "signal cells end non-zero: this kernel is single-use as written;"
     " if it runs in a loop, check it with --repeat 2"
@@ -263,9 +272,10 @@ def _against(outcome: Outcome, model: str | None, options: Options) -> Outcome:
 
 
 def notes(trace: Trace, options: Options) -> tuple[str, ...]:
-    """A single-use kernel: atomic adds leave its signal cells non-zero."""
+    """What `--repeat` models; or a single-use kernel: atomic adds leave its signal cells
+    non-zero."""
     if options.repeat != 1:
-        return ()
+        return (REPEAT_NOTE,)
     totals: dict[tuple[int, int, int], int] = {}
     for rank_events in trace.events:
         for event in rank_events:

@@ -146,6 +146,8 @@ class ProgramInstance:
     bindings: tuple[tuple[str, int], ...] = ()  # values of pl.dynamic dims
     file: str = ""
     inputs: tuple[tuple[str, int, float], ...] = ()  # chosen elements: (tensor, index, value)
+    # dispatches that run their tasks in another order the runtime allows (cosim.tasks)
+    task_orders: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
 
     def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
         return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)

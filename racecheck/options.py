@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeVar
 
 from racecheck.errors import UsageError
 
@@ -23,6 +24,16 @@ class EngineChoice(Enum):
     MONOTONE = "monotone"
 
 
+class RuntimeOrder(Enum):
+    """Which dependencies PyPTO's runtime tracks between the tasks of a rank (docs/model.md)."""
+
+    CURRENT = "current"  # since PyPTO #1683: remote_store/put/get/notify targets are writes
+    PRE_1683 = "pre-1683"  # before it: only the declared directions
+
+
+_Choice = TypeVar("_Choice", bound=Enum)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Options:
     ranks: tuple[int, ...] = DEFAULT_RANKS
@@ -34,12 +45,18 @@ class Options:
     expect: str | None = None  # golden model name, e.g. "allreduce-sum"
     timeout: float = 60.0  # seconds per program and rank count
     seed: int = 0
+    runtime_order: RuntimeOrder = RuntimeOrder.CURRENT
+    reset_windows: bool = False  # with repeat: windows zeroed between calls (docs/model.md)
 
     def __post_init__(self) -> None:
         if not self.ranks or not all(_is_int(p) and 1 <= p <= MAX_RANKS for p in self.ranks):
             raise UsageError(f"ranks {self.ranks!r}: rank counts must be between 1 and {MAX_RANKS}")
         if not isinstance(self.engine, EngineChoice):
             raise UsageError(f"engine {self.engine!r}: not an engine choice")
+        if not isinstance(self.runtime_order, RuntimeOrder):
+            raise UsageError(f"runtime order {self.runtime_order!r}: not a runtime order")
+        if not isinstance(self.reset_windows, bool):
+            raise UsageError(f"reset_windows {self.reset_windows!r}: must be True or False")
         _check_count("repeat", self.repeat, minimum=1)
         _check_count("seed", self.seed, minimum=0)
         timeout_ok = isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool)
@@ -81,11 +98,19 @@ def parse_bool(what: str, text: str) -> bool:
 
 
 def engine_choice(name: str) -> EngineChoice:
+    return _choice(EngineChoice, "engine", name)
+
+
+def runtime_order_choice(name: str) -> RuntimeOrder:
+    return _choice(RuntimeOrder, "runtime order", name)
+
+
+def _choice(kind: type[_Choice], what: str, name: str) -> _Choice:
     try:
-        return EngineChoice(name)
+        return kind(name)
     except ValueError:
-        names = ", ".join(choice.value for choice in EngineChoice)
-        raise UsageError(f"unknown engine {name!r}; choose one of {names}") from None
+        names = ", ".join(member.value for member in kind)
+        raise UsageError(f"unknown {what} {name!r}; choose one of {names}") from None
 
 
 def parse_ranks(text: str) -> tuple[int, ...]:

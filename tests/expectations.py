@@ -2,7 +2,7 @@
 
 Grammar of one line (indented under `racecheck expects:` in the module docstring):
 
-    ranks <R> [--arg NAME=VALUE]... [--repeat N] [--expect MODEL]:
+    ranks <R> [--arg NAME=VALUE]... [--repeat N] [--expect MODEL] [--runtime-order ORDER]:
         <verdict> [<kind> [<detail>]] [model] [at @m1, @m2] [ranks r1 r2]
 
 R uses the `--ranks` syntax. A marker `@name` refers to the source line that carries the
@@ -28,6 +28,7 @@ _LINE = re.compile(
     r"(?P<args>(?:\s+--arg\s+\w+=\S+)*)"
     r"(?:\s+--repeat\s+(?P<repeat>\d+))?"
     r"(?:\s+--expect\s+(?P<expect>\S+))?"
+    r"(?:\s+--runtime-order\s+(?P<order>\S+))?"
     r"\s*:\s*(?P<claim>.+)"
 )
 
@@ -43,6 +44,7 @@ class Expectation:
     args: tuple[tuple[str, str], ...] = ()  # --arg NAME=VALUE
     repeat: int = 1
     expect: str | None = None
+    runtime_order: str | None = None  # None: today's rules
     verdict: str
     kind: str | None = None
     detail: str | None = None
@@ -120,6 +122,7 @@ def parse_line(text: str, markers: dict[str, int]) -> Expectation:
         ),
         repeat=int(match.group("repeat") or 1),
         expect=match.group("expect"),
+        runtime_order=match.group("order"),
         verdict=verdict,
         kind=kind,
         detail=detail,

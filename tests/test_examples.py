@@ -61,7 +61,10 @@ def test_example_is_written_like_a_real_pypto_file(path: Path) -> None:
 @pytest.mark.parametrize("path", FILES, ids=lambda path: path.stem)
 def test_buggy_twins_claim_a_bug_and_correct_ones_do_not(path: Path) -> None:
     claims_bug = any(
-        expectation.verdict == "bug" and expectation.expect is None and expectation.repeat == 1
+        expectation.verdict == "bug"
+        and expectation.expect is None
+        and expectation.repeat == 1
+        and expectation.runtime_order is None
         for expectation in expectations_of(path)
     )
     if path.stem.endswith(("_bug_double_count", "_bug_no_reset")):  # bugs that need a flag
@@ -163,7 +166,13 @@ def _check_example(
         pytest.fail("racecheck.verify does not exist yet: the corpus cannot be checked")
     checked = _sibling_ranks(path, expectation, ranks, within)
     report = _report(
-        path, checked, expectation.args, expectation.repeat, expectation.expect, engine
+        path,
+        checked,
+        expectation.args,
+        expectation.repeat,
+        expectation.expect,
+        engine,
+        expectation.runtime_order or "current",
     )
     assert not report.errors, report.errors
     for count in ranks:
@@ -182,8 +191,8 @@ def _sibling_ranks(
     same_flags = [
         other.ranks
         for other in expectations_of(path)
-        if (other.args, other.repeat, other.expect)
-        == (expectation.args, expectation.repeat, expectation.expect)
+        if (other.args, other.repeat, other.expect, other.runtime_order)
+        == (expectation.args, expectation.repeat, expectation.expect, expectation.runtime_order)
     ]
     union = set(ranks).union(*same_flags)
     return tuple(sorted(union if within is None else union & set(within)))
@@ -197,6 +206,7 @@ def _report(
     repeat: int,
     expect: str | None,
     engine: str,
+    runtime_order: str,
 ) -> racecheck.Report:
     return racecheck.verify(
         str(path),
@@ -206,6 +216,7 @@ def _report(
         expect=expect,
         engine=engine,
         timeout=TIMEOUT,
+        runtime_order=runtime_order,
     )
 
 

@@ -170,3 +170,16 @@ def test_a_check_leaves_the_process_as_it_found_it(tmp_path, head) -> None:
     assert user_files() == before_files
     left = set(sys.modules) - before_modules
     assert {name for name in left if name.startswith(("racecheck_user_", "pypto"))} == set()
+
+
+def test_an_access_after_defer_wait_in_its_task_is_unknown_naming_the_line() -> None:
+    """PyPTO retires a deferred wait's task at once: the kernel's later read is not
+    ordered by the wait, so it must never be checked as if it were."""
+    fixture = Path(__file__).parent / "fixtures" / "defer_then_read.py"
+    report = check(str(fixture), Options(ranks=(2, 3)))
+    assert {result.verdict for result in report.results} == {Verdict.UNKNOWN}
+    (error,) = report.errors
+    line = next(
+        n for n, text in enumerate(fixture.read_text().splitlines(), 1) if "pl.load(inbox" in text
+    )
+    assert error.startswith(f"{fixture}:{line}: ") and "after pld.system.defer_wait" in error

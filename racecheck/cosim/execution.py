@@ -8,6 +8,7 @@ from enum import Enum
 
 import numpy as np
 
+from racecheck.cosim.tasks import TaskRecord
 from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.types import Direction
 from racecheck.events import (
@@ -129,3 +130,4 @@ class Execution:
     forced: tuple[EventRef, ...] = ()
     stalled: tuple[EventRef, ...] = ()
     flow: DataFlow = field(default_factory=DataFlow)
+    tasks: tuple[tuple[TaskRecord, ...], ...] = ()  # each rank's tasks, as they ran

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from racecheck.cosim.execution import FlowRecorder
+from racecheck.cosim.tasks import TaskLog, cube_lane_spec
 from racecheck.dsl.location import (
     user_location,
 )
+from racecheck.dsl.scopes import TaskSpec, TaskTag
 from racecheck.dsl.symbolic import Decision, Var
 from racecheck.dsl.tensors import TensorView, region_problem, region_runs
+from racecheck.errors import TracingError, UnsupportedConstruct
 from racecheck.events import (
     AccessMode,
     Event,
@@ -27,6 +30,7 @@ from racecheck.events import (
     RankEnd,
     Region,
     SignalCell,
+    SourceLocation,
     Wait,
     WaitCmp,
     WriteOp,
@@ -68,6 +72,97 @@ class RankContext:
         self.force_next = False
         self.thread: threading.Thread | None = None
         self.flow = FlowRecorder()
+        self.tasks = TaskLog()
+        self.task_depth = 0
+        self.mixed = False
+        self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
+
+    # -- tasks (racecheck.dsl.scopes, racecheck.cosim.tasks)
+
+    def call_task(
+        self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
+    ) -> Any:
+        """Run a kernel call as a task, or keep it for the end of the dispatch when this
+        dispatch runs its tasks in a given order. The index after its own is kept for
+        its cube lane (`racecheck.dsl.lanes`)."""
+        index = self.tasks.open(self.events)
+        self.tasks.reserve()
+        if self.tasks.plan is not None:
+            self.tasks.deferred.append((index, spec, body))
+            if index + 1 in self.tasks.plan:
+                self.tasks.deferred.append((index + 1, cube_lane_spec(spec, index), cube_lane))
+            return None
+        self.mixed = False
+        result = self._run_task(index, spec, body)
+        if self.mixed:
+            self._run_task(index + 1, cube_lane_spec(spec, index), cube_lane)
+        return result
+
+    def mark_mixed(self) -> bool:
+        """A kernel task mixes cube ops with communication: it gets a cube lane."""
+        if self.task_depth == 0 or self.tasks.regions:
+            return False
+        self.mixed = True
+        return True
+
+    def peek(
+        self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]
+    ) -> np.ndarray:
+        """Read memory without an event (what a cube lane's vector loads would see)."""
+        self._region(view, owner, offsets, extent)
+        return self.run.memory.read(view, owner, offsets, extent)
+
+    def begin_task(self, spec: TaskSpec) -> int:
+        if self.tasks.deferred:
+            raise TracingError(
+                f"rank {self.rank}: a pl.at region cannot be moved to run a task order",
+                file=spec.location.file,
+                line=spec.location.line,
+            )
+        index = self.tasks.open(self.events)
+        self.tasks.regions.append((index, spec, len(self.events)))
+        self.task_depth += 1
+        return index
+
+    def end_task(self) -> None:
+        self.deferred_at = None
+        index, spec, first = self.tasks.regions.pop()
+        self.task_depth -= 1
+        self.tasks.record(index, spec, first, self.events)
+
+    def start_dispatch(
+        self, name: str, comm: bool, tags: tuple[TaskTag, ...], plan: tuple[int, ...] | None
+    ) -> None:
+        self.tasks.dispatch += 1
+        self.deferred_at = None
+        self.tasks.dispatch_name = name
+        self.tasks.dispatch_tags = tags
+        self.tasks.comm_dispatch = comm
+        self.tasks.repeat = self.repeat
+        self.tasks.plan = plan
+        self.tasks.glue_from = len(self.events)
+
+    def finish_dispatch(self) -> None:
+        self.deferred_at = None
+        self.tasks.close_glue(self.events)
+        plan = self.tasks.plan or ()
+        position = {index: n for n, index in enumerate(plan)}
+        deferred = sorted(self.tasks.deferred, key=lambda task: position.get(task[0], len(plan)))
+        self.tasks.deferred = []
+        self.tasks.plan = None
+        for index, spec, body in deferred:
+            self._run_task(index, spec, body)
+
+    def _run_task(self, index: int, spec: TaskSpec, body: Callable[[], Any]) -> Any:
+        first = len(self.events)
+        self.task_depth += 1
+        self.deferred_at = None
+        try:
+            return body()
+        finally:
+            self.task_depth -= 1
+            self.deferred_at = None
+            self.tasks.record(index, spec, first, self.events)
 
     # -- the RankContext protocol
 
@@ -151,6 +246,8 @@ class RankContext:
         )
         self.run.checkpoint(self, event)
         self.run.executed(self, event)
+        if cmp is WaitCmp.GE_UNSIGNED:
+            self.deferred_at = event.location
 
     def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
         self.run.control_reads.update(sources)
@@ -182,6 +279,15 @@ class RankContext:
     def _event(
         self, kind: EventKind, region: Region, mode: AccessMode, label: str, **sync: Any
     ) -> Event:
+        if self.deferred_at is not None:
+            where = user_location()
+            raise UnsupportedConstruct(
+                f"{label} after pld.system.defer_wait at line {self.deferred_at.line} in the"
+                " same task: PyPTO retires that task at once, so nothing orders this access"
+                " after the wait; move it to a task that depends on it (docs/model.md)",
+                file=where.file,
+                line=where.line,
+            )
         return Event(
             rank=self.rank,
             index=len(self.events),

@@ -11,8 +11,11 @@ from racecheck.cosim.policies import (
     SchedulePolicy,
 )
 from racecheck.cosim.rank import Abort, Crash, RankContext
+from racecheck.cosim.tasks import TaskOrders
 from racecheck.dsl.context import activated
 from racecheck.dsl.memory import MemoryState
+from racecheck.dsl.scopes import tags_of
+from racecheck.dsl.tensors import TensorView
 from racecheck.errors import TracingError
 from racecheck.events import (
     HOST_OWNER,
@@ -36,8 +39,10 @@ class BatonScheduler:
         force_waits: bool,
         max_events: int,
         dims: Mapping[str, int],
+        task_orders: TaskOrders = (),
     ) -> None:
         self.ranks = ranks
+        self.task_orders = {(rank, dispatch): order for rank, dispatch, order in task_orders}
         self.dims = dims
         self.memory = memory
         self.policy = policy
@@ -163,7 +168,7 @@ class BatonScheduler:
                 for round_number in range(repeat):
                     state.repeat = round_number
                     for dispatch in dispatches:
-                        dispatch.function(*dispatch.args, **dispatch.kwargs)
+                        self._run_dispatch(state, dispatch)
             state.end = RankEnd.FORCED if state.forced else RankEnd.FINISHED
         except Abort:
             return
@@ -177,6 +182,16 @@ class BatonScheduler:
             self.finished(state)
         except BaseException as error:  # noqa: BLE001 - a policy failing while handing over
             self._fail(error)
+
+    def _run_dispatch(self, state: RankContext, dispatch: Dispatch) -> None:
+        arguments = (*dispatch.args, *dispatch.kwargs.values())
+        comm = any(isinstance(value, TensorView) and value.is_window for value in arguments)
+        name = getattr(dispatch.function, "__name__", "dispatch")
+        plan = self.task_orders.get((state.rank, state.tasks.dispatch + 1))
+        tags = tags_of(dispatch.function, dispatch.args, dispatch.kwargs)
+        state.start_dispatch(name, comm, tags, plan)
+        dispatch.function(*dispatch.args, **dispatch.kwargs)
+        state.finish_dispatch()
 
     def _fail(self, error: BaseException) -> None:
         if self.failure is None:

@@ -103,6 +103,7 @@ def simulate(
             force_waits,
             max_events,
             dict(instance.bindings),
+            instance.task_orders,
         )
         remaining = max(timeout - (time.monotonic() - started), 0.001)
         _execute_ranks(run, host, repeat, remaining, instance.name)
@@ -133,6 +134,7 @@ def simulate(
         forced=tuple(run.forced),
         stalled=run.stalled,
         flow=merged_flow(state.flow for state in run.states),
+        tasks=tuple(tuple(state.tasks.records) for state in run.states),
     )
 
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from racecheck.dsl import builtins, dist_ops, dtypes, local_ops, program, tile_ops, types
+from racecheck.dsl import builtins, dist_ops, dtypes, local_ops, program, scopes, tile_ops, types
 from racecheck.dsl.context import current
 from racecheck.dsl.location import user_location
 from racecheck.errors import UnsupportedConstruct
@@ -200,6 +200,8 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "range": local_ops.range_,
         "parallel": local_ops.parallel,
         "unroll": local_ops.unroll,
+        "at": scopes.at,
+        "manual_scope": scopes.manual_scope,
         "yield_": local_ops.yield_,
         "const": tile_ops.const,
         "slice": tile_ops.slice_,

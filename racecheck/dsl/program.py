@@ -16,6 +16,7 @@ from typing import Any
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import as_index
+from racecheck.dsl.scopes import kernel_call
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import FunctionType, Level, Role
 from racecheck.errors import UnsupportedConstruct
@@ -73,6 +74,8 @@ class DslFunction:
             )
         if context is None and self.role is FunctionRole.HOST:
             raise _not_run(self.__name__)
+        if self.role is FunctionRole.KERNEL:
+            return kernel_call(self.__name__, self.function, args, kwargs)
         return self.function(*args, **kwargs)
 
     def compile(self, *args: Any, **kwargs: Any) -> Any:

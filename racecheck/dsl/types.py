@@ -241,6 +241,7 @@ class Level(Enum):
     HOST = "HOST"
     CHIP = "CHIP"
     CORE = "CORE"
+    CORE_GROUP = "CORE_GROUP"
 
 
 class Role(Enum):

@@ -1,0 +1,300 @@
+"""The tasks of each rank, and which of them PyPTO's runtime leaves unordered.
+
+A rank's trace runs its tasks (kernel calls and `pl.at` regions of a per-device
+function, `racecheck.dsl.scopes`) one after another. The runtime orders them only by
+the edges it tracks (docs/model.md): within one dispatch, RAW and WAW between the
+storages a task is tagged with (its arguments, with their declared directions), never
+WAR; since PyPTO #1683 a window that a task's `remote_store`, `put`, `get` or notify
+writes counts as written (`RuntimeOrder.CURRENT`; `PRE_1683` models the rules
+before); explicit `deps=`; no inferred edges inside `pl.manual_scope()`. Dispatches of
+one rank that both touch windows keep program order; other dispatches, only their edges.
+Rounds of `--repeat` run one after another. Events of a dispatch outside any task
+(a dispatched kernel, or a per-device function's own) stay in program order with the
+dispatch's tasks, tagged with the dispatched function's arguments. A kernel task that
+mixes cube ops with communication is followed by its cube lane (`racecheck.dsl.lanes`),
+a task nothing orders with it. A rank records its tasks in a `TaskLog` as it runs.
+
+Checking a trace in which every task runs after all its program-order predecessors is
+exact for a pair of unordered tasks A (earlier) and B exactly when reordering them
+cannot matter: no access of one conflicts with the other's, A has no wait (nothing it
+waits for can order B after it) and B no notify (nothing can order it after A).
+Pairs that fail this are `Overlap`s: the check runs them in another order the runtime
+allows (`reorder`), and what it cannot show stays unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from racecheck.dsl.scopes import TaskSpec, TaskTag
+from racecheck.dsl.types import Direction
+from racecheck.events import AccessMode, Event, EventKind, Memory, MemoryKind, Region
+from racecheck.options import RuntimeOrder
+
+TaskOrders = tuple[tuple[int, int, tuple[int, ...]], ...]
+"""The dispatches that run their tasks out of program order: (rank, dispatch number
+counted from 1, the task indexes in the order they run)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskRecord:
+    """One task as a rank ran it: events [first, end) of the rank's sequence."""
+
+    index: int  # the rank's tasks in program order
+    spec: TaskSpec
+    first: int
+    end: int
+    dispatch: int  # which dispatch (counting every --repeat round) ran it
+    comm_dispatch: bool  # that dispatch has a window argument
+    repeat: int
+    glue: bool = False  # events of a per-device function outside any task
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Overlap:
+    """Two tasks of `rank` that the runtime may overlap and whose order matters."""
+
+    rank: int
+    first: TaskRecord  # earlier in program order
+    second: TaskRecord
+    reorderable: bool  # same dispatch, no region: `reorder` can run `second` first
+
+    def describe(self) -> str:
+        a, b = self.first.spec, self.second.spec
+        return (
+            f"rank {self.rank}: task {b.name} (line {b.location.line}) may run before or "
+            f"during task {a.name} (line {a.location.line}): PyPTO's runtime tracks no "
+            "dependency between them (docs/model.md)"
+        )
+
+
+def _written_storages(
+    task: TaskRecord, events: Sequence[Event], rules: RuntimeOrder, memories: Sequence[Memory]
+) -> frozenset[int]:
+    declared = {tag.memory for tag in task.spec.tags if tag.direction is not Direction.IN}
+    for event in events[task.first : task.end]:
+        if event.access is None or event.mode is AccessMode.READ or event.wait is not None:
+            continue
+        comm = event.label.startswith("pld.")
+        if comm and memories[event.access.memory].kind is MemoryKind.WINDOW:
+            if rules is RuntimeOrder.CURRENT:
+                declared.add(event.access.memory)
+        elif task.spec.region:  # a region's own stores: the directions its body implies
+            declared.add(event.access.memory)
+    return frozenset(declared) - frozenset(task.spec.untracked)
+
+
+def _tagged_storages(task: TaskRecord, events: Sequence[Event]) -> frozenset[int]:
+    tagged = {tag.memory for tag in task.spec.tags}
+    if task.spec.region:
+        tagged.update(e.access.memory for e in events[task.first : task.end] if e.access)
+    return frozenset(tagged) - frozenset(task.spec.untracked)
+
+
+def _edge(
+    earlier: TaskRecord, later: TaskRecord, written: frozenset[int], tagged: frozenset[int]
+) -> bool:
+    if earlier.repeat != later.repeat:
+        return True
+    if later.spec.cube_lane_of == earlier.index:
+        return False  # the two lanes of one kernel run alongside each other
+    if earlier.dispatch != later.dispatch:
+        if earlier.comm_dispatch and later.comm_dispatch:
+            return True
+    elif earlier.glue or later.glue or earlier.index in later.spec.deps:
+        return True
+    elif earlier.spec.manual or later.spec.manual:
+        return False
+    return bool(written & tagged)
+
+
+def ordered_pairs(
+    tasks: Sequence[TaskRecord],
+    events: Sequence[Event],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+) -> list[list[bool]]:
+    """`before[i][j]`: the runtime runs task j after task i (transitively), i < j."""
+    written = [_written_storages(task, events, rules, memories) for task in tasks]
+    tagged = [_tagged_storages(task, events) | written[n] for n, task in enumerate(tasks)]
+    count = len(tasks)
+    before = [[False] * count for _ in range(count)]
+    for j in range(count):
+        for i in range(j):
+            if before[i][j] or _edge(tasks[i], tasks[j], written[i], tagged[j]):
+                before[i][j] = True
+                for k in range(i):
+                    if before[k][i]:
+                        before[k][j] = True
+    return before
+
+
+def _conflict(first: Sequence[Event], second: Sequence[Event]) -> bool:
+    by_instance: dict[tuple[int, int], list[tuple[AccessMode | None, Region]]] = {}
+    for event in first:
+        if event.access is not None:
+            key = (event.access.memory, event.access.owner)
+            by_instance.setdefault(key, []).append((event.mode, event.access))
+    for event in second:
+        region = event.access
+        if region is None:
+            continue
+        for mode, other in by_instance.get((region.memory, region.owner), ()):
+            if mode not in _COMPATIBLE[event.mode] and region.overlaps(other):
+                return True
+    return False
+
+
+_COMPATIBLE: dict[AccessMode | None, frozenset[AccessMode | None]] = {
+    AccessMode.READ: frozenset({AccessMode.READ}),
+    AccessMode.ATOMIC: frozenset({AccessMode.ATOMIC}),
+    AccessMode.WRITE: frozenset(),
+    None: frozenset(),
+}
+"""The access modes of another task that never conflict with an access of this mode."""
+
+
+def _matters(first: Sequence[Event], second: Sequence[Event]) -> bool:
+    if not first or not second:
+        return False
+    if any(event.kind is EventKind.WAIT for event in first):
+        return True
+    if any(event.kind is EventKind.NOTIFY for event in second):
+        return True
+    return _conflict(first, second)
+
+
+def overlaps(
+    rank: int,
+    tasks: Sequence[TaskRecord],
+    events: Sequence[Event],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+) -> list[Overlap]:
+    """The pairs of `rank`'s tasks the runtime leaves unordered and whose order matters."""
+    before = ordered_pairs(tasks, events, rules, memories)
+    found: list[Overlap] = []
+    for j, second in enumerate(tasks):
+        for i, first in enumerate(tasks[:j]):
+            if before[i][j]:
+                continue
+            if _matters(events[first.first : first.end], events[second.first : second.end]):
+                reorderable = first.dispatch == second.dispatch and not any(
+                    task.glue or task.spec.region
+                    for task in tasks
+                    if task.dispatch == first.dispatch
+                )
+                found.append(
+                    Overlap(rank=rank, first=first, second=second, reorderable=reorderable)
+                )
+    return found
+
+
+def reorder(
+    tasks: Sequence[TaskRecord], overlap: Overlap, before: list[list[bool]]
+) -> tuple[int, ...]:
+    """The rank's tasks in program order, except that `overlap.second` and the tasks it
+    waits for run just before `overlap.first`: an order the runtime allows."""
+    i, j = overlap.first.index, overlap.second.index
+    position = {task.index: n for n, task in enumerate(tasks)}
+    pi, pj = position[i], position[j]
+    hoisted = [task.index for task in tasks[pi + 1 : pj] if before[position[task.index]][pj]]
+    moved = {*hoisted, j}
+    rest = [task.index for task in tasks[pi:] if task.index not in moved]
+    return (*[task.index for task in tasks[:pi]], *hoisted, j, *rest)
+
+
+def task_overlaps(
+    tasks: Sequence[Sequence[TaskRecord]],
+    events: Sequence[Sequence[Event]],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+) -> list[Overlap]:
+    """Every rank's `overlaps`."""
+    return [
+        overlap
+        for rank, rank_tasks in enumerate(tasks)
+        for overlap in overlaps(rank, rank_tasks, events[rank], rules, memories)
+    ]
+
+
+def reorderings(
+    tasks: Sequence[Sequence[TaskRecord]],
+    events: Sequence[Sequence[Event]],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+    found: Sequence[Overlap],
+) -> list[tuple[TaskOrders, Overlap]]:
+    """For each pair of tasks (by program position) that overlaps on some rank: every
+    such rank running the later one first, and the overlap it stands for."""
+    orders: dict[tuple[int, int], list[tuple[int, int, tuple[int, ...]]]] = {}
+    example: dict[tuple[int, int], Overlap] = {}
+    for overlap in found:
+        if not overlap.reorderable:
+            continue
+        rank_tasks = tasks[overlap.rank]
+        before = ordered_pairs(rank_tasks, events[overlap.rank], rules, memories)
+        key = (overlap.first.index, overlap.second.index)
+        order = reorder(rank_tasks, overlap, before)
+        orders.setdefault(key, []).append((overlap.rank, overlap.first.dispatch, order))
+        example.setdefault(key, overlap)
+    return [(tuple(orders[key]), example[key]) for key in orders]
+
+
+class TaskLog:
+    """The tasks one rank ran, in the order it ran them, and the dispatch running now."""
+
+    def __init__(self) -> None:
+        self.records: list[TaskRecord] = []
+        self.next_index = 0
+        self.dispatch = 0
+        self.dispatch_name = ""
+        self.dispatch_tags: tuple[TaskTag, ...] = ()
+        self.comm_dispatch = False
+        self.repeat = 0
+        self.plan: tuple[int, ...] | None = None
+        self.deferred: list[tuple[int, TaskSpec, Callable[[], Any]]] = []
+        self.regions: list[tuple[int, TaskSpec, int]] = []
+        self.glue_from = 0
+
+    def open(self, events: list[Event]) -> int:
+        """A new task's index, after closing the events run outside any task."""
+        self.close_glue(events)
+        return self._new_index()
+
+    def close_glue(self, events: list[Event]) -> None:
+        """The events run since the last task, outside any, as one glue task."""
+        if len(events) > self.glue_from:
+            where = events[self.glue_from].location
+            spec = TaskSpec(name=self.dispatch_name, location=where, tags=self.dispatch_tags)
+            self.record(self._new_index(), spec, self.glue_from, events, glue=True)
+
+    def reserve(self) -> None:
+        self.next_index += 1
+
+    def _new_index(self) -> int:
+        self.next_index += 1
+        return self.next_index - 1
+
+    def record(
+        self, index: int, spec: TaskSpec, first: int, events: list[Event], *, glue: bool = False
+    ) -> None:
+        self.records.append(
+            TaskRecord(
+                index=index,
+                spec=spec,
+                first=first,
+                end=len(events),
+                dispatch=self.dispatch,
+                comm_dispatch=self.comm_dispatch,
+                repeat=self.repeat,
+                glue=glue,
+            )
+        )
+        self.glue_from = len(events)
+
+
+def cube_lane_spec(spec: TaskSpec, index: int) -> TaskSpec:
+    return replace(spec, name=f"{spec.name} (cube lane)", cube_lane_of=index)

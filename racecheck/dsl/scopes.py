@@ -1,0 +1,209 @@
+"""Tasks within one rank: kernel calls and `pl.at` regions, and the tensors they are tagged with.
+
+PyPTO runs the kernel calls and `pl.at(...)` regions of a per-device function as tasks
+ordered only by the dependencies its runtime tracks (docs/model.md): edges between
+the tensors a task is tagged with, explicit `deps=`, none inside `pl.manual_scope()`.
+This module describes each task as the DSL sees it when the task starts (`TaskSpec`);
+the co-simulation runs it (`racecheck.cosim.tasks`) and decides which tasks the
+runtime leaves unordered. A call made inside a task (a kernel calling a kernel) is
+plain Python, part of its caller's task.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from racecheck.dsl.context import activated, current
+from racecheck.dsl.lanes import AicLane
+from racecheck.dsl.location import user_location
+from racecheck.dsl.tensors import TensorView
+from racecheck.dsl.types import Direction, TensorType
+from racecheck.errors import UnsupportedConstruct
+from racecheck.events import SourceLocation
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskId:
+    """What `with pl.at(...) as tid` binds: the task's number within its rank."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskTag:
+    """One tensor argument of a task: its storage (`Memory.id`) and declared direction."""
+
+    memory: int
+    direction: Direction
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSpec:
+    name: str
+    location: SourceLocation
+    tags: tuple[TaskTag, ...]
+    deps: tuple[int, ...] = ()  # explicit `deps=`: TaskId indexes
+    manual: bool = False  # inside `pl.manual_scope()`: no inferred edges
+    region: bool = False  # a `pl.at` region: its accesses are its tags, and it runs in place
+    untracked: tuple[int, ...] = ()  # `no_dep_args`: storages that give it no edges
+    cube_lane_of: int | None = None  # the cube lane of this task: runs alongside it
+
+
+class TaskContext(Protocol):
+    """The part of a rank context that runs tasks (`racecheck.cosim.rank.RankContext`)."""
+
+    task_depth: int
+
+    def call_task(
+        self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
+    ) -> Any:
+        """Run a kernel call; if it turns out to mix cube ops with communication, also
+        run `cube_lane` as a task nothing orders with it."""
+        ...
+
+    def begin_task(self, spec: TaskSpec) -> int: ...
+
+    def end_task(self) -> None: ...
+
+
+_scope = threading.local()
+
+
+def _task_context() -> TaskContext | None:
+    """The running rank's context when a new task may start here (not inside a task)."""
+    context = current()
+    if context is None or not hasattr(context, "call_task"):
+        return None
+    tasks: TaskContext = context  # type: ignore[assignment]
+    return tasks if tasks.task_depth == 0 else None
+
+
+def kernel_call(
+    name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Call a kernel: a task of its own when a per-device function calls it."""
+    context = _task_context()
+    if context is None:
+        return function(*args, **kwargs)
+    spec = TaskSpec(
+        name=name,
+        location=user_location(),
+        tags=tags_of(function, args, kwargs),
+        manual=_in_manual_scope(),
+    )
+
+    def cube_lane() -> Any:
+        with activated(AicLane(context)):  # type: ignore[arg-type]
+            return function(*args, **kwargs)
+
+    return context.call_task(spec, lambda: function(*args, **kwargs), cube_lane)
+
+
+def tags_of(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[TaskTag, ...]:
+    """The tensors a call passes, with the directions the callee declares for them."""
+    try:
+        signature = inspect.signature(function)
+        bound = signature.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return tuple(
+            TaskTag(memory=view.memory, direction=Direction.INOUT)
+            for view in _views((*args, *kwargs.values()))
+        )
+    tags: list[TaskTag] = []
+    for name, value in bound.arguments.items():
+        annotation = signature.parameters[name].annotation
+        direction = annotation.direction if isinstance(annotation, TensorType) else Direction.IN
+        tags.extend(TaskTag(memory=view.memory, direction=direction) for view in _views((value,)))
+    return tuple(tags)
+
+
+def _views(values: Iterable[Any]) -> Iterator[TensorView]:
+    for value in values:
+        if isinstance(value, TensorView):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from _views(value)
+
+
+def _in_manual_scope() -> bool:
+    return bool(getattr(_scope, "manual", False))
+
+
+@contextmanager
+def at(
+    level: object = None,
+    role: object = None,
+    *,
+    optimizations: object = None,
+    deps: object = None,
+    no_dep_args: object = None,
+    dumps: object = None,
+    allow_early_resolve: bool = False,
+    name_hint: str = "",
+    windowize: bool = False,
+) -> Iterator[TaskId]:
+    """`pl.at(level, ...)`: one task, ordered after `deps` and by what its body accesses
+    (less the tensors in `no_dep_args`); inside a task it is part of that task."""
+    del optimizations, dumps, allow_early_resolve, windowize, level, role
+    context = _task_context()
+    if context is None:
+        yield TaskId(index=-1)
+        return
+    dropped = frozenset(view.memory for view in _views(_listed(no_dep_args)))
+    spec = TaskSpec(
+        name=name_hint or "pl.at",
+        location=user_location(),
+        tags=(),
+        untracked=tuple(sorted(dropped)),
+        deps=_dep_indexes(deps),
+        manual=_in_manual_scope(),
+        region=True,
+    )
+    index = context.begin_task(spec)
+    try:
+        yield TaskId(index=index)
+    finally:
+        context.end_task()
+
+
+def _listed(value: object) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def _dep_indexes(deps: object) -> tuple[int, ...]:
+    indexes: list[int] = []
+    for dep in _listed(deps):
+        if not isinstance(dep, TaskId):
+            where = user_location()
+            raise UnsupportedConstruct(
+                f"pl.at(deps=...) takes the ids bound by `with pl.at(...) as tid`; got {dep!r}",
+                file=where.file,
+                line=where.line,
+            )
+        if dep.index >= 0:
+            indexes.append(dep.index)
+    return tuple(indexes)
+
+
+@contextmanager
+def manual_scope() -> Iterator[None]:
+    """`pl.manual_scope()`: the tasks started inside get no inferred edges, only `deps=`."""
+    if _in_manual_scope():
+        where = user_location()
+        raise UnsupportedConstruct(
+            "pl.manual_scope() cannot be nested (docs/model.md)", file=where.file, line=where.line
+        )
+    _scope.manual = True
+    try:
+        yield
+    finally:
+        _scope.manual = False

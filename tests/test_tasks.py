@@ -1,0 +1,182 @@
+"""Tasks within a rank (docs/model.md): which the runtime orders, which it may overlap,
+and what racecheck answers for them; window lifetime under --repeat (docs/model.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import racecheck
+from racecheck.cosim import Execution, simulate
+from racecheck.cosim.tasks import ordered_pairs, task_overlaps
+from racecheck.events import EventKind
+from racecheck.findings import FindingKind, Verdict
+from racecheck.load import discover, load_file
+from racecheck.options import RuntimeOrder
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _run(name: str, ranks: int) -> Execution:
+    loaded = load_file(str(EXAMPLES / name))
+    (spec,) = discover(loaded, programs=(), args={})
+    return simulate(spec.instantiate(ranks))
+
+
+def _order(execution: Execution, rank: int, rules: RuntimeOrder) -> dict[tuple[str, str], bool]:
+    tasks = execution.tasks[rank]
+    trace = execution.trace
+    before = ordered_pairs(tasks, trace.events[rank], rules, trace.memories)
+    return {
+        (tasks[i].spec.name, tasks[j].spec.name): before[i][j]
+        for j in range(len(tasks))
+        for i in range(j)
+    }
+
+
+def _line(name: str, marker: str) -> int:
+    lines = (EXAMPLES / name).read_text().splitlines()
+    return next(n for n, text in enumerate(lines, start=1) if text.endswith(f"# @{marker}"))
+
+
+def test_write_after_read_between_tasks_is_not_tracked() -> None:
+    order = _order(_run("91_receive_then_scrub_bug_war.py", 2), 0, RuntimeOrder.CURRENT)
+    assert order == {
+        ("push_step", "receive_step"): True,  # the remote_store writes inbox: RAW
+        ("push_step", "scrub_step"): True,  # both write inbox: WAW
+        ("receive_step", "scrub_step"): False,  # WAR: untracked
+    }
+
+
+def test_remote_store_targets_are_writes_only_since_1683() -> None:
+    execution = _run("90_push_then_unpack.py", 2)
+    assert _order(execution, 1, RuntimeOrder.CURRENT) == {("push_step", "unpack_step"): True}
+    assert _order(execution, 1, RuntimeOrder.PRE_1683) == {("push_step", "unpack_step"): False}
+
+
+def _all_pairs(name: str) -> list[bool]:
+    execution = _run(name, 2)
+    tasks, trace = execution.tasks[0], execution.trace
+    assert len(tasks) == 3
+    before = ordered_pairs(tasks, trace.events[0], RuntimeOrder.CURRENT, trace.memories)
+    return [before[i][j] for j in range(3) for i in range(j)]
+
+
+def test_deps_order_regions_and_manual_scope_drops_inferred_edges() -> None:
+    assert _all_pairs("92_receive_then_scrub.py") == [True, True, True]
+    assert _all_pairs("93_manual_scope_bug_no_deps.py") == [False, False, False]
+    assert _all_pairs("94_manual_scope_deps.py") == [True, True, True]
+
+
+def test_single_kernel_orchestrations_have_one_task_and_nothing_to_reorder() -> None:
+    execution = _run("08_allreduce_mesh.py", 4)
+    trace = execution.trace
+    for rank, tasks in enumerate(execution.tasks):
+        assert [task.spec.name for task in tasks] == ["reduce_step"]
+        assert (tasks[0].first, tasks[0].end) == (0, len(trace.events[rank]))
+    assert task_overlaps(execution.tasks, trace.events, RuntimeOrder.CURRENT, trace.memories) == []
+
+
+def test_a_write_after_read_race_is_reported_with_both_lines_and_the_task_order() -> None:
+    name = "91_receive_then_scrub_bug_war.py"
+    report = racecheck.verify(str(EXAMPLES / name), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.BUG
+    scrub, push = _line(name, "scrub"), _line(name, "push")
+    races = [finding for finding in result.findings if finding.kind is FindingKind.RACE]
+    assert races and all(finding.detail == "write-after-write" for finding in races)
+    assert {location.line for location in races[0].locations} == {scrub, push}
+    assert set(races[0].ranks) == {0, 1}
+    assert any("task scrub_step" in note and "task receive_step" in note for note in result.notes)
+
+
+def test_overlapping_regions_it_cannot_reorder_are_unknown_naming_both(tmp_path: Path) -> None:
+    source = (EXAMPLES / "92_receive_then_scrub.py").read_text()
+    assert ", deps=[received]" in source
+    unordered = tmp_path / "no_deps.py"
+    unordered.write_text(source.replace(", deps=[received]", ""))
+    (result,) = racecheck.verify(str(unordered), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    receive = _line("92_receive_then_scrub.py", "receive")
+    scrub = _line("92_receive_then_scrub.py", "scrub")
+    assert f"line {receive}" in result.message and f"line {scrub}" in result.message
+
+
+@pytest.mark.parametrize("order", ["current", "pre-1683"])
+def test_1670_pattern_depends_on_the_runtime_rules(order: str) -> None:
+    name = "90_push_then_unpack.py"
+    (result,) = racecheck.verify(str(EXAMPLES / name), ranks=[3], runtime_order=order).results
+    if order == "current":
+        assert result.verdict is Verdict.PROVED
+        return
+    assert result.verdict is Verdict.BUG
+    (race,) = result.findings
+    assert race.detail == "read-after-write"
+    assert {location.line for location in race.locations} == {
+        _line(name, "unpack"),
+        _line(name, "push"),
+    }
+
+
+def test_repeat_says_windows_persist_and_reset_windows_makes_single_use_kernels_correct() -> None:
+    path = str(EXAMPLES / "06_shift_counter_barrier_bug_no_reset.py")
+    (persistent,) = racecheck.verify(path, ranks=[2], repeat=2).results
+    assert persistent.verdict is Verdict.BUG
+    assert any("never zeroed" in note for note in persistent.notes)
+    (reset,) = racecheck.verify(path, ranks=[2], repeat=2, reset_windows=True).results
+    assert reset.verdict is Verdict.PROVED and reset.model == "shift+1"
+    assert any("--reset-windows" in note for note in reset.notes)
+    assert not any("single-use" in note for note in reset.notes)
+
+
+def test_dispatches_without_windows_are_ordered_only_by_their_tags() -> None:
+    path = Path(__file__).parent / "fixtures" / "host_war_dispatches.py"
+    results = {result.program: result for result in racecheck.verify(str(path), ranks=[2]).results}
+    untracked = results["read_then_overwrite"]
+    assert untracked.verdict is Verdict.UNKNOWN
+    lines = path.read_text().splitlines()
+    read = next(n for n, text in enumerate(lines, 1) if text.endswith("# @read"))
+    overwrite = next(n for n, text in enumerate(lines, 1) if text.endswith("# @overwrite"))
+    assert f"task overwrite (line {overwrite})" in untracked.message
+    assert f"task double (line {read})" in untracked.message
+    assert results["inout_then_overwrite"].verdict is Verdict.PROVED
+
+
+def test_a_kernel_mixing_cube_ops_and_comm_gets_a_cube_lane_with_its_sync_only() -> None:
+    execution = _run("95_shift_matmul_bug_cube_lane_notify.py", 2)
+    vector, cube = execution.tasks[0]
+    assert (vector.spec.name, cube.spec.name) == ("shift_matmul", "shift_matmul (cube lane)")
+    events = execution.trace.events[0]
+    assert [event.kind for event in events[cube.first : cube.end]] == [
+        EventKind.NOTIFY,
+        EventKind.WAIT,
+    ]
+    assert EventKind.STORE in {event.kind for event in events[vector.first : vector.end]}
+    assert _order(execution, 0, RuntimeOrder.CURRENT) == {
+        ("shift_matmul", "shift_matmul (cube lane)"): False
+    }
+
+
+def test_the_cube_lane_notify_publishes_before_the_push_lands() -> None:
+    name = "95_shift_matmul_bug_cube_lane_notify.py"
+    (result,) = racecheck.verify(str(EXAMPLES / name), ranks=[2]).results
+    assert result.verdict is Verdict.BUG
+    (race,) = result.findings
+    assert race.detail == "read-after-write"
+    assert {location.line for location in race.locations} == {
+        _line(name, "fetch"),
+        _line(name, "push"),
+    }
+    assert race.confirmed
+    assert any("cube lane" in note for note in result.notes)
+
+
+def test_no_dep_args_drops_a_regions_edges(tmp_path: Path) -> None:
+    source = (EXAMPLES / "92_receive_then_scrub.py").read_text()
+    dropped = tmp_path / "no_dep_args.py"
+    dropped.write_text(source.replace("deps=[received]", "no_dep_args=[inbox]"))
+    execution = simulate(discover(load_file(str(dropped)), programs=(), args={})[0].instantiate(2))
+    tasks, trace = execution.tasks[0], execution.trace
+    before = ordered_pairs(tasks, trace.events[0], RuntimeOrder.CURRENT, trace.memories)
+    assert (before[0][1], before[0][2], before[1][2]) == (True, False, False)
