@@ -17,6 +17,7 @@ kernel does.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from enum import Enum
@@ -37,8 +38,11 @@ class Lowering(Enum):
 
 
 HOST_TILE = 256  # elements per tile of the host kernels (docs/model.md)
+CHUNK_BYTES = 16 * 1024  # bytes per chunk of the InCore all-reduces (docs/model.md)
+FP16_ALIGN = 16  # elements: FP16 ring segments start on this boundary (docs/model.md)
 
-REDUCERS: dict[ReduceOp, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+Reducer = Callable[[np.ndarray, np.ndarray], np.ndarray]
+REDUCERS: dict[ReduceOp, Reducer] = {
     ReduceOp.Sum: np.add,
     ReduceOp.Max: np.maximum,
     ReduceOp.Min: np.minimum,
@@ -101,6 +105,17 @@ def rows(view: TensorView, first: int, count: int) -> Region:
     return [first] + [0] * (view.ndim - 1), [count, *view.shape[1:]]
 
 
+def chunk_width(data: TensorView) -> int:
+    """Elements per chunk of the InCore lowering: 16 KiB. A smaller tensor is one chunk
+    (PyPTO pads it to 32 bytes; the padding is read and dropped)."""
+    return CHUNK_BYTES // data.dtype.nbytes
+
+
+def spans(start: int, stop: int, width: int) -> list[Region]:
+    """`[start, stop)` of a flat view cut into runs of at most `width` elements."""
+    return [([first], [min(width, stop - first)]) for first in range(start, stop, width)]
+
+
 def flat(view: TensorView) -> TensorView:
     """The same bytes as one row-major run of elements (the host kernels' addressing)."""
     return TensorView(
@@ -115,7 +130,7 @@ def flat(view: TensorView) -> TensorView:
     )
 
 
-def _reducer(op: object, label: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+def _reducer(op: object, label: str) -> Reducer:
     if op not in REDUCERS:
         raise TypeError(f"{label}: op= must be a pld.ReduceOp, got {op!r}")
     return REDUCERS[op]  # type: ignore[index]
@@ -173,17 +188,28 @@ def allreduce_mesh(
     label: str,
 ) -> None:
     if lowering is Lowering.INCORE:
-        cells = mesh_cells(signal)
-        generation(context, signal, 1, cells, label)
-        reduced = reduce_over_ranks(context, data, whole(data), op, label)
-        generation(context, signal, 2, cells, label)
-        context.store(data, context.rank, whole(data)[0], reduced, label)
-        epilogue(context, signal, 2, cells, label)
+        _incore_allreduce_mesh(context, data, signal, op, label)
         return
     stride = 1 if signal.ndim == 1 else signal.shape[1]
     blocks = min(core_num, stride)
     for block in range(blocks):
         _host_allreduce_block(context, data, signal, op, block, blocks, label)
+
+
+def _incore_allreduce_mesh(
+    context: RankContext, data: TensorView, signal: TensorView, op: object, label: str
+) -> None:
+    """B(1); per chunk k: reduce it over the ranks, B(2+k), store the own chunk;
+    epilogue -(1+chunks) (docs/model.md)."""
+    cells = mesh_cells(signal)
+    elements = flat(data)
+    chunks = spans(0, elements.shape[0], chunk_width(data))
+    generation(context, signal, 1, cells, label)
+    for number, chunk in enumerate(chunks):
+        reduced = reduce_over_ranks(context, elements, chunk, op, label)
+        generation(context, signal, 2 + number, cells, label)
+        context.store(elements, context.rank, chunk[0], reduced, label)
+    epilogue(context, signal, 1 + len(chunks), cells, label)
 
 
 def _host_allreduce_block(
@@ -228,7 +254,7 @@ def allreduce_ring(
             context.fail_bounds(
                 f"{label}(mode='ring') needs a signal of {list(needed)}, got {signal!r}"
             )
-        allreduce_mesh(context, lowering, data, signal, op, 1, label)
+        _incore_ring(context, data, signal, op, label)
         return
     elements = flat(data)
     rounds = 2 * (ranks - 1) + 1
@@ -245,6 +271,72 @@ def allreduce_ring(
         _host_ring(context, elements, signal, label)
 
 
+def ring_bounds(data: TensorView, ranks: int) -> list[int]:
+    """Segment i of the InCore ring is `[bounds[i], bounds[i+1])`: floor(i*n/N), FP16
+    bounds rounded up to 16 elements (docs/model.md)."""
+    numel = math.prod(data.shape)
+    bounds = [index * numel // ranks for index in range(ranks + 1)]
+    if data.dtype.name == "FP16":
+        bounds = [min(numel, -(-bound // FP16_ALIGN) * FP16_ALIGN) for bound in bounds]
+    return bounds
+
+
+def _incore_ring(
+    context: RankContext, data: TensorView, signal: TensorView, op: object, label: str
+) -> None:
+    """Reduce-scatter step s (row s-1) combines the left rank's segment (me-s-1) mod N
+    into the own one, allgather step s (row N-2+s) copies its segment (me-s) mod N.
+    Every step runs the same number of subchunks on every rank, each between row
+    barriers 2k+1 and 2k+2; the epilogue takes -2*chunks from every row (docs/model.md)."""
+    ranks, me = context.ranks, context.rank
+    combine = _reducer(op, label)
+    elements = flat(data)
+    bounds = ring_bounds(data, ranks)
+    width = chunk_width(data)
+    chunks = max(-(-(stop - start) // width) for start, stop in itertools.pairwise(bounds))
+    steps: list[tuple[int, int, Reducer | None]] = [
+        (step - 1, (me - step - 1) % ranks, combine) for step in range(1, ranks)
+    ]
+    steps += [(ranks - 2 + step, (me - step) % ranks, None) for step in range(1, ranks)]
+    for signal_row, segment, reduce in steps:
+        start, stop = bounds[segment], bounds[segment + 1]
+        cells = _row_cells(signal, signal_row)
+        for number in range(chunks):
+            first = start + number * width
+            part = ([first], [min(width, stop - first)]) if first < stop else None
+            generation(context, signal, 2 * number + 1, cells, label)
+            values = _ring_receive(context, elements, part, reduce, label)
+            generation(context, signal, 2 * number + 2, cells, label)
+            if part is not None:
+                context.store(elements, me, part[0], values, label)
+    for signal_row in range(2 * (ranks - 1)):
+        epilogue(context, signal, 2 * chunks, _row_cells(signal, signal_row), label)
+
+
+def _row_cells(signal: TensorView, signal_row: int) -> CellOf:
+    return lambda rank: lane_cell(signal, signal_row, rank)
+
+
+def _ring_receive(
+    context: RankContext,
+    elements: TensorView,
+    part: Region | None,
+    reduce: Reducer | None,
+    label: str,
+) -> np.ndarray:
+    """The left rank's `part`, combined with the own one by `reduce` (a copy if None);
+    an inactive subchunk (None) reads the own first element and keeps nothing."""
+    me = context.rank
+    if part is None:
+        context.load(elements, me, [0], [1], label)
+        return np.empty(0)
+    received, _ = context.load(elements, (me - 1) % context.ranks, *part, label)
+    if reduce is None:
+        return np.asarray(received)
+    own, _ = context.load(elements, me, *part, label)
+    return np.asarray(reduce(own, received)).astype(elements.dtype.compute)
+
+
 def _host_ring(context: RankContext, elements: TensorView, signal: TensorView, label: str) -> None:
     """Per round j a barrier on row j; reduce-scatter step s adds the left rank's chunk
     (me-s-1) mod N into the own one, allgather step s copies the left rank's chunk
@@ -253,26 +345,23 @@ def _host_ring(context: RankContext, elements: TensorView, signal: TensorView, l
     chunk = elements.shape[0] // ranks
     left = (me - 1) % ranks
 
-    def round_cells(round_row: int) -> CellOf:
-        return lambda rank: [round_row, rank]
-
     def region(index: int) -> Region:
         return [index * chunk], [chunk]
 
     for step in range(1, ranks):
-        generation(context, signal, 1, round_cells(step - 1), label)
+        generation(context, signal, 1, _row_cells(signal, step - 1), label)
         offsets, extent = region((me - step - 1) % ranks)
         own, _ = context.load(elements, me, offsets, extent, label)
         received, _ = context.load(elements, left, offsets, extent, label)
         context.store(elements, me, offsets, np.add(own, received), label)
     for step in range(1, ranks):
-        generation(context, signal, 1, round_cells(ranks - 2 + step), label)
+        generation(context, signal, 1, _row_cells(signal, ranks - 2 + step), label)
         offsets, extent = region((me - step) % ranks)
         received, _ = context.load(elements, left, offsets, extent, label)
         context.store(elements, me, offsets, received, label)
-    generation(context, signal, 1, round_cells(2 * (ranks - 1)), label)
+    generation(context, signal, 1, _row_cells(signal, 2 * (ranks - 1)), label)
     for round_row in range(2 * ranks - 1):
-        epilogue(context, signal, 1, round_cells(round_row), label)
+        epilogue(context, signal, 1, _row_cells(signal, round_row), label)
 
 
 def broadcast(
