@@ -177,9 +177,9 @@ _ROW = ((0, 32),)
             COLLECTIVES,
             "build_allgather",
             [
-                ("load", "local_buf", 0, _ROW),
+                ("load", "x", -1, _ROW),
                 ("store", "target_buf", 0, _ROW),
-                ("load", "local_buf", 0, _ROW),
+                ("load", "x", -1, _ROW),
                 ("store", "target_buf", 1, _ROW),
                 *_B1,
                 ("notify", 0, (1, 0), -1),
@@ -208,3 +208,14 @@ def test_incore_collectives_follow_lower_composite_ops(
 def test_the_root_of_an_incore_broadcast_only_synchronises() -> None:
     steps = _builtin_events(COLLECTIVES, "build_broadcast", 2, rank=1)
     assert steps == [("notify", 0, (1, 0), 1), ("wait", (0, 0), 1), ("notify", 1, (0, 0), -1)]
+
+
+def test_an_incore_allgather_from_a_window_is_refused_at_its_line() -> None:
+    report = racecheck.verify(str(INCORE), ranks="2", programs=["build_allgather_from_window"])
+    assert [result.verdict for result in report.results] == [racecheck.Verdict.UNKNOWN]
+    line = next(
+        number
+        for number, text in enumerate(INCORE.read_text().splitlines(), start=1)
+        if "# @window-local" in text
+    )
+    assert report.errors[0].startswith(f"{INCORE}:{line}: error: pld.tensor.allgather in a kernel")

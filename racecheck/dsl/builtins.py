@@ -194,6 +194,11 @@ def allgather(local: object, target: object, signal: object, out: object = None)
     target_view = _window(target, label, "target")
     signal_view = _window(signal, label, "the signal")
     _require_separate(label, local_view, target_view)
+    if local_view.is_window and _host() is None:
+        raise _unsupported(
+            f"{label} in a kernel needs a plain tensor as local data, got the window "
+            f"{local_view!r}: PyPTO's InCore lowering rejects it"
+        )
     if out is not None:
         out_view = require_view(out, label, "out")
         _launch(label, lowering.allgather_into, (local_view, target_view, signal_view, out_view))
