@@ -13,7 +13,7 @@ from collections.abc import Callable
 from racecheck import judge, reference
 from racecheck.analysis import find_hazards
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
-from racecheck.cosim.tasks import TaskOrders, reorderings, task_overlaps
+from racecheck.cosim.tasks import TaskOrders, name_tasks, reorderings, task_overlaps
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.deadline import DeadlineOracle
@@ -155,8 +155,15 @@ def _check_path(
         )
         hazards = find_hazards(trace, oracle, deadline=deadline)
         golden = (options.expect or _model_of(instance, execution, options)) if hazards else None
-        findings = tuple(
-            judge.confirm(instance, trace, oracle, hazard, golden, options) for hazard in hazards
+        findings = name_tasks(
+            tuple(
+                judge.confirm(instance, trace, oracle, hazard, golden, options)
+                for hazard in hazards
+            ),
+            execution.tasks,
+            trace.events,
+            options.runtime_order,
+            trace.memories,
         )
         opened = tuple(open_reads(execution, oracle))
     except EngineUnknown as unknown:

@@ -156,6 +156,7 @@ class WitnessStep:
     repeat: int | None = None  # 1-based `--repeat` call, when there are several
     status: StepStatus = StepStatus.RAN
     highlight: bool = False  # one of the events the finding is about
+    task: str = ""  # the task that ran it, when the runtime may overlap it with another
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

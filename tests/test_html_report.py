@@ -369,3 +369,40 @@ def test_real_race_witness_with_trace() -> None:
         pair = {(str(s.rank), str(s.index)) for s in finding.witness if s.highlight}
         assert len(pair) == 2 and pair <= highlighted_steps(page)
     assert len(page.find("line", "remote", "hl")) >= len(races)  # each race has a remote read
+
+
+def _task_steps() -> tuple[WitnessStep, ...]:
+    """Rank 1 runs a notify in one task and a wait in another that may overlap it;
+    rank 0's step belongs to no such task."""
+    signal = cell(1, 0, 0)
+    wait = WitnessStep(
+        rank=1, index=4, kind=StepKind.WAIT, location=WAIT, place=signal, value=1, task="recv"
+    )
+    return (
+        notify_step(0, 2, signal),
+        dataclasses.replace(notify_step(1, 1, cell(0, 1, 0)), task="send (cube lane)"),
+        wait,
+    )
+
+
+def test_a_rank_whose_tasks_may_overlap_gets_a_lane_per_task() -> None:
+    finding = dataclasses.replace(race(), witness=_task_steps())
+    page = parse_page(space_time_svg(finding, 2))
+    lanes = sorted(float(e.attrs["x1"]) for e in page.find("line", "lane"))
+    assert len(lanes) == 3  # rank 0; rank 1's two tasks
+    labels = page.find("text", "task-label")
+    assert len(labels) == 2
+    steps = {e.attrs["data-index"]: e.attrs.get("data-task") for e in page.find("g", "step")}
+    assert steps == {"2": None, "1": "send (cube lane)", "4": "recv"}
+    dots = [float(e.attrs["cx"]) for e in page.find("circle")]
+    assert dots == [lanes[0], lanes[1], lanes[2]]  # each step on its own task's lane
+    text = "".join(page.text)
+    assert "rank 1, recv: wait" in text and "rank 0: notify" in text
+
+
+def test_a_rank_with_one_named_task_keeps_one_lane() -> None:
+    steps = tuple(dataclasses.replace(step, task="") for step in _task_steps()[:2])
+    steps += (dataclasses.replace(_task_steps()[2], task="recv"),)
+    page = parse_page(space_time_svg(dataclasses.replace(race(), witness=steps), 2))
+    assert len(page.find("line", "lane")) == 2
+    assert page.find("text", "task-label") == []

@@ -180,3 +180,21 @@ def test_no_dep_args_drops_a_regions_edges(tmp_path: Path) -> None:
     tasks, trace = execution.tasks[0], execution.trace
     before = ordered_pairs(tasks, trace.events[0], RuntimeOrder.CURRENT, trace.memories)
     assert (before[0][1], before[0][2], before[1][2]) == (True, False, False)
+
+
+def test_witness_steps_name_the_overlapping_tasks_that_ran_them() -> None:
+    name = "95_shift_matmul_bug_cube_lane_notify.py"
+    (result,) = racecheck.verify(str(EXAMPLES / name), ranks=[2]).results
+    (race,) = result.findings
+    tasks = {(step.rank, step.location.line, step.task) for step in race.witness}
+    assert (1, _line(name, "fetch"), "shift_matmul") in tasks
+    assert (0, _line(name, "push"), "shift_matmul") in tasks
+    assert {task for _, _, task in tasks} == {"shift_matmul", "shift_matmul (cube lane)"}
+
+
+def test_witness_steps_of_a_rank_running_one_task_at_a_time_name_no_task() -> None:
+    (result,) = racecheck.verify(
+        str(EXAMPLES / "09_allreduce_mesh_bug_no_barrier.py"), ranks=[2]
+    ).results
+    assert result.findings
+    assert {step.task for finding in result.findings for step in finding.witness} == {""}

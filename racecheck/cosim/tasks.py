@@ -31,6 +31,7 @@ from typing import Any
 from racecheck.dsl.scopes import TaskSpec, TaskTag
 from racecheck.dsl.types import Direction
 from racecheck.events import AccessMode, Event, EventKind, Memory, MemoryKind, Region
+from racecheck.findings import Finding
 from racecheck.options import RuntimeOrder
 
 TaskOrders = tuple[tuple[int, int, tuple[int, ...]], ...]
@@ -241,6 +242,60 @@ def reorderings(
         orders.setdefault(key, []).append((overlap.rank, overlap.first.dispatch, order))
         example.setdefault(key, overlap)
     return [(tuple(orders[key]), example[key]) for key in orders]
+
+
+def loose_tasks(
+    tasks: Sequence[TaskRecord],
+    events: Sequence[Event],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+) -> dict[int, str]:
+    """The tasks of one rank that the runtime may run alongside another of its tasks:
+    their positions in `tasks`, with a name that tells them apart (the line is added
+    when a name repeats). A rank that ran its tasks out of program order is judged in
+    program order, as the runtime sees them."""
+    by_program = sorted(range(len(tasks)), key=lambda n: tasks[n].index)
+    before = ordered_pairs([tasks[n] for n in by_program], events, rules, memories)
+    running = [p for p, n in enumerate(by_program) if tasks[n].end > tasks[n].first]
+    loose: set[int] = set()
+    for j in running:
+        loose.update(by_program[p] for i in running if i < j and not before[i][j] for p in (i, j))
+    names = [tasks[n].spec.name for n in loose]
+    return {
+        n: tasks[n].spec.name
+        if names.count(tasks[n].spec.name) == 1
+        else f"{tasks[n].spec.name} (line {tasks[n].spec.location.line})"
+        for n in sorted(loose)
+    }
+
+
+def name_tasks(
+    findings: tuple[Finding, ...],
+    tasks: Sequence[Sequence[TaskRecord]],
+    events: Sequence[Sequence[Event]],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+) -> tuple[Finding, ...]:
+    """The findings with every witness step that a loose task ran named by that task."""
+    if not any(finding.witness for finding in findings):
+        return findings
+    task_of: dict[tuple[int, int], str] = {}
+    for rank, rank_tasks in enumerate(tasks):
+        for n, name in loose_tasks(rank_tasks, events[rank], rules, memories).items():
+            task = rank_tasks[n]
+            task_of.update({(rank, index): name for index in range(task.first, task.end)})
+    if not task_of:
+        return findings
+    return tuple(
+        replace(
+            finding,
+            witness=tuple(
+                replace(step, task=task_of.get((step.rank, step.index), ""))
+                for step in finding.witness
+            ),
+        )
+        for finding in findings
+    )
 
 
 class TaskLog:

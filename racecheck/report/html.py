@@ -1,7 +1,8 @@
 """The HTML report: one self-contained page with the text report and, for every failing
 program and rank count, a space-time diagram of each finding's witness.
 
-Decides how a witness is drawn: one vertical lane per rank, time flowing down, one row
+Decides how a witness is drawn: one vertical lane per rank (one per task where a rank's
+steps ran in tasks the runtime may overlap, `WitnessStep.task`), time flowing down, one row
 per witness step in witness order; an arrow from each notify to the first later wait on
 the same signal cell; an arrow from every access of another rank's memory to that
 rank's lane; the steps the finding is about in a distinct colour, thicker, joined by a
@@ -139,31 +140,69 @@ def _finding_figure(finding: Finding, ranks: int) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Lane:
+    """One vertical lane: a rank, or one task of a rank whose tasks may overlap."""
+
+    rank: int
+    task: str = ""  # "" for the rank's only lane
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Layout:
     """Where lanes, rows and the text column of one diagram go."""
 
-    lane_count: int
+    lanes: tuple[Lane, ...]
     lane_width: int
     text_x: int
     width: int
     height: int
 
-    def lane_x(self, rank: int) -> int:
-        return _LEFT + rank * self.lane_width + self.lane_width // 2
+    def lane_x(self, number: int) -> int:
+        return _LEFT + number * self.lane_width + self.lane_width // 2
+
+    def rank_x(self, rank: int) -> int:
+        """The middle of `rank`'s lanes: where arrows into its memory end."""
+        numbers = [n for n, lane in enumerate(self.lanes) if lane.rank == rank]
+        return (self.lane_x(numbers[0]) + self.lane_x(numbers[-1])) // 2
+
+    def step_x(self, step: WitnessStep) -> int:
+        own = [n for n, lane in enumerate(self.lanes) if lane.rank == step.rank]
+        task = next((n for n in own if self.lanes[n].task == step.task), own[0])
+        return self.lane_x(task)
 
     def row_y(self, position: int) -> int:
         return _TOP + position * _ROW + _ROW // 2
 
-    def point(self, position: int, rank: int) -> tuple[int, int]:
-        return self.lane_x(rank), self.row_y(position)
+    def point(self, position: int, step: WitnessStep) -> tuple[int, int]:
+        return self.step_x(step), self.row_y(position)
+
+
+def witness_lanes(steps: Sequence[WitnessStep], ranks: int) -> tuple[Lane, ...]:
+    """A lane per rank, split into one per task where a rank's steps ran in several
+    tasks that the runtime may overlap (steps outside them share the first lane)."""
+    rank_count = max([ranks, *(step.rank + 1 for step in steps)])
+    tasks: dict[int, list[str]] = {rank: [] for rank in range(rank_count)}
+    for step in steps:
+        if step.task not in tasks[step.rank]:
+            tasks[step.rank].append(step.task)
+    lanes: list[Lane] = []
+    for rank in range(rank_count):
+        named = [task for task in tasks[rank] if task]
+        if len(named) < 2:
+            lanes.append(Lane(rank=rank))
+            continue
+        if "" in tasks[rank]:
+            lanes.append(Lane(rank=rank))
+        lanes += [Lane(rank=rank, task=task) for task in named]
+    return tuple(lanes)
 
 
 def _layout(steps: Sequence[WitnessStep], ranks: int, rows: Sequence[str]) -> _Layout:
-    lane_count = max([ranks, *(step.rank + 1 for step in steps)])
-    lane_width = max(28, min(110, 880 // lane_count))
-    text_x = _LEFT + lane_count * lane_width + _TEXT_GAP
+    lanes = witness_lanes(steps, ranks)
+    lane_width = max(28, min(110, 880 // len(lanes)))
+    text_x = _LEFT + len(lanes) * lane_width + _TEXT_GAP
     return _Layout(
-        lane_count=lane_count,
+        lanes=lanes,
         lane_width=lane_width,
         text_x=text_x,
         width=int(text_x + _CHAR_WIDTH * max(len(row) for row in rows)) + _LEFT,
@@ -180,7 +219,7 @@ def space_time_svg(finding: Finding, ranks: int) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="spacetime" width="{layout.width}" '
         f'height="{layout.height}" viewBox="0 0 {layout.width} {layout.height}" role="img">',
-        f"<title>{escape(finding.kind.title)}: witness over {layout.lane_count} ranks</title>",
+        f"<title>{escape(finding.kind.title)}: witness over {ranks} ranks</title>",
         *_background(layout, len(steps)),
         *_arrows(steps, links, layout),
         *_pair_connector(steps, layout),
@@ -200,11 +239,28 @@ def _background(layout: _Layout, step_count: int) -> list[str]:
         for position in range(0, step_count, 2)
     ]
     lanes = []
-    for rank in range(layout.lane_count):
-        x = layout.lane_x(rank)
+    for number, lane in enumerate(layout.lanes):
+        x = layout.lane_x(number)
         lanes.append(f'<line class="lane" x1="{x}" y1="{_TOP - 8}" x2="{x}" y2="{layout.height}"/>')
-        lanes.append(f'<text class="lane-label" x="{x}" y="{_TOP - 16}">rank {rank}</text>')
+        if lane.task:
+            label = _fitted(lane.task, layout.lane_width)
+            lanes.append(
+                f'<text class="task-label" x="{x}" y="{_TOP - 12}">'
+                f"<title>{escape(lane.task)}</title>{escape(label)}</text>"
+            )
+    for rank in sorted({lane.rank for lane in layout.lanes}):
+        split = any(lane.rank == rank and lane.task for lane in layout.lanes)
+        y = _TOP - 28 if split else _TOP - 16
+        lanes.append(
+            f'<text class="lane-label" x="{layout.rank_x(rank)}" y="{y}">rank {rank}</text>'
+        )
     return stripes + lanes
+
+
+def _fitted(text: str, width: int) -> str:
+    """`text` cut to what a lane of `width` pixels holds in the small label font."""
+    room = max(3, int(width // (_CHAR_WIDTH * 0.75)))
+    return text if len(text) <= room else text[: room - 1] + "…"
 
 
 def _arrows(steps: Sequence[WitnessStep], links: Sequence[StepLinks], layout: _Layout) -> list[str]:
@@ -212,8 +268,8 @@ def _arrows(steps: Sequence[WitnessStep], links: Sequence[StepLinks], layout: _L
     pairs = notify_wait_pairs(links)
     arrows = [
         _arrow(
-            layout.point(source, steps[source].rank),
-            layout.point(target, steps[target].rank),
+            layout.point(source, steps[source]),
+            layout.point(target, steps[target]),
             "sync",
             highlighted=steps[source].highlight or steps[target].highlight,
         )
@@ -225,8 +281,8 @@ def _arrows(steps: Sequence[WitnessStep], links: Sequence[StepLinks], layout: _L
             continue
         arrows.append(
             _arrow(
-                layout.point(position, step.rank),
-                layout.point(position, link.owner),
+                layout.point(position, step),
+                (layout.rank_x(link.owner), layout.row_y(position)),
                 "remote",
                 highlighted=step.highlight,
             )
@@ -237,7 +293,8 @@ def _arrows(steps: Sequence[WitnessStep], links: Sequence[StepLinks], layout: _L
 def _row_text(number: int, step: WitnessStep, kind: FindingKind) -> str:
     # The full path is in the caption and the hover title; the row keeps the name short.
     where = f"{PurePath(step.location.file).name}:{step.location.line}"
-    text = f"{number}. rank {step.rank}: {describe_step(step)}  ({where})"
+    who = f"rank {step.rank}, {step.task}" if step.task else f"rank {step.rank}"
+    text = f"{number}. {who}: {describe_step(step)}  ({where})"
     if step.highlight:
         text += f"  ← {_HIGHLIGHT_NOTES.get(kind, 'the finding is about this step')}"
     return text
@@ -247,11 +304,12 @@ def _step_mark(position: int, step: WitnessStep, layout: _Layout, row: str) -> s
     classes = "step hl" if step.highlight else "step"
     location = step.location
     hover = f"{location}: {location.text}" if location.text else str(location)
-    x, y = layout.point(position, step.rank)
+    x, y = layout.point(position, step)
     radius = 7 if step.highlight else 5
+    task = f' data-task="{escape(step.task)}"' if step.task else ""
     return (
         f'<g class="{classes}" data-step="{position + 1}" data-rank="{step.rank}" '
-        f'data-index="{step.index}">'
+        f'data-index="{step.index}"{task}>'
         f"<title>{escape(hover)}</title>"
         f'<circle cx="{x}" cy="{y}" r="{radius}"/>'
         f'<text class="row" x="{layout.text_x}" y="{y + 4}">{escape(row)}</text>'
@@ -285,8 +343,8 @@ def _pair_connector(steps: Sequence[WitnessStep], layout: _Layout) -> list[str]:
     if len(marked) != 2:
         return []
     first, second = marked
-    x1, y1 = layout.point(first, steps[first].rank)
-    x2, y2 = layout.point(second, steps[second].rank)
+    x1, y1 = layout.point(first, steps[first])
+    x2, y2 = layout.point(second, steps[second])
     bend = x1 - layout.lane_width // 2 if x1 == x2 else (x1 + x2) // 2
     return [f'<path class="pair" d="M {x1} {y1} Q {bend} {(y1 + y2) // 2} {x2} {y2}" fill="none"/>']
 
@@ -340,7 +398,8 @@ _MARKERS = (
 )
 
 _LEGEND = (
-    '<p class="legend">Lanes are ranks, time flows down, one row per witness step. '
+    '<p class="legend">Lanes are ranks, split into one lane per task where a rank\'s '
+    "tasks may overlap; time flows down, one row per witness step. "
     '<span class="key sync">solid arrow</span>: a notify and the wait it releases; '
     '<span class="key remote">dashed arrow</span>: an access of another rank\'s memory; '
     '<span class="key hl">red</span>: the steps the finding is about. '
@@ -371,6 +430,7 @@ svg.spacetime { font-family: ui-monospace, monospace; font-size: 12px; }
 svg .stripe { fill: #f6f8fa; }
 svg .lane { stroke: #9aa5b1; stroke-width: 1; }
 svg .lane-label { text-anchor: middle; font-weight: bold; fill: #333; }
+svg .task-label { text-anchor: middle; font-size: 9px; fill: #555; }
 svg .sync { stroke: #4a5a70; stroke-width: 1.3; }
 svg .remote { stroke: #4a5a70; stroke-width: 1.3; stroke-dasharray: 4 3; }
 svg .sync.hl, svg .remote.hl { stroke: #c62828; stroke-width: 2.5; }
