@@ -5,6 +5,7 @@ reference → report. `check` reads as that list; each step lives in its own mod
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 
@@ -23,10 +24,10 @@ from racecheck.engines import prepare
 from racecheck.engines.base import OrderOracle
 from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
 from racecheck.events import NotifyOp, Schedule, Trace
-from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
+from racecheck.findings import EveryPProof, Finding, FindingKind, ProgramResult, Report, Verdict
 from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
-from racecheck.options import Options
+from racecheck.options import EveryP, Options
 
 Progress = Callable[[str, int], None]
 
@@ -39,23 +40,88 @@ def check(path: str, options: Options, *, progress: Progress | None = None) -> R
     results: list[ProgramResult] = []
     errors: list[str] = []
     for spec in specs:
+        every_p = options.every_p
+        if every_p is not None:
+            run = functools.partial(check_every_p, spec, options, every_p)
+            results.extend(_contained(spec, every_p.low, errors, run))
+            continue
         for ranks in options.ranks:
             if progress is not None:
                 progress(spec.name, ranks)
-            try:
-                results.append(check_program(spec, ranks, options))
-            except (UnsupportedConstruct, TracingError) as error:
-                # One program the DSL cannot follow must not hide the file's other programs.
-                errors.append(error.render())
-                results.append(
-                    ProgramResult(
-                        program=spec.name,
-                        ranks=ranks,
-                        verdict=Verdict.UNKNOWN,
-                        message=error.message,
-                    )
-                )
+            run = functools.partial(_checked_at, spec, ranks, options)
+            results.extend(_contained(spec, ranks, errors, run))
     return Report(file=path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
+
+
+def _checked_at(spec: ProgramSpec, ranks: int, options: Options) -> list[ProgramResult]:
+    return [check_program(spec, ranks, options)]
+
+
+def _contained(
+    spec: ProgramSpec, ranks: int, errors: list[str], run: Callable[[], list[ProgramResult]]
+) -> list[ProgramResult]:
+    try:
+        return run()
+    except (UnsupportedConstruct, TracingError) as error:
+        # One program the DSL cannot follow must not hide the file's other programs.
+        errors.append(error.render())
+        return [
+            ProgramResult(
+                program=spec.name, ranks=ranks, verdict=Verdict.UNKNOWN, message=error.message
+            )
+        ]
+
+
+def check_every_p(spec: ProgramSpec, options: Options, every_p: EveryP) -> list[ProgramResult]:
+    """One all-P proof (checked concretely at its lowest P for the golden model), or the
+    smallest failing P confirmed by the concrete pipeline, or the fallback range."""
+    from racecheck.allp import Answer, prove_every_p
+
+    started = time.monotonic()
+    outcome = prove_every_p(spec, every_p.low, repeat=options.repeat)
+    if outcome.answer is Answer.PROVED:
+        first = check_program(spec, every_p.low, options)
+        if first.verdict is Verdict.BUG:
+            return [_noted(first, f"--ranks all: the proof holds, but P={every_p.low} fails")]
+        proof = EveryPProof(
+            low=every_p.low,
+            assumptions=(
+                *outcome.assumptions,
+                f"golden model compared at P={every_p.low}: {first.model or 'matches no model'}",
+            ),
+        )
+        return [
+            dataclasses.replace(
+                first,
+                every_p=proof,
+                events=outcome.templates,
+                seconds=round(time.monotonic() - started, 4),
+                engine="allp",
+            )
+        ]
+    if outcome.answer is Answer.REFUTED and outcome.smallest is not None:
+        found = check_program(spec, outcome.smallest, options)
+        if found.verdict is Verdict.BUG:
+            return [_noted(found, f"smallest failing P={outcome.smallest}: {outcome.reason}")]
+        reason = (
+            f"{outcome.reason}, but the concrete check at that P finds no bug"
+            " (a longer causal chain may order it)"
+        )
+    else:
+        reason = outcome.reason
+    note = f"not proved for every P: {reason}; checked P={_span(every_p.fallback)} instead"
+    return [_noted(check_program(spec, ranks, options), note) for ranks in every_p.fallback]
+
+
+def _noted(result: ProgramResult, note: str) -> ProgramResult:
+    return dataclasses.replace(result, notes=(note, *result.notes))
+
+
+def _span(ranks: tuple[int, ...]) -> str:
+    contiguous = list(ranks) == list(range(ranks[0], ranks[-1] + 1))
+    return (
+        f"{ranks[0]}..{ranks[-1]}" if contiguous and len(ranks) > 1 else ",".join(map(str, ranks))
+    )
 
 
 def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramResult:

@@ -99,6 +99,14 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EveryPProof:
+    """`proved for every P >= low`, and what that proof rests on."""
+
+    low: int
+    assumptions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProgramResult:
     program: str
     ranks: int
@@ -110,6 +118,7 @@ class ProgramResult:
     engine: str = ""
     message: str = ""  # why skipped / unknown
     notes: tuple[str, ...] = ()
+    every_p: EveryPProof | None = None  # set: this result holds for every P >= every_p.low
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

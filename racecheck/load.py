@@ -136,9 +136,21 @@ class ProgramInstance:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ProgramOrigin:
+    """Where a program comes from, for tracers that run it other than per P (allp)."""
+
+    loaded: LoadedFile
+    value: Any  # a @pl.program class, a @pl.jit.host entry, or a factory function
+    keywords: tuple[tuple[str, Any], ...] = ()  # a factory's fixed arguments
+    rank_parameter: str | None = None  # a factory's rank-count parameter
+    args: tuple[tuple[str, str], ...] = ()  # --arg NAME=VALUE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProgramSpec:
     name: str
     build: Callable[[int], ProgramInstance] = field(repr=False)
+    origin: ProgramOrigin | None = field(default=None, repr=False)
 
     def instantiate(self, ranks: int) -> ProgramInstance:
         """The program at `ranks`; raises ProgramRejected (skip this P) or UserError."""
@@ -377,6 +389,13 @@ def _factory_specs(loaded: LoadedFile, name: str, args: Mapping[str, str]) -> li
                 build=_factory_builder(
                     loaded, spec_name, factory, {**fixed, **chosen}, rank_parameter, args
                 ),
+                origin=ProgramOrigin(
+                    loaded=loaded,
+                    value=factory,
+                    keywords=tuple({**fixed, **chosen}.items()),
+                    rank_parameter=rank_parameter,
+                    args=tuple(args.items()),
+                ),
             )
         )
     return specs
@@ -409,6 +428,14 @@ def _fixed_builder(
     return build
 
 
+def _fixed_spec(loaded: LoadedFile, name: str, value: Any, args: Mapping[str, str]) -> ProgramSpec:
+    return ProgramSpec(
+        name=name,
+        build=_fixed_builder(loaded, name, value, args),
+        origin=ProgramOrigin(loaded=loaded, value=value, args=tuple(args.items())),
+    )
+
+
 def _dispatches_nothing(value: Any) -> bool:
     """A program class with no host entry: a single-chip program, not a collective."""
     return not any(
@@ -435,13 +462,13 @@ def _module_level_programs(loaded: LoadedFile, args: Mapping[str, str]) -> list[
             and value.defined_at_module_level
             and not _dispatches_nothing(value)
         ):
-            classes.append(ProgramSpec(name=name, build=_fixed_builder(loaded, name, value, args)))
+            classes.append(_fixed_spec(loaded, name, value, args))
         elif (
             isinstance(value, DslFunction)
             and value.role is FunctionRole.HOST
             and "<locals>" not in value.__qualname__
         ):
-            entries.append(ProgramSpec(name=name, build=_fixed_builder(loaded, name, value, args)))
+            entries.append(_fixed_spec(loaded, name, value, args))
     return classes + entries
 
 
@@ -477,7 +504,7 @@ def _named(loaded: LoadedFile, name: str, args: Mapping[str, str]) -> list[Progr
     base = name.split("[", 1)[0]
     value = loaded.namespace.get(base)
     if isinstance(value, (Program, DslFunction)):
-        return [ProgramSpec(name=base, build=_fixed_builder(loaded, base, value, args))]
+        return [_fixed_spec(loaded, base, value, args)]
     if inspect.isfunction(value):
         specs = _factory_specs(loaded, base, args)
         chosen = [spec for spec in specs if name in (spec.name, base)]

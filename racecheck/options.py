@@ -19,6 +19,14 @@ class EngineChoice(Enum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EveryP:
+    """`--ranks all` / `--ranks LOW..`: one proof for every P >= low, else `fallback`."""
+
+    low: int = 2
+    fallback: tuple[int, ...] = DEFAULT_RANKS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Options:
     ranks: tuple[int, ...] = DEFAULT_RANKS
     engine: EngineChoice = EngineChoice.AUTO
@@ -29,6 +37,7 @@ class Options:
     timeout: float = 60.0  # seconds per program and rank count
     seed: int = 0
     extra: dict[str, str] = field(default_factory=dict)
+    every_p: EveryP | None = None  # --ranks all: prove for every P (racecheck.allp)
 
 
 def engine_choice(name: str) -> EngineChoice:
@@ -53,6 +62,22 @@ def parse_ranks(text: str) -> tuple[int, ...]:
         else:
             ranks.add(_rank_number(part, text))
     return tuple(sorted(ranks))
+
+
+def parse_every_p(text: str, fallback: str | None) -> EveryP | None:
+    """`all` (every P >= 2) or an open range `LOW..`; None for a concrete `--ranks`."""
+    stripped = text.strip()
+    if stripped == "all":
+        low = 2
+    elif stripped.endswith("..") and "," not in stripped:
+        low = _rank_number(stripped[:-2], text)
+    else:
+        if fallback is not None:
+            raise UsageError("--fallback goes with --ranks all or an open range such as 2..")
+        return None
+    ranks = parse_ranks(fallback) if fallback is not None else DEFAULT_RANKS
+    kept = tuple(rank for rank in ranks if rank >= low) or (low,)
+    return EveryP(low=low, fallback=kept)
 
 
 def _rank_number(text: str, whole: str) -> int:

@@ -17,7 +17,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.dsl",),
     ("racecheck.load",),
     ("racecheck.cosim",),
-    ("racecheck.engines", "racecheck.hb"),
+    ("racecheck.engines", "racecheck.hb", "racecheck.allp"),
     ("racecheck.analysis",),
     ("racecheck.models", "racecheck.reference"),
     ("racecheck.check", "racecheck.export"),

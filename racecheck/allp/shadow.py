@@ -1,0 +1,570 @@
+"""The DSL surface the symbolic tracer runs user code against (`pl`, `pld` stand-ins).
+
+While a program is traced symbolically its module's `pl` and `pld` names (and its
+module-level DSL functions) are swapped for these objects; a factory's body defines
+its program with them. Types, dtypes and enums are the real DSL's; every operation
+either records a template or leaves the fragment (`OutsideFragment`). The modelled
+operations: `pld.rank/nranks/world_size/get_comm_ctx`, `alloc_window_buffer`,
+`window`, `pl.load/store` on windows and host rows, `remote_load/remote_store`,
+`notify`, `wait`, `put`, `get`, `pl.range`, element-wise tile arithmetic.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from racecheck.allp.expr import (
+    WORLD,
+    All,
+    Bin,
+    Cmp,
+    Cond,
+    Const,
+    Expr,
+    Op,
+    OutsideFragment,
+    Rel,
+    Sym,
+    Var,
+    to_expr,
+)
+from racecheck.allp.templates import Effect, Footprint
+from racecheck.allp.tracer import Tracer
+from racecheck.dsl import dist_ops
+from racecheck.dsl.dtypes import DType
+from racecheck.dsl.program import DslFunction, FunctionRole, _role_of
+from racecheck.dsl.types import AtomicType, DimBinary, DimConst, DynVar, TensorType
+
+_TYPE_NAMES = frozenset(
+    {
+        *("Tensor", "Out", "InOut", "Scalar", "Tile", "DistributedTensor", "dynamic"),
+        *("FP32", "FP16", "BF16", "INT32", "INDEX"),
+        *("FunctionType", "Level", "Role", "NotifyOp", "WaitCmp", "AtomicType", "ReduceOp"),
+        *("CommCtx", "CommCtxType"),
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SymBuffer:
+    name: str
+    nbytes: Expr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SymView:
+    memory: str
+    window: bool
+    base: Expr  # bytes
+    shape: tuple[Expr, ...]
+    dtype: DType
+    checks: tuple[Cond, ...] = ()  # row selections this view was cut with
+
+    def __getitem__(self, index: object) -> SymView:
+        if not self.shape or isinstance(index, (tuple, slice)):
+            raise OutsideFragment("only x[r] (one leading row) of a host tensor is followed")
+        row = to_expr(index)
+        rest = self.shape[1:]
+        step = _mul(_product(rest), Const(self.dtype.nbytes))
+        return SymView(
+            memory=self.memory,
+            window=self.window,
+            base=_add(self.base, _mul(row, step)),
+            shape=rest,
+            dtype=self.dtype,
+            checks=(*self.checks, _in_range(row, Const(0), self.shape[0])),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SymTile:
+    extent: tuple[Expr, ...]
+
+    def __getitem__(self, index: object) -> Any:
+        raise OutsideFragment("a value read out of a tile is outside the fragment")
+
+
+def _product(parts: Sequence[Expr]) -> Expr:
+    total: Expr = Const(1)
+    for part in parts:
+        total = _mul(total, part)
+    return total
+
+
+def _mul(left: Expr, right: Expr) -> Expr:
+    if isinstance(left, Const) and isinstance(right, Const):
+        return Const(left.value * right.value)
+    if left == Const(1):
+        return right
+    if right == Const(1):
+        return left
+    return Bin(Op.MUL, left, right)
+
+
+def _strides(shape: tuple[Expr, ...]) -> tuple[Expr, ...]:
+    return tuple(_product(shape[position + 1 :]) for position in range(len(shape)))
+
+
+def _exprs(values: Sequence[object]) -> tuple[Expr, ...]:
+    return tuple(to_expr(value) for value in values)
+
+
+def _in_range(value: Expr, low: Expr, high: Expr) -> Cond:
+    return All((Cmp(Rel.LE, low, value), Cmp(Rel.LT, value, high)))
+
+
+class Surface:
+    """`pl` and `pld` for one symbolic run."""
+
+    def __init__(self, tracer: Tracer, real_pl: ModuleType, real_pld: ModuleType) -> None:
+        self.tracer = tracer
+        self.windows = 0
+        self.dispatched = False
+        self.kernel_calls = 0
+        self.pl = _Namespace("pl", real_pl, self._pl_members())
+        self.pld = _Namespace("pld", real_pld, self._pld_members())
+
+    # --- namespaces ---------------------------------------------------------------------
+
+    def _pl_members(self) -> dict[str, Any]:
+        def elementwise(*operands: object, **_: object) -> SymTile:
+            tiles = [operand for operand in operands if isinstance(operand, SymTile)]
+            if not tiles:
+                raise OutsideFragment("scalar arithmetic through pl.* is outside the fragment")
+            return tiles[0]
+
+        members: dict[str, Any] = {
+            "range": self.range_,
+            "parallel": self.range_,
+            "load": self.load,
+            "store": self.store,
+            "program": self.program,
+            "function": self.function,
+            "jit": _Jit(self),
+        }
+        for name in ("add", "sub", "mul", "div", "maximum", "minimum", "max", "min", "cast"):
+            members[name] = elementwise
+        return members
+
+    def _pld_members(self) -> dict[str, Any]:
+        system = _Namespace(
+            "pld.system",
+            None,
+            {
+                "notify": self.notify,
+                "wait": self.wait,
+                "rank": self.rank,
+                "nranks": self.nranks,
+                "world_size": self.world_size,
+            },
+        )
+        tile = _Namespace(
+            "pld.tile", None, {"remote_load": self.remote_load, "remote_store": self.remote_store}
+        )
+        tensor = _Namespace("pld.tensor", None, {"put": self.put, "get": self.get})
+        return {
+            "system": system,
+            "tile": tile,
+            "tensor": tensor,
+            "remote_load": self.remote_load,
+            "remote_store": self.remote_store,
+            "rank": self.rank,
+            "nranks": self.nranks,
+            "world_size": self.world_size,
+            "get_comm_ctx": lambda *args, **kwargs: dist_ops.CommCtx(),
+            "alloc_window_buffer": self.alloc_window_buffer,
+            "window": self.window,
+        }
+
+    # --- structure ----------------------------------------------------------------------
+
+    def program(self, cls: type | None = None, **_: object) -> Any:
+        if cls is None:
+            return self.program
+        return ShadowProgram(cls)
+
+    def function(
+        self, fn: Callable[..., Any] | None = None, *, type: object = None, **options: object
+    ) -> Any:
+        role = _role_of(type, options.get("level"), options.get("role"))
+        if fn is not None:
+            return ShadowFunction(fn, role, self)
+        return lambda wrapped: ShadowFunction(wrapped, role, self)
+
+    def dispatch(self, device: object, function: Callable[..., Any], args: tuple, kwargs: dict):
+        tracer = self.tracer
+        if self.dispatched:
+            raise OutsideFragment("more than one dispatch loop per rank")
+        loop = tracer.slots[-1].var if tracer.slots else None
+        if not (isinstance(device, Sym) and loop is not None and device.expr == Var(loop)):
+            raise OutsideFragment("a dispatch whose device= is not the host loop's index")
+        self.dispatched = True
+        tracer.rank = loop
+        try:
+            function(*args, **kwargs)
+        finally:
+            tracer.rank = None
+
+    def call(self, role: FunctionRole, function: Callable[..., Any], args: tuple, kwargs: dict):
+        if role is FunctionRole.KERNEL and self.tracer.rank is not None:
+            self.kernel_calls += 1
+            if self.kernel_calls > 1:
+                raise OutsideFragment(
+                    "two kernel tasks per rank: the runtime may overlap them (RUNTIME.md §1)"
+                )
+        return function(*args, **kwargs)
+
+    # --- context ------------------------------------------------------------------------
+
+    def rank(self, ctx: object = None) -> Sym:
+        return self.tracer.sym(Var(self.tracer.rank_var()))
+
+    def nranks(self, ctx: object = None) -> Sym:
+        self.tracer.rank_var()
+        return self.tracer.world()
+
+    def world_size(self) -> Sym:
+        return self.tracer.world()
+
+    def range_(self, *args: object, init_values: object = None, **_: object) -> Any:
+        if init_values is not None:
+            raise OutsideFragment(
+                "pl.range with init_values (a loop carry) is outside the fragment"
+            )
+        if not 1 <= len(args) <= 3:
+            raise OutsideFragment(f"pl.range{args!r} is outside the fragment")
+        bounds: tuple[object, ...] = (0, *args) if len(args) == 1 else args
+        start, stop, step = (*bounds, 1)[:3]
+        if not isinstance(step, int):
+            raise OutsideFragment("pl.range with a symbolic step is outside the fragment")
+        return self.tracer.loop(start, stop, step)
+
+    # --- memory -------------------------------------------------------------------------
+
+    def alloc_window_buffer(self, size: object, dtype: DType | None = None, **_: object):
+        if isinstance(size, (list, tuple)):
+            if dtype is None:
+                raise OutsideFragment("alloc_window_buffer(shape) without dtype")
+            nbytes = _mul(_product(_exprs(size)), Const(dtype.nbytes))
+        else:
+            nbytes = to_expr(size)
+        self.windows += 1
+        return SymBuffer(name=f"window{self.windows}", nbytes=nbytes)
+
+    def window(self, buf: object, shape: Sequence[object], *, dtype: DType) -> SymView:
+        if not isinstance(buf, SymBuffer):
+            raise OutsideFragment("pld.window of something that is not a window buffer")
+        view = SymView(
+            memory=buf.name, window=True, base=Const(0), shape=_exprs(shape), dtype=dtype
+        )
+        size = _mul(_product(view.shape), Const(dtype.nbytes))
+        self.tracer.check(Cmp(Rel.LE, size, buf.nbytes), f"a window view of {buf.name}")
+        return view
+
+    def host_tensor(self, name: str, annotation: TensorType) -> SymView:
+        shape = tuple(_dim(dim, self.tracer) for dim in annotation.dims)
+        return SymView(
+            memory=f"host {name}", window=False, base=Const(0), shape=shape, dtype=annotation.dtype
+        )
+
+    def _footprint(
+        self, view: SymView, owner: Expr | None, offsets: Sequence[object], extent: Sequence[object]
+    ) -> Footprint:
+        offs, ext = _exprs(offsets), _exprs(extent)
+        if len(offs) != len(view.shape) or len(ext) != len(view.shape):
+            raise OutsideFragment("an access whose rank differs from its view's")
+        holds: list[Cond] = list(view.checks)
+        for offset, size, dim in zip(offs, ext, view.shape, strict=True):
+            holds += [Cmp(Rel.LE, Const(0), offset), Cmp(Rel.LE, Const(0), size)]
+            holds.append(Cmp(Rel.LE, _add(offset, size), dim))
+        if owner is not None:
+            holds.append(_in_range(owner, Const(0), Var(WORLD)))
+        self.tracer.check(All(tuple(holds)), f"an access to {view.memory}")
+        return Footprint(
+            memory=view.memory,
+            owner=owner,
+            base=view.base,
+            strides=_strides(view.shape),
+            offsets=offs,
+            extent=ext,
+            itemsize=view.dtype.nbytes,
+        )
+
+    def _local_owner(self, view: SymView) -> Expr | None:
+        return Var(self.tracer.rank_var()) if view.window else None
+
+    def _access(
+        self,
+        effect: Effect,
+        view: object,
+        owner: Expr | None,
+        offsets: Sequence[object],
+        extent: Sequence[object],
+    ) -> None:
+        if not isinstance(view, SymView):
+            raise OutsideFragment(f"an access to {view!r}, which is not a window or host tensor")
+        self.tracer.rank_var()
+        self.tracer.event(effect, self._footprint(view, owner, offsets, extent))
+
+    def load(
+        self,
+        tensor: object,
+        offsets: Sequence[object],
+        shape: Sequence[object],
+        valid_shape: Sequence[object] | None = None,
+        **_: object,
+    ) -> SymTile:
+        view = _view(tensor)
+        extent = valid_shape if valid_shape is not None else shape
+        self._access(Effect.READ, view, self._local_owner(view), offsets, extent)
+        return SymTile(extent=_exprs(extent))
+
+    def store(self, tile: object, offsets: Sequence[object], output_tensor: object) -> SymView:
+        view = _view(output_tensor)
+        self._access(Effect.WRITE, view, self._local_owner(view), offsets, _tile(tile).extent)
+        return view
+
+    def remote_load(
+        self,
+        target: object,
+        peer: object,
+        offsets: Sequence[object],
+        shape: Sequence[object],
+        valid_shape: Sequence[object] | None = None,
+    ) -> SymTile:
+        view = _window(target)
+        extent = valid_shape if valid_shape is not None else shape
+        self._access(Effect.READ, view, to_expr(peer), offsets, extent)
+        return SymTile(extent=_exprs(extent))
+
+    def remote_store(
+        self,
+        src_tile: object,
+        target: object,
+        peer: object,
+        offsets: Sequence[object],
+        *,
+        atomic: object = AtomicType.None_,
+    ) -> None:
+        view = _window(target)
+        effect = Effect.ATOMIC_ADD if atomic is AtomicType.Add else Effect.WRITE
+        self._access(effect, view, to_expr(peer), offsets, _tile(src_tile).extent)
+
+    def notify(
+        self, target: object, peer: object, offsets: Sequence[object], value: object, *, op: object
+    ) -> None:
+        view = _window(target)
+        footprint = self._footprint(view, to_expr(peer), offsets, [1] * len(view.shape))
+        event_op = dist_ops.NOTIFY_OPS.get(op)  # type: ignore[call-overload]
+        if event_op is None:
+            raise OutsideFragment(f"notify op {op!r}")
+        self.tracer.event(Effect.NOTIFY, footprint, notify_op=event_op, value=to_expr(value))
+
+    def wait(
+        self,
+        signal: object = None,
+        offsets: Sequence[object] | None = None,
+        expected: object = None,
+        *,
+        cmp: object,
+        target: object = None,
+    ) -> None:
+        view = _window(signal if signal is not None else target)
+        if offsets is None or expected is None:
+            raise OutsideFragment("pld.system.wait without offsets= or expected=")
+        owner = Var(self.tracer.rank_var())
+        footprint = self._footprint(view, owner, offsets, [1] * len(view.shape))
+        event_cmp = dist_ops.WAIT_CMPS.get(cmp)  # type: ignore[call-overload]
+        if event_cmp is None:
+            raise OutsideFragment(f"wait cmp {cmp!r}")
+        self.tracer.event(Effect.WAIT, footprint, value=to_expr(expected), cmp=event_cmp)
+
+    def _transfer(
+        self, dst: object, peer: object, src: object, regions: tuple, *, push: bool, atomic: object
+    ) -> None:
+        dst_view, src_view = _view(dst), _view(src)
+        dst_offsets, src_offsets, shape = regions
+        if shape is None:
+            if any(part is not None for part in regions):
+                raise OutsideFragment("put/get with some region arguments only")
+            if len(src_view.shape) != len(dst_view.shape) or src_view.shape != dst_view.shape:
+                raise OutsideFragment("a whole-slice put/get between views of different shapes")
+            dst_offsets = src_offsets = [0] * len(dst_view.shape)
+            shape = list(dst_view.shape)
+        target = to_expr(peer)
+        src_owner = self._local_owner(src_view) if push else target
+        dst_owner = target if push else self._local_owner(dst_view)
+        if not (dst_view.window if push else src_view.window):
+            raise OutsideFragment("put/get whose remote side is not a window")
+        self._access(Effect.READ, src_view, src_owner, src_offsets, shape)
+        effect = Effect.ATOMIC_ADD if atomic is AtomicType.Add else Effect.WRITE
+        self._access(effect, dst_view, dst_owner, dst_offsets, shape)
+
+    def put(
+        self,
+        dst: object,
+        peer: object,
+        src: object,
+        dst_offsets=None,
+        src_offsets=None,
+        shape=None,
+        *,
+        atomic: object = AtomicType.None_,
+        **_: object,
+    ) -> None:
+        self._transfer(dst, peer, src, (dst_offsets, src_offsets, shape), push=True, atomic=atomic)
+
+    def get(
+        self,
+        dst: object,
+        peer: object,
+        src: object,
+        dst_offsets=None,
+        src_offsets=None,
+        shape=None,
+        **_: object,
+    ) -> None:
+        self._transfer(dst, peer, src, (dst_offsets, src_offsets, shape), push=False, atomic=None)
+
+
+def _add(left: Expr, right: Expr) -> Expr:
+    if isinstance(left, Const) and isinstance(right, Const):
+        return Const(left.value + right.value)
+    return Bin(Op.ADD, left, right)
+
+
+def _dim(dim: object, tracer: Tracer) -> Expr:
+    if isinstance(dim, DynVar):
+        return Var(WORLD)
+    if isinstance(dim, DimConst):
+        return Const(dim.value)
+    if isinstance(dim, DimBinary):
+        left, right = tracer.sym(_dim(dim.left, tracer)), tracer.sym(_dim(dim.right, tracer))
+        operators = {"+": left + right, "-": left - right, "*": left * right}
+        if dim.symbol not in operators:
+            raise OutsideFragment(f"the host tensor dim {dim!r} is outside the fragment")
+        return to_expr(operators[dim.symbol])
+    return to_expr(dim)
+
+
+def _view(value: object) -> SymView:
+    if not isinstance(value, SymView):
+        raise OutsideFragment(f"{value!r} is not a window or host tensor the tracer follows")
+    return value
+
+
+def _window(value: object) -> SymView:
+    view = _view(value)
+    if not view.window:
+        raise OutsideFragment("a remote access to a host tensor")
+    return view
+
+
+def _tile(value: object) -> SymTile:
+    if not isinstance(value, SymTile):
+        raise OutsideFragment(f"{value!r} is not a tile the tracer follows")
+    return value
+
+
+class _Namespace:
+    """Attribute lookup: the shadow's members, then the real module's types and enums."""
+
+    def __init__(self, display: str, real: ModuleType | None, members: dict[str, Any]) -> None:
+        self._display = display
+        self._real = real
+        self._members = members
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in self._members:
+            return self._members[name]
+        if self._real is not None and name in _TYPE_NAMES:
+            return getattr(self._real, name)
+        raise OutsideFragment(f"{self._display}.{name} is outside the symbolic fragment")
+
+
+class ShadowFunction:
+    """A DSL function under symbolic tracing: `device=` dispatches, anything else runs."""
+
+    def __init__(self, function: Callable[..., Any], role: FunctionRole, surface: Surface) -> None:
+        self.function = function
+        self.role = role
+        self.surface = surface
+
+    def __get__(self, instance: object, owner: type | None = None) -> ShadowFunction:
+        if instance is None:
+            return self
+        return ShadowFunction(self.function.__get__(instance, owner), self.role, self.surface)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if "device" in kwargs:
+            device = kwargs.pop("device")
+            return self.surface.dispatch(device, self.function, args, kwargs)
+        return self.surface.call(self.role, self.function, args, kwargs)
+
+
+class ShadowProgram:
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+
+class ShadowSelf:
+    """`self` of a program class: its DSL methods come back as shadow functions."""
+
+    def __init__(self, cls: type, surface: Surface) -> None:
+        self._cls = cls
+        self._surface = surface
+        self._instance = cls()
+
+    def __getattr__(self, name: str) -> Any:
+        member = getattr(self._cls, name, None)
+        if isinstance(member, DslFunction):
+            return ShadowFunction(member.function, member.role, self._surface).__get__(self)
+        if isinstance(member, ShadowFunction):
+            return ShadowFunction(member.function, member.role, self._surface).__get__(self)
+        return getattr(self._instance, name)
+
+
+class _Jit:
+    def __init__(self, surface: Surface) -> None:
+        self.surface = surface
+        self.incore = _JitRole(surface, FunctionRole.KERNEL)
+        self.host = _JitRole(surface, FunctionRole.HOST)
+        self._per_device = _JitRole(surface, FunctionRole.PER_DEVICE)
+
+    def __call__(self, fn: Callable[..., Any] | None = None, **options: object) -> Any:
+        return self._per_device(fn, **options)
+
+
+class _JitRole:
+    def __init__(self, surface: Surface, role: FunctionRole) -> None:
+        self.surface = surface
+        self.role = role
+
+    def __call__(self, fn: Callable[..., Any] | None = None, **options: object) -> Any:
+        if fn is not None and callable(fn):
+            return ShadowFunction(fn, self.role, self.surface)
+        return lambda wrapped: ShadowFunction(wrapped, self.role, self.surface)
+
+
+def host_entry(value: object, surface: Surface) -> tuple[Callable[..., Any], list[str]]:
+    """The host entry of a program class or jit entry, and its parameter names."""
+    if isinstance(value, ShadowProgram) or hasattr(value, "cls"):
+        cls = value.cls  # type: ignore[union-attr]
+        for member in vars(cls).values():
+            if (
+                isinstance(member, (DslFunction, ShadowFunction))
+                and member.role is FunctionRole.HOST
+            ):
+                self_proxy = ShadowSelf(cls, surface)
+                function = member.function.__get__(self_proxy, cls)
+                return function, list(inspect.signature(function).parameters)
+        raise OutsideFragment("a program class without a host entry")
+    if isinstance(value, (DslFunction, ShadowFunction)) and value.role is FunctionRole.HOST:
+        return value.function, list(inspect.signature(value.function).parameters)
+    raise OutsideFragment(f"{value!r} is not a program the tracer can enter")

@@ -1,0 +1,242 @@
+"""The symbolic tracer: one run of the program per branch path, with N and the rank symbolic.
+
+Decides nothing; records. Each run follows a recorded prefix of branch decisions and
+then the first feasible side of every new branch, queueing the other side (the
+CrossHair scheme). A `pl.range` is one symbolic iteration: a fresh index variable
+bounded by the loop's range, whose conditions are dropped again when the loop ends.
+Loop-carried scalars, a value from an iteration that escapes its loop, and a
+precondition raised inside a loop are outside the fragment.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from racecheck.allp.expr import (
+    TRUE,
+    WORLD,
+    All,
+    Cmp,
+    Cond,
+    Const,
+    Expr,
+    Not,
+    OutsideFragment,
+    Rel,
+    Sym,
+    Var,
+    variables,
+)
+from racecheck.allp.templates import (
+    BoundsCheck,
+    Effect,
+    Footprint,
+    LoopItem,
+    PositionItem,
+    Rejection,
+    Template,
+)
+from racecheck.dsl.location import user_location
+from racecheck.events import NotifyOp, WaitCmp
+
+Feasible = Callable[[Cond], bool]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Fact:
+    cond: Cond
+    names: frozenset[str]
+
+
+@dataclass(slots=True, kw_only=True)
+class _Scope:
+    var: str | None
+    counter: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class PathRecord:
+    """What one run recorded."""
+
+    templates: list[Template] = field(default_factory=list)
+    checks: list[BoundsCheck] = field(default_factory=list)
+    rejection: Rejection | None = None
+
+
+class Tracer:
+    """The state of one run: decisions, path conditions, loop scopes, records."""
+
+    def __init__(self, forced: list[bool], feasible: Feasible, base: Cond) -> None:
+        self.forced = forced
+        self.taken: list[bool] = []
+        self.alternatives: list[list[bool]] = []
+        self.feasible = feasible
+        self.facts: list[_Fact] = [_Fact(cond=base, names=frozenset())]
+        self.scopes: list[_Scope] = [_Scope(var=None)]
+        self.record = PathRecord()
+        self.rank: str | None = None
+        self.loops = 0
+        self.slots: list[LoopItem] = []
+        self.left_early = ""
+
+    # --- symbolic values and branches ---------------------------------------------------
+
+    def sym(self, expr: Expr) -> Sym:
+        return Sym(expr, self.decide)
+
+    def world(self) -> Sym:
+        return self.sym(Var(WORLD))
+
+    def guard(self) -> Cond:
+        return All(tuple(fact.cond for fact in self.facts))
+
+    def decide(self, cond: Cond) -> bool:
+        self._check_scope(cond, "a branch")
+        index = len(self.taken)
+        if index < len(self.forced):
+            choice = self.forced[index]
+        else:
+            now = self.guard()
+            can_true = self.feasible(All((now, cond)))
+            can_false = self.feasible(All((now, Not(cond))))
+            choice = can_true or not can_false
+            if can_true and can_false:
+                self.alternatives.append([*self.taken, False])
+        self.taken.append(choice)
+        self._assume(cond if choice else Not(cond))
+        return choice
+
+    def _assume(self, cond: Cond) -> None:
+        self.facts.append(_Fact(cond=cond, names=variables(cond)))
+
+    def _active_loops(self) -> frozenset[str]:
+        return frozenset(scope.var for scope in self.scopes if scope.var is not None)
+
+    def _check_scope(self, item: Expr | Cond, what: str) -> None:
+        escaped = {
+            name for name in variables(item) if name.startswith("i") and name[1:].isdigit()
+        } - self._active_loops()
+        if escaped:
+            raise OutsideFragment(
+                f"{what} at {user_location()} uses a loop index after its loop ended"
+            )
+
+    # --- loops --------------------------------------------------------------------------
+
+    def loop(self, start: object, stop: object, step: int) -> Iterator[Sym]:
+        if step <= 0:
+            raise OutsideFragment(f"pl.range with step {step} is outside the fragment")
+        self.loops += 1
+        name = f"i{self.loops}"
+        index = Var(name)
+        low, high = _expr(start), _expr(stop)
+        scope = self.scopes[-1]
+        slot = scope.counter
+        scope.counter += 1
+        self.scopes.append(_Scope(var=name))
+        self._assume(Cmp(Rel.LE, low, index))
+        self._assume(Cmp(Rel.LT, index, high))
+        if step != 1:
+            offset = self.sym(index) - self.sym(low)
+            self._assume(Cmp(Rel.EQ, _expr(offset % step), Const(0)))
+        self.scopes[-1].counter = 0
+        self.slots.append(LoopItem(slot=slot, var=name))
+        frame = sys._getframe(2)
+        before = _scalars(frame.f_locals)
+        try:
+            yield self.sym(index)
+        except GeneratorExit:
+            # Raised here it would be swallowed: the run's driver reads `left_early`.
+            self.left_early = f"a loop left early (break, return or an exception) in {name}"
+            return
+        _check_carries(before, _scalars(frame.f_locals), name)
+        self.scopes.pop()
+        self.slots.pop()
+        self.facts = [fact for fact in self.facts if name not in fact.names]
+
+    def position(self) -> tuple[PositionItem, ...]:
+        scope = self.scopes[-1]
+        slot = scope.counter
+        scope.counter += 1
+        return (*self.slots, slot)
+
+    # --- records ------------------------------------------------------------------------
+
+    def rank_var(self) -> str:
+        if self.rank is None:
+            raise OutsideFragment(f"a per-rank operation outside a dispatch at {user_location()}")
+        return self.rank
+
+    def event(
+        self,
+        effect: Effect,
+        footprint: Footprint,
+        *,
+        notify_op: NotifyOp | None = None,
+        value: Expr | None = None,
+        cmp: WaitCmp | None = None,
+    ) -> None:
+        for part in (*footprint.offsets, *footprint.extent, footprint.base):
+            self._check_scope(part, "an access")
+        self.record.templates.append(
+            Template(
+                effect=effect,
+                footprint=footprint,
+                guard=self.guard(),
+                position=self.position(),
+                location=user_location(),
+                rank=self.rank_var(),
+                loop_vars=tuple(sorted(self._active_loops())),
+                notify_op=notify_op,
+                value=value,
+                cmp=cmp,
+            )
+        )
+
+    def check(self, holds: Cond, what: str) -> None:
+        self.record.checks.append(
+            BoundsCheck(holds=holds, guard=self.guard(), location=user_location(), what=what)
+        )
+
+    def reject(self, message: str) -> None:
+        if self._active_loops():
+            raise OutsideFragment(f"the program raises inside a loop: {message}")
+        conditions = [fact.cond for fact in self.facts[1:]]
+        if not conditions:
+            raise OutsideFragment(f"the program raises on every path: {message}")
+        self.record.rejection = Rejection(guard=All(tuple(conditions)), message=message)
+
+
+def _expr(value: object) -> Expr:
+    if isinstance(value, Sym):
+        return value.expr
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Const(value)
+    raise OutsideFragment(f"{value!r} is not an integer bound")
+
+
+def _scalars(local_names: dict[str, object]) -> dict[str, object]:
+    return {
+        name: value
+        for name, value in local_names.items()
+        if isinstance(value, Sym) or (isinstance(value, int) and not isinstance(value, bool))
+    }
+
+
+def _check_carries(before: dict[str, object], after: dict[str, object], index: str) -> None:
+    for name, value in before.items():
+        now = after.get(name, value)
+        if now is value or (
+            isinstance(now, Sym) and isinstance(value, Sym) and now.expr == value.expr
+        ):
+            continue
+        if isinstance(now, Sym) and index in variables(now.expr):
+            continue  # the loop target itself, or a value of this iteration
+        raise OutsideFragment(
+            f"the loop carries the scalar {name!r} from one iteration to the next"
+        )
+
+
+__all__ = ["TRUE", "PathRecord", "Tracer"]
