@@ -11,6 +11,7 @@ answer is possible (then the caller checks a concrete range instead).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from enum import Enum
 
@@ -30,6 +31,9 @@ SCOPE = (
 )
 
 
+BUDGET = 10.0  # seconds for one all-P attempt before falling back
+
+
 class Answer(Enum):
     PROVED = "proved"
     REFUTED = "refuted"
@@ -46,7 +50,9 @@ class EveryPOutcome:
     templates: int = 0
 
 
-def prove_every_p(spec: ProgramSpec, low: int, *, repeat: int = 1) -> EveryPOutcome:
+def prove_every_p(
+    spec: ProgramSpec, low: int, *, repeat: int = 1, budget: float = BUDGET
+) -> EveryPOutcome:
     if repeat != 1:
         reason = "--repeat runs are outside the symbolic fragment (one call only)"
         return EveryPOutcome(answer=Answer.FALLBACK, low=low, reason=reason)
@@ -54,13 +60,14 @@ def prove_every_p(spec: ProgramSpec, low: int, *, repeat: int = 1) -> EveryPOutc
         reason = "the program's origin is unknown"
         return EveryPOutcome(answer=Answer.FALLBACK, low=low, reason=reason)
     try:
-        protocol = trace_protocol(spec.origin, low, satisfiable)
+        deadline = time.monotonic() + budget
+        protocol = trace_protocol(spec.origin, low, satisfiable, deadline)
         rejected = tuple(Not(rejection.guard) for rejection in protocol.rejections)
         assumption = All(rejected)
         base = All((Cmp(Rel.LE, Const(low), Var(WORLD)), assumption))
         if counter_model(base, low) is None:
             raise OutsideFragment(f"the program rejects every P >= {low}")
-        failures = list(Prover(protocol, low, assumption).failures())
+        failures = list(Prover(protocol, low, assumption, deadline).failures())
     except OutsideFragment as outside:
         return EveryPOutcome(answer=Answer.FALLBACK, low=low, reason=outside.reason)
     except Undecided as undecided:

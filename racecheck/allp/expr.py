@@ -189,8 +189,55 @@ def _combine(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
     if op is Op.ADD and right == Const(0):
         return Sym(left, decide)
     if op in (Op.TDIV, Op.TMOD) and not isinstance(right, Const):
-        raise OutsideFragment(f"division by a symbolic value ({right}) is outside the fragment")
+        return _split_division(op, left, right, decide)
     return Sym(Bin(op, left, right), decide)
+
+
+MAX_QUOTIENTS = 256
+
+
+def _split_division(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
+    """`a // b`, `a % b` with a symbolic b > 0, as a case split on the quotient: each
+    case is a branch the tracer follows, and within it the result is linear."""
+    zero = Const(0)
+    if not decide(Cmp(Rel.LT, zero, right)):
+        raise OutsideFragment(f"division by {right}, which may be zero or negative")
+    if isinstance(left, Const):
+        quotients = (
+            range(0, abs(left.value) + 1) if left.value >= 0 else range(0, left.value - 1, -1)
+        )
+        if len(quotients) > MAX_QUOTIENTS:
+            raise OutsideFragment(f"{left} // {right} has too many cases to split")
+    else:
+        quotients = range(-1, 2)
+    for quotient in quotients:
+        if decide(_quotient_is(quotient, left, right)):
+            if op is Op.TDIV:
+                return quotient
+            product = _combine(Op.MUL, Const(quotient), right, decide)
+            return _combine(Op.SUB, left, to_expr(product), decide)
+    raise OutsideFragment(
+        f"{left} {op.value} {right} is outside the bounded cases the tracer splits"
+    )
+
+
+def _quotient_is(quotient: int, left: Expr, right: Expr) -> Cond:
+    """The truncating quotient of left by right (right > 0) is `quotient`."""
+    low = Bin(Op.MUL, Const(quotient), right) if quotient else Const(0)
+    if quotient > 0 or (quotient == 0 and not (isinstance(left, Const) and left.value < 0)):
+        high = Bin(Op.MUL, Const(quotient + 1), right)
+        positive = All(
+            (Cmp(Rel.LE, Const(0), left), Cmp(Rel.LE, low, left), Cmp(Rel.LT, left, high))
+        )
+        if quotient == 0:
+            negative = All(
+                (Cmp(Rel.LT, left, Const(0)), Cmp(Rel.LT, Bin(Op.SUB, Const(0), right), left))
+            )
+            return Any_((positive, negative))
+        return positive
+    # quotient < 0 (or 0 for a negative constant): -(|q|+1)*b < a <= q*b, a < 0
+    floor = Bin(Op.MUL, Const(quotient - 1), right)
+    return All((Cmp(Rel.LT, left, Const(0)), Cmp(Rel.LT, floor, left), Cmp(Rel.LE, left, low)))
 
 
 def _is_operand(value: object) -> bool:

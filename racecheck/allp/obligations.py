@@ -22,6 +22,7 @@ and the prover confirms every counter-model concretely before calling it a bug.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -45,8 +46,8 @@ from racecheck.allp.expr import (
     renamed,
     renamed_cond,
 )
-from racecheck.allp.solver import CounterModel, counter_model
-from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template
+from racecheck.allp.solver import CounterModel, Undecided, counter_model
+from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template, exclusive
 from racecheck.events import NotifyOp, SourceLocation, WaitCmp
 
 
@@ -186,7 +187,8 @@ def _distinct(left: _Instance, right: _Instance) -> Cond:
 class Prover:
     """Discharges the obligations of one protocol for every N >= low."""
 
-    def __init__(self, protocol: Protocol, low: int, assumption: Cond) -> None:
+    def __init__(self, protocol: Protocol, low: int, assumption: Cond, deadline: float) -> None:
+        self.deadline = deadline
         self.protocol = protocol
         self.base = All((Cmp(Rel.LE, Const(low), Var(WORLD)), assumption))
         self.low = low
@@ -204,7 +206,11 @@ class Prover:
         yield from self._ordered()
 
     def _refute(self, obligation: Obligation, cond: Cond, *templates: Template) -> Failure | None:
-        model = counter_model(All((self.base, cond)), self.low)
+        if exclusive(*templates):
+            return None
+        if time.monotonic() > self.deadline:
+            raise Undecided("the all-P time budget ran out")
+        model = counter_model(All((self.base, cond)), self.low, deadline=self.deadline)
         if model is None:
             return None
         locations = tuple(dict.fromkeys(t.location for t in templates))
@@ -212,7 +218,8 @@ class Prover:
 
     def _bounds(self) -> Iterator[Failure]:
         for check in self.protocol.checks:
-            model = counter_model(All((self.base, check.guard, Not(check.holds))), self.low)
+            cond = All((self.base, check.guard, Not(check.holds)))
+            model = counter_model(cond, self.low, deadline=self.deadline)
             if model is not None:
                 yield Failure(
                     obligation=Obligation.BOUNDS, model=model, locations=(check.location,)

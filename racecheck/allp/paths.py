@@ -9,15 +9,17 @@ the attempt with `OutsideFragment`.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from racecheck.allp.expr import WORLD, Cmp, Const, OutsideFragment, Rel, Var
+from racecheck.allp.expr import WORLD, Cmp, Cond, Const, OutsideFragment, Rel, Var
 from racecheck.allp.shadow import ShadowFunction, Surface, host_entry
 from racecheck.allp.templates import Protocol, Rejection
-from racecheck.allp.tracer import Feasible, PathRecord, Tracer
+from racecheck.allp.tracer import PathRecord, Tracer
 from racecheck.dsl import modules
 from racecheck.dsl.program import DslFunction
 from racecheck.dsl.types import TensorType
@@ -27,14 +29,19 @@ from racecheck.load import ProgramOrigin, parse_arg, rejection_message
 MAX_PATHS = 256
 
 
-def trace_protocol(origin: ProgramOrigin, low: int, feasible: Feasible) -> Protocol:
+def trace_protocol(
+    origin: ProgramOrigin, low: int, feasible: Callable[[Cond, float], bool], deadline: float
+) -> Protocol:
     pending: list[list[bool]] = [[]]
     records: list[PathRecord] = []
     rank_var = ""
     while pending:
         if len(records) >= MAX_PATHS:
             raise OutsideFragment(f"more than {MAX_PATHS} branch paths")
-        tracer = Tracer(pending.pop(), feasible, Cmp(Rel.LE, Const(low), Var(WORLD)))
+        if time.monotonic() > deadline:
+            raise OutsideFragment("the all-P time budget ran out while tracing")
+        check = functools.partial(feasible, deadline=deadline)
+        tracer = Tracer(pending.pop(), check, Cmp(Rel.LE, Const(low), Var(WORLD)))
         surface = Surface(
             tracer, modules.MODULES["pypto.language"], modules.MODULES["pypto.language.distributed"]
         )

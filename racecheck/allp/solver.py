@@ -12,6 +12,7 @@ instantiation; when it gives up the answer is a fallback, not a proof.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +51,7 @@ class CounterModel:
 
 
 def _z3() -> Any:
-    import z3  # noqa: PLC0415 - z3 is loaded only when an all-P proof is attempted
+    import z3  # type: ignore[import-untyped]  # loaded only when an all-P proof is attempted
 
     return z3
 
@@ -116,32 +117,37 @@ class _Translator:
         raise TypeError(f"not a condition: {item!r}")
 
 
-def satisfiable(cond: Cond) -> bool:
+def satisfiable(cond: Cond, deadline: float | None = None) -> bool:
     """Whether some assignment satisfies `cond`; `unknown` counts as satisfiable (the
     tracer then follows a branch it may not need, which costs time, not soundness)."""
     try:
-        return _check(cond) is not None
+        return _check(cond, deadline) is not None
     except Undecided:
         return True
 
 
-def counter_model(cond: Cond, low: int) -> CounterModel | None:
+def counter_model(cond: Cond, low: int, *, deadline: float | None = None) -> CounterModel | None:
     """An assignment satisfying `cond` with the smallest N (at least `low`), or None."""
-    found = _check(cond)
+    found = _check(cond, deadline)
     if found is None:
         return None
     for world in range(low, min(found.world, MAX_SCAN)):
-        smaller = _check(All((cond, Cmp(Rel.EQ, Var(WORLD), Const(world)))))
+        smaller = _check(All((cond, Cmp(Rel.EQ, Var(WORLD), Const(world)))), deadline)
         if smaller is not None:
             return smaller
     return found
 
 
-def _check(cond: Cond) -> CounterModel | None:
+def _check(cond: Cond, deadline: float | None) -> CounterModel | None:
     z3 = _z3()
     translator = _Translator()
     solver = z3.Solver()
-    solver.set("timeout", TIMEOUT_MS)
+    budget = TIMEOUT_MS
+    if deadline is not None:
+        budget = min(budget, int((deadline - time.monotonic()) * 1000))
+        if budget <= 0:
+            raise Undecided("the all-P time budget ran out")
+    solver.set("timeout", budget)
     solver.add(translator.cond(cond))
     answer = solver.check()
     if answer == z3.unsat:

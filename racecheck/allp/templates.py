@@ -8,6 +8,7 @@ for N, the rank and its loop indices.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from enum import Enum
 
@@ -63,9 +64,18 @@ class Template:
     location: SourceLocation
     rank: str  # the variable that is this event's rank
     loop_vars: tuple[str, ...]
+    context: frozenset[tuple[Cond, bool]] = frozenset()  # branch decisions on N alone
     notify_op: NotifyOp | None = None
     value: Expr | None = None  # notify value / wait threshold
     cmp: WaitCmp | None = None
+
+
+def exclusive(*templates: Template) -> bool:
+    """Whether no N admits all of `templates`: one took a branch on N the other did not."""
+    for first, second in itertools.combinations(templates, 2):
+        if any((cond, not taken) in second.context for cond, taken in first.context):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

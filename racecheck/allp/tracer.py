@@ -80,6 +80,7 @@ class Tracer:
         self.loops = 0
         self.slots: list[LoopItem] = []
         self.left_early = ""
+        self.context: set[tuple[Cond, bool]] = set()
 
     # --- symbolic values and branches ---------------------------------------------------
 
@@ -106,6 +107,8 @@ class Tracer:
                 self.alternatives.append([*self.taken, False])
         self.taken.append(choice)
         self._assume(cond if choice else Not(cond))
+        if variables(cond) <= {WORLD}:
+            self.context.add((cond, choice))
         return choice
 
     def _assume(self, cond: Cond) -> None:
@@ -192,6 +195,7 @@ class Tracer:
                 notify_op=notify_op,
                 value=value,
                 cmp=cmp,
+                context=frozenset(self.context),
             )
         )
 
