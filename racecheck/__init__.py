@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
-from racecheck.options import Options, engine_choice, parse_ranks
+from racecheck.options import Options, engine_choice, parse_every_p, parse_ranks
 
 __all__ = [
     "Finding",
@@ -33,12 +33,20 @@ def verify(
     args: Mapping[str, str] = {},  # noqa: B006 - read-only default
     timeout: float = 60.0,
     seed: int = 0,
+    fallback: str | None = None,
 ) -> Report:
-    """Check every program of the file at every rank count; see SPEC §4 for the result."""
+    """Check every program of the file at every rank count; see SPEC §4 for the result.
+    `ranks="all"` (or `"2.."`) proves for every P, else checks `fallback` (default 2..8)."""
     from racecheck.check import check
 
+    every_p = parse_every_p(ranks, fallback) if isinstance(ranks, str) else None
+    if every_p is not None:
+        counts = every_p.fallback
+    else:
+        counts = parse_ranks(ranks) if isinstance(ranks, str) else tuple(sorted(set(ranks)))
     options = Options(
-        ranks=parse_ranks(ranks) if isinstance(ranks, str) else tuple(sorted(set(ranks))),
+        every_p=every_p,
+        ranks=counts,
         engine=engine_choice(engine),
         programs=tuple(programs),
         args=tuple((name, str(value)) for name, value in args.items()),
