@@ -34,6 +34,7 @@ RING = EXAMPLES / "14_allreduce_ring.py"
 COUNTER_BARRIER = EXAMPLES / "04_shift_counter_barrier.py"
 THRESHOLD_BUG = EXAMPLES / "18_allgather_bug_threshold.py"
 ALLP = Path(racecheck.__file__).parent / "allp"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def _line_of(path: Path, marker: str) -> int:
@@ -146,6 +147,18 @@ def test_a_counter_model_the_concrete_check_does_not_confirm_is_a_fallback() -> 
     report = racecheck.verify(str(COUNTER_BARRIER), ranks="all", fallback="2..3")
     assert [result.verdict for result in report.results] == [Verdict.PROVED] * 2
     assert all("finds no bug" in result.notes[0] for result in report.results)
+
+
+def test_a_builtin_barrier_is_proved_for_every_p() -> None:
+    (result,) = racecheck.verify(str(EXAMPLES / "01_shift_builtin_barrier.py"), ranks="all").results
+    assert result.every_p is not None and result.model == "shift+1"
+
+
+def test_a_loop_carried_scalar_is_never_proved_for_every_p() -> None:
+    """One symbolic iteration would count to 1 whatever N is: the tracer refuses."""
+    report = racecheck.verify(str(FIXTURES / "allp_loop_carry.py"), ranks="all", fallback="4,5")
+    assert [result.verdict for result in report.results] == [Verdict.PROVED, Verdict.BUG]
+    assert "the loop carries the scalar 'count'" in report.results[0].notes[0]
 
 
 def test_repeat_is_outside_the_fragment() -> None:

@@ -31,7 +31,7 @@ SCOPE = (
 )
 
 
-BUDGET = 10.0  # seconds for one all-P attempt before falling back
+BUDGET = 5.0  # seconds for one all-P attempt before falling back
 
 
 class Answer(Enum):

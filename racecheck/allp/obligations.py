@@ -174,6 +174,12 @@ def _lex(first: _Instance, second: _Instance, left: tuple, right: tuple) -> Cond
     return FALSE
 
 
+def _may_feed(writer: _Instance, wait: _Instance) -> Cond:
+    """The write can land before the wait passes: it is not the waiting rank's own write
+    after the wait (a self-clearing epilogue's reset)."""
+    return Any_((Cmp(Rel.NE, writer.rank, wait.rank), Not(_before(wait, writer))))
+
+
 def _distinct(left: _Instance, right: _Instance) -> Cond:
     if left.template is not right.template:
         return TRUE
@@ -237,6 +243,8 @@ class Prover:
                         second.guard,
                         _overlap(first, wait, "ox"),
                         _overlap(second, wait, "oy"),
+                        _may_feed(first, wait),
+                        _may_feed(second, wait),
                         _distinct(first, second),
                     )
                 )
@@ -250,7 +258,15 @@ class Prover:
                     if writer_template.effect is Effect.NOTIFY
                     else (TRUE,)
                 )
-                cond = All((wait.guard, writer.guard, _overlap(writer, wait, "o"), improper))
+                cond = All(
+                    (
+                        wait.guard,
+                        writer.guard,
+                        _overlap(writer, wait, "o"),
+                        _may_feed(writer, wait),
+                        improper,
+                    )
+                )
                 failure = self._refute(
                     Obligation.UNIQUE_WRITER, cond, wait_template, writer_template
                 )
@@ -262,7 +278,15 @@ class Prover:
             wait = _instance(wait_template, "w", "w")
             notify = _instance(notify_template, "n", "n")
             good = All((_fails_at_zero(wait), _passes(wait, notify)))
-            cond = All((wait.guard, notify.guard, _same_cell(notify, wait), Not(good)))
+            cond = All(
+                (
+                    wait.guard,
+                    notify.guard,
+                    _same_cell(notify, wait),
+                    _may_feed(notify, wait),
+                    Not(good),
+                )
+            )
             failure = self._refute(Obligation.WAIT_VALUE, cond, wait_template, notify_template)
             if failure is not None:
                 yield failure
@@ -272,7 +296,8 @@ class Prover:
         for index, template in enumerate(self.notifies):
             notify = _instance(template, f"{tag}{index}", f"{tag}{index}")
             names = (notify.rank.name, *notify.loop_names)  # type: ignore[union-attr]
-            options.append(Exists(names, All((notify.guard, _same_cell(notify, wait)))))
+            body = All((notify.guard, _same_cell(notify, wait), _may_feed(notify, wait)))
+            options.append(Exists(names, body))
         return Any_(tuple(options))
 
     def _notify_exists(self) -> Iterator[Failure]:
@@ -296,6 +321,7 @@ class Prover:
                     notify.guard,
                     earlier.guard,
                     _same_cell(notify, wait),
+                    _may_feed(notify, wait),
                     _before(earlier, notify),
                     Not(_lex(earlier, wait, earlier_template.position, wait_template.position)),
                 )

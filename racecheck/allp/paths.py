@@ -9,9 +9,9 @@ the attempt with `OutsideFragment`.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -40,8 +40,9 @@ def trace_protocol(
             raise OutsideFragment(f"more than {MAX_PATHS} branch paths")
         if time.monotonic() > deadline:
             raise OutsideFragment("the all-P time budget ran out while tracing")
-        check = functools.partial(feasible, deadline=deadline)
-        tracer = Tracer(pending.pop(), check, Cmp(Rel.LE, Const(low), Var(WORLD)))
+        tracer = Tracer(
+            pending.pop(), _until(feasible, deadline), Cmp(Rel.LE, Const(low), Var(WORLD))
+        )
         surface = Surface(
             tracer, modules.MODULES["pypto.language"], modules.MODULES["pypto.language.distributed"]
         )
@@ -64,6 +65,13 @@ def trace_protocol(
     )
 
 
+def _until(feasible: Callable[[Cond, float], bool], deadline: float) -> Callable[[Cond], bool]:
+    def check(cond: Cond) -> bool:
+        return feasible(cond, deadline)
+
+    return check
+
+
 def _dispatch_var(tracer: Tracer) -> str:
     ranks = {template.rank for template in tracer.record.templates}
     return next(iter(ranks), "")
@@ -79,10 +87,17 @@ def _run_path(origin: ProgramOrigin, surface: Surface) -> None:
         except ProgramRejected as rejected:
             surface.tracer.reject(rejected.message)
         except Exception as error:  # noqa: BLE001 - the user's own exception, or ours
-            message = rejection_message(error)
+            message = rejection_message(error) if _raised_by_statement(error) else None
             if message is None:
                 raise OutsideFragment(f"{type(error).__name__}: {error}") from None
             surface.tracer.reject(message)
+
+
+def _raised_by_statement(error: BaseException) -> bool:
+    """A `raise` or `assert` in the user's code, not an operation the tracer cannot do."""
+    frames = traceback.extract_tb(error.__traceback__)
+    text = (frames[-1].line or "").lstrip() if frames else ""
+    return text.startswith(("raise", "assert"))
 
 
 def _program(origin: ProgramOrigin, surface: Surface) -> Any:

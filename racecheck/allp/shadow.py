@@ -12,7 +12,7 @@ operations: `pld.rank/nranks/world_size/get_comm_ctx`, `alloc_window_buffer`,
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -38,6 +38,8 @@ from racecheck.dsl import dist_ops
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.program import DslFunction, FunctionRole, _role_of
 from racecheck.dsl.types import AtomicType, DimBinary, DimConst, DynVar, TensorType
+from racecheck.dsl.types import NotifyOp as DslNotifyOp
+from racecheck.dsl.types import WaitCmp as DslWaitCmp
 
 _TYPE_NAMES = frozenset(
     {
@@ -165,7 +167,18 @@ class Surface:
         tile = _Namespace(
             "pld.tile", None, {"remote_load": self.remote_load, "remote_store": self.remote_store}
         )
-        tensor = _Namespace("pld.tensor", None, {"put": self.put, "get": self.get})
+        tensor = _Namespace(
+            "pld.tensor",
+            None,
+            {
+                "put": self.put,
+                "get": self.get,
+                "barrier": self.barrier,
+                "broadcast": self.broadcast,
+                "allgather": self.allgather,
+                "all_to_all": self.all_to_all,
+            },
+        )
         return {
             "system": system,
             "tile": tile,
@@ -217,6 +230,79 @@ class Surface:
                     "two kernel tasks per rank: the runtime may overlap them (RUNTIME.md §1)"
                 )
         return function(*args, **kwargs)
+
+    # --- builtin collectives ------------------------------------------------------------
+
+    # The builtins by their documented lowering (DSL.md §3, RUNTIME.md §4): one
+    # self-clearing barrier generation around their data movement, as the concrete
+    # co-simulation models them (racecheck/dsl/builtins.py).
+
+    def barrier(self, signal: object) -> object:
+        view = _window(signal)
+        self._generation(view)
+        self._epilogue(view)
+        return signal
+
+    def broadcast(self, data: object, signal: object, *, root: object = 0) -> object:
+        data_view, signal_view = _window(data), _window(signal)
+        self._generation(signal_view)
+        if self.rank() != root:
+            whole = ([0] * len(data_view.shape), list(data_view.shape))
+            self._access(Effect.READ, data_view, to_expr(root), *whole)
+            self._access(Effect.WRITE, data_view, self._local_owner(data_view), *whole)
+        self._epilogue(signal_view)
+        return data
+
+    def allgather(
+        self, local: object, target: object, signal: object, out: object = None
+    ) -> object:
+        if out is not None:
+            raise OutsideFragment("the four-argument pld.tensor.allgather is outside the fragment")
+        local_view, target_view = _view(local), _window(target)
+        self._scatter_rows(local_view, target_view, by_row=False)
+        self._generation(_window(signal))
+        self._epilogue(_window(signal))
+        return local if local_view.window else target
+
+    def all_to_all(self, source: object, target: object, signal: object) -> object:
+        source_view, target_view = _view(source), _window(target)
+        self._scatter_rows(source_view, target_view, by_row=True)
+        self._generation(_window(signal))
+        self._epilogue(_window(signal))
+        return source if source_view.window else target
+
+    def _others(self) -> Iterator[Sym]:
+        me = self.rank()
+        for other in self.tracer.loop(0, self.tracer.world(), 1):
+            if other != me:
+                yield other
+
+    def _generation(self, signal: SymView) -> None:
+        me = self.rank()
+        for peer in self._others():
+            self.notify(signal, peer, _cell(signal, me), 1, op=DslNotifyOp.AtomicAdd)
+        for source in self._others():
+            self.wait(signal, _cell(signal, source), 1, cmp=DslWaitCmp.Ge)
+
+    def _epilogue(self, signal: SymView) -> None:
+        me = self.rank()
+        for source in self._others():
+            self.notify(signal, me, _cell(signal, source), -1, op=DslNotifyOp.AtomicAdd)
+
+    def _scatter_rows(self, source: SymView, target: SymView, *, by_row: bool) -> None:
+        """For every rank d: put `source` (or its row d) into row `me` of target[d]."""
+        me = self.rank()
+        offsets, extent = _row(target, me)
+        for destination in self.tracer.loop(0, self.tracer.world(), 1):
+            region = (
+                _row(source, destination)
+                if by_row
+                else ([0] * len(source.shape), list(source.shape))
+            )
+            if _product(_exprs(region[1])) != _product(_exprs(extent)):
+                raise OutsideFragment("a builtin's source row and target row differ in size")
+            self._access(Effect.READ, source, self._local_owner(source), *region)
+            self._access(Effect.WRITE, target, to_expr(destination), offsets, extent)
 
     # --- context ------------------------------------------------------------------------
 
@@ -429,6 +515,14 @@ class Surface:
         **_: object,
     ) -> None:
         self._transfer(dst, peer, src, (dst_offsets, src_offsets, shape), push=False, atomic=None)
+
+
+def _cell(view: SymView, row: object) -> list[object]:
+    return [row] + [0] * (len(view.shape) - 1)
+
+
+def _row(view: SymView, row: object) -> tuple[list[object], list[object]]:
+    return [row] + [0] * (len(view.shape) - 1), [1, *view.shape[1:]]
 
 
 def _add(left: Expr, right: Expr) -> Expr:

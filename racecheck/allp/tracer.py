@@ -135,6 +135,8 @@ class Tracer:
         name = f"i{self.loops}"
         index = Var(name)
         low, high = _expr(start), _expr(stop)
+        self._check_scope(low, "a loop bound")
+        self._check_scope(high, "a loop bound")
         scope = self.scopes[-1]
         slot = scope.counter
         scope.counter += 1
@@ -146,7 +148,7 @@ class Tracer:
             self._assume(Cmp(Rel.EQ, _expr(offset % step), Const(0)))
         self.scopes[-1].counter = 0
         self.slots.append(LoopItem(slot=slot, var=name))
-        frame = sys._getframe(2)
+        frame = sys._getframe(1)  # the frame iterating the loop
         before = _scalars(frame.f_locals)
         try:
             yield self.sym(index)
@@ -200,6 +202,7 @@ class Tracer:
         )
 
     def check(self, holds: Cond, what: str) -> None:
+        self._check_scope(holds, what)
         self.record.checks.append(
             BoundsCheck(holds=holds, guard=self.guard(), location=user_location(), what=what)
         )
@@ -222,25 +225,33 @@ def _expr(value: object) -> Expr:
 
 
 def _scalars(local_names: dict[str, object]) -> dict[str, object]:
-    return {
-        name: value
-        for name, value in local_names.items()
-        if isinstance(value, Sym) or (isinstance(value, int) and not isinstance(value, bool))
-    }
+    """The loop-relevant state of a frame: its integers, and the sizes of its containers
+    (an append in a loop body is a carry too)."""
+    state: dict[str, object] = {}
+    for name, value in local_names.items():
+        if isinstance(value, Sym) or (isinstance(value, int) and not isinstance(value, bool)):
+            state[name] = value
+        elif isinstance(value, (list, dict, set, bytearray)):
+            state[name] = (id(value), len(value))
+    return state
 
 
 def _check_carries(before: dict[str, object], after: dict[str, object], index: str) -> None:
     for name, value in before.items():
         now = after.get(name, value)
-        if now is value or (
-            isinstance(now, Sym) and isinstance(value, Sym) and now.expr == value.expr
-        ):
+        if _unchanged(now, value):
             continue
         if isinstance(now, Sym) and index in variables(now.expr):
             continue  # the loop target itself, or a value of this iteration
         raise OutsideFragment(
             f"the loop carries the scalar {name!r} from one iteration to the next"
         )
+
+
+def _unchanged(now: object, value: object) -> bool:
+    if isinstance(now, Sym) or isinstance(value, Sym):
+        return isinstance(now, Sym) and isinstance(value, Sym) and now.expr == value.expr
+    return now == value
 
 
 __all__ = ["TRUE", "PathRecord", "Tracer"]
