@@ -82,7 +82,8 @@ def prove_every_p(
         return EveryPOutcome(
             answer=Answer.REFUTED,
             low=low,
-            reason=f"{first.obligation.value} fails at P={first.model.world} ({where})",
+            reason=f"no proof that {first.obligation.value}: counter-model at P={first.model.world}"
+            f" ({where})",
             smallest=first.model.world,
             templates=len(protocol.templates),
         )
