@@ -161,6 +161,13 @@ def test_a_loop_carried_scalar_is_never_proved_for_every_p() -> None:
     assert "the loop carries the scalar 'count'" in report.results[0].notes[0]
 
 
+def test_a_while_loop_on_the_rank_count_ends_in_a_fallback() -> None:
+    report = racecheck.verify(str(FIXTURES / "allp_while_loop.py"), ranks="all", fallback="2")
+    (result,) = report.results
+    assert result.verdict is Verdict.PROVED and result.every_p is None
+    assert "symbolic branches on one path" in result.notes[0]
+
+
 def test_repeat_is_outside_the_fragment() -> None:
     report = racecheck.verify(str(MESH), ranks="all", fallback="2", repeat=2)
     (result,) = report.results

@@ -22,9 +22,9 @@ from racecheck.allp.templates import Protocol, Rejection
 from racecheck.allp.tracer import PathRecord, Tracer
 from racecheck.dsl import modules
 from racecheck.dsl.program import DslFunction
-from racecheck.dsl.types import TensorType
+from racecheck.dsl.types import DynVar, TensorType
 from racecheck.errors import ProgramRejected, UserError
-from racecheck.load import ProgramOrigin, parse_arg, rejection_message
+from racecheck.load import RANK_COUNT_NAMES, ProgramOrigin, parse_arg, rejection_message
 
 MAX_PATHS = 256
 
@@ -119,12 +119,15 @@ def _host_arguments(
 ) -> list[object]:
     signature = inspect.signature(entry)
     args = dict(origin.args)
+    rank_dims = _rank_dims(
+        [signature.parameters[name].annotation for name in parameters], frozenset(args)
+    )
     values: list[object] = []
     for name in parameters:
         parameter = signature.parameters[name]
         annotation = parameter.annotation
         if isinstance(annotation, TensorType):
-            values.append(surface.host_tensor(name, annotation))
+            values.append(surface.host_tensor(name, annotation, rank_dims))
         elif name in args:
             values.append(parse_arg(args[name], origin.loaded))
         elif parameter.default is not inspect.Parameter.empty:
@@ -132,6 +135,19 @@ def _host_arguments(
         else:
             raise OutsideFragment(f"host parameter {name!r} has no value")
     return values
+
+
+def _rank_dims(annotations: list[object], given: frozenset[str]) -> frozenset[str]:
+    """The `pl.dynamic` dims that are the rank count, by the loader's rule: a leading
+    host-tensor dim or a rank-count name, unless `--arg` binds it."""
+    names = set()
+    for annotation in annotations:
+        if not isinstance(annotation, TensorType):
+            continue
+        for position, dim in enumerate(annotation.dims):
+            if isinstance(dim, DynVar) and (position == 0 or dim.name.lower() in RANK_COUNT_NAMES):
+                names.add(dim.name)
+    return frozenset(names - given)
 
 
 @contextmanager

@@ -351,8 +351,9 @@ class Surface:
         self.tracer.check(Cmp(Rel.LE, size, buf.nbytes), f"a window view of {buf.name}")
         return view
 
-    def host_tensor(self, name: str, annotation: TensorType) -> SymView:
-        shape = tuple(_dim(dim, self.tracer) for dim in annotation.dims)
+    def host_tensor(self, name: str, annotation: TensorType, rank_dims: frozenset[str]) -> SymView:
+        """A host tensor argument; `rank_dims` are the `pl.dynamic` names bound to N."""
+        shape = tuple(_dim(dim, self.tracer, rank_dims) for dim in annotation.dims)
         return SymView(
             memory=f"host {name}", window=False, base=Const(0), shape=shape, dtype=annotation.dtype
         )
@@ -531,13 +532,16 @@ def _add(left: Expr, right: Expr) -> Expr:
     return Bin(Op.ADD, left, right)
 
 
-def _dim(dim: object, tracer: Tracer) -> Expr:
+def _dim(dim: object, tracer: Tracer, rank_dims: frozenset[str]) -> Expr:
     if isinstance(dim, DynVar):
+        if dim.name not in rank_dims:
+            raise OutsideFragment(f"the dynamic dim {dim.name} is not the rank count")
         return Var(WORLD)
     if isinstance(dim, DimConst):
         return Const(dim.value)
     if isinstance(dim, DimBinary):
-        left, right = tracer.sym(_dim(dim.left, tracer)), tracer.sym(_dim(dim.right, tracer))
+        left = tracer.sym(_dim(dim.left, tracer, rank_dims))
+        right = tracer.sym(_dim(dim.right, tracer, rank_dims))
         operators = {"+": left + right, "-": left - right, "*": left * right}
         if dim.symbol not in operators:
             raise OutsideFragment(f"the host tensor dim {dim!r} is outside the fragment")

@@ -42,6 +42,7 @@ from racecheck.dsl.location import user_location
 from racecheck.events import NotifyOp, WaitCmp
 
 Feasible = Callable[[Cond], bool]
+MAX_DECISIONS = 400
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +97,11 @@ class Tracer:
     def decide(self, cond: Cond) -> bool:
         self._check_scope(cond, "a branch")
         index = len(self.taken)
+        if index >= MAX_DECISIONS:
+            raise OutsideFragment(
+                f"more than {MAX_DECISIONS} symbolic branches on one path"
+                " (a loop whose bound is symbolic but is not a pl.range?)"
+            )
         if index < len(self.forced):
             choice = self.forced[index]
         else:
