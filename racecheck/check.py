@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from racecheck import reference
+from racecheck.allp import Answer, EveryPOutcome, prove_every_p
 from racecheck.analysis import Hazard, find_hazards, to_finding
 from racecheck.cosim import (
     DefaultPolicy,
@@ -73,44 +74,44 @@ def _contained(
 
 
 def check_every_p(spec: ProgramSpec, options: Options, every_p: EveryP) -> list[ProgramResult]:
-    """One all-P proof (checked concretely at its lowest P for the golden model), or the
-    smallest failing P confirmed by the concrete pipeline, or the fallback range."""
-    from racecheck.allp import Answer, prove_every_p
-
+    """One all-P proof (with the golden model compared at its lowest P), or the smallest
+    failing P confirmed by the concrete pipeline, or the fallback range with the reason."""
     started = time.monotonic()
     outcome = prove_every_p(spec, every_p.low, repeat=options.repeat)
     if outcome.answer is Answer.PROVED:
-        first = check_program(spec, every_p.low, options)
-        if first.verdict is Verdict.BUG:
-            return [_noted(first, f"--ranks all: the proof holds, but P={every_p.low} fails")]
-        proof = EveryPProof(
-            low=every_p.low,
-            assumptions=(
-                *outcome.assumptions,
-                f"golden model compared at P={every_p.low}: {first.model or 'matches no model'}",
-            ),
-        )
-        return [
-            dataclasses.replace(
-                first,
-                every_p=proof,
-                events=outcome.templates,
-                seconds=round(time.monotonic() - started, 4),
-                engine="allp",
-            )
-        ]
+        return [_proved_every_p(spec, options, every_p, outcome, started)]
+    reason = outcome.reason
     if outcome.answer is Answer.REFUTED and outcome.smallest is not None:
-        found = check_program(spec, outcome.smallest, options)
-        if found.verdict is Verdict.BUG:
-            return [_noted(found, f"smallest failing P={outcome.smallest}: {outcome.reason}")]
-        reason = (
-            f"{outcome.reason}, but the concrete check at that P finds no bug"
-            " (a longer causal chain may order it)"
+        for ranks in dict.fromkeys((every_p.low, outcome.smallest)):
+            found = check_program(spec, ranks, options)
+            if found.verdict is Verdict.BUG:
+                why = reason if ranks == outcome.smallest else "the concrete check at the lowest P"
+                return [_noted(found, f"smallest failing P={ranks}: {why}")]
+        reason += (
+            ", but the concrete check at that P finds no bug (a longer causal chain may order it)"
         )
-    else:
-        reason = outcome.reason
     note = f"not proved for every P: {reason}; checked P={_span(every_p.fallback)} instead"
     return [_noted(check_program(spec, ranks, options), note) for ranks in every_p.fallback]
+
+
+def _proved_every_p(
+    spec: ProgramSpec,
+    options: Options,
+    every_p: EveryP,
+    outcome: EveryPOutcome,
+    started: float,
+) -> ProgramResult:
+    first = check_program(spec, every_p.low, options)
+    if first.verdict is Verdict.BUG:
+        return _noted(first, f"--ranks all: the proof holds, but P={every_p.low} fails")
+    compared = f"golden model compared at P={every_p.low}: {first.model or 'matches no model'}"
+    return dataclasses.replace(
+        first,
+        every_p=EveryPProof(low=every_p.low, assumptions=(*outcome.assumptions, compared)),
+        events=outcome.templates,  # for an all-P result: the number of event templates
+        seconds=round(time.monotonic() - started, 4),
+        engine="allp",
+    )
 
 
 def _noted(result: ProgramResult, note: str) -> ProgramResult:
