@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 WORLD = "N"
 
@@ -166,7 +167,12 @@ _FOLD: dict[Op, Callable[[int, int], int]] = {
 }
 
 
-Decide = Callable[[Cond], bool]
+class Decide(Protocol):
+    """Decides branches: `bool` of a condition, or which of exclusive cases holds."""
+
+    def __call__(self, cond: Cond) -> bool: ...
+
+    def choose(self, options: tuple[Cond, ...]) -> int: ...
 
 
 def to_expr(value: object) -> Expr:
@@ -210,12 +216,14 @@ def _split_division(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
             raise OutsideFragment(f"{left} // {right} has too many cases to split")
     else:
         quotients = range(-1, 2)
-    for quotient in quotients:
-        if decide(_quotient_is(quotient, left, right)):
-            if op is Op.TDIV:
-                return quotient
-            product = _combine(Op.MUL, Const(quotient), right, decide)
-            return _combine(Op.SUB, left, to_expr(product), decide)
+    cases = tuple(_quotient_is(quotient, left, right) for quotient in quotients)
+    chosen = decide.choose((*cases, Not(Any_(cases))))
+    if chosen < len(cases):
+        quotient = quotients[chosen]
+        if op is Op.TDIV:
+            return quotient
+        product = _combine(Op.MUL, Const(quotient), right, decide)
+        return _combine(Op.SUB, left, to_expr(product), decide)
     raise OutsideFragment(
         f"{left} {op.value} {right} is outside the bounded cases the tracer splits"
     )

@@ -47,7 +47,7 @@ from racecheck.allp.expr import (
     renamed_cond,
 )
 from racecheck.allp.solver import CounterModel, Undecided, counter_model
-from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template, exclusive
+from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template
 from racecheck.events import NotifyOp, SourceLocation, WaitCmp
 
 
@@ -202,6 +202,19 @@ class Prover:
         self.waits = [t for t in templates if t.effect is Effect.WAIT]
         self.notifies = [t for t in templates if t.effect is Effect.NOTIFY]
         self.writers = [t for t in templates if t.effect.writes]
+        interned: dict[Cond, int] = {}
+        self.contexts = {
+            id(t): {(interned.setdefault(c, len(interned)), taken) for c, taken in t.context}
+            for t in templates
+        }
+
+    def exclusive(self, *templates: Template) -> bool:
+        """Whether no N admits all of `templates`: one took a branch on N the other did not."""
+        for first, second in itertools.combinations(templates, 2):
+            other = self.contexts[id(second)]
+            if any((key, not taken) in other for key, taken in self.contexts[id(first)]):
+                return True
+        return False
 
     def failures(self) -> Iterator[Failure]:
         yield from self._bounds()
@@ -212,7 +225,7 @@ class Prover:
         yield from self._ordered()
 
     def _refute(self, obligation: Obligation, cond: Cond, *templates: Template) -> Failure | None:
-        if exclusive(*templates):
+        if self.exclusive(*templates):
             return None
         if time.monotonic() > self.deadline:
             raise Undecided("the all-P time budget ran out")
@@ -294,6 +307,8 @@ class Prover:
     def _notifier(self, wait: _Instance, tag: str) -> Cond:
         options = []
         for index, template in enumerate(self.notifies):
+            if self.exclusive(template, wait.template):
+                continue
             notify = _instance(template, f"{tag}{index}", f"{tag}{index}")
             names = (notify.rank.name, *notify.loop_names)  # type: ignore[union-attr]
             body = All((notify.guard, _same_cell(notify, wait), _may_feed(notify, wait)))
@@ -338,6 +353,8 @@ class Prover:
         for (n_index, notify_template), (w_index, wait_template) in itertools.product(
             enumerate(self.notifies), enumerate(self.waits)
         ):
+            if self.exclusive(first.template, notify_template, wait_template, second.template):
+                continue
             notify = _instance(notify_template, f"{tag}n{n_index}", "a")
             notify = _Instance(
                 template=notify.template,
@@ -366,7 +383,7 @@ class Prover:
         accesses = [t for t in self.protocol.templates if t.effect is not Effect.WAIT]
         accesses += self.waits
         for left, right in itertools.combinations_with_replacement(accesses, 2):
-            if not _conflicting(left.effect, right.effect):
+            if not _conflicting(left.effect, right.effect) or self.exclusive(left, right):
                 continue
             if left.footprint.memory != right.footprint.memory:
                 continue

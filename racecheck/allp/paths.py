@@ -32,7 +32,7 @@ MAX_PATHS = 256
 def trace_protocol(
     origin: ProgramOrigin, low: int, feasible: Callable[[Cond, float], bool], deadline: float
 ) -> Protocol:
-    pending: list[list[bool]] = [[]]
+    pending: list[list[int]] = [[]]
     records: list[PathRecord] = []
     rank_var = ""
     while pending:

@@ -8,7 +8,6 @@ for N, the rank and its loop indices.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from enum import Enum
 
@@ -68,14 +67,6 @@ class Template:
     notify_op: NotifyOp | None = None
     value: Expr | None = None  # notify value / wait threshold
     cmp: WaitCmp | None = None
-
-
-def exclusive(*templates: Template) -> bool:
-    """Whether no N admits all of `templates`: one took a branch on N the other did not."""
-    for first, second in itertools.combinations(templates, 2):
-        if any((cond, not taken) in second.context for cond, taken in first.context):
-            return True
-    return False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -69,10 +69,10 @@ class PathRecord:
 class Tracer:
     """The state of one run: decisions, path conditions, loop scopes, records."""
 
-    def __init__(self, forced: list[bool], feasible: Feasible, base: Cond) -> None:
+    def __init__(self, forced: list[int], feasible: Feasible, base: Cond) -> None:
         self.forced = forced
-        self.taken: list[bool] = []
-        self.alternatives: list[list[bool]] = []
+        self.taken: list[int] = []
+        self.alternatives: list[list[int]] = []
         self.feasible = feasible
         self.facts: list[_Fact] = [_Fact(cond=base, names=frozenset())]
         self.scopes: list[_Scope] = [_Scope(var=None)]
@@ -86,7 +86,10 @@ class Tracer:
     # --- symbolic values and branches ---------------------------------------------------
 
     def sym(self, expr: Expr) -> Sym:
-        return Sym(expr, self.decide)
+        return Sym(expr, self)
+
+    def __call__(self, cond: Cond) -> bool:
+        return self.decide(cond)
 
     def world(self) -> Sym:
         return self.sym(Var(WORLD))
@@ -95,7 +98,13 @@ class Tracer:
         return All(tuple(fact.cond for fact in self.facts))
 
     def decide(self, cond: Cond) -> bool:
-        self._check_scope(cond, "a branch")
+        return self.choose((cond, Not(cond))) == 0
+
+    def choose(self, options: tuple[Cond, ...]) -> int:
+        """Which of mutually exclusive, exhaustive `options` holds: the first feasible one
+        on this run, the other feasible ones on runs of their own."""
+        for option in options:
+            self._check_scope(option, "a branch")
         index = len(self.taken)
         if index >= MAX_DECISIONS:
             raise OutsideFragment(
@@ -106,15 +115,14 @@ class Tracer:
             choice = self.forced[index]
         else:
             now = self.guard()
-            can_true = self.feasible(All((now, cond)))
-            can_false = self.feasible(All((now, Not(cond))))
-            choice = can_true or not can_false
-            if can_true and can_false:
-                self.alternatives.append([*self.taken, False])
+            feasible = [n for n, option in enumerate(options) if self.feasible(All((now, option)))]
+            choice = feasible[0] if feasible else 0
+            self.alternatives += [[*self.taken, other] for other in feasible[1:]]
         self.taken.append(choice)
-        self._assume(cond if choice else Not(cond))
-        if variables(cond) <= {WORLD}:
-            self.context.add((cond, choice))
+        self._assume(options[choice])
+        for number, option in enumerate(options):
+            if variables(option) <= {WORLD}:
+                self.context.add((option, number == choice))
         return choice
 
     def _assume(self, cond: Cond) -> None:
