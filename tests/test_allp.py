@@ -97,6 +97,12 @@ def test_an_all_p_proof_reads_as_such_in_text_and_json() -> None:
     main(["verify", str(MESH), "--ranks", "all", "--format", "json"], stdout=out)
     (result,) = json.loads(out.getvalue())["results"]
     assert (result["ranks"], result["verdict"], result["every_p"]["low"]) == ("all", "proved", 2)
+    out = io.StringIO()
+    main(["verify", str(MESH), "--ranks", "all", "--format", "sarif"], stdout=out)
+    (run,) = json.loads(out.getvalue())["runs"]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    (proof,) = [note for note in notes if note.get("properties", {}).get("ranks") == "all"]
+    assert "proved for every P >= 2, assuming P >= 2;" in proof["message"]["text"]
 
 
 def test_the_mesh_without_barrier_fails_first_at_two_with_a_replayed_witness() -> None:
