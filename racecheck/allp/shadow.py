@@ -212,9 +212,10 @@ class Surface:
         tracer = self.tracer
         if self.dispatched:
             raise OutsideFragment("more than one dispatch loop per rank")
-        loop = tracer.slots[-1].var if tracer.slots else None
+        loop = tracer.slots[-1].var if len(tracer.slots) == 1 else None
         if not (isinstance(device, Sym) and loop is not None and device.expr == Var(loop)):
-            raise OutsideFragment("a dispatch whose device= is not the host loop's index")
+            raise OutsideFragment("a dispatch whose device= is not the index of one host loop")
+        tracer.check(_in_range(device.expr, Const(0), Var(WORLD)), "a dispatch's device")
         self.dispatched = True
         tracer.rank = loop
         try:
@@ -225,7 +226,7 @@ class Surface:
     def call(self, role: FunctionRole, function: Callable[..., Any], args: tuple, kwargs: dict):
         if role is FunctionRole.KERNEL and self.tracer.rank is not None:
             self.kernel_calls += 1
-            if self.kernel_calls > 1:
+            if self.kernel_calls > 1 or len(self.tracer.slots) > 1:
                 raise OutsideFragment(
                     "two kernel tasks per rank: the runtime may overlap them (RUNTIME.md §1)"
                 )
