@@ -216,7 +216,7 @@ def _split_division(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
             raise OutsideFragment(f"{left} // {right} has too many cases to split")
     else:
         quotients = range(-1, 2)
-    cases = tuple(_quotient_is(quotient, left, right) for quotient in quotients)
+    cases = tuple(quotient_is(quotient, left, right) for quotient in quotients)
     chosen = decide.choose((*cases, Not(Any_(cases))))
     if chosen < len(cases):
         quotient = quotients[chosen]
@@ -229,7 +229,7 @@ def _split_division(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
     )
 
 
-def _quotient_is(quotient: int, left: Expr, right: Expr) -> Cond:
+def quotient_is(quotient: int, left: Expr, right: Expr) -> Cond:
     """The truncating quotient of left by right (right > 0) is `quotient`."""
     low = Bin(Op.MUL, Const(quotient), right) if quotient else Const(0)
     if quotient > 0 or (quotient == 0 and not (isinstance(left, Const) and left.value < 0)):
