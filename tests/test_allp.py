@@ -155,6 +155,18 @@ def test_a_counter_model_the_concrete_check_does_not_confirm_is_a_fallback() -> 
     assert all("finds no bug" in result.notes[0] for result in report.results)
 
 
+def test_arrivals_counted_on_one_cell_are_proved_and_set_arrivals_are_refuted() -> None:
+    """One +1 from every other rank into one cell, waited for N - 1: proved by counting.
+    Its twin Sets the cell instead: the count cannot be proved and P=3 hangs."""
+    counted = EXAMPLES / "81_allgather_counted_arrivals.py"
+    (result,) = racecheck.verify(str(counted), ranks="all").results
+    assert result.every_p is not None and result.model == "allgather"
+    lost = EXAMPLES / "24_allgather_bug_set_shared_cell.py"
+    (result,) = racecheck.verify(str(lost), ranks="all").results
+    assert (result.ranks, result.verdict) == (3, Verdict.BUG)
+    assert {finding.kind for finding in result.findings} == {FindingKind.DEADLOCK}
+
+
 def test_a_builtin_barrier_is_proved_for_every_p() -> None:
     (result,) = racecheck.verify(str(EXAMPLES / "01_shift_builtin_barrier.py"), ranks="all").results
     assert result.every_p is not None and result.model == "shift+1"

@@ -53,7 +53,10 @@ from racecheck.events import NotifyOp, SourceLocation, WaitCmp
 
 class Obligation(Enum):
     BOUNDS = "every access in bounds"
-    UNIQUE_WRITER = "one notify per waited signal cell"
+    UNIQUE_WRITER = (
+        "each waited signal cell is fed by one notify, or by one +1 from every other rank"
+        " with the wait at N - 1"
+    )
     WAIT_VALUE = "each wait passes exactly when its cell's notify has landed"
     NOTIFY_EXISTS = "every wait's cell is notified (no wait without its notify)"
     NO_CIRCULAR_WAIT = "no circular wait (the notify a wait needs is behind earlier waits only)"
@@ -218,11 +221,24 @@ class Prover:
 
     def failures(self) -> Iterator[Failure]:
         yield from self._bounds()
-        yield from self._unique_writer()
-        yield from self._wait_value()
-        yield from self._notify_exists()
+        for wait in self.waits:
+            yield from self._fed(wait)
         yield from self._no_circular_wait()
         yield from self._ordered()
+
+    def _fed(self, wait: Template) -> Iterator[Failure]:
+        """The wait passes only once every notify that feeds its cell has landed, and they
+        do land: one notify (unique writer), else one +1 from every other rank (counted)."""
+        unique = next(self._unique(wait), None)
+        if unique is None:
+            return
+        if next(self._counted(wait), None) is not None:
+            yield unique
+
+    def _unique(self, wait: Template) -> Iterator[Failure]:
+        yield from self._unique_writer(wait)
+        yield from self._wait_value(wait)
+        yield from self._notify_exists(wait)
 
     def _refute(self, obligation: Obligation, cond: Cond, *templates: Template) -> Failure | None:
         if self.exclusive(*templates):
@@ -244,51 +260,48 @@ class Prover:
                     obligation=Obligation.BOUNDS, model=model, locations=(check.location,)
                 )
 
-    def _unique_writer(self) -> Iterator[Failure]:
-        for wait_template in self.waits:
-            wait = _instance(wait_template, "w", "w")
-            for x, y in itertools.combinations_with_replacement(self.writers, 2):
-                first, second = _instance(x, "x", "x"), _instance(y, "y", "y")
-                both = All(
-                    (
-                        wait.guard,
-                        first.guard,
-                        second.guard,
-                        _overlap(first, wait, "ox"),
-                        _overlap(second, wait, "oy"),
-                        _may_feed(first, wait),
-                        _may_feed(second, wait),
-                        _distinct(first, second),
-                    )
+    def _unique_writer(self, wait_template: Template) -> Iterator[Failure]:
+        wait = _instance(wait_template, "w", "w")
+        for x, y in itertools.combinations_with_replacement(self.writers, 2):
+            first, second = _instance(x, "x", "x"), _instance(y, "y", "y")
+            both = All(
+                (
+                    wait.guard,
+                    first.guard,
+                    second.guard,
+                    _overlap(first, wait, "ox"),
+                    _overlap(second, wait, "oy"),
+                    _may_feed(first, wait),
+                    _may_feed(second, wait),
+                    _distinct(first, second),
                 )
-                failure = self._refute(Obligation.UNIQUE_WRITER, both, wait_template, x, y)
-                if failure is not None:
-                    yield failure
-            for writer_template in self.writers:
-                writer = _instance(writer_template, "x", "x")
-                improper = Any_(
-                    (Not(_same_cell(writer, wait)),)
-                    if writer_template.effect is Effect.NOTIFY
-                    else (TRUE,)
+            )
+            failure = self._refute(Obligation.UNIQUE_WRITER, both, wait_template, x, y)
+            if failure is not None:
+                yield failure
+        for writer_template in self.writers:
+            writer = _instance(writer_template, "x", "x")
+            improper = Any_(
+                (Not(_same_cell(writer, wait)),)
+                if writer_template.effect is Effect.NOTIFY
+                else (TRUE,)
+            )
+            cond = All(
+                (
+                    wait.guard,
+                    writer.guard,
+                    _overlap(writer, wait, "o"),
+                    _may_feed(writer, wait),
+                    improper,
                 )
-                cond = All(
-                    (
-                        wait.guard,
-                        writer.guard,
-                        _overlap(writer, wait, "o"),
-                        _may_feed(writer, wait),
-                        improper,
-                    )
-                )
-                failure = self._refute(
-                    Obligation.UNIQUE_WRITER, cond, wait_template, writer_template
-                )
-                if failure is not None:
-                    yield failure
+            )
+            failure = self._refute(Obligation.UNIQUE_WRITER, cond, wait_template, writer_template)
+            if failure is not None:
+                yield failure
 
-    def _wait_value(self) -> Iterator[Failure]:
-        for wait_template, notify_template in itertools.product(self.waits, self.notifies):
-            wait = _instance(wait_template, "w", "w")
+    def _wait_value(self, wait_template: Template) -> Iterator[Failure]:
+        wait = _instance(wait_template, "w", "w")
+        for notify_template in self.notifies:
             notify = _instance(notify_template, "n", "n")
             good = All((_fails_at_zero(wait), _passes(wait, notify)))
             cond = All(
@@ -304,24 +317,78 @@ class Prover:
             if failure is not None:
                 yield failure
 
-    def _notifier(self, wait: _Instance, tag: str) -> Cond:
+    def _notifier(self, wait: _Instance, tag: str, sender: Expr | None = None) -> Cond:
+        """Some notify instance (from `sender`, if given) feeds the wait's cell."""
         options = []
         for index, template in enumerate(self.notifies):
             if self.exclusive(template, wait.template):
                 continue
             notify = _instance(template, f"{tag}{index}", f"{tag}{index}")
             names = (notify.rank.name, *notify.loop_names)  # type: ignore[union-attr]
-            body = All((notify.guard, _same_cell(notify, wait), _may_feed(notify, wait)))
-            options.append(Exists(names, body))
+            parts = [notify.guard, _same_cell(notify, wait), _may_feed(notify, wait)]
+            if sender is not None:
+                parts.append(Cmp(Rel.EQ, notify.rank, sender))
+            options.append(Exists(names, All(tuple(parts))))
         return Any_(tuple(options))
 
-    def _notify_exists(self) -> Iterator[Failure]:
-        for wait_template in self.waits:
-            wait = _instance(wait_template, "w", "w")
-            cond = All((wait.guard, _fails_at_zero(wait), Not(self._notifier(wait, "m"))))
-            failure = self._refute(Obligation.NOTIFY_EXISTS, cond, wait_template)
-            if failure is not None:
-                yield failure
+    def _counted(self, wait_template: Template) -> Iterator[Failure]:
+        """The cell is fed by exactly one AtomicAdd 1 from every rank but the waiting one,
+        and the wait is for N - 1 of them: it passes once all have landed."""
+        wait = _instance(wait_template, "w", "w")
+        for writer_template in self.writers:
+            writer = _instance(writer_template, "x", "x")
+            feeds = (writer.guard, _overlap(writer, wait, "o"), _may_feed(writer, wait))
+            one = _is_increment(writer, wait)
+            improper = Any_((Not(one), Cmp(Rel.EQ, writer.rank, wait.rank)))
+            yield from self._counter(All((wait.guard, *feeds, improper)), wait, writer_template)
+        for x, y in itertools.combinations_with_replacement(self.writers, 2):
+            first, second = _instance(x, "x", "x"), _instance(y, "y", "y")
+            twice = All(
+                (
+                    wait.guard,
+                    first.guard,
+                    second.guard,
+                    _overlap(first, wait, "ox"),
+                    _overlap(second, wait, "oy"),
+                    _may_feed(first, wait),
+                    _may_feed(second, wait),
+                    Cmp(Rel.EQ, first.rank, second.rank),
+                    _distinct(first, second),
+                )
+            )
+            yield from self._counter(twice, wait, x, y)
+        sender = Var("s@w")
+        silent = All(
+            (
+                wait.guard,
+                Cmp(Rel.LE, Const(0), sender),
+                Cmp(Rel.LT, sender, Var(WORLD)),
+                Cmp(Rel.NE, sender, wait.rank),
+                Not(self._notifier(wait, "m", sender)),
+            )
+        )
+        yield from self._counter(silent, wait)
+        threshold = All(
+            (
+                Cmp(
+                    Rel.EQ, wait.expr(wait_template.value or Const(0)), _add(Var(WORLD), Const(-1))
+                ),
+                _fails_at_zero(wait),
+            )
+        )
+        yield from self._counter(All((wait.guard, Not(threshold))), wait)
+
+    def _counter(self, cond: Cond, wait: _Instance, *others: Template) -> Iterator[Failure]:
+        failure = self._refute(Obligation.UNIQUE_WRITER, cond, wait.template, *others)
+        if failure is not None:
+            yield failure
+
+    def _notify_exists(self, wait_template: Template) -> Iterator[Failure]:
+        wait = _instance(wait_template, "w", "w")
+        cond = All((wait.guard, _fails_at_zero(wait), Not(self._notifier(wait, "m"))))
+        failure = self._refute(Obligation.NOTIFY_EXISTS, cond, wait_template)
+        if failure is not None:
+            yield failure
 
     def _no_circular_wait(self) -> Iterator[Failure]:
         for wait_template, notify_template, earlier_template in itertools.product(
@@ -407,6 +474,15 @@ def _conflicting(left: Effect, right: Effect) -> bool:
     writes = left.writes or right.writes
     plain = left.plain or right.plain
     return writes and plain
+
+
+def _is_increment(writer: _Instance, wait: _Instance) -> Cond:
+    """The write is an AtomicAdd of 1 on exactly the wait's cell."""
+    template = writer.template
+    if template.effect is not Effect.NOTIFY or template.notify_op is not NotifyOp.ATOMIC_ADD:
+        return FALSE
+    value = writer.expr(template.value or Const(0))
+    return All((_same_cell(writer, wait), Cmp(Rel.EQ, value, Const(1))))
 
 
 def _fails_at_zero(wait: _Instance) -> Cond:
