@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from racecheck.allp.expr import WORLD, Cmp, Cond, Const, OutsideFragment, Rel, Var
-from racecheck.allp.shadow import ShadowFunction, Surface, host_entry
+from racecheck.allp.functions import ShadowFunction, host_entry
+from racecheck.allp.shadow import Surface
 from racecheck.allp.templates import Protocol, Rejection
 from racecheck.allp.tracer import PathRecord, Tracer
 from racecheck.dsl import modules

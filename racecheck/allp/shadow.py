@@ -6,38 +6,54 @@ its program with them. Types, dtypes and enums are the real DSL's; every operati
 either records a template or leaves the fragment (`OutsideFragment`). The modelled
 operations: `pld.rank/nranks/world_size/get_comm_ctx`, `alloc_window_buffer`,
 `window`, `pl.load/store` on windows and host rows, `remote_load/remote_store`,
-`notify`, `wait`, `put`, `get`, `pl.range`, element-wise tile arithmetic.
+`notify`, `wait`, `put`, `get`, `pl.range`, element-wise tile arithmetic, and the
+builtin barrier, broadcast, allgather and all_to_all by their lowering. Memory and
+addresses live in `views`; DSL functions and programs in `functions`.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from racecheck.allp.expr import (
     WORLD,
     All,
-    Bin,
     Cmp,
     Cond,
     Const,
     Expr,
-    Op,
     OutsideFragment,
     Rel,
     Sym,
     Var,
     to_expr,
 )
+from racecheck.allp.functions import Jit, ShadowFunction, ShadowProgram
 from racecheck.allp.templates import Effect, Footprint
 from racecheck.allp.tracer import Tracer
+from racecheck.allp.views import (
+    SymBuffer,
+    SymTile,
+    SymView,
+    add,
+    as_tile,
+    as_view,
+    as_window,
+    cell_offsets,
+    exprs,
+    host_dim,
+    in_range,
+    mul,
+    product,
+    row_region,
+    strides,
+)
 from racecheck.dsl import dist_ops
 from racecheck.dsl.dtypes import DType
-from racecheck.dsl.program import DslFunction, FunctionRole, _role_of
-from racecheck.dsl.types import AtomicType, DimBinary, DimConst, DynVar, TensorType
+from racecheck.dsl.program import FunctionRole, _role_of
+from racecheck.dsl.types import AtomicType, TensorType
 from racecheck.dsl.types import NotifyOp as DslNotifyOp
 from racecheck.dsl.types import WaitCmp as DslWaitCmp
 
@@ -49,74 +65,6 @@ _TYPE_NAMES = frozenset(
         *("CommCtx", "CommCtxType"),
     }
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SymBuffer:
-    name: str
-    nbytes: Expr
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SymView:
-    memory: str
-    window: bool
-    base: Expr  # bytes
-    shape: tuple[Expr, ...]
-    dtype: DType
-    checks: tuple[Cond, ...] = ()  # row selections this view was cut with
-
-    def __getitem__(self, index: object) -> SymView:
-        if not self.shape or isinstance(index, (tuple, slice)):
-            raise OutsideFragment("only x[r] (one leading row) of a host tensor is followed")
-        row = to_expr(index)
-        rest = self.shape[1:]
-        step = _mul(_product(rest), Const(self.dtype.nbytes))
-        return SymView(
-            memory=self.memory,
-            window=self.window,
-            base=_add(self.base, _mul(row, step)),
-            shape=rest,
-            dtype=self.dtype,
-            checks=(*self.checks, _in_range(row, Const(0), self.shape[0])),
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SymTile:
-    extent: tuple[Expr, ...]
-
-    def __getitem__(self, index: object) -> Any:
-        raise OutsideFragment("a value read out of a tile is outside the fragment")
-
-
-def _product(parts: Sequence[Expr]) -> Expr:
-    total: Expr = Const(1)
-    for part in parts:
-        total = _mul(total, part)
-    return total
-
-
-def _mul(left: Expr, right: Expr) -> Expr:
-    if isinstance(left, Const) and isinstance(right, Const):
-        return Const(left.value * right.value)
-    if left == Const(1):
-        return right
-    if right == Const(1):
-        return left
-    return Bin(Op.MUL, left, right)
-
-
-def _strides(shape: tuple[Expr, ...]) -> tuple[Expr, ...]:
-    return tuple(_product(shape[position + 1 :]) for position in range(len(shape)))
-
-
-def _exprs(values: Sequence[object]) -> tuple[Expr, ...]:
-    return tuple(to_expr(value) for value in values)
-
-
-def _in_range(value: Expr, low: Expr, high: Expr) -> Cond:
-    return All((Cmp(Rel.LE, low, value), Cmp(Rel.LT, value, high)))
 
 
 class Surface:
@@ -146,7 +94,7 @@ class Surface:
             "store": self.store,
             "program": self.program,
             "function": self.function,
-            "jit": _Jit(self),
+            "jit": Jit(self),
         }
         for name in ("add", "sub", "mul", "div", "maximum", "minimum", "max", "min", "cast"):
             members[name] = elementwise
@@ -215,7 +163,7 @@ class Surface:
         loop = tracer.slots[-1].var if len(tracer.slots) == 1 else None
         if not (isinstance(device, Sym) and loop is not None and device.expr == Var(loop)):
             raise OutsideFragment("a dispatch whose device= is not the index of one host loop")
-        tracer.check(_in_range(device.expr, Const(0), Var(WORLD)), "a dispatch's device")
+        tracer.check(in_range(device.expr, Const(0), Var(WORLD)), "a dispatch's device")
         self.dispatched = True
         tracer.rank = loop
         try:
@@ -239,13 +187,13 @@ class Surface:
     # co-simulation models them (racecheck/dsl/builtins.py).
 
     def barrier(self, signal: object) -> object:
-        view = _window(signal)
+        view = as_window(signal)
         self._generation(view)
         self._epilogue(view)
         return signal
 
     def broadcast(self, data: object, signal: object, *, root: object = 0) -> object:
-        data_view, signal_view = _window(data), _window(signal)
+        data_view, signal_view = as_window(data), as_window(signal)
         self._generation(signal_view)
         if self.rank() != root:
             whole = ([0] * len(data_view.shape), list(data_view.shape))
@@ -259,17 +207,17 @@ class Surface:
     ) -> object:
         if out is not None:
             raise OutsideFragment("the four-argument pld.tensor.allgather is outside the fragment")
-        local_view, target_view = _view(local), _window(target)
+        local_view, target_view = as_view(local), as_window(target)
         self._scatter_rows(local_view, target_view, by_row=False)
-        self._generation(_window(signal))
-        self._epilogue(_window(signal))
+        self._generation(as_window(signal))
+        self._epilogue(as_window(signal))
         return local if local_view.window else target
 
     def all_to_all(self, source: object, target: object, signal: object) -> object:
-        source_view, target_view = _view(source), _window(target)
+        source_view, target_view = as_view(source), as_window(target)
         self._scatter_rows(source_view, target_view, by_row=True)
-        self._generation(_window(signal))
-        self._epilogue(_window(signal))
+        self._generation(as_window(signal))
+        self._epilogue(as_window(signal))
         return source if source_view.window else target
 
     def _others(self) -> Iterator[Sym]:
@@ -281,26 +229,26 @@ class Surface:
     def _generation(self, signal: SymView) -> None:
         me = self.rank()
         for peer in self._others():
-            self.notify(signal, peer, _cell(signal, me), 1, op=DslNotifyOp.AtomicAdd)
+            self.notify(signal, peer, cell_offsets(signal, me), 1, op=DslNotifyOp.AtomicAdd)
         for source in self._others():
-            self.wait(signal, _cell(signal, source), 1, cmp=DslWaitCmp.Ge)
+            self.wait(signal, cell_offsets(signal, source), 1, cmp=DslWaitCmp.Ge)
 
     def _epilogue(self, signal: SymView) -> None:
         me = self.rank()
         for source in self._others():
-            self.notify(signal, me, _cell(signal, source), -1, op=DslNotifyOp.AtomicAdd)
+            self.notify(signal, me, cell_offsets(signal, source), -1, op=DslNotifyOp.AtomicAdd)
 
     def _scatter_rows(self, source: SymView, target: SymView, *, by_row: bool) -> None:
         """For every rank d: put `source` (or its row d) into row `me` of target[d]."""
         me = self.rank()
-        offsets, extent = _row(target, me)
+        offsets, extent = row_region(target, me)
         for destination in self.tracer.loop(0, self.tracer.world(), 1):
             region = (
-                _row(source, destination)
+                row_region(source, destination)
                 if by_row
                 else ([0] * len(source.shape), list(source.shape))
             )
-            if _product(_exprs(region[1])) != _product(_exprs(extent)):
+            if product(exprs(region[1])) != product(exprs(extent)):
                 raise OutsideFragment("a builtin's source row and target row differ in size")
             self._access(Effect.READ, source, self._local_owner(source), *region)
             self._access(Effect.WRITE, target, to_expr(destination), offsets, extent)
@@ -336,7 +284,7 @@ class Surface:
         if isinstance(size, (list, tuple)):
             if dtype is None:
                 raise OutsideFragment("alloc_window_buffer(shape) without dtype")
-            nbytes = _mul(_product(_exprs(size)), Const(dtype.nbytes))
+            nbytes = mul(product(exprs(size)), Const(dtype.nbytes))
         else:
             nbytes = to_expr(size)
         self.windows += 1
@@ -345,16 +293,14 @@ class Surface:
     def window(self, buf: object, shape: Sequence[object], *, dtype: DType) -> SymView:
         if not isinstance(buf, SymBuffer):
             raise OutsideFragment("pld.window of something that is not a window buffer")
-        view = SymView(
-            memory=buf.name, window=True, base=Const(0), shape=_exprs(shape), dtype=dtype
-        )
-        size = _mul(_product(view.shape), Const(dtype.nbytes))
+        view = SymView(memory=buf.name, window=True, base=Const(0), shape=exprs(shape), dtype=dtype)
+        size = mul(product(view.shape), Const(dtype.nbytes))
         self.tracer.check(Cmp(Rel.LE, size, buf.nbytes), f"a window view of {buf.name}")
         return view
 
     def host_tensor(self, name: str, annotation: TensorType, rank_dims: frozenset[str]) -> SymView:
         """A host tensor argument; `rank_dims` are the `pl.dynamic` names bound to N."""
-        shape = tuple(_dim(dim, self.tracer, rank_dims) for dim in annotation.dims)
+        shape = tuple(host_dim(dim, self.tracer, rank_dims) for dim in annotation.dims)
         return SymView(
             memory=f"host {name}", window=False, base=Const(0), shape=shape, dtype=annotation.dtype
         )
@@ -362,21 +308,21 @@ class Surface:
     def _footprint(
         self, view: SymView, owner: Expr | None, offsets: Sequence[object], extent: Sequence[object]
     ) -> Footprint:
-        offs, ext = _exprs(offsets), _exprs(extent)
+        offs, ext = exprs(offsets), exprs(extent)
         if len(offs) != len(view.shape) or len(ext) != len(view.shape):
             raise OutsideFragment("an access whose rank differs from its view's")
         holds: list[Cond] = list(view.checks)
         for offset, size, dim in zip(offs, ext, view.shape, strict=True):
             holds += [Cmp(Rel.LE, Const(0), offset), Cmp(Rel.LE, Const(0), size)]
-            holds.append(Cmp(Rel.LE, _add(offset, size), dim))
+            holds.append(Cmp(Rel.LE, add(offset, size), dim))
         if owner is not None:
-            holds.append(_in_range(owner, Const(0), Var(WORLD)))
+            holds.append(in_range(owner, Const(0), Var(WORLD)))
         self.tracer.check(All(tuple(holds)), f"an access to {view.memory}")
         return Footprint(
             memory=view.memory,
             owner=owner,
             base=view.base,
-            strides=_strides(view.shape),
+            strides=strides(view.shape),
             offsets=offs,
             extent=ext,
             itemsize=view.dtype.nbytes,
@@ -406,14 +352,14 @@ class Surface:
         valid_shape: Sequence[object] | None = None,
         **_: object,
     ) -> SymTile:
-        view = _view(tensor)
+        view = as_view(tensor)
         extent = valid_shape if valid_shape is not None else shape
         self._access(Effect.READ, view, self._local_owner(view), offsets, extent)
-        return SymTile(extent=_exprs(extent))
+        return SymTile(extent=exprs(extent))
 
     def store(self, tile: object, offsets: Sequence[object], output_tensor: object) -> SymView:
-        view = _view(output_tensor)
-        self._access(Effect.WRITE, view, self._local_owner(view), offsets, _tile(tile).extent)
+        view = as_view(output_tensor)
+        self._access(Effect.WRITE, view, self._local_owner(view), offsets, as_tile(tile).extent)
         return view
 
     def remote_load(
@@ -424,10 +370,10 @@ class Surface:
         shape: Sequence[object],
         valid_shape: Sequence[object] | None = None,
     ) -> SymTile:
-        view = _window(target)
+        view = as_window(target)
         extent = valid_shape if valid_shape is not None else shape
         self._access(Effect.READ, view, to_expr(peer), offsets, extent)
-        return SymTile(extent=_exprs(extent))
+        return SymTile(extent=exprs(extent))
 
     def remote_store(
         self,
@@ -438,14 +384,14 @@ class Surface:
         *,
         atomic: object = AtomicType.None_,
     ) -> None:
-        view = _window(target)
+        view = as_window(target)
         effect = Effect.ATOMIC_ADD if atomic is AtomicType.Add else Effect.WRITE
-        self._access(effect, view, to_expr(peer), offsets, _tile(src_tile).extent)
+        self._access(effect, view, to_expr(peer), offsets, as_tile(src_tile).extent)
 
     def notify(
         self, target: object, peer: object, offsets: Sequence[object], value: object, *, op: object
     ) -> None:
-        view = _window(target)
+        view = as_window(target)
         footprint = self._footprint(view, to_expr(peer), offsets, [1] * len(view.shape))
         event_op = dist_ops.NOTIFY_OPS.get(op)  # type: ignore[call-overload]
         if event_op is None:
@@ -461,7 +407,7 @@ class Surface:
         cmp: object,
         target: object = None,
     ) -> None:
-        view = _window(signal if signal is not None else target)
+        view = as_window(signal if signal is not None else target)
         if offsets is None or expected is None:
             raise OutsideFragment("pld.system.wait without offsets= or expected=")
         owner = Var(self.tracer.rank_var())
@@ -474,7 +420,7 @@ class Surface:
     def _transfer(
         self, dst: object, peer: object, src: object, regions: tuple, *, push: bool, atomic: object
     ) -> None:
-        dst_view, src_view = _view(dst), _view(src)
+        dst_view, src_view = as_view(dst), as_view(src)
         dst_offsets, src_offsets, shape = regions
         if shape is None:
             if any(part is not None for part in regions):
@@ -519,56 +465,6 @@ class Surface:
         self._transfer(dst, peer, src, (dst_offsets, src_offsets, shape), push=False, atomic=None)
 
 
-def _cell(view: SymView, row: object) -> list[object]:
-    return [row] + [0] * (len(view.shape) - 1)
-
-
-def _row(view: SymView, row: object) -> tuple[list[object], list[object]]:
-    return [row] + [0] * (len(view.shape) - 1), [1, *view.shape[1:]]
-
-
-def _add(left: Expr, right: Expr) -> Expr:
-    if isinstance(left, Const) and isinstance(right, Const):
-        return Const(left.value + right.value)
-    return Bin(Op.ADD, left, right)
-
-
-def _dim(dim: object, tracer: Tracer, rank_dims: frozenset[str]) -> Expr:
-    if isinstance(dim, DynVar):
-        if dim.name not in rank_dims:
-            raise OutsideFragment(f"the dynamic dim {dim.name} is not the rank count")
-        return Var(WORLD)
-    if isinstance(dim, DimConst):
-        return Const(dim.value)
-    if isinstance(dim, DimBinary):
-        left = tracer.sym(_dim(dim.left, tracer, rank_dims))
-        right = tracer.sym(_dim(dim.right, tracer, rank_dims))
-        operators = {"+": left + right, "-": left - right, "*": left * right}
-        if dim.symbol not in operators:
-            raise OutsideFragment(f"the host tensor dim {dim!r} is outside the fragment")
-        return to_expr(operators[dim.symbol])
-    return to_expr(dim)
-
-
-def _view(value: object) -> SymView:
-    if not isinstance(value, SymView):
-        raise OutsideFragment(f"{value!r} is not a window or host tensor the tracer follows")
-    return value
-
-
-def _window(value: object) -> SymView:
-    view = _view(value)
-    if not view.window:
-        raise OutsideFragment("a remote access to a host tensor")
-    return view
-
-
-def _tile(value: object) -> SymTile:
-    if not isinstance(value, SymTile):
-        raise OutsideFragment(f"{value!r} is not a tile the tracer follows")
-    return value
-
-
 class _Namespace:
     """Attribute lookup: the shadow's members, then the real module's types and enums."""
 
@@ -585,85 +481,3 @@ class _Namespace:
         if self._real is not None and name in _TYPE_NAMES:
             return getattr(self._real, name)
         raise OutsideFragment(f"{self._display}.{name} is outside the symbolic fragment")
-
-
-class ShadowFunction:
-    """A DSL function under symbolic tracing: `device=` dispatches, anything else runs."""
-
-    def __init__(self, function: Callable[..., Any], role: FunctionRole, surface: Surface) -> None:
-        self.function = function
-        self.role = role
-        self.surface = surface
-
-    def __get__(self, instance: object, owner: type | None = None) -> ShadowFunction:
-        if instance is None:
-            return self
-        return ShadowFunction(self.function.__get__(instance, owner), self.role, self.surface)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if "device" in kwargs:
-            device = kwargs.pop("device")
-            return self.surface.dispatch(device, self.function, args, kwargs)
-        return self.surface.call(self.role, self.function, args, kwargs)
-
-
-class ShadowProgram:
-    def __init__(self, cls: type) -> None:
-        self.cls = cls
-
-
-class ShadowSelf:
-    """`self` of a program class: its DSL methods come back as shadow functions."""
-
-    def __init__(self, cls: type, surface: Surface) -> None:
-        self._cls = cls
-        self._surface = surface
-        self._instance = cls()
-
-    def __getattr__(self, name: str) -> Any:
-        member = getattr(self._cls, name, None)
-        if isinstance(member, DslFunction):
-            return ShadowFunction(member.function, member.role, self._surface).__get__(self)
-        if isinstance(member, ShadowFunction):
-            return ShadowFunction(member.function, member.role, self._surface).__get__(self)
-        return getattr(self._instance, name)
-
-
-class _Jit:
-    def __init__(self, surface: Surface) -> None:
-        self.surface = surface
-        self.incore = _JitRole(surface, FunctionRole.KERNEL)
-        self.host = _JitRole(surface, FunctionRole.HOST)
-        self._per_device = _JitRole(surface, FunctionRole.PER_DEVICE)
-
-    def __call__(self, fn: Callable[..., Any] | None = None, **options: object) -> Any:
-        return self._per_device(fn, **options)
-
-
-class _JitRole:
-    def __init__(self, surface: Surface, role: FunctionRole) -> None:
-        self.surface = surface
-        self.role = role
-
-    def __call__(self, fn: Callable[..., Any] | None = None, **options: object) -> Any:
-        if fn is not None and callable(fn):
-            return ShadowFunction(fn, self.role, self.surface)
-        return lambda wrapped: ShadowFunction(wrapped, self.role, self.surface)
-
-
-def host_entry(value: object, surface: Surface) -> tuple[Callable[..., Any], list[str]]:
-    """The host entry of a program class or jit entry, and its parameter names."""
-    if isinstance(value, ShadowProgram) or hasattr(value, "cls"):
-        cls = value.cls  # type: ignore[union-attr]
-        for member in vars(cls).values():
-            if (
-                isinstance(member, (DslFunction, ShadowFunction))
-                and member.role is FunctionRole.HOST
-            ):
-                self_proxy = ShadowSelf(cls, surface)
-                function = member.function.__get__(self_proxy, cls)
-                return function, list(inspect.signature(function).parameters)
-        raise OutsideFragment("a program class without a host entry")
-    if isinstance(value, (DslFunction, ShadowFunction)) and value.role is FunctionRole.HOST:
-        return value.function, list(inspect.signature(value.function).parameters)
-    raise OutsideFragment(f"{value!r} is not a program the tracer can enter")
