@@ -287,6 +287,8 @@ class Surface:
             nbytes = mul(product(exprs(size)), Const(dtype.nbytes))
         else:
             nbytes = to_expr(size)
+        if self.tracer.slots or self.tracer.rank is not None:
+            raise OutsideFragment("a window buffer allocated inside a loop or a kernel")
         self.windows += 1
         return SymBuffer(name=f"window{self.windows}", nbytes=nbytes)
 
