@@ -89,7 +89,10 @@ def prove_every_p(
         )
     assumptions = [
         f"P >= {low}",
-        *(f"the program accepts P (else skipped: {r.message})" for r in protocol.rejections),
+        *(
+            f"the program accepts P (else skipped: {message})"
+            for message in dict.fromkeys(r.message for r in protocol.rejections)
+        ),
         EXECUTION_MODEL,
         SCOPE,
         *(f"discharged for every P: {obligation.value}" for obligation in Obligation),

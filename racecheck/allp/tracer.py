@@ -227,6 +227,8 @@ class Tracer:
         conditions = [fact.cond for fact in self.facts[1:]]
         if not conditions:
             raise OutsideFragment(f"the program raises on every path: {message}")
+        if any(fact.names - {WORLD} for fact in self.facts[1:]):
+            raise OutsideFragment(f"the program raises on some ranks only: {message}")
         self.record.rejection = Rejection(guard=All(tuple(conditions)), message=message)
 
 
