@@ -78,14 +78,14 @@ def _result_line(result: ProgramResult, name_width: int, rank_width: int, paint:
     fields = [f"  {result.program:<{name_width}}", f"{_rank_label(result):<{rank_width}}", verdict]
     if result.verdict is Verdict.SKIPPED:
         return "  ".join([*fields, result.message]).rstrip()
-    fields += [f"{result.events} events", f"{result.seconds:.2f}s"]
+    unit = "events" if result.every_p is None else "templates"  # an all-P proof's count
+    fields += [f"{result.events} {unit}", f"{result.seconds:.2f}s"]
     if result.verdict is Verdict.UNKNOWN:
         fields.append(result.message)
-    elif result.every_p is not None:
-        fields[-2] = f"{result.events} templates"
-        fields.append(f"proved for every P >= {result.every_p.low}")
     elif result.verdict is Verdict.PROVED:
         fields.append(result.model if result.model is not None else "matches no model")
+        if result.every_p is not None:
+            fields.append(f"proved for every P >= {result.every_p.low}")
     return "  ".join(fields).rstrip()
 
 
