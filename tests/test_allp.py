@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from dslgen import protocols, render
 from hypothesis import HealthCheck, given, settings
+from symgen import Collective
 
 import racecheck
 from racecheck.allp import Answer, prove_every_p
@@ -259,3 +260,37 @@ def test_every_generated_program_proved_for_every_p_has_no_such_bug_up_to_16(
 
 PROOF_HELD = "--ranks all: the proof holds"
 PROVED_KINDS = {FindingKind.RACE, FindingKind.DEADLOCK, FindingKind.OUT_OF_BOUNDS}
+
+
+SYMMETRIC = [
+    Collective(shift=shift, mesh=mesh, store_first=first, wait=wait, expected=expected, rows=rows)
+    for shift, mesh, first, wait, expected, rows in itertools.product(
+        (1, 2), (True, False), (True, False), (True, False), ("1", "n - 1"), ("NR", "4")
+    )
+    if wait or expected == "1"
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("collective", SYMMETRIC, ids=repr)
+def test_a_symmetric_collective_gets_the_all_p_answer_the_concrete_checks_give(
+    tmp_path: Path, collective: Collective
+) -> None:
+    """Proved for every P: no race, deadlock or out-of-bounds access at any P up to 10.
+    Smallest failing P=k: a bug at k, and none of those kinds below k."""
+    path = tmp_path / "collective.py"
+    path.write_text(collective.render())
+    (answer,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    concrete = {
+        result.ranks: result for result in racecheck.verify(str(path), ranks="2..10").results
+    }
+    bugs = sorted(p for p, result in concrete.items() if _covered(result))
+    if answer.every_p is not None:
+        assert not bugs, bugs
+    elif answer.notes[0].startswith("smallest failing P="):
+        assert answer.verdict is Verdict.BUG
+        assert all(ranks >= answer.ranks for ranks in bugs), (answer.ranks, bugs)
+
+
+def _covered(result: racecheck.ProgramResult) -> bool:
+    return bool({finding.kind for finding in result.findings} & PROVED_KINDS)

@@ -123,6 +123,7 @@ def _host_arguments(
     rank_dims = _rank_dims(
         [signature.parameters[name].annotation for name in parameters], frozenset(args)
     )
+    surface.rank_dims = rank_dims
     values: list[object] = []
     for name in parameters:
         parameter = signature.parameters[name]

@@ -53,7 +53,7 @@ from racecheck.allp.views import (
 from racecheck.dsl import dist_ops
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.program import FunctionRole, _role_of
-from racecheck.dsl.types import AtomicType, TensorType
+from racecheck.dsl.types import AtomicType, DimExpr, TensorType
 from racecheck.dsl.types import NotifyOp as DslNotifyOp
 from racecheck.dsl.types import WaitCmp as DslWaitCmp
 
@@ -73,6 +73,7 @@ class Surface:
     def __init__(self, tracer: Tracer, real_pl: ModuleType, real_pld: ModuleType) -> None:
         self.tracer = tracer
         self.windows = 0
+        self.rank_dims: frozenset[str] = frozenset()  # pl.dynamic names bound to N
         self.dispatched = False
         self.kernel_calls = 0
         self.pl = _Namespace("pl", real_pl, self._pl_members())
@@ -284,9 +285,9 @@ class Surface:
         if isinstance(size, (list, tuple)):
             if dtype is None:
                 raise OutsideFragment("alloc_window_buffer(shape) without dtype")
-            nbytes = mul(product(exprs(size)), Const(dtype.nbytes))
+            nbytes = mul(product(self._dims(size)), Const(dtype.nbytes))
         else:
-            nbytes = to_expr(size)
+            (nbytes,) = self._dims([size])
         if self.tracer.slots or self.tracer.rank is not None:
             raise OutsideFragment("a window buffer allocated inside a loop or a kernel")
         self.windows += 1
@@ -295,10 +296,21 @@ class Surface:
     def window(self, buf: object, shape: Sequence[object], *, dtype: DType) -> SymView:
         if not isinstance(buf, SymBuffer):
             raise OutsideFragment("pld.window of something that is not a window buffer")
-        view = SymView(memory=buf.name, window=True, base=Const(0), shape=exprs(shape), dtype=dtype)
+        view = SymView(
+            memory=buf.name, window=True, base=Const(0), shape=self._dims(shape), dtype=dtype
+        )
         size = mul(product(view.shape), Const(dtype.nbytes))
         self.tracer.check(Cmp(Rel.LE, size, buf.nbytes), f"a window view of {buf.name}")
         return view
+
+    def _dims(self, values: Sequence[object]) -> tuple[Expr, ...]:
+        """Sizes on the host: integers, symbolic values, or `pl.dynamic` dims."""
+        return tuple(
+            host_dim(value, self.tracer, self.rank_dims)
+            if isinstance(value, DimExpr)
+            else to_expr(value)
+            for value in values
+        )
 
     def host_tensor(self, name: str, annotation: TensorType, rank_dims: frozenset[str]) -> SymView:
         """A host tensor argument; `rank_dims` are the `pl.dynamic` names bound to N."""
