@@ -1,19 +1,17 @@
-"""Random rank-symmetric DSL collectives, as source text, for the all-P agreement test.
+"""Rank-symmetric DSL collectives, as source text, for the all-P agreement test.
 
 Unlike `dslgen` (a fixed body per concrete rank), these kernels are written once for
 every rank in terms of `me` and `n`, as real collectives are: stage a slice, signal
 the rank(s) that will read it, wait for the signal(s) of the rank(s) read, read a
 peer's slice `(me + K) % n`, store the output. Each choice has a correct and a buggy
 option (a missing wait, the store after the notify, a threshold of `n - 1` on a
-per-sender cell, a signal with a fixed number of rows), so both proofs and
-refutations are drawn.
+per-sender cell or `1` on a cell all senders share, a signal with a fixed number of
+rows): the product of the choices holds proofs and refutations.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from hypothesis import strategies as st
 
 _PROGRAM = """\
 import pypto.language as pl
@@ -78,6 +76,14 @@ _WAIT_ALL = """\
                 pld.system.wait(
                     signal, offsets=[src, 0], expected={expected}, cmp=pld.WaitCmp.Ge
                 )"""
+_NOTIFY_ALL_SHARED = """\
+        for peer in pl.range(n):
+            if peer != me:
+                pld.system.notify(
+                    signal, peer=peer, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd
+                )"""
+_WAIT_SHARED = """\
+        pld.system.wait(signal, offsets=[0, 0], expected={expected}, cmp=pld.WaitCmp.Ge)"""
 _WAIT_OWNER = """\
         pld.system.wait(
             signal, offsets=[(me + {shift}) % n, 0], expected={expected}, cmp=pld.WaitCmp.Ge
@@ -92,22 +98,14 @@ class Collective:
     wait: bool  # the reader waits at all
     expected: str  # "1", or "n - 1" (a bug on per-sender cells)
     rows: str  # "NR", or a fixed count (a bug past it)
+    shared: bool = False  # mesh only: every arrival on cell [0, 0] (correct: wait n - 1)
 
     def render(self) -> str:
         notify = _NOTIFY_ALL if self.mesh else _NOTIFY_READER.format(shift=self.shift)
         wait = _WAIT_ALL if self.mesh else _WAIT_OWNER
+        if self.mesh and self.shared:
+            notify, wait = _NOTIFY_ALL_SHARED, _WAIT_SHARED
         steps = [_STORE, notify] if self.store_first else [notify, _STORE]
         if self.wait:
             steps.append(wait.format(shift=self.shift, expected=self.expected))
         return _PROGRAM.format(rows=self.rows, body="\n".join(steps), shift=self.shift)
-
-
-collectives = st.builds(
-    Collective,
-    shift=st.integers(1, 2),
-    mesh=st.booleans(),
-    store_first=st.booleans(),
-    wait=st.booleans(),
-    expected=st.sampled_from(["1", "n - 1"]),
-    rows=st.sampled_from(["NR", "NR", "4"]),
-)

@@ -263,11 +263,25 @@ PROVED_KINDS = {FindingKind.RACE, FindingKind.DEADLOCK, FindingKind.OUT_OF_BOUND
 
 
 SYMMETRIC = [
-    Collective(shift=shift, mesh=mesh, store_first=first, wait=wait, expected=expected, rows=rows)
-    for shift, mesh, first, wait, expected, rows in itertools.product(
-        (1, 2), (True, False), (True, False), (True, False), ("1", "n - 1"), ("NR", "4")
+    Collective(
+        shift=shift,
+        mesh=mesh,
+        store_first=first,
+        wait=wait,
+        expected=expected,
+        rows=rows,
+        shared=shared,
     )
-    if wait or expected == "1"
+    for shift, mesh, first, wait, expected, rows, shared in itertools.product(
+        (1, 2),
+        (True, False),
+        (True, False),
+        (True, False),
+        ("1", "n - 1"),
+        ("NR", "4"),
+        (False, True),
+    )
+    if (wait or expected == "1") and (mesh or not shared) and (shift == 1 or not shared)
 ]
 
 
