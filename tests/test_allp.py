@@ -177,7 +177,14 @@ def test_a_loop_carried_scalar_is_never_proved_for_every_p() -> None:
     """One symbolic iteration would count to 1 whatever N is: the tracer refuses."""
     report = racecheck.verify(str(FIXTURES / "allp_loop_carry.py"), ranks="all", fallback="4,5")
     assert [result.verdict for result in report.results] == [Verdict.PROVED, Verdict.BUG]
-    assert "the loop carries the scalar 'count'" in report.results[0].notes[0]
+    assert "the loop carries 'count'" in report.results[0].notes[0]
+
+
+def test_a_value_chosen_under_a_branch_on_the_loop_index_never_leaves_the_loop() -> None:
+    path = FIXTURES / "allp_branch_escape.py"
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="3").results
+    assert result.every_p is None and "the loop carries 'row'" in result.notes[0]
+    assert result.verdict is Verdict.BUG
 
 
 def test_a_while_loop_on_the_rank_count_ends_in_a_fallback() -> None:

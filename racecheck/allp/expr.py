@@ -18,6 +18,12 @@ from typing import Protocol
 WORLD = "N"
 
 
+class Opaque:
+    """A value whose contents the tracer does not follow (a tile's data)."""
+
+    __slots__ = ()
+
+
 class OutsideFragment(Exception):
     """The program does something the symbolic tracer does not model: no all-P proof."""
 

@@ -166,7 +166,7 @@ class Surface:
             raise OutsideFragment("a dispatch whose device= is not the index of one host loop")
         tracer.check(in_range(device.expr, Const(0), Var(WORLD)), "a dispatch's device")
         self.dispatched = True
-        tracer.rank = loop
+        tracer.enter_rank()
         try:
             function(*args, **kwargs)
         finally:

@@ -23,9 +23,11 @@ from racecheck.allp.expr import (
     Const,
     Expr,
     Not,
+    Opaque,
     OutsideFragment,
     Rel,
     Sym,
+    SymBool,
     Var,
     variables,
 )
@@ -55,6 +57,8 @@ class _Fact:
 class _Scope:
     var: str | None
     counter: int = 0
+    branched: bool = False  # a branch in the body depended on this loop's index
+    dispatches: bool = False  # the host loop whose index is the rank: nothing observable follows
 
 
 @dataclass(slots=True, kw_only=True)
@@ -120,6 +124,9 @@ class Tracer:
             self.alternatives += [[*self.taken, other] for other in feasible[1:]]
         self.taken.append(choice)
         self._assume(options[choice])
+        mentioned = set().union(*(variables(option) for option in options))
+        for scope in self.scopes:
+            scope.branched = scope.branched or scope.var in mentioned
         for number, option in enumerate(options):
             if variables(option) <= {WORLD}:
                 self.context.add((option, number == choice))
@@ -132,9 +139,8 @@ class Tracer:
         return frozenset(scope.var for scope in self.scopes if scope.var is not None)
 
     def _check_scope(self, item: Expr | Cond, what: str) -> None:
-        escaped = {
-            name for name in variables(item) if name.startswith("i") and name[1:].isdigit()
-        } - self._active_loops()
+        escaped = {name for name in variables(item) if _is_loop_var(name)}
+        escaped -= self._active_loops()
         if escaped:
             raise OutsideFragment(
                 f"{what} at {user_location()} uses a loop index after its loop ended"
@@ -163,16 +169,19 @@ class Tracer:
         self.scopes[-1].counter = 0
         self.slots.append(LoopItem(slot=slot, var=name))
         frame = sys._getframe(1)  # the frame iterating the loop
-        before = _scalars(frame.f_locals)
+        before = dict(frame.f_locals)
+        sizes = _sizes(before)
         try:
             yield self.sym(index)
         except GeneratorExit:
             # Raised here it would be swallowed: the run's driver reads `left_early`.
             self.left_early = f"a loop left early (break, return or an exception) in {name}"
             return
-        _check_carries(before, _scalars(frame.f_locals), name)
-        self.scopes.pop()
+        scope = self.scopes.pop()
         self.slots.pop()
+        if not scope.dispatches:
+            after = dict(frame.f_locals)
+            _check_loop_exit(before, sizes, after, self._active_loops(), scope.branched)
         self.facts = [fact for fact in self.facts if name not in fact.names]
 
     def position(self) -> tuple[PositionItem, ...]:
@@ -182,6 +191,15 @@ class Tracer:
         return (*self.slots, slot)
 
     # --- records ------------------------------------------------------------------------
+
+    def enter_rank(self) -> str:
+        """The innermost loop's index becomes the rank (a dispatch `device=` index)."""
+        scope = self.scopes[-1]
+        if scope.var is None:
+            raise OutsideFragment("a dispatch outside the host loop")
+        scope.dispatches = True
+        self.rank = scope.var
+        return scope.var
 
     def rank_var(self) -> str:
         if self.rank is None:
@@ -240,34 +258,64 @@ def _expr(value: object) -> Expr:
     raise OutsideFragment(f"{value!r} is not an integer bound")
 
 
-def _scalars(local_names: dict[str, object]) -> dict[str, object]:
-    """The loop-relevant state of a frame: its integers, and the sizes of its containers
-    (an append in a loop body is a carry too)."""
-    state: dict[str, object] = {}
-    for name, value in local_names.items():
-        if isinstance(value, Sym) or (isinstance(value, int) and not isinstance(value, bool)):
-            state[name] = value
-        elif isinstance(value, (list, dict, set, bytearray)):
-            state[name] = (id(value), len(value))
-    return state
+def _sizes(local_names: dict[str, object]) -> dict[str, int]:
+    return {
+        name: len(value)
+        for name, value in local_names.items()
+        if isinstance(value, (list, dict, set, bytearray))
+    }
 
 
-def _check_carries(before: dict[str, object], after: dict[str, object], index: str) -> None:
-    for name, value in before.items():
-        now = after.get(name, value)
-        if _unchanged(now, value):
+def _check_loop_exit(
+    before: dict[str, object],
+    sizes: dict[str, int],
+    after: dict[str, object],
+    outer_loops: frozenset[str],
+    branched: bool,
+) -> None:
+    """One symbolic iteration stands for all of them only if what it leaves behind is the
+    same after every iteration: tiles (opaque data), values of its own indices (whose
+    later use the scope checks refuse), and new names bound in a body that took no
+    branch on its index. A changed variable or a grown container is a loop carry; a new
+    name bound under a branch on the index may hold another iteration's value: both
+    are outside the fragment."""
+    for name, size in sizes.items():
+        value = after.get(name)
+        if value is not before[name] or len(value) != size:  # type: ignore[arg-type]
+            raise OutsideFragment(f"the loop carries the container {name!r}")
+    for name, now in after.items():
+        if isinstance(now, Opaque) or _of_inner_loop(now, outer_loops):
             continue
-        if isinstance(now, Sym) and index in variables(now.expr):
-            continue  # the loop target itself, or a value of this iteration
+        if name in before and _unchanged(now, before[name]):
+            continue
+        if name not in before and not branched:
+            continue
         raise OutsideFragment(
-            f"the loop carries the scalar {name!r} from one iteration to the next"
+            f"the loop carries {name!r}: set in one iteration and still bound after the loop"
         )
+
+
+def _of_inner_loop(value: object, outer_loops: frozenset[str]) -> bool:
+    """A symbolic value of an index of this loop (or of a loop inside it)."""
+    if isinstance(value, Sym):
+        names = variables(value.expr)
+    elif isinstance(value, SymBool):
+        names = variables(value.cond)
+    else:
+        return False
+    return any(_is_loop_var(name) and name not in outer_loops for name in names)
+
+
+def _is_loop_var(name: str) -> bool:
+    return name.startswith("i") and name[1:].isdigit()
 
 
 def _unchanged(now: object, value: object) -> bool:
     if isinstance(now, Sym) or isinstance(value, Sym):
         return isinstance(now, Sym) and isinstance(value, Sym) and now.expr == value.expr
-    return now == value
+    if isinstance(now, int) and isinstance(value, int):
+        return now == value
+    return now is value
 
 
 __all__ = ["TRUE", "PathRecord", "Tracer"]

@@ -16,6 +16,7 @@ from racecheck.allp.expr import (
     Const,
     Expr,
     Op,
+    Opaque,
     OutsideFragment,
     Rel,
     Var,
@@ -58,7 +59,7 @@ class SymView:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SymTile:
+class SymTile(Opaque):
     extent: tuple[Expr, ...]
 
     def __getitem__(self, index: object) -> Any:
