@@ -187,6 +187,27 @@ def test_a_value_chosen_under_a_branch_on_the_loop_index_never_leaves_the_loop()
     assert result.verdict is Verdict.BUG
 
 
+@pytest.mark.parametrize(
+    "iteration",
+    [
+        "for count, peer in enumerate(pl.range(nranks)):",
+        "for peer in list(pl.range(nranks)):",
+        "for peer in [p for p in pl.range(nranks)]:",
+    ],
+)
+def test_a_pl_range_consumed_by_anything_but_a_for_statement_is_refused(
+    tmp_path: Path, iteration: str
+) -> None:
+    """enumerate() or list() would see the one symbolic iteration as one iteration."""
+    source = (FIXTURES / "allp_loop_carry.py").read_text()
+    source = source.replace("for _peer in pl.range(nranks):", iteration)
+    path = tmp_path / "wrapped.py"
+    path.write_text(source)
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    assert result.every_p is None
+    assert "not the iterable of a for statement" in result.notes[0]
+
+
 def test_a_while_loop_on_the_rank_count_ends_in_a_fallback() -> None:
     report = racecheck.verify(str(FIXTURES / "allp_while_loop.py"), ranks="all", fallback="2")
     (result,) = report.results

@@ -10,9 +10,14 @@ precondition raised inside a loop are outside the fragment.
 
 from __future__ import annotations
 
+import ast
+import dis
+import functools
+import linecache
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import CodeType
 
 from racecheck.allp.expr import (
     TRUE,
@@ -169,6 +174,11 @@ class Tracer:
         self.scopes[-1].counter = 0
         self.slots.append(LoopItem(slot=slot, var=name))
         frame = sys._getframe(1)  # the frame iterating the loop
+        if not _iterated_by_for(frame.f_code, frame.f_lasti):
+            raise OutsideFragment(
+                f"a pl.range at {user_location()} that is not the iterable of a for statement"
+                " (a comprehension, list(), enumerate(), zip() ... would see one iteration)"
+            )
         before = dict(frame.f_locals)
         sizes = _sizes(before)
         try:
@@ -256,6 +266,43 @@ def _expr(value: object) -> Expr:
     if isinstance(value, int) and not isinstance(value, bool):
         return Const(value)
     raise OutsideFragment(f"{value!r} is not an integer bound")
+
+
+_WRAPPERS = frozenset(
+    {"enumerate", "zip", "reversed", "sorted", "list", "tuple", "map", "filter", "iter"}
+)
+
+
+@functools.cache
+def _iterated_by_for(code: CodeType, offset: int) -> bool:
+    """Whether the instruction at `offset` is the FOR_ITER of a `for` statement whose
+    iterable is the pl.range call itself (not a wrapper that would consume it)."""
+    instructions = list(dis.get_instructions(code))
+    here = next((i for i in instructions if i.offset == offset), None)
+    get_iters = [i for i in instructions if i.offset < offset and i.opname == "GET_ITER"]
+    if here is None or here.opname != "FOR_ITER" or not get_iters:
+        return False
+    line = get_iters[-1].positions.lineno if get_iters[-1].positions else None
+    if line is None:
+        return False
+    try:
+        tree = ast.parse(_source(code))
+    except (OSError, SyntaxError):
+        return False
+    loops = [node for node in ast.walk(tree) if isinstance(node, ast.For) and node.lineno == line]
+    return len(loops) == 1 and _plain_call(loops[0].iter)
+
+
+def _source(code: CodeType) -> str:
+    return "".join(linecache.getlines(code.co_filename))
+
+
+def _plain_call(node: ast.expr) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return name not in _WRAPPERS
 
 
 def _sizes(local_names: dict[str, object]) -> dict[str, int]:
