@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
-from racecheck.options import Options, engine_choice, parse_ranks, runtime_order_choice
+from racecheck.options import (
+    Options,
+    engine_choice,
+    parse_every_p,
+    parse_ranks,
+    runtime_order_choice,
+)
 
 __all__ = [
     "Finding",
@@ -36,15 +42,23 @@ def verify(
     seed: int = 0,
     runtime_order: str = "current",
     reset_windows: bool = False,
+    fallback: str | None = None,
 ) -> Report:
     """Check every program of the file at every rank count; see docs/cli.md for the result.
+    `ranks="all"` (or `"2.."`) proves for every P, else checks `fallback` (default 2..8).
 
     The options are validated as the CLI's are (`racecheck.options.Options`): a bad
     value raises `racecheck.errors.UsageError`."""
     from racecheck.check import check
 
+    every_p = parse_every_p(ranks, fallback) if isinstance(ranks, str) else None
+    if every_p is not None:
+        counts = every_p.fallback
+    else:
+        counts = parse_ranks(ranks) if isinstance(ranks, str) else tuple(sorted(set(ranks)))
     options = Options(
-        ranks=parse_ranks(ranks) if isinstance(ranks, str) else tuple(sorted(set(ranks))),
+        every_p=every_p,
+        ranks=counts,
         engine=engine_choice(engine),
         programs=tuple(programs),
         args=tuple((name, str(value)) for name, value in args.items()),

@@ -16,7 +16,7 @@
   that no write can precede in any execution. Checked per byte region: a window that
   also holds signal cells is checked on its other bytes. A read that only runs after
   a wait of a deadlock is part of that deadlock, not a stale read. A stale read is a
-  warning (SPEC change of issue 10.8): `racecheck.judge` makes it an error when the
+  warning (docs/model.md): `racecheck.judge` makes it an error when the
   functional check at that P fails.
 * Deadlock: the engine's `stuck()` state.
 * Out of bounds: recorded by the co-simulation with its line.

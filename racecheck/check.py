@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from racecheck import judge, reference
+from racecheck.allp import Answer, EveryPOutcome, prove_every_p
 from racecheck.analysis import find_hazards
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
 from racecheck.cosim.tasks import TaskOrders, name_tasks, reorderings, task_overlaps
@@ -19,11 +20,11 @@ from racecheck.engines import prepare
 from racecheck.engines.deadline import DeadlineOracle
 from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
 from racecheck.events import Schedule
-from racecheck.findings import FindingKind, ProgramResult, Report, Verdict
+from racecheck.findings import EveryPProof, FindingKind, ProgramResult, Report, Verdict
 from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
-from racecheck.options import Options
+from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
 from racecheck.session import Session
 from racecheck.steering import open_reads
@@ -46,18 +47,97 @@ def _check_file(path: str, options: Options, progress: Progress | None) -> Repor
     results: list[ProgramResult] = []
     errors: list[str] = []
     for spec in specs:
-        outcomes = []
-        for ranks in options.ranks:
-            if progress is not None:
-                progress(spec.name, ranks)
-            try:
-                outcomes.append(_check_one(spec, ranks, options))
-            except (UnsupportedConstruct, TracingError) as error:
-                # One program the DSL cannot follow must not hide the file's other programs.
-                errors.append(error.render())
-                outcomes.append(_outcome(spec, ranks, time.monotonic(), unknown=error.message))
-        results += [judge.decide(outcome) for outcome in judge.across_ranks(outcomes, options)]
+        if options.every_p is not None:
+            results += _check_every_p(spec, options, options.every_p, errors, progress)
+        else:
+            results += _check_ranks(spec, options.ranks, options, errors, progress)
     return Report(file=path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
+
+
+def _check_ranks(
+    spec: ProgramSpec,
+    counts: tuple[int, ...],
+    options: Options,
+    errors: list[str],
+    progress: Progress | None,
+) -> list[ProgramResult]:
+    """The program at each P of `counts`, judged together (the cross-P step)."""
+    outcomes = []
+    for ranks in counts:
+        if progress is not None:
+            progress(spec.name, ranks)
+        try:
+            outcomes.append(_check_one(spec, ranks, options))
+        except (UnsupportedConstruct, TracingError) as error:
+            # One program the DSL cannot follow must not hide the file's other programs.
+            errors.append(error.render())
+            outcomes.append(_outcome(spec, ranks, time.monotonic(), unknown=error.message))
+    return [judge.decide(outcome) for outcome in judge.across_ranks(outcomes, options)]
+
+
+def _check_every_p(
+    spec: ProgramSpec,
+    options: Options,
+    every_p: EveryP,
+    errors: list[str],
+    progress: Progress | None,
+) -> list[ProgramResult]:
+    """One all-P proof, which stands only if the concrete check at its lowest P proves
+    everything the symbolic fragment leaves out (tasks of a rank, steering values,
+    writes into signal cells other than notifies) — or the smallest failing P confirmed
+    by the concrete pipeline — or the fallback range, with the reason."""
+    started = time.monotonic()
+    try:
+        outcome = prove_every_p(spec, every_p.low, repeat=options.repeat)
+    except (UnsupportedConstruct, TracingError) as error:
+        outcome = EveryPOutcome(answer=Answer.FALLBACK, low=every_p.low, reason=error.message)
+    reason = outcome.reason
+    if outcome.answer is Answer.PROVED:
+        (first,) = _check_ranks(spec, (every_p.low,), options, errors, progress)
+        if first.verdict is Verdict.PROVED:
+            return [_proved_every_p(first, every_p, outcome, started)]
+        if first.verdict is Verdict.BUG:
+            return [_noted(first, f"--ranks all: the proof holds, but P={every_p.low} fails")]
+        reason = f"the concrete check at P={every_p.low} is {first.verdict.value}"
+    elif outcome.answer is Answer.REFUTED and outcome.smallest is not None:
+        for ranks in dict.fromkeys((every_p.low, outcome.smallest)):
+            (found,) = _check_ranks(spec, (ranks,), options, errors, progress)
+            if found.verdict is Verdict.BUG:
+                why = reason if ranks == outcome.smallest else "the concrete check at the lowest P"
+                return [_noted(found, f"smallest failing P={ranks}: {why}")]
+        reason += (
+            ", but the concrete check at that P finds no bug (a longer causal chain may order it)"
+        )
+    note = f"not proved for every P: {reason}; checked P={_span(every_p.fallback)} instead"
+    results = _check_ranks(spec, every_p.fallback, options, errors, progress)
+    return [_noted(result, note) for result in results]
+
+
+def _proved_every_p(
+    first: ProgramResult, every_p: EveryP, outcome: EveryPOutcome, started: float
+) -> ProgramResult:
+    compared = (
+        f"checked concretely at P={every_p.low} (tasks, steering values, golden model):"
+        f" {first.model or 'matches no model'}"
+    )
+    return dataclasses.replace(
+        first,
+        every_p=EveryPProof(low=every_p.low, assumptions=(*outcome.assumptions, compared)),
+        events=outcome.templates,  # for an all-P result: the number of event templates
+        seconds=round(time.monotonic() - started, 4),
+        engine="allp",
+    )
+
+
+def _noted(result: ProgramResult, note: str) -> ProgramResult:
+    return dataclasses.replace(result, notes=(note, *result.notes))
+
+
+def _span(ranks: tuple[int, ...]) -> str:
+    contiguous = list(ranks) == list(range(ranks[0], ranks[-1] + 1))
+    return (
+        f"{ranks[0]}..{ranks[-1]}" if contiguous and len(ranks) > 1 else ",".join(map(str, ranks))
+    )
 
 
 def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramResult:

@@ -30,6 +30,7 @@ from racecheck.options import (
     engine_choice,
     parse_arg,
     parse_count,
+    parse_every_p,
     parse_ranks,
     parse_seconds,
     runtime_order_choice,
@@ -177,7 +178,12 @@ def _build_parser() -> _Parser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     verify = commands.add_parser("verify", help="prove a collective correct or show its bug")
     _add_program_flags(verify, files="+")
-    verify.add_argument("--ranks", default="2..8", help="rank counts: 4, 2,4,8 or 2..8")
+    verify.add_argument(
+        "--ranks", default="2..8", help="rank counts: 4, 2,4,8, 2..8, or all / 2.. (every P)"
+    )
+    verify.add_argument(
+        "--fallback", metavar="RANKS", help="with --ranks all: the range checked if no proof"
+    )
     engines = ",".join(choice.value for choice in EngineChoice)
     verify.add_argument("--engine", default="auto", metavar=f"{{{engines}}}")
     verify.add_argument("--expect", metavar="MODEL", help="golden model, e.g. allreduce-sum")
@@ -230,8 +236,10 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
 
 
 def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand:
+    every_p = parse_every_p(namespace.ranks, namespace.fallback)
     options = Options(
-        ranks=parse_ranks(namespace.ranks),
+        ranks=every_p.fallback if every_p is not None else parse_ranks(namespace.ranks),
+        every_p=every_p,
         engine=engine_choice(namespace.engine),
         programs=tuple(namespace.program),
         args=tuple(parse_arg(text) for text in namespace.arg),

@@ -195,6 +195,14 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EveryPProof:
+    """`proved for every P >= low`, and what that proof rests on."""
+
+    low: int
+    assumptions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProgramResult:
     program: str
     ranks: int
@@ -207,6 +215,7 @@ class ProgramResult:
     message: str = ""  # why skipped / unknown
     notes: tuple[str, ...] = ()
     rank_param: str | None = None  # the factory parameter that received P
+    every_p: EveryPProof | None = None  # set: this result holds for every P >= every_p.low
 
     @property
     def warnings(self) -> tuple[Finding, ...]:

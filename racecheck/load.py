@@ -154,11 +154,23 @@ class ProgramInstance:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ProgramOrigin:
+    """Where a program comes from, for tracers that run it other than per P (allp)."""
+
+    loaded: LoadedFile
+    value: Any  # a @pl.program class, a @pl.jit.host entry, or a factory function
+    keywords: tuple[tuple[str, Any], ...] = ()  # a factory's fixed arguments
+    rank_parameter: str | None = None  # a factory's rank-count parameter
+    args: tuple[tuple[str, str], ...] = ()  # --arg NAME=VALUE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProgramSpec:
     name: str
     build: Callable[[int], ProgramInstance] = field(repr=False)
     parameters: tuple[str, ...] = ()  # the names `--arg` may set
     rank_param: str | None = None  # the factory parameter that receives P
+    origin: ProgramOrigin | None = field(default=None, repr=False)
 
     def instantiate(self, ranks: int) -> ProgramInstance:
         """The program at `ranks`; raises ProgramRejected (skip this P) or UserError."""
@@ -446,6 +458,13 @@ def _factory_specs(
                 ),
                 parameters=tuple(n for n in names if n != rank_parameter),
                 rank_param=rank_parameter,
+                origin=ProgramOrigin(
+                    loaded=loaded,
+                    value=factory,
+                    keywords=tuple({**fixed, **chosen}.items()),
+                    rank_parameter=rank_parameter,
+                    args=tuple(args.items()),
+                ),
             )
         )
     return specs
@@ -474,6 +493,7 @@ def _fixed_spec(loaded: LoadedFile, name: str, value: Any, args: Mapping[str, st
         name=name,
         build=_fixed_builder(loaded, name, value, args),
         parameters=_entry_names(loaded, name, value),
+        origin=ProgramOrigin(loaded=loaded, value=value, args=tuple(args.items())),
     )
 
 

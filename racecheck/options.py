@@ -35,6 +35,14 @@ _Choice = TypeVar("_Choice", bound=Enum)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EveryP:
+    """`--ranks all` / `--ranks LOW..`: one proof for every P >= low, else `fallback`."""
+
+    low: int = 2
+    fallback: tuple[int, ...] = DEFAULT_RANKS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Options:
     ranks: tuple[int, ...] = DEFAULT_RANKS
     engine: EngineChoice = EngineChoice.AUTO
@@ -47,6 +55,7 @@ class Options:
     seed: int = 0
     runtime_order: RuntimeOrder = RuntimeOrder.CURRENT
     reset_windows: bool = False  # with repeat: windows zeroed between calls (docs/model.md)
+    every_p: EveryP | None = None  # --ranks all: prove for every P (racecheck.allp)
 
     def __post_init__(self) -> None:
         if not self.ranks or not all(_is_int(p) and 1 <= p <= MAX_RANKS for p in self.ranks):
@@ -127,6 +136,22 @@ def parse_ranks(text: str) -> tuple[int, ...]:
         else:
             ranks.add(_rank_number(part, text))
     return tuple(sorted(ranks))
+
+
+def parse_every_p(text: str, fallback: str | None) -> EveryP | None:
+    """`all` (every P >= 2) or an open range `LOW..`; None for a concrete `--ranks`."""
+    stripped = text.strip()
+    if stripped == "all":
+        low = 2
+    elif stripped.endswith("..") and "," not in stripped:
+        low = _rank_number(stripped[:-2], text)
+    else:
+        if fallback is not None:
+            raise UsageError("--fallback goes with --ranks all or an open range such as 2..")
+        return None
+    ranks = parse_ranks(fallback) if fallback is not None else DEFAULT_RANKS
+    kept = tuple(rank for rank in ranks if rank >= low) or (low,)
+    return EveryP(low=low, fallback=kept)
 
 
 def _rank_number(text: str, whole: str) -> int:

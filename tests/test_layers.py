@@ -19,7 +19,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.dsl",),
     ("racecheck.load", "racecheck.session"),
     ("racecheck.cosim",),
-    ("racecheck.engines",),
+    ("racecheck.engines", "racecheck.allp"),
     ("racecheck.analysis", "racecheck.steering"),
     ("racecheck.models", "racecheck.reference"),
     ("racecheck.judge",),
@@ -28,8 +28,10 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.cli", "racecheck.__main__", "racecheck"),
 )
 
-SOLVER_HOMES = frozenset({"racecheck.engines.smt", "racecheck.engines.inputs_smt"})
-"""The solver modules: orderings (the smt engine) and concolic input choice."""
+SOLVER_HOMES = frozenset(
+    {"racecheck.engines.smt", "racecheck.engines.inputs_smt", "racecheck.allp.solver"}
+)
+"""The solver modules: orderings (the smt engine), concolic input choice, all-P proofs."""
 
 
 def stage_of(module: str) -> int:

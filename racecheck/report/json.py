@@ -57,6 +57,17 @@ def _result(result: ProgramResult) -> JsonObject:
         "message": result.message,
         "notes": list(result.notes),
         "rank_param": result.rank_param,
+        **_every_p(result),
+    }
+
+
+def _every_p(result: ProgramResult) -> JsonObject:
+    """A result for every P: `"ranks": "all"`, its lower bound and its assumptions."""
+    if result.every_p is None:
+        return {}
+    return {
+        "ranks": "all",
+        "every_p": {"low": result.every_p.low, "assumptions": list(result.every_p.assumptions)},
     }
 
 

@@ -92,6 +92,18 @@ def _invocation(report: Report) -> JsonObject:
         for result in report.results
         if result.verdict in (Verdict.SKIPPED, Verdict.UNKNOWN)
     ]
+    notifications += [
+        {
+            "level": "note",
+            "message": {
+                "text": f"{result.program}: proved for every P >= {result.every_p.low}, assuming "
+                + "; ".join(result.every_p.assumptions)
+            },
+            "properties": {"ranks": "all"},
+        }
+        for result in report.results
+        if result.every_p is not None
+    ]
     notifications += [{"level": "error", "message": {"text": error}} for error in report.errors]
     return {
         "executionSuccessful": report.exit_code != 2,

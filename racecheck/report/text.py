@@ -74,20 +74,35 @@ def _rank_params(report: Report) -> list[tuple[str, str]]:
 
 def _result_lines(results: Sequence[ProgramResult], paint: _Paint) -> list[str]:
     name_width = max((len(result.program) for result in results), default=0)
-    rank_width = max((len(str(result.ranks)) for result in results), default=0)
-    return [_result_line(result, name_width, rank_width, paint) for result in results]
+    rank_width = max((len(_rank_label(result)) for result in results), default=0)
+    lines = []
+    for result in results:
+        lines.append(_result_line(result, name_width, rank_width, paint))
+        if result.every_p is not None:
+            lines += [f"    assumes: {assumption}" for assumption in result.every_p.assumptions]
+    return lines
+
+
+def _rank_label(result: ProgramResult) -> str:
+    """`P=4`, or `P>=2` for a result that holds for every P from 2 on."""
+    if result.every_p is not None:
+        return f"P>={result.every_p.low}"
+    return f"P={result.ranks}"
 
 
 def _result_line(result: ProgramResult, name_width: int, rank_width: int, paint: _Paint) -> str:
     verdict = paint(result.verdict.value, _VERDICT_COLOUR[result.verdict])
-    fields = [f"  {result.program:<{name_width}}", f"P={result.ranks:<{rank_width}}", verdict]
+    fields = [f"  {result.program:<{name_width}}", f"{_rank_label(result):<{rank_width}}", verdict]
     if result.verdict is Verdict.SKIPPED:
         return "  ".join([*fields, result.message]).rstrip()
-    fields += [f"{result.events} events", f"{result.seconds:.2f}s"]
+    unit = "events" if result.every_p is None else "templates"  # an all-P proof's count
+    fields += [f"{result.events} {unit}", f"{result.seconds:.2f}s"]
     if result.verdict is Verdict.UNKNOWN:
         fields.append(result.message)
     elif result.verdict is Verdict.PROVED:
         fields.append(result.model if result.model is not None else "matches no model")
+        if result.every_p is not None:
+            fields.append(f"proved for every P >= {result.every_p.low}")
         warnings = len(result.warnings)
         if warnings:
             fields.append(f"({warnings} warning{'' if warnings == 1 else 's'})")

@@ -1,0 +1,374 @@
+"""Symbolic integers for the all-P tracer: expression trees over the world size `N`,
+the rank and loop indices, and the Python-facing `Sym` that user code computes with.
+
+Expressions are plain frozen data (no z3 here: `solver` translates them). `Sym`
+behaves like a device integer (`%` and `//` truncate toward zero); comparing two
+`Sym`s gives a `SymBool` whose truth value is decided by the tracer, which follows
+both sides of a branch on separate runs. Any use that needs a concrete integer
+(`range(sym)`, indexing a Python list, hashing) leaves the symbolic fragment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+WORLD = "N"
+
+
+class Opaque:
+    """A value whose contents the tracer does not follow (a tile's data)."""
+
+    __slots__ = ()
+
+
+class OutsideFragment(Exception):
+    """The program does something the symbolic tracer does not model: no all-P proof."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Op(Enum):
+    ADD = "+"
+    SUB = "-"
+    MUL = "*"
+    TDIV = "//"  # truncating, as on the device
+    TMOD = "%"
+
+
+class Rel(Enum):
+    EQ = "=="
+    NE = "!="
+    LT = "<"
+    LE = "<="
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: int
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Bin:
+    op: Op
+    left: Expr
+    right: Expr
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op.value} {self.right})"
+
+
+Expr = Const | Var | Bin
+
+
+@dataclass(frozen=True, slots=True)
+class Cmp:
+    rel: Rel
+    left: Expr
+    right: Expr
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.rel.value} {self.right}"
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    inner: Cond
+
+    def __str__(self) -> str:
+        return f"not ({self.inner})"
+
+
+@dataclass(frozen=True, slots=True)
+class All:
+    parts: tuple[Cond, ...]
+
+    def __str__(self) -> str:
+        return " and ".join(f"({part})" for part in self.parts) or "true"
+
+
+@dataclass(frozen=True, slots=True)
+class Any_:
+    parts: tuple[Cond, ...]
+
+    def __str__(self) -> str:
+        return " or ".join(f"({part})" for part in self.parts) or "false"
+
+
+@dataclass(frozen=True, slots=True)
+class Exists:
+    names: tuple[str, ...]
+    body: Cond
+
+    def __str__(self) -> str:
+        return f"exists {', '.join(self.names)}: {self.body}"
+
+
+Cond = Cmp | Not | All | Any_ | Exists
+TRUE: Cond = All(())
+FALSE: Cond = Any_(())
+
+
+def variables(item: Expr | Cond) -> frozenset[str]:
+    """The free variable names of an expression or condition."""
+    if isinstance(item, Var):
+        return frozenset({item.name})
+    if isinstance(item, Const):
+        return frozenset()
+    if isinstance(item, (Bin, Cmp)):
+        return variables(item.left) | variables(item.right)
+    if isinstance(item, Not):
+        return variables(item.inner)
+    if isinstance(item, Exists):
+        return variables(item.body) - set(item.names)
+    return frozenset().union(*(variables(part) for part in item.parts))
+
+
+def renamed(item: Expr, names: dict[str, str]) -> Expr:
+    if isinstance(item, Var):
+        return Var(names.get(item.name, item.name))
+    if isinstance(item, Const):
+        return item
+    return Bin(item.op, renamed(item.left, names), renamed(item.right, names))
+
+
+def renamed_cond(item: Cond, names: dict[str, str]) -> Cond:
+    if isinstance(item, Cmp):
+        return Cmp(item.rel, renamed(item.left, names), renamed(item.right, names))
+    if isinstance(item, Not):
+        return Not(renamed_cond(item.inner, names))
+    if isinstance(item, Exists):
+        inner = {key: value for key, value in names.items() if key not in item.names}
+        return Exists(item.names, renamed_cond(item.body, inner))
+    parts = tuple(renamed_cond(part, names) for part in item.parts)
+    return All(parts) if isinstance(item, All) else Any_(parts)
+
+
+def truncating_div(left: int, right: int) -> int:
+    quotient = abs(left) // abs(right)
+    return quotient if (left < 0) == (right < 0) else -quotient
+
+
+_FOLD: dict[Op, Callable[[int, int], int]] = {
+    Op.ADD: lambda a, b: a + b,
+    Op.SUB: lambda a, b: a - b,
+    Op.MUL: lambda a, b: a * b,
+    Op.TDIV: truncating_div,
+    Op.TMOD: lambda a, b: a - b * truncating_div(a, b),
+}
+
+
+class Decide(Protocol):
+    """Decides branches: `bool` of a condition, or which of exclusive cases holds."""
+
+    def __call__(self, cond: Cond) -> bool: ...
+
+    def choose(self, options: tuple[Cond, ...]) -> int: ...
+
+
+def to_expr(value: object) -> Expr:
+    if isinstance(value, (Const, Var, Bin)):
+        return value
+    if isinstance(value, Sym):
+        return value.expr
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Const(int(value))
+    if hasattr(value, "__index__") and not isinstance(value, (float, bool)):
+        return Const(value.__index__())  # type: ignore[union-attr]
+    raise OutsideFragment(f"{value!r} is not an integer the symbolic tracer can follow")
+
+
+def _combine(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
+    if isinstance(left, Const) and isinstance(right, Const):
+        if op in (Op.TDIV, Op.TMOD) and right.value == 0:
+            raise ZeroDivisionError("integer division or modulo by zero")
+        return _FOLD[op](left.value, right.value)
+    if op is Op.ADD and right == Const(0):
+        return Sym(left, decide)
+    if op in (Op.TDIV, Op.TMOD) and not isinstance(right, Const):
+        return _split_division(op, left, right, decide)
+    return Sym(Bin(op, left, right), decide)
+
+
+MAX_QUOTIENTS = 256
+
+
+def _split_division(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
+    """`a // b`, `a % b` with a symbolic b > 0, as a case split on the quotient: each
+    case is a branch the tracer follows, and within it the result is linear."""
+    zero = Const(0)
+    if not decide(Cmp(Rel.LT, zero, right)):
+        raise OutsideFragment(f"division by {right}, which may be zero or negative")
+    if isinstance(left, Const):
+        quotients = (
+            range(0, abs(left.value) + 1) if left.value >= 0 else range(0, left.value - 1, -1)
+        )
+        if len(quotients) > MAX_QUOTIENTS:
+            raise OutsideFragment(f"{left} // {right} has too many cases to split")
+    else:
+        quotients = range(-1, 2)
+    cases = tuple(quotient_is(quotient, left, right) for quotient in quotients)
+    chosen = decide.choose((*cases, Not(Any_(cases))))
+    if chosen < len(cases):
+        quotient = quotients[chosen]
+        if op is Op.TDIV:
+            return quotient
+        product = _combine(Op.MUL, Const(quotient), right, decide)
+        return _combine(Op.SUB, left, to_expr(product), decide)
+    raise OutsideFragment(
+        f"{left} {op.value} {right} is outside the bounded cases the tracer splits"
+    )
+
+
+def quotient_is(quotient: int, left: Expr, right: Expr) -> Cond:
+    """The truncating quotient of left by right (right > 0) is `quotient`."""
+    low = Bin(Op.MUL, Const(quotient), right) if quotient else Const(0)
+    if quotient > 0 or (quotient == 0 and not (isinstance(left, Const) and left.value < 0)):
+        high = Bin(Op.MUL, Const(quotient + 1), right)
+        positive = All(
+            (Cmp(Rel.LE, Const(0), left), Cmp(Rel.LE, low, left), Cmp(Rel.LT, left, high))
+        )
+        if quotient == 0:
+            negative = All(
+                (Cmp(Rel.LT, left, Const(0)), Cmp(Rel.LT, Bin(Op.SUB, Const(0), right), left))
+            )
+            return Any_((positive, negative))
+        return positive
+    # quotient < 0 (or 0 for a negative constant): -(|q|+1)*b < a <= q*b, a < 0
+    floor = Bin(Op.MUL, Const(quotient - 1), right)
+    return All((Cmp(Rel.LT, left, Const(0)), Cmp(Rel.LT, floor, left), Cmp(Rel.LE, left, low)))
+
+
+def _is_operand(value: object) -> bool:
+    return isinstance(value, Sym) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+class Sym:
+    """A symbolic device integer; `decide` settles branches on it."""
+
+    __slots__ = ("expr", "decide")
+
+    def __init__(self, expr: Expr, decide: Decide) -> None:
+        self.expr = expr
+        self.decide = decide
+
+    def _binary(self, op: Op, other: object, *, reflected: bool = False) -> Operand:
+        if not _is_operand(other):
+            return NotImplemented
+        left, right = (to_expr(other), self.expr) if reflected else (self.expr, to_expr(other))
+        return _combine(op, left, right, self.decide)
+
+    def __add__(self, other: object) -> Operand:
+        return self._binary(Op.ADD, other)
+
+    def __radd__(self, other: object) -> Operand:
+        return self._binary(Op.ADD, other, reflected=True)
+
+    def __sub__(self, other: object) -> Operand:
+        return self._binary(Op.SUB, other)
+
+    def __rsub__(self, other: object) -> Operand:
+        return self._binary(Op.SUB, other, reflected=True)
+
+    def __mul__(self, other: object) -> Operand:
+        return self._binary(Op.MUL, other)
+
+    def __rmul__(self, other: object) -> Operand:
+        return self._binary(Op.MUL, other, reflected=True)
+
+    def __floordiv__(self, other: object) -> Operand:
+        return self._binary(Op.TDIV, other)
+
+    def __rfloordiv__(self, other: object) -> Operand:
+        return self._binary(Op.TDIV, other, reflected=True)
+
+    def __mod__(self, other: object) -> Operand:
+        return self._binary(Op.TMOD, other)
+
+    def __rmod__(self, other: object) -> Operand:
+        return self._binary(Op.TMOD, other, reflected=True)
+
+    def __neg__(self) -> Operand:
+        return _combine(Op.SUB, Const(0), self.expr, self.decide)
+
+    def __pos__(self) -> Sym:
+        return self
+
+    def _compare(self, rel: Rel, left: object, right: object) -> SymBool:
+        if not (_is_operand(left) and _is_operand(right)):
+            raise OutsideFragment(f"comparing {left!r} with {right!r} is outside the fragment")
+        return SymBool(Cmp(rel, to_expr(left), to_expr(right)), self.decide)
+
+    def __eq__(self, other: object) -> SymBool:  # type: ignore[override]
+        return self._compare(Rel.EQ, self, other)
+
+    def __ne__(self, other: object) -> SymBool:  # type: ignore[override]
+        return self._compare(Rel.NE, self, other)
+
+    def __lt__(self, other: object) -> SymBool:
+        return self._compare(Rel.LT, self, other)
+
+    def __le__(self, other: object) -> SymBool:
+        return self._compare(Rel.LE, self, other)
+
+    def __gt__(self, other: object) -> SymBool:
+        return self._compare(Rel.LT, other, self)
+
+    def __ge__(self, other: object) -> SymBool:
+        return self._compare(Rel.LE, other, self)
+
+    def __bool__(self) -> bool:
+        return self.decide(Cmp(Rel.NE, self.expr, Const(0)))
+
+    def __index__(self) -> int:
+        raise OutsideFragment(
+            f"the symbolic value {self.expr} is used where Python needs a concrete integer"
+        )
+
+    __int__ = __index__
+
+    def __hash__(self) -> int:
+        raise OutsideFragment(f"the symbolic value {self.expr} is hashed or used as a key")
+
+    def __repr__(self) -> str:
+        return str(self.expr)
+
+    def __format__(self, spec: str) -> str:
+        return str(self.expr)
+
+
+Operand = int | Sym
+
+
+class SymBool:
+    """A symbolic comparison; `bool()` of it is a branch the tracer follows both ways."""
+
+    __slots__ = ("cond", "decide")
+
+    def __init__(self, cond: Cond, decide: Decide) -> None:
+        self.cond = cond
+        self.decide = decide
+
+    def __bool__(self) -> bool:
+        return self.decide(self.cond)
+
+    def __hash__(self) -> int:
+        raise OutsideFragment(f"the symbolic condition {self.cond} is hashed")
+
+    def __repr__(self) -> str:
+        return str(self.cond)

@@ -1,0 +1,173 @@
+"""Run a program once per branch path with symbolic N and rank; merge the paths.
+
+The user's module has its `pl`/`pld` names and module-level DSL functions swapped
+for the shadow surface during each run and restored after. A factory is called with
+N for its rank-count parameter. A user exception on a path is the program rejecting
+the P of that path (a precondition); any construct the surface does not follow ends
+the attempt with `OutsideFragment`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from racecheck.allp.expr import WORLD, Cmp, Cond, Const, OutsideFragment, Rel, Var
+from racecheck.allp.functions import ShadowFunction, host_entry
+from racecheck.allp.shadow import Surface
+from racecheck.allp.templates import Protocol, Rejection
+from racecheck.allp.tracer import PathRecord, Tracer
+from racecheck.dsl import modules
+from racecheck.dsl.program import DslFunction
+from racecheck.dsl.types import DynVar, TensorType
+from racecheck.errors import ProgramRejected, UserError
+from racecheck.load import RANK_COUNT_NAMES, ProgramOrigin, parse_arg, rejection_message
+
+MAX_PATHS = 256
+
+
+def trace_protocol(
+    origin: ProgramOrigin, low: int, feasible: Callable[[Cond, float], bool], deadline: float
+) -> Protocol:
+    pending: list[list[int]] = [[]]
+    records: list[PathRecord] = []
+    rank_var = ""
+    while pending:
+        if len(records) >= MAX_PATHS:
+            raise OutsideFragment(f"more than {MAX_PATHS} branch paths")
+        if time.monotonic() > deadline:
+            raise OutsideFragment("the all-P time budget ran out while tracing")
+        tracer = Tracer(
+            pending.pop(), _until(feasible, deadline), Cmp(Rel.LE, Const(low), Var(WORLD))
+        )
+        surface = Surface(
+            tracer, modules.MODULES["pypto.language"], modules.MODULES["pypto.language.distributed"]
+        )
+        _run_path(origin, surface)
+        if tracer.left_early and tracer.record.rejection is None:
+            raise OutsideFragment(tracer.left_early)
+        if not surface.dispatched and tracer.record.rejection is None:
+            raise OutsideFragment("no dispatch loop `for r in pl.range(world size)` was followed")
+        rank_var = rank_var or _dispatch_var(tracer)
+        pending.extend(tracer.alternatives)
+        records.append(tracer.record)
+    return Protocol(
+        templates=tuple(dict.fromkeys(t for record in records for t in record.templates)),
+        checks=tuple(dict.fromkeys(c for record in records for c in record.checks)),
+        rejections=tuple(
+            dict.fromkeys(r for record in records if (r := record.rejection) is not None)
+        ),
+        rank_var=rank_var,
+        paths=len(records),
+    )
+
+
+def _until(feasible: Callable[[Cond, float], bool], deadline: float) -> Callable[[Cond], bool]:
+    def check(cond: Cond) -> bool:
+        return feasible(cond, deadline)
+
+    return check
+
+
+def _dispatch_var(tracer: Tracer) -> str:
+    ranks = {template.rank for template in tracer.record.templates}
+    return next(iter(ranks), "")
+
+
+def _run_path(origin: ProgramOrigin, surface: Surface) -> None:
+    with _swapped(origin.loaded.namespace, surface), modules.installed():
+        try:
+            entry, parameters = host_entry(_program(origin, surface), surface)
+            entry(*_host_arguments(origin, entry, parameters, surface))
+        except (OutsideFragment, UserError):
+            raise
+        except ProgramRejected as rejected:
+            surface.tracer.reject(rejected.message)
+        except Exception as error:  # noqa: BLE001 - the user's own exception, or ours
+            message = rejection_message(error) if _raised_by_statement(error) else None
+            if message is None:
+                raise OutsideFragment(f"{type(error).__name__}: {error}") from None
+            surface.tracer.reject(message)
+
+
+def _raised_by_statement(error: BaseException) -> bool:
+    """A `raise` or `assert` in the user's code, not an operation the tracer cannot do."""
+    frames = traceback.extract_tb(error.__traceback__)
+    text = (frames[-1].line or "").lstrip() if frames else ""
+    return text.startswith(("raise", "assert"))
+
+
+def _program(origin: ProgramOrigin, surface: Surface) -> Any:
+    value = origin.value
+    if not inspect.isfunction(value):
+        return value
+    if origin.rank_parameter is None:
+        raise OutsideFragment("a factory without a rank-count parameter")
+    keywords = dict(origin.keywords)
+    keywords[origin.rank_parameter] = surface.tracer.world()
+    return value(**keywords)
+
+
+def _host_arguments(
+    origin: ProgramOrigin,
+    entry: Callable[..., Any],
+    parameters: list[str],
+    surface: Surface,
+) -> list[object]:
+    signature = inspect.signature(entry)
+    args = dict(origin.args)
+    rank_dims = _rank_dims(
+        [signature.parameters[name].annotation for name in parameters], frozenset(args)
+    )
+    surface.rank_dims = rank_dims
+    values: list[object] = []
+    for name in parameters:
+        parameter = signature.parameters[name]
+        annotation = parameter.annotation
+        if isinstance(annotation, TensorType):
+            values.append(surface.host_tensor(name, annotation, rank_dims))
+        elif name in args:
+            values.append(parse_arg(args[name], origin.loaded))
+        elif parameter.default is not inspect.Parameter.empty:
+            values.append(parameter.default)
+        else:
+            raise OutsideFragment(f"host parameter {name!r} has no value")
+    return values
+
+
+def _rank_dims(annotations: list[object], given: frozenset[str]) -> frozenset[str]:
+    """The `pl.dynamic` dims that are the rank count, by the loader's rule: a leading
+    host-tensor dim or a rank-count name, unless `--arg` binds it."""
+    names = set()
+    for annotation in annotations:
+        if not isinstance(annotation, TensorType):
+            continue
+        for position, dim in enumerate(annotation.dims):
+            if isinstance(dim, DynVar) and (position == 0 or dim.name.lower() in RANK_COUNT_NAMES):
+                names.add(dim.name)
+    return frozenset(names - given)
+
+
+@contextmanager
+def _swapped(namespace: dict[str, Any], surface: Surface) -> Iterator[None]:
+    replaced: dict[str, Any] = {}
+    for name, value in namespace.items():
+        if value is modules.MODULES["pypto.language"]:
+            replaced[name] = surface.pl
+        elif value is modules.MODULES["pypto.language.distributed"]:
+            replaced[name] = surface.pld
+        elif isinstance(value, DslFunction):
+            replaced[name] = ShadowFunction(value.function, value.role, surface)
+    saved = {name: namespace[name] for name in replaced}
+    namespace.update(replaced)
+    try:
+        yield
+    finally:
+        namespace.update(saved)
+
+
+__all__ = ["Rejection", "trace_protocol"]

@@ -1,0 +1,497 @@
+"""The DSL surface the symbolic tracer runs user code against (`pl`, `pld` stand-ins).
+
+While a program is traced symbolically its module's `pl` and `pld` names (and its
+module-level DSL functions) are swapped for these objects; a factory's body defines
+its program with them. Types, dtypes and enums are the real DSL's; every operation
+either records a template or leaves the fragment (`OutsideFragment`). The modelled
+operations: `pld.rank/nranks/world_size/get_comm_ctx`, `alloc_window_buffer`,
+`window`, `pl.load/store` on windows and host rows, `remote_load/remote_store`,
+`notify`, `wait`, `put`, `get`, `pl.range`, element-wise tile arithmetic, and the
+builtin barrier, broadcast, allgather and all_to_all by their lowering. Memory and
+addresses live in `views`; DSL functions and programs in `functions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from types import ModuleType
+from typing import Any
+
+from racecheck.allp.expr import (
+    WORLD,
+    All,
+    Cmp,
+    Cond,
+    Const,
+    Expr,
+    OutsideFragment,
+    Rel,
+    Sym,
+    Var,
+    to_expr,
+)
+from racecheck.allp.functions import Jit, ShadowFunction, ShadowProgram
+from racecheck.allp.templates import Effect, Footprint
+from racecheck.allp.tracer import Tracer
+from racecheck.allp.views import (
+    SymBuffer,
+    SymTile,
+    SymView,
+    add,
+    as_tile,
+    as_view,
+    as_window,
+    cell_offsets,
+    exprs,
+    host_dim,
+    in_range,
+    mul,
+    product,
+    row_region,
+    strides,
+)
+from racecheck.dsl import dist_ops
+from racecheck.dsl.dtypes import DType
+from racecheck.dsl.program import FunctionRole, _role_of
+from racecheck.dsl.types import AtomicType, DimExpr, TensorType
+from racecheck.dsl.types import NotifyOp as DslNotifyOp
+from racecheck.dsl.types import WaitCmp as DslWaitCmp
+
+_TYPE_NAMES = frozenset(
+    {
+        *("Tensor", "Out", "InOut", "Scalar", "Tile", "DistributedTensor", "dynamic"),
+        *("FP32", "FP16", "BF16", "INT32", "INDEX"),
+        *("FunctionType", "Level", "Role", "NotifyOp", "WaitCmp", "AtomicType", "ReduceOp"),
+        *("CommCtx", "CommCtxType"),
+    }
+)
+
+
+class Surface:
+    """`pl` and `pld` for one symbolic run."""
+
+    def __init__(self, tracer: Tracer, real_pl: ModuleType, real_pld: ModuleType) -> None:
+        self.tracer = tracer
+        self.windows = 0
+        self.rank_dims: frozenset[str] = frozenset()  # pl.dynamic names bound to N
+        self.dispatched = False
+        self.kernel_calls = 0
+        self.pl = _Namespace("pl", real_pl, self._pl_members())
+        self.pld = _Namespace("pld", real_pld, self._pld_members())
+
+    # --- namespaces ---------------------------------------------------------------------
+
+    def _pl_members(self) -> dict[str, Any]:
+        def elementwise(*operands: object, **_: object) -> SymTile:
+            tiles = [operand for operand in operands if isinstance(operand, SymTile)]
+            if not tiles:
+                raise OutsideFragment("scalar arithmetic through pl.* is outside the fragment")
+            return tiles[0]
+
+        members: dict[str, Any] = {
+            "range": self.range_,
+            "parallel": self.range_,
+            "load": self.load,
+            "store": self.store,
+            "program": self.program,
+            "function": self.function,
+            "jit": Jit(self),
+        }
+        for name in ("add", "sub", "mul", "div", "maximum", "minimum", "max", "min", "cast"):
+            members[name] = elementwise
+        return members
+
+    def _pld_members(self) -> dict[str, Any]:
+        system = _Namespace(
+            "pld.system",
+            None,
+            {
+                "notify": self.notify,
+                "wait": self.wait,
+                "rank": self.rank,
+                "nranks": self.nranks,
+                "world_size": self.world_size,
+            },
+        )
+        tile = _Namespace(
+            "pld.tile", None, {"remote_load": self.remote_load, "remote_store": self.remote_store}
+        )
+        tensor = _Namespace(
+            "pld.tensor",
+            None,
+            {
+                "put": self.put,
+                "get": self.get,
+                "barrier": self.barrier,
+                "broadcast": self.broadcast,
+                "allgather": self.allgather,
+                "all_to_all": self.all_to_all,
+            },
+        )
+        return {
+            "system": system,
+            "tile": tile,
+            "tensor": tensor,
+            "remote_load": self.remote_load,
+            "remote_store": self.remote_store,
+            "rank": self.rank,
+            "nranks": self.nranks,
+            "world_size": self.world_size,
+            "get_comm_ctx": lambda *args, **kwargs: dist_ops.CommCtx(),
+            "alloc_window_buffer": self.alloc_window_buffer,
+            "window": self.window,
+        }
+
+    # --- structure ----------------------------------------------------------------------
+
+    def program(self, cls: type | None = None, **_: object) -> Any:
+        if cls is None:
+            return self.program
+        return ShadowProgram(cls)
+
+    def function(
+        self, fn: Callable[..., Any] | None = None, *, type: object = None, **options: object
+    ) -> Any:
+        role = _role_of(type, options.get("level"), options.get("role"))
+        if fn is not None:
+            return ShadowFunction(fn, role, self)
+        return lambda wrapped: ShadowFunction(wrapped, role, self)
+
+    def dispatch(self, device: object, function: Callable[..., Any], args: tuple, kwargs: dict):
+        tracer = self.tracer
+        if self.dispatched:
+            raise OutsideFragment("more than one dispatch loop per rank")
+        loop = tracer.slots[-1].var if len(tracer.slots) == 1 else None
+        if not (isinstance(device, Sym) and loop is not None and device.expr == Var(loop)):
+            raise OutsideFragment("a dispatch whose device= is not the index of one host loop")
+        tracer.check(in_range(device.expr, Const(0), Var(WORLD)), "a dispatch's device")
+        self.dispatched = True
+        tracer.enter_rank()
+        try:
+            function(*args, **kwargs)
+        finally:
+            tracer.rank = None
+
+    def call(self, role: FunctionRole, function: Callable[..., Any], args: tuple, kwargs: dict):
+        if role is FunctionRole.KERNEL and self.tracer.rank is not None:
+            self.kernel_calls += 1
+            if self.kernel_calls > 1 or len(self.tracer.slots) > 1:
+                raise OutsideFragment(
+                    "two kernel tasks per rank: the runtime may overlap them (docs/model.md)"
+                )
+        return function(*args, **kwargs)
+
+    # --- builtin collectives ------------------------------------------------------------
+
+    # The builtins by their documented lowering (docs/model.md): one
+    # self-clearing barrier generation around their data movement, as the concrete
+    # co-simulation models them (racecheck/dsl/builtins.py).
+
+    def barrier(self, signal: object) -> object:
+        view = as_window(signal)
+        self._generation(view)
+        self._epilogue(view)
+        return signal
+
+    def broadcast(self, data: object, signal: object, *, root: object = 0) -> object:
+        data_view, signal_view = as_window(data), as_window(signal)
+        self._generation(signal_view)
+        if self.rank() != root:
+            whole = ([0] * len(data_view.shape), list(data_view.shape))
+            self._access(Effect.READ, data_view, to_expr(root), *whole)
+            self._access(Effect.WRITE, data_view, self._local_owner(data_view), *whole)
+        self._epilogue(signal_view)
+        return data
+
+    def allgather(
+        self, local: object, target: object, signal: object, out: object = None
+    ) -> object:
+        if out is not None:
+            raise OutsideFragment("the four-argument pld.tensor.allgather is outside the fragment")
+        local_view, target_view = as_view(local), as_window(target)
+        self._scatter_rows(local_view, target_view, by_row=False)
+        self._generation(as_window(signal))
+        self._epilogue(as_window(signal))
+        return local if local_view.window else target
+
+    def all_to_all(self, source: object, target: object, signal: object) -> object:
+        source_view, target_view = as_view(source), as_window(target)
+        self._scatter_rows(source_view, target_view, by_row=True)
+        self._generation(as_window(signal))
+        self._epilogue(as_window(signal))
+        return source if source_view.window else target
+
+    def _others(self) -> Iterator[Sym]:
+        me = self.rank()
+        for other in self.tracer.loop(0, self.tracer.world(), 1):
+            if other != me:
+                yield other
+
+    def _generation(self, signal: SymView) -> None:
+        me = self.rank()
+        for peer in self._others():
+            self.notify(signal, peer, cell_offsets(signal, me), 1, op=DslNotifyOp.AtomicAdd)
+        for source in self._others():
+            self.wait(signal, cell_offsets(signal, source), 1, cmp=DslWaitCmp.Ge)
+
+    def _epilogue(self, signal: SymView) -> None:
+        me = self.rank()
+        for source in self._others():
+            self.notify(signal, me, cell_offsets(signal, source), -1, op=DslNotifyOp.AtomicAdd)
+
+    def _scatter_rows(self, source: SymView, target: SymView, *, by_row: bool) -> None:
+        """For every rank d: put `source` (or its row d) into row `me` of target[d]."""
+        me = self.rank()
+        offsets, extent = row_region(target, me)
+        for destination in self.tracer.loop(0, self.tracer.world(), 1):
+            region = (
+                row_region(source, destination)
+                if by_row
+                else ([0] * len(source.shape), list(source.shape))
+            )
+            if product(exprs(region[1])) != product(exprs(extent)):
+                raise OutsideFragment("a builtin's source row and target row differ in size")
+            self._access(Effect.READ, source, self._local_owner(source), *region)
+            self._access(Effect.WRITE, target, to_expr(destination), offsets, extent)
+
+    # --- context ------------------------------------------------------------------------
+
+    def rank(self, ctx: object = None) -> Sym:
+        return self.tracer.sym(Var(self.tracer.rank_var()))
+
+    def nranks(self, ctx: object = None) -> Sym:
+        self.tracer.rank_var()
+        return self.tracer.world()
+
+    def world_size(self) -> Sym:
+        return self.tracer.world()
+
+    def range_(self, *args: object, init_values: object = None, **_: object) -> Any:
+        if init_values is not None:
+            raise OutsideFragment(
+                "pl.range with init_values (a loop carry) is outside the fragment"
+            )
+        if not 1 <= len(args) <= 3:
+            raise OutsideFragment(f"pl.range{args!r} is outside the fragment")
+        bounds: tuple[object, ...] = (0, *args) if len(args) == 1 else args
+        start, stop, step = (*bounds, 1)[:3]
+        if not isinstance(step, int):
+            raise OutsideFragment("pl.range with a symbolic step is outside the fragment")
+        return self.tracer.loop(start, stop, step)
+
+    # --- memory -------------------------------------------------------------------------
+
+    def alloc_window_buffer(self, size: object, dtype: DType | None = None, **_: object):
+        if isinstance(size, (list, tuple)):
+            if dtype is None:
+                raise OutsideFragment("alloc_window_buffer(shape) without dtype")
+            nbytes = mul(product(self._dims(size)), Const(dtype.nbytes))
+        else:
+            (nbytes,) = self._dims([size])
+        if self.tracer.slots or self.tracer.rank is not None:
+            raise OutsideFragment("a window buffer allocated inside a loop or a kernel")
+        self.windows += 1
+        return SymBuffer(name=f"window{self.windows}", nbytes=nbytes)
+
+    def window(self, buf: object, shape: Sequence[object], *, dtype: DType) -> SymView:
+        if not isinstance(buf, SymBuffer):
+            raise OutsideFragment("pld.window of something that is not a window buffer")
+        view = SymView(
+            memory=buf.name, window=True, base=Const(0), shape=self._dims(shape), dtype=dtype
+        )
+        size = mul(product(view.shape), Const(dtype.nbytes))
+        self.tracer.check(Cmp(Rel.LE, size, buf.nbytes), f"a window view of {buf.name}")
+        return view
+
+    def _dims(self, values: Sequence[object]) -> tuple[Expr, ...]:
+        """Sizes on the host: integers, symbolic values, or `pl.dynamic` dims."""
+        return tuple(
+            host_dim(value, self.tracer, self.rank_dims)
+            if isinstance(value, DimExpr)
+            else to_expr(value)
+            for value in values
+        )
+
+    def host_tensor(self, name: str, annotation: TensorType, rank_dims: frozenset[str]) -> SymView:
+        """A host tensor argument; `rank_dims` are the `pl.dynamic` names bound to N."""
+        shape = tuple(host_dim(dim, self.tracer, rank_dims) for dim in annotation.dims)
+        return SymView(
+            memory=f"host {name}", window=False, base=Const(0), shape=shape, dtype=annotation.dtype
+        )
+
+    def _footprint(
+        self, view: SymView, owner: Expr | None, offsets: Sequence[object], extent: Sequence[object]
+    ) -> Footprint:
+        offs, ext = exprs(offsets), exprs(extent)
+        if len(offs) != len(view.shape) or len(ext) != len(view.shape):
+            raise OutsideFragment("an access whose rank differs from its view's")
+        holds: list[Cond] = list(view.checks)
+        for offset, size, dim in zip(offs, ext, view.shape, strict=True):
+            holds += [Cmp(Rel.LE, Const(0), offset), Cmp(Rel.LE, Const(0), size)]
+            holds.append(Cmp(Rel.LE, add(offset, size), dim))
+        if owner is not None:
+            holds.append(in_range(owner, Const(0), Var(WORLD)))
+        self.tracer.check(All(tuple(holds)), f"an access to {view.memory}")
+        return Footprint(
+            memory=view.memory,
+            owner=owner,
+            base=view.base,
+            strides=strides(view.shape),
+            offsets=offs,
+            extent=ext,
+            itemsize=view.dtype.nbytes,
+        )
+
+    def _local_owner(self, view: SymView) -> Expr | None:
+        return Var(self.tracer.rank_var()) if view.window else None
+
+    def _access(
+        self,
+        effect: Effect,
+        view: object,
+        owner: Expr | None,
+        offsets: Sequence[object],
+        extent: Sequence[object],
+    ) -> None:
+        if not isinstance(view, SymView):
+            raise OutsideFragment(f"an access to {view!r}, which is not a window or host tensor")
+        self.tracer.rank_var()
+        self.tracer.event(effect, self._footprint(view, owner, offsets, extent))
+
+    def load(
+        self,
+        tensor: object,
+        offsets: Sequence[object],
+        shape: Sequence[object],
+        valid_shape: Sequence[object] | None = None,
+        **_: object,
+    ) -> SymTile:
+        view = as_view(tensor)
+        extent = valid_shape if valid_shape is not None else shape
+        self._access(Effect.READ, view, self._local_owner(view), offsets, extent)
+        return SymTile(extent=exprs(extent))
+
+    def store(self, tile: object, offsets: Sequence[object], output_tensor: object) -> SymView:
+        view = as_view(output_tensor)
+        self._access(Effect.WRITE, view, self._local_owner(view), offsets, as_tile(tile).extent)
+        return view
+
+    def remote_load(
+        self,
+        target: object,
+        peer: object,
+        offsets: Sequence[object],
+        shape: Sequence[object],
+        valid_shape: Sequence[object] | None = None,
+    ) -> SymTile:
+        view = as_window(target)
+        extent = valid_shape if valid_shape is not None else shape
+        self._access(Effect.READ, view, to_expr(peer), offsets, extent)
+        return SymTile(extent=exprs(extent))
+
+    def remote_store(
+        self,
+        src_tile: object,
+        target: object,
+        peer: object,
+        offsets: Sequence[object],
+        *,
+        atomic: object = AtomicType.None_,
+    ) -> None:
+        view = as_window(target)
+        effect = Effect.ATOMIC_ADD if atomic is AtomicType.Add else Effect.WRITE
+        self._access(effect, view, to_expr(peer), offsets, as_tile(src_tile).extent)
+
+    def notify(
+        self, target: object, peer: object, offsets: Sequence[object], value: object, *, op: object
+    ) -> None:
+        view = as_window(target)
+        footprint = self._footprint(view, to_expr(peer), offsets, [1] * len(view.shape))
+        event_op = dist_ops.NOTIFY_OPS.get(op)  # type: ignore[call-overload]
+        if event_op is None:
+            raise OutsideFragment(f"notify op {op!r}")
+        self.tracer.event(Effect.NOTIFY, footprint, notify_op=event_op, value=to_expr(value))
+
+    def wait(
+        self,
+        signal: object = None,
+        offsets: Sequence[object] | None = None,
+        expected: object = None,
+        *,
+        cmp: object,
+        target: object = None,
+    ) -> None:
+        view = as_window(signal if signal is not None else target)
+        if offsets is None or expected is None:
+            raise OutsideFragment("pld.system.wait without offsets= or expected=")
+        owner = Var(self.tracer.rank_var())
+        footprint = self._footprint(view, owner, offsets, [1] * len(view.shape))
+        event_cmp = dist_ops.WAIT_CMPS.get(cmp)  # type: ignore[call-overload]
+        if event_cmp is None:
+            raise OutsideFragment(f"wait cmp {cmp!r}")
+        self.tracer.event(Effect.WAIT, footprint, value=to_expr(expected), cmp=event_cmp)
+
+    def _transfer(
+        self, dst: object, peer: object, src: object, regions: tuple, *, push: bool, atomic: object
+    ) -> None:
+        dst_view, src_view = as_view(dst), as_view(src)
+        dst_offsets, src_offsets, shape = regions
+        if shape is None:
+            if any(part is not None for part in regions):
+                raise OutsideFragment("put/get with some region arguments only")
+            if len(src_view.shape) != len(dst_view.shape) or src_view.shape != dst_view.shape:
+                raise OutsideFragment("a whole-slice put/get between views of different shapes")
+            dst_offsets = src_offsets = [0] * len(dst_view.shape)
+            shape = list(dst_view.shape)
+        target = to_expr(peer)
+        src_owner = self._local_owner(src_view) if push else target
+        dst_owner = target if push else self._local_owner(dst_view)
+        if not (dst_view.window if push else src_view.window):
+            raise OutsideFragment("put/get whose remote side is not a window")
+        self._access(Effect.READ, src_view, src_owner, src_offsets, shape)
+        effect = Effect.ATOMIC_ADD if atomic is AtomicType.Add else Effect.WRITE
+        self._access(effect, dst_view, dst_owner, dst_offsets, shape)
+
+    def put(
+        self,
+        dst: object,
+        peer: object,
+        src: object,
+        dst_offsets=None,
+        src_offsets=None,
+        shape=None,
+        *,
+        atomic: object = AtomicType.None_,
+        **_: object,
+    ) -> None:
+        self._transfer(dst, peer, src, (dst_offsets, src_offsets, shape), push=True, atomic=atomic)
+
+    def get(
+        self,
+        dst: object,
+        peer: object,
+        src: object,
+        dst_offsets=None,
+        src_offsets=None,
+        shape=None,
+        **_: object,
+    ) -> None:
+        self._transfer(dst, peer, src, (dst_offsets, src_offsets, shape), push=False, atomic=None)
+
+
+class _Namespace:
+    """Attribute lookup: the shadow's members, then the real module's types and enums."""
+
+    def __init__(self, display: str, real: ModuleType | None, members: dict[str, Any]) -> None:
+        self._display = display
+        self._real = real
+        self._members = members
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in self._members:
+            return self._members[name]
+        if self._real is not None and name in _TYPE_NAMES:
+            return getattr(self._real, name)
+        raise OutsideFragment(f"{self._display}.{name} is outside the symbolic fragment")

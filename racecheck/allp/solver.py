@@ -1,0 +1,162 @@
+"""z3 for the all-P prover: the one module of `racecheck.allp` that imports it.
+
+Decides: satisfiability of a condition over integers (N, ranks, loop indices, byte
+indices), and the smallest N of a satisfiable one. Model boundary: `Expr`/`Cond`
+trees translate one to one; `%` and `//` truncate toward zero and have constant
+divisors (the tracer refuses others); `Exists` becomes a z3 quantifier. Unknown
+policy: `unknown` (or a timeout) raises `Undecided`, which the prover turns into "not
+proved for every P" — never into "holds". Limitations: quantified formulas (the
+existence of a notify for every wait, one-hop ordering) rely on z3's quantifier
+instantiation; when it gives up the answer is a fallback, not a proof.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from racecheck.allp.expr import (
+    WORLD,
+    All,
+    Any_,
+    Cmp,
+    Cond,
+    Const,
+    Exists,
+    Expr,
+    Not,
+    Op,
+    Rel,
+    Var,
+)
+
+TIMEOUT_MS = 20_000
+MAX_SCAN = 256
+
+
+class Undecided(Exception):
+    """z3 answered unknown: the condition is neither proved nor refuted."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CounterModel:
+    """A satisfying assignment: the world size N and the other variables' values."""
+
+    world: int
+    values: tuple[tuple[str, int], ...]
+
+    def value(self, name: str) -> int | None:
+        return dict(self.values).get(name)
+
+
+def _z3() -> Any:
+    import z3  # type: ignore[import-untyped]  # loaded only when an all-P proof is attempted
+
+    return z3
+
+
+class _Translator:
+    def __init__(self) -> None:
+        self.z3 = _z3()
+        self.ints: dict[str, Any] = {}
+
+    def var(self, name: str) -> Any:
+        if name not in self.ints:
+            self.ints[name] = self.z3.Int(name)
+        return self.ints[name]
+
+    def expr(self, item: Expr) -> Any:
+        if isinstance(item, Const):
+            return self.z3.IntVal(item.value)
+        if isinstance(item, Var):
+            return self.var(item.name)
+        left, right = self.expr(item.left), self.expr(item.right)
+        if item.op is Op.ADD:
+            return left + right
+        if item.op is Op.SUB:
+            return left - right
+        if item.op is Op.MUL:
+            return left * right
+        quotient = self._truncating_div(left, right)
+        return quotient if item.op is Op.TDIV else left - right * quotient
+
+    def _truncating_div(self, left: Any, right: Any) -> Any:
+        z3 = self.z3
+        magnitude = z3.If(left >= 0, left, -left) / z3.If(right >= 0, right, -right)
+        same_sign = (left >= 0) == (right >= 0)
+        return z3.If(same_sign, magnitude, -magnitude)
+
+    def cond(self, item: Cond) -> Any:
+        z3 = self.z3
+        if isinstance(item, Cmp):
+            left, right = self.expr(item.left), self.expr(item.right)
+            return {
+                Rel.EQ: lambda: left == right,
+                Rel.NE: lambda: left != right,
+                Rel.LT: lambda: left < right,
+                Rel.LE: lambda: left <= right,
+            }[item.rel]()
+        if isinstance(item, Not):
+            return z3.Not(self.cond(item.inner))
+        if isinstance(item, All):
+            return z3.And([self.cond(part) for part in item.parts])
+        if isinstance(item, Any_):
+            return z3.Or([self.cond(part) for part in item.parts])
+        if isinstance(item, Exists):
+            bound = [z3.Int(name) for name in item.names]
+            saved = {name: self.ints.get(name) for name in item.names}
+            self.ints.update(zip(item.names, bound, strict=True))
+            body = self.cond(item.body)
+            for name, value in saved.items():
+                if value is None:
+                    self.ints.pop(name)
+                else:
+                    self.ints[name] = value
+            return z3.Exists(bound, body) if bound else body
+        raise TypeError(f"not a condition: {item!r}")
+
+
+def satisfiable(cond: Cond, deadline: float | None = None) -> bool:
+    """Whether some assignment satisfies `cond`; `unknown` counts as satisfiable (the
+    tracer then follows a branch it may not need, which costs time, not soundness)."""
+    try:
+        return _check(cond, deadline) is not None
+    except Undecided:
+        return True
+
+
+def counter_model(cond: Cond, low: int, *, deadline: float | None = None) -> CounterModel | None:
+    """An assignment satisfying `cond` with the smallest N (at least `low`), or None."""
+    found = _check(cond, deadline)
+    if found is None:
+        return None
+    for world in range(low, min(found.world, MAX_SCAN)):
+        smaller = _check(All((cond, Cmp(Rel.EQ, Var(WORLD), Const(world)))), deadline)
+        if smaller is not None:
+            return smaller
+    return found
+
+
+def _check(cond: Cond, deadline: float | None) -> CounterModel | None:
+    z3 = _z3()
+    translator = _Translator()
+    solver = z3.Solver()
+    budget = TIMEOUT_MS
+    if deadline is not None:
+        budget = min(budget, int((deadline - time.monotonic()) * 1000))
+        if budget <= 0:
+            raise Undecided("the all-P time budget ran out")
+    solver.set("timeout", budget)
+    solver.add(translator.cond(cond))
+    answer = solver.check()
+    if answer == z3.unsat:
+        return None
+    if answer != z3.sat:
+        raise Undecided(solver.reason_unknown())
+    model = solver.model()
+    values = {
+        name: model.eval(variable, model_completion=True).as_long()
+        for name, variable in translator.ints.items()
+    }
+    return CounterModel(world=values.get(WORLD, 0), values=tuple(sorted(values.items())))

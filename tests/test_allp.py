@@ -1,0 +1,338 @@
+"""`--ranks all`: one proof for every P, the smallest failing P, or a fallback with its reason.
+
+The last tests hold the all-P prover to the concrete pipeline: every program it proves
+(the examples and generated programs) is checked at every P up to 16 (32 for the
+examples) and must be proved or skipped there too — a wrong all-P proof is the worst
+bug this feature can have.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from dslgen import protocols, render
+from hypothesis import HealthCheck, given, settings
+from symgen import Collective
+
+import racecheck
+from racecheck.allp import Answer, prove_every_p
+from racecheck.allp.obligations import Obligation
+from racecheck.cli import VerifyCommand, main, parse_command
+from racecheck.errors import UsageError
+from racecheck.findings import FindingKind, Verdict
+from racecheck.load import discover, load_file
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+MESH = EXAMPLES / "08_allreduce_mesh.py"
+MESH_NO_BARRIER = EXAMPLES / "09_allreduce_mesh_bug_no_barrier.py"
+SIXTEEN_PEERS = EXAMPLES / "80_allreduce_gather_bug_sixteen_peers.py"
+RING = EXAMPLES / "14_allreduce_ring.py"
+COUNTER_BARRIER = EXAMPLES / "04_shift_counter_barrier.py"
+THRESHOLD_BUG = EXAMPLES / "18_allgather_bug_threshold.py"
+ALLP = Path(racecheck.__file__).parent / "allp"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _line_of(path: Path, marker: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.rstrip().endswith(f"# {marker}"):
+            return number
+    raise AssertionError(f"no {marker} in {path}")
+
+
+# --- options -------------------------------------------------------------------------
+
+
+def _options(*flags: str):
+    command = parse_command(["verify", "f.py", *flags], io.StringIO())
+    assert isinstance(command, VerifyCommand)
+    return command.options
+
+
+def test_ranks_all_proves_from_two_and_falls_back_to_two_to_eight() -> None:
+    options = _options("--ranks", "all")
+    assert options.every_p is not None
+    assert (options.every_p.low, options.every_p.fallback) == (2, tuple(range(2, 9)))
+
+
+def test_an_open_range_starts_at_its_low_and_the_fallback_is_settable() -> None:
+    options = _options("--ranks", "4..", "--fallback", "2..16")
+    assert options.every_p is not None
+    assert (options.every_p.low, options.every_p.fallback) == (4, tuple(range(4, 17)))
+    assert _options("--ranks", "2..8").every_p is None
+
+
+def test_fallback_without_ranks_all_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="--fallback goes with --ranks all"):
+        _options("--ranks", "2..8", "--fallback", "2..4")
+
+
+# --- the three answers -----------------------------------------------------------------
+
+
+def test_the_mesh_allreduce_is_proved_for_every_p_with_its_assumptions() -> None:
+    report = racecheck.verify(str(MESH), ranks="all")
+    (result,) = report.results
+    assert result.verdict is Verdict.PROVED
+    assert result.every_p is not None and result.every_p.low == 2
+    assert result.model == "allreduce-sum"
+    assumptions = "\n".join(result.every_p.assumptions)
+    for obligation in Obligation:
+        assert obligation.value in assumptions
+    assert "execution model" in assumptions
+    assert report.exit_code == 0
+
+
+def test_an_all_p_proof_reads_as_such_in_text_and_json() -> None:
+    out = io.StringIO()
+    assert main(["verify", str(MESH), "--ranks", "all"], stdout=out, stderr=io.StringIO()) == 0
+    text = out.getvalue()
+    assert "P>=2  proved" in text and "proved for every P >= 2" in text
+    assert "assumes: P >= 2" in text
+    out = io.StringIO()
+    main(["verify", str(MESH), "--ranks", "all", "--format", "json"], stdout=out)
+    (result,) = json.loads(out.getvalue())["results"]
+    assert (result["ranks"], result["verdict"], result["every_p"]["low"]) == ("all", "proved", 2)
+    out = io.StringIO()
+    main(["verify", str(MESH), "--ranks", "all", "--format", "sarif"], stdout=out)
+    (run,) = json.loads(out.getvalue())["runs"]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    (proof,) = [note for note in notes if note.get("properties", {}).get("ranks") == "all"]
+    assert "proved for every P >= 2, assuming P >= 2;" in proof["message"]["text"]
+
+
+def test_the_mesh_without_barrier_fails_first_at_two_with_a_replayed_witness() -> None:
+    report = racecheck.verify(str(MESH_NO_BARRIER), ranks="all")
+    (result,) = report.results
+    assert (result.ranks, result.verdict, result.every_p) == (2, Verdict.BUG, None)
+    assert result.notes[0].startswith("smallest failing P=2:")
+    race = next(finding for finding in result.findings if finding.kind is FindingKind.RACE)
+    lines = {location.line for location in race.locations}
+    assert lines == {_line_of(MESH_NO_BARRIER, "@stage"), _line_of(MESH_NO_BARRIER, "@fetch")}
+    assert race.detail == "read-after-write"
+    assert race.confirmed and race.diff is not None
+
+
+def test_a_buffer_for_sixteen_peers_fails_first_at_seventeen_without_a_sweep() -> None:
+    report = racecheck.verify(str(SIXTEEN_PEERS), ranks="all")
+    (result,) = report.results
+    assert (result.ranks, result.verdict) == (17, Verdict.BUG)
+    assert result.notes[0].startswith("smallest failing P=17:")
+    push = _line_of(SIXTEEN_PEERS, "@push")
+    assert any(
+        finding.kind is FindingKind.OUT_OF_BOUNDS
+        and {location.line for location in finding.locations} == {push}
+        and finding.ranks == (16,)
+        for finding in result.findings
+    )
+
+
+def test_the_smallest_failing_p_is_the_first_that_fails() -> None:
+    report = racecheck.verify(str(THRESHOLD_BUG), ranks="2..")
+    (result,) = report.results
+    assert (result.ranks, result.verdict) == (3, Verdict.BUG)
+    assert racecheck.verify(str(THRESHOLD_BUG), ranks=[2]).results[0].verdict is Verdict.PROVED
+
+
+def test_the_ring_falls_back_to_the_range_and_says_why() -> None:
+    report = racecheck.verify(str(RING), ranks="all", fallback="2..3")
+    assert [result.ranks for result in report.results] == [2, 3]
+    for result in report.results:
+        assert result.verdict is Verdict.PROVED and result.every_p is None
+        assert result.notes[0].startswith("not proved for every P: ")
+        assert "checked P=2..3 instead" in result.notes[0]
+
+
+def test_a_counter_model_the_concrete_check_does_not_confirm_is_a_fallback() -> None:
+    """The counter barrier's cells take several notifies: outside the unique-writer
+    argument, so z3 finds a counter-model that the concrete check refutes."""
+    report = racecheck.verify(str(COUNTER_BARRIER), ranks="all", fallback="2..3")
+    assert [result.verdict for result in report.results] == [Verdict.PROVED] * 2
+    assert all("finds no bug" in result.notes[0] for result in report.results)
+
+
+def test_arrivals_counted_on_one_cell_are_proved_and_set_arrivals_are_refuted() -> None:
+    """One +1 from every other rank into one cell, waited for N - 1: proved by counting.
+    Its twin Sets the cell instead: the count cannot be proved and P=3 hangs."""
+    counted = EXAMPLES / "81_allgather_counted_arrivals.py"
+    (result,) = racecheck.verify(str(counted), ranks="all").results
+    assert result.every_p is not None and result.model == "allgather"
+    lost = EXAMPLES / "24_allgather_bug_set_shared_cell.py"
+    (result,) = racecheck.verify(str(lost), ranks="all").results
+    assert (result.ranks, result.verdict) == (3, Verdict.BUG)
+    assert {finding.kind for finding in result.findings} == {FindingKind.DEADLOCK}
+
+
+def test_a_builtin_barrier_is_proved_for_every_p() -> None:
+    (result,) = racecheck.verify(str(EXAMPLES / "01_shift_builtin_barrier.py"), ranks="all").results
+    assert result.every_p is not None and result.model == "shift+1"
+
+
+def test_a_loop_carried_scalar_is_never_proved_for_every_p() -> None:
+    """One symbolic iteration would count to 1 whatever N is: the tracer refuses."""
+    report = racecheck.verify(str(FIXTURES / "allp_loop_carry.py"), ranks="all", fallback="4,5")
+    assert [result.verdict for result in report.results] == [Verdict.PROVED, Verdict.BUG]
+    assert "the loop carries 'count'" in report.results[0].notes[0]
+
+
+def test_a_value_chosen_under_a_branch_on_the_loop_index_never_leaves_the_loop() -> None:
+    path = FIXTURES / "allp_branch_escape.py"
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="3").results
+    assert result.every_p is None and "the loop carries 'row'" in result.notes[0]
+    assert result.verdict is Verdict.BUG
+
+
+@pytest.mark.parametrize(
+    "iteration",
+    [
+        "for count, peer in enumerate(pl.range(nranks)):",
+        "for peer in list(pl.range(nranks)):",
+        "for peer in [p for p in pl.range(nranks)]:",
+    ],
+)
+def test_a_pl_range_consumed_by_anything_but_a_for_statement_is_refused(
+    tmp_path: Path, iteration: str
+) -> None:
+    """enumerate() or list() would see the one symbolic iteration as one iteration."""
+    source = (FIXTURES / "allp_loop_carry.py").read_text()
+    source = source.replace("for _peer in pl.range(nranks):", iteration)
+    path = tmp_path / "wrapped.py"
+    path.write_text(source)
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    assert result.every_p is None
+    assert "not the iterable of a for statement" in result.notes[0]
+
+
+def test_a_while_loop_on_the_rank_count_ends_in_a_fallback() -> None:
+    report = racecheck.verify(str(FIXTURES / "allp_while_loop.py"), ranks="all", fallback="2")
+    (result,) = report.results
+    assert result.verdict is Verdict.PROVED and result.every_p is None
+    assert "symbolic branches on one path" in result.notes[0]
+
+
+def test_repeat_is_outside_the_fragment() -> None:
+    report = racecheck.verify(str(MESH), ranks="all", fallback="2", repeat=2)
+    (result,) = report.results
+    assert result.every_p is None and "--repeat" in result.notes[0]
+
+
+def test_z3_is_imported_only_inside_the_solver_module_and_only_on_use() -> None:
+    for path in ALLP.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        top_level = {
+            alias.name
+            for node in tree.body
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+        } | {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
+        assert "z3" not in top_level, path
+        anywhere = [
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+            if alias.name == "z3"
+        ]
+        assert not anywhere or path.name == "solver.py", path
+
+
+# --- agreement with the concrete pipeline ---------------------------------------------
+
+
+def _proved_examples() -> list[tuple[Path, str]]:
+    proved = []
+    for path in sorted(EXAMPLES.glob("*.py")):
+        for spec in discover(load_file(str(path))):
+            if prove_every_p(spec, 2).answer is Answer.PROVED:
+                proved.append((path, spec.name))
+    return proved
+
+
+@pytest.mark.slow
+def test_every_example_proved_for_every_p_is_proved_at_each_p_up_to_32() -> None:
+    proved = _proved_examples()
+    names = {path.name for path, _ in proved}
+    assert {"08_allreduce_mesh.py", "07_broadcast.py", "17_allgather.py"} <= names
+    for path, program in proved:
+        report = racecheck.verify(str(path), ranks="2..32", programs=[program])
+        verdicts = {result.ranks: result.verdict for result in report.results}
+        assert set(verdicts.values()) <= {Verdict.PROVED, Verdict.SKIPPED}, (path, verdicts)
+
+
+_file_numbers = itertools.count()
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(protocol=protocols(3, monotone=True) | protocols(3, monotone=False))
+def test_every_generated_program_proved_for_every_p_has_no_such_bug_up_to_16(
+    tmp_path_factory: pytest.TempPathFactory, protocol
+) -> None:
+    """Generated for three ranks, proved (or not) for every P >= 3; where the proof
+    holds, no P up to 16 may show a race, deadlock or out-of-bounds access (stale reads
+    and wrong results are per-P checks, outside the all-P proof)."""
+    path = tmp_path_factory.mktemp("allp") / f"protocol_{next(_file_numbers)}.py"
+    path.write_text(render(protocol))
+    (answer,) = racecheck.verify(str(path), ranks="3..", fallback="3").results
+    held = answer.every_p is not None or answer.notes[0].startswith(PROOF_HELD)
+    if not held:
+        return
+    for result in (answer, *racecheck.verify(str(path), ranks="4..16").results):
+        assert not {finding.kind for finding in result.findings} & PROVED_KINDS, result
+
+
+PROOF_HELD = "--ranks all: the proof holds"
+PROVED_KINDS = {FindingKind.RACE, FindingKind.DEADLOCK, FindingKind.OUT_OF_BOUNDS}
+
+
+SYMMETRIC = [
+    Collective(
+        shift=shift,
+        mesh=mesh,
+        store_first=first,
+        wait=wait,
+        expected=expected,
+        rows=rows,
+        shared=shared,
+    )
+    for shift, mesh, first, wait, expected, rows, shared in itertools.product(
+        (1, 2),
+        (True, False),
+        (True, False),
+        (True, False),
+        ("1", "n - 1"),
+        ("NR", "4"),
+        (False, True),
+    )
+    if (wait or expected == "1") and (mesh or not shared) and (shift == 1 or not shared)
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("collective", SYMMETRIC, ids=repr)
+def test_a_symmetric_collective_gets_the_all_p_answer_the_concrete_checks_give(
+    tmp_path: Path, collective: Collective
+) -> None:
+    """Proved for every P: no race, deadlock or out-of-bounds access at any P up to 10.
+    Smallest failing P=k: a bug at k, and none of those kinds below k."""
+    path = tmp_path / "collective.py"
+    path.write_text(collective.render())
+    (answer,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    concrete = {
+        result.ranks: result for result in racecheck.verify(str(path), ranks="2..10").results
+    }
+    bugs = sorted(p for p, result in concrete.items() if _covered(result))
+    if answer.every_p is not None:
+        assert not bugs, bugs
+    elif answer.notes[0].startswith("smallest failing P="):
+        assert answer.verdict is Verdict.BUG
+        assert all(ranks >= answer.ranks for ranks in bugs), (answer.ranks, bugs)
+
+
+def _covered(result: racecheck.ProgramResult) -> bool:
+    return bool({finding.kind for finding in result.findings} & PROVED_KINDS)
