@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 
 from racecheck.describe import describe_cell, describe_event
 from racecheck.engines.base import OrderOracle
@@ -46,12 +48,12 @@ from racecheck.events import (
     NotifyOp,
     Region,
     Schedule,
+    SignalCell,
     SourceLocation,
     Trace,
     cell_effect,
     intersect_ranges,
     subtract_ranges,
-    union_ranges,
 )
 from racecheck.findings import Finding, FindingKind, RaceDetail, WitnessStep
 
@@ -84,15 +86,16 @@ def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.in
     consequences, not findings: only races among the events that did run are added.
     Past `deadline` (`time.monotonic()`) it raises EngineUnknown."""
     hazards = out_of_bounds(trace)
-    pairs = writer_pairs(trace, deadline=deadline)
+    accessed = instances(trace)
     crashed = bool(trace.out_of_bounds)
     stuck = None if crashed else deadlock(trace, oracle)
     if stuck is not None:
         hazards.append(stuck)
-    hazards.extend(races(trace, oracle, pairs))
+    cells = list(signal_cells(trace).values())
+    hazards.extend(races(trace, oracle, racing_pairs(oracle, accessed, deadline=deadline), cells))
     hazards.extend(set_add_mixes(trace, oracle))
     if not crashed:
-        hazards.extend(stale_reads(trace, oracle, pairs))
+        hazards.extend(stale_reads(trace, oracle, accessed, cells))
     return hazards
 
 
@@ -219,8 +222,70 @@ def _is_set(event: Event) -> bool:
     return event.notify is not None and event.notify.op is NotifyOp.SET
 
 
-def writer_pairs(trace: Trace, *, deadline: float = math.inf) -> list[tuple[Event, Event]]:
-    """Every pair of overlapping accesses in which at least one writes (same rank included)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cluster:
+    """Accesses of one instance whose byte ranges chain into one overlapping run: no
+    access outside it overlaps one inside. Per rank, in program order."""
+
+    number: int
+    by_rank: dict[int, list[Event]]
+    writers: dict[int, list[Event]]
+
+
+class Instance:
+    """The accesses of one memory instance (memory, owner): their ranges in the order a
+    sweep over start offsets meets them, grouped into clusters."""
+
+    def __init__(self, items: list[tuple[int, int, Event]]) -> None:
+        items.sort(key=lambda item: item[0])
+        access = items[0][2].access
+        assert access is not None
+        self.key = (access.memory, access.owner)
+        self.spans: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+        self.clusters: list[Cluster] = []
+        self.clusters_of: dict[tuple[int, int], list[Cluster]] = defaultdict(list)
+        reach = None  # the end of the current cluster's bytes
+        for position, (start, end, event) in enumerate(items):
+            if reach is None or start >= reach:
+                self.clusters.append(
+                    Cluster(number=len(self.clusters), by_rank=defaultdict(list), writers={})
+                )
+                reach = end
+            reach = max(reach, end)
+            cluster = self.clusters[-1]
+            key = (event.rank, event.index)
+            self.spans.setdefault(key, []).append((position, start, end))
+            joined = self.clusters_of[key]
+            if not joined or joined[-1] is not cluster:
+                joined.append(cluster)
+                cluster.by_rank[event.rank].append(event)
+        for cluster in self.clusters:
+            for rank, events in cluster.by_rank.items():
+                events.sort(key=lambda event: event.index)
+                cluster.writers[rank] = [event for event in events if _writes(event)]
+
+    def sweep_key(self, a: Event, b: Event) -> tuple[int, int] | None:
+        """Where a sweep over start offsets first meets `a` and `b` overlapping: (the
+        later range's position, the earlier one's), the first smallest; None if they
+        do not overlap."""
+        a_spans = self.spans[(a.rank, a.index)]
+        b_spans = self.spans[(b.rank, b.index)]
+        if len(a_spans) == 1 and len(b_spans) == 1:  # the common case, kept fast
+            (p, a_start, a_end), (q, b_start, b_end) = a_spans[0], b_spans[0]
+            if a_start < b_end and b_start < a_end:
+                return (p, q) if p > q else (q, p)
+            return None
+        best: tuple[int, int] | None = None
+        for p, a_start, a_end in a_spans:
+            for q, b_start, b_end in b_spans:
+                if a_start < b_end and b_start < a_end:
+                    key = (p, q) if p > q else (q, p)
+                    best = key if best is None or key < best else best
+        return best
+
+
+def instances(trace: Trace) -> list[Instance]:
+    """The accessed memory instances, in the order the trace first touches them."""
     groups: dict[tuple[int, int], list[tuple[int, int, Event]]] = defaultdict(list)
     for rank_events in trace.events:
         for event in rank_events:
@@ -229,56 +294,84 @@ def writer_pairs(trace: Trace, *, deadline: float = math.inf) -> list[tuple[Even
             key = (event.access.memory, event.access.owner)
             for start, end in event.access.ranges:
                 groups[key].append((start, end, event))
-    pairs: list[tuple[Event, Event]] = []
-    for items in groups.values():
-        for pair in _sweep(items):
-            pairs.append(pair)
-            if len(pairs) % _DEADLINE_INTERVAL == 0 and time.monotonic() > deadline:
+    return [Instance(items) for items in groups.values()]
+
+
+def racing_pairs(
+    oracle: OrderOracle, accessed: list[Instance], *, deadline: float = math.inf
+) -> list[tuple[Event, Event]]:
+    """Every pair of overlapping accesses of two ranks, at least one writing, that can
+    run in either order, in the order a sweep over each instance's start offsets meets
+    them. Near-linear in events: `can_precede(x, y)` only turns true as `y` moves later
+    in its rank and only turns false as `x` does, so the partners of one access that
+    can run in either order with it are a window of the other rank's accesses, and
+    both ends of the window only move forward through the first rank's accesses."""
+    found: list[tuple[Event, Event]] = []
+    for instance in accessed:
+        keyed: list[tuple[tuple[int, int], Event, Event]] = []
+        for cluster in instance.clusters:
+            if time.monotonic() > deadline:
                 raise EngineUnknown("the analysis did not finish within --timeout")
-    return pairs
+            keyed.extend(_cluster_pairs(oracle, instance, cluster))
+        keyed.sort(key=itemgetter(0))
+        previous = None  # a pair of two accesses that share two clusters comes twice
+        for key, a, b in keyed:
+            if key != previous:
+                found.append((a, b))
+            previous = key
+    return found
 
 
-_DEADLINE_INTERVAL = 4096
-
-
-def _sweep(items: list[tuple[int, int, Event]]) -> Iterator[tuple[Event, Event]]:
-    """Overlaps by start order; a reader is checked against active writers only."""
-    items.sort(key=lambda item: item[0])
-    active_writers: list[tuple[int, int, Event]] = []
-    active_all: list[tuple[int, int, Event]] = []
-    reported: set[tuple[EventRef, EventRef]] = set()
-    for start, end, event in items:
-        writes = _writes(event)
-        active_writers = [item for item in active_writers if item[1] > start]
-        if writes:
-            active_all = [item for item in active_all if item[1] > start]
-        for _, _, other in active_all if writes else active_writers:
-            if other is event or (other.ref, event.ref) in reported:
+def _cluster_pairs(
+    oracle: OrderOracle, instance: Instance, cluster: Cluster
+) -> Iterator[tuple[tuple[int, int], Event, Event]]:
+    ranks = sorted(cluster.by_rank)
+    for place, rank in enumerate(ranks):
+        for other in ranks[place + 1 :]:
+            if not (cluster.writers[rank] or cluster.writers[other]):
                 continue
-            reported.add((other.ref, event.ref))
-            reported.add((event.ref, other.ref))
-            yield other, event
-        active_all.append((start, end, event))
-        if writes:
-            active_writers.append((start, end, event))
+            for a, b in _either_order(oracle, cluster.by_rank[rank], cluster.by_rank[other]):
+                if _writes(a) or _writes(b):
+                    key = instance.sweep_key(a, b)
+                    if key is not None:
+                        yield key, a, b
 
 
-def races(trace: Trace, oracle: OrderOracle, pairs: list[tuple[Event, Event]]) -> list[Hazard]:
+def _either_order(
+    oracle: OrderOracle, ours: list[Event], theirs: list[Event]
+) -> Iterator[tuple[Event, Event]]:
+    """Pairs of `ours` and `theirs` (two ranks, program order) that run in either order."""
+    low, high = 0, -1  # theirs[low:high + 1]: the window of the current access
+    for event in ours:
+        while low < len(theirs) and not oracle.can_precede(event.ref, theirs[low].ref):
+            low += 1
+        while high + 1 < len(theirs) and oracle.can_precede(theirs[high + 1].ref, event.ref):
+            high += 1
+        for partner in theirs[low : high + 1]:
+            yield event, partner
+
+
+def races(
+    trace: Trace,
+    oracle: OrderOracle,
+    pairs: list[tuple[Event, Event]],
+    cells: list[SignalCell],
+) -> list[Hazard]:
+    """Races among `pairs`, which run in either order (`racing_pairs`)."""
     found: dict[tuple[str, SourceLocation, SourceLocation], Hazard] = {}
     settled: set[tuple[SourceLocation, SourceLocation]] = set()
     writes_by_instance = _writes_by_instance(trace)
     for a, b in pairs:
-        if a.rank == b.rank or not _conflict(a, b):
+        if not _conflict(a, b):
             continue
         first, second = _ordered_pair(a, b)
         lines = (first.location, second.location)
         if lines in settled:
             continue
-        if oracle.can_precede(a.ref, b.ref) and oracle.can_precede(b.ref, a.ref):
-            hazard = _race(trace, oracle, first, second, writes_by_instance)
-            found.setdefault((hazard.detail, *lines), hazard)
-            if _writes(first) or all((d.value, *lines) in found for d in _READ_DETAILS):
-                settled.add(lines)
+        hazard = _race(trace, oracle, first, second, writes_by_instance, cells)
+        found.setdefault((hazard.detail, *lines), hazard)
+        if _writes(first) or all((d.value, *lines) in found for d in _READ_DETAILS):
+            settled.add(lines)
     return list(found.values())
 
 
@@ -332,6 +425,7 @@ def _race(
     first: Event,
     second: Event,
     writes_by_instance: dict[tuple[int, int], list[Event]],
+    cells: list[SignalCell],
 ) -> Hazard:
     assert first.access is not None and second.access is not None
     overlap = intersect_ranges(first.access.ranges, second.access.ranges)
@@ -352,19 +446,19 @@ def _race(
     shared = Region(memory=first.access.memory, owner=first.access.owner, ranges=overlap)
     if detail is RaceDetail.READ_AFTER_WRITE:
         message = (
-            f"rank {first.rank} can read {_what(shared, trace)} before rank {second.rank}"
+            f"rank {first.rank} can read {_what(shared, trace, cells)} before rank {second.rank}"
             " writes it, and see stale data (zeros on a first call): nothing orders the two"
         )
         bad_first, bad_second = first, second
     elif detail is RaceDetail.WRITE_AFTER_READ:
         message = (
-            f"rank {second.rank} can overwrite {_what(shared, trace)} before rank {first.rank}"
-            " has read it: nothing orders the two"
+            f"rank {second.rank} can overwrite {_what(shared, trace, cells)} before rank"
+            f" {first.rank} has read it: nothing orders the two"
         )
         bad_first, bad_second = second, first
     else:
         message = (
-            f"ranks {first.rank} and {second.rank} both write {_what(shared, trace)}"
+            f"ranks {first.rank} and {second.rank} both write {_what(shared, trace, cells)}"
             " in either order"
         )
         bad_first, bad_second = second, first
@@ -383,17 +477,17 @@ def _race(
     )
 
 
-def _what(region: Region, trace: Trace) -> str:
+def _what(region: Region, trace: Trace, cells: list[SignalCell]) -> str:
     memory = trace.memory(region.memory)
-    cells = [cell for cell in signal_cells(trace).values() if _cell_in(cell, region)]
-    if cells:
-        return "signal cell " + describe_cell(cells[0], trace)
+    inside = [cell for cell in cells if _cell_in(cell, region)]
+    if inside:
+        return "signal cell " + describe_cell(inside[0], trace)
     owner = "" if memory.kind is MemoryKind.HOST else f"[{region.owner}]"
     spans = ", ".join(f"{start}..{end}" for start, end in region.ranges[:2])
     return f"{memory.name}{owner} bytes {spans}"
 
 
-def _cell_in(cell, region: Region) -> bool:
+def _cell_in(cell: SignalCell, region: Region) -> bool:
     return (
         cell.memory == region.memory
         and cell.owner == region.owner
@@ -402,14 +496,11 @@ def _cell_in(cell, region: Region) -> bool:
 
 
 def stale_reads(
-    trace: Trace, oracle: OrderOracle, pairs: list[tuple[Event, Event]]
+    trace: Trace, oracle: OrderOracle, accessed: list[Instance], cells: list[SignalCell]
 ) -> list[Hazard]:
-    signal_memories = {cell.memory for cell in signal_cells(trace).values()}
-    feeders: dict[EventRef, list[Event]] = defaultdict(list)
-    for a, b in pairs:
-        for reader, writer in ((a, b), (b, a)):
-            if reader.kind is EventKind.LOAD and _writes(writer):
-                feeders[reader.ref].append(writer)
+    signal_memories = {cell.memory for cell in cells}
+    by_key = {instance.key: instance for instance in accessed}
+    preceding = _Preceding(oracle)
     found: dict[SourceLocation, Hazard] = {}
     for rank_events in trace.events:
         for event in rank_events:
@@ -420,30 +511,69 @@ def stale_reads(
                 continue
             if event.location in found:
                 continue
-            hazard = _stale(trace, oracle, event, feeders[event.ref])
+            instance = by_key[(event.access.memory, event.access.owner)]
+            hazard = _stale(trace, instance, preceding, event, cells)
             if hazard is not None:
                 found[event.location] = hazard
     return list(found.values())
 
 
-def _stale(trace: Trace, oracle: OrderOracle, read: Event, writers: list[Event]) -> Hazard | None:
+class _Preceding:
+    """The writers that can precede a read, for reads met rank by rank in program order:
+    per (instance, reader rank, writer rank) they are a prefix of the writer rank's
+    writes that only grows from one read to the next."""
+
+    def __init__(self, oracle: OrderOracle) -> None:
+        self.oracle = oracle
+        self.counts: dict[tuple[tuple[int, int], int, int, int], int] = {}
+
+    def latest_first(self, instance: Instance, read: Event) -> Iterator[Event]:
+        for cluster in instance.clusters_of[(read.rank, read.index)]:
+            for rank, writers in cluster.writers.items():
+                if rank == read.rank:
+                    count = bisect_left(writers, read.index, key=lambda writer: writer.index)
+                else:
+                    slot = (instance.key, cluster.number, read.rank, rank)
+                    count = self.counts.get(slot, 0)
+                    while count < len(writers) and self.oracle.can_precede(
+                        writers[count].ref, read.ref
+                    ):
+                        count += 1
+                    self.counts[slot] = count
+                for position in range(count - 1, -1, -1):
+                    yield writers[position]
+
+
+def _stale(
+    trace: Trace,
+    instance: Instance,
+    preceding: _Preceding,
+    read: Event,
+    cells: list[SignalCell],
+) -> Hazard | None:
     assert read.access is not None
-    covered = union_ranges(
-        [
-            span
-            for writer in writers
-            if writer.access is not None and _may_precede(oracle, writer, read)
-            for span in intersect_ranges(writer.access.ranges, read.access.ranges)
-        ]
-    )
-    missing = subtract_ranges(read.access.ranges, covered)
-    if not missing:
-        return None
+    missing = read.access.ranges
+    for writer in preceding.latest_first(instance, read):
+        assert writer.access is not None
+        missing = subtract_ranges(missing, writer.access.ranges)
+        if not missing:
+            return None
     stale = Region(memory=read.access.memory, owner=read.access.owner, ranges=missing)
-    later = [w for w in writers if w.access and intersect_ranges(w.access.ranges, missing)]
+    overlapping = {
+        (writer.rank, writer.index): writer
+        for cluster in instance.clusters_of[(read.rank, read.index)]
+        for writers in cluster.writers.values()
+        for writer in writers
+    }
+    later = [
+        writer
+        for writer in overlapping.values()
+        if writer.access is not None and intersect_ranges(writer.access.ranges, missing)
+    ]
+    later.sort(key=lambda writer: instance.sweep_key(read, writer) or (0, 0))
     message = (
-        f"rank {read.rank} reads {_what(stale, trace)}, which no write can reach before the read:"
-        " it always sees the zero-initialised window"
+        f"rank {read.rank} reads {_what(stale, trace, cells)}, which no write can reach"
+        " before the read: it always sees the zero-initialised window"
     )
     locations: tuple[SourceLocation, ...] = (read.location,)
     if later:
@@ -458,12 +588,6 @@ def _stale(trace: Trace, oracle: OrderOracle, read: Event, writers: list[Event])
         locations=locations,
         regions=(stale,),
     )
-
-
-def _may_precede(oracle: OrderOracle, writer: Event, read: Event) -> bool:
-    if writer.rank == read.rank:
-        return writer.index < read.index
-    return oracle.can_precede(writer.ref, read.ref)
 
 
 def witness_steps(
