@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from racecheck.engines.base import Engine, OrderOracle
+from racecheck.engines.bounds import BoundedEngine
 from racecheck.engines.explore import ExploreEngine
 from racecheck.engines.monotone import MonotoneEngine
 from racecheck.engines.skeleton import SyncSkeleton
@@ -22,10 +23,11 @@ AUTO_EXPLORE_STATES = 50_000
 
 
 def smt_engine() -> Engine:
-    """Imported on use: z3 costs start-up time that monotone programs never need."""
+    """Imported on use: z3 costs start-up time that monotone programs never need. Cheap
+    exact answers go first (`racecheck.engines.bounds`); z3 decides the rest."""
     from racecheck.engines.smt import SmtEngine
 
-    return SmtEngine()
+    return BoundedEngine(SmtEngine())
 
 
 ENGINES: Mapping[str, Callable[[], Engine]] = {
