@@ -223,9 +223,10 @@ def _is_set(event: Event) -> bool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Cluster:
-    """Accesses of one instance whose byte ranges chain into one overlapping run: no
-    access outside it overlaps one inside. Per rank, in program order."""
+class Segment:
+    """Bytes of one instance that the same accesses cover (between two consecutive
+    range boundaries); two accesses overlap iff they cover a common segment. The
+    accesses covering it, per rank, in program order."""
 
     number: int
     by_rank: dict[int, list[Event]]
@@ -234,7 +235,7 @@ class Cluster:
 
 class Instance:
     """The accesses of one memory instance (memory, owner): their ranges in the order a
-    sweep over start offsets meets them, grouped into clusters."""
+    sweep over start offsets meets them, and the segments they cover."""
 
     def __init__(self, items: list[tuple[int, int, Event]]) -> None:
         items.sort(key=lambda item: item[0])
@@ -242,27 +243,24 @@ class Instance:
         assert access is not None
         self.key = (access.memory, access.owner)
         self.spans: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
-        self.clusters: list[Cluster] = []
-        self.clusters_of: dict[tuple[int, int], list[Cluster]] = defaultdict(list)
-        reach = None  # the end of the current cluster's bytes
+        bounds = sorted({offset for start, end, _ in items for offset in (start, end)})
+        self.segments = [
+            Segment(number=number, by_rank=defaultdict(list), writers={})
+            for number in range(max(len(bounds) - 1, 0))
+        ]
+        self.segments_of: dict[tuple[int, int], list[Segment]] = defaultdict(list)
         for position, (start, end, event) in enumerate(items):
-            if reach is None or start >= reach:
-                self.clusters.append(
-                    Cluster(number=len(self.clusters), by_rank=defaultdict(list), writers={})
-                )
-                reach = end
-            reach = max(reach, end)
-            cluster = self.clusters[-1]
             key = (event.rank, event.index)
             self.spans.setdefault(key, []).append((position, start, end))
-            joined = self.clusters_of[key]
-            if not joined or joined[-1] is not cluster:
-                joined.append(cluster)
-                cluster.by_rank[event.rank].append(event)
-        for cluster in self.clusters:
-            for rank, events in cluster.by_rank.items():
+            joined = self.segments_of[key]
+            for number in range(bisect_left(bounds, start), bisect_left(bounds, end)):
+                segment = self.segments[number]
+                joined.append(segment)
+                segment.by_rank[event.rank].append(event)
+        for segment in self.segments:
+            for rank, events in segment.by_rank.items():
                 events.sort(key=lambda event: event.index)
-                cluster.writers[rank] = [event for event in events if _writes(event)]
+                segment.writers[rank] = [event for event in events if _writes(event)]
 
     def sweep_key(self, a: Event, b: Event) -> tuple[int, int] | None:
         """Where a sweep over start offsets first meets `a` and `b` overlapping: (the
@@ -303,18 +301,19 @@ def racing_pairs(
     """Every pair of overlapping accesses of two ranks, at least one writing, that can
     run in either order, in the order a sweep over each instance's start offsets meets
     them. Near-linear in events: `can_precede(x, y)` only turns true as `y` moves later
-    in its rank and only turns false as `x` does, so the partners of one access that
-    can run in either order with it are a window of the other rank's accesses, and
-    both ends of the window only move forward through the first rank's accesses."""
+    in its rank and only turns false as `x` does, so among the accesses of one segment,
+    the partners that can run in either order with one access form a window of the
+    other rank's accesses, and both ends of the window only move forward through the
+    first rank's accesses."""
     found: list[tuple[Event, Event]] = []
     for instance in accessed:
         keyed: list[tuple[tuple[int, int], Event, Event]] = []
-        for cluster in instance.clusters:
+        for segment in instance.segments:
             if time.monotonic() > deadline:
                 raise EngineUnknown("the analysis did not finish within --timeout")
-            keyed.extend(_cluster_pairs(oracle, instance, cluster))
+            keyed.extend(_segment_pairs(oracle, instance, segment))
         keyed.sort(key=itemgetter(0))
-        previous = None  # a pair of two accesses that share two clusters comes twice
+        previous = None  # a pair of accesses that share several segments comes once each
         for key, a, b in keyed:
             if key != previous:
                 found.append((a, b))
@@ -322,15 +321,15 @@ def racing_pairs(
     return found
 
 
-def _cluster_pairs(
-    oracle: OrderOracle, instance: Instance, cluster: Cluster
+def _segment_pairs(
+    oracle: OrderOracle, instance: Instance, segment: Segment
 ) -> Iterator[tuple[tuple[int, int], Event, Event]]:
-    ranks = sorted(cluster.by_rank)
+    ranks = sorted(segment.by_rank)
     for place, rank in enumerate(ranks):
         for other in ranks[place + 1 :]:
-            if not (cluster.writers[rank] or cluster.writers[other]):
+            if not (segment.writers[rank] or segment.writers[other]):
                 continue
-            for a, b in _either_order(oracle, cluster.by_rank[rank], cluster.by_rank[other]):
+            for a, b in _either_order(oracle, segment.by_rank[rank], segment.by_rank[other]):
                 if _writes(a) or _writes(b):
                     key = instance.sweep_key(a, b)
                     if key is not None:
@@ -520,7 +519,7 @@ def stale_reads(
 
 class _Preceding:
     """The writers that can precede a read, for reads met rank by rank in program order:
-    per (instance, reader rank, writer rank) they are a prefix of the writer rank's
+    per (segment, reader rank, writer rank) they are a prefix of the writer rank's
     writes that only grows from one read to the next."""
 
     def __init__(self, oracle: OrderOracle) -> None:
@@ -528,12 +527,12 @@ class _Preceding:
         self.counts: dict[tuple[tuple[int, int], int, int, int], int] = {}
 
     def latest_first(self, instance: Instance, read: Event) -> Iterator[Event]:
-        for cluster in instance.clusters_of[(read.rank, read.index)]:
-            for rank, writers in cluster.writers.items():
+        for segment in instance.segments_of[(read.rank, read.index)]:
+            for rank, writers in segment.writers.items():
                 if rank == read.rank:
                     count = bisect_left(writers, read.index, key=lambda writer: writer.index)
                 else:
-                    slot = (instance.key, cluster.number, read.rank, rank)
+                    slot = (instance.key, segment.number, read.rank, rank)
                     count = self.counts.get(slot, 0)
                     while count < len(writers) and self.oracle.can_precede(
                         writers[count].ref, read.ref
@@ -561,8 +560,8 @@ def _stale(
     stale = Region(memory=read.access.memory, owner=read.access.owner, ranges=missing)
     overlapping = {
         (writer.rank, writer.index): writer
-        for cluster in instance.clusters_of[(read.rank, read.index)]
-        for writers in cluster.writers.values()
+        for segment in instance.segments_of[(read.rank, read.index)]
+        for writers in segment.writers.values()
         for writer in writers
     }
     later = [

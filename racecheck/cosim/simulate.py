@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 
 from racecheck.cosim.classify import call_user, classify, located
@@ -77,6 +78,19 @@ def _execute_ranks(
         raise classify(run.failure, program, in_kernel=True) from run.failure
 
 
+FREEZE_FROM_EVENTS = 20_000  # below this the collector has little to walk
+
+
+def _settle(trace: Trace) -> None:
+    """A large trace lives as long as its check and holds no reference cycles: collect
+    what tracing left behind once, then keep the collector off every object alive now
+    (`gc.freeze`), so the checks' collections no longer walk the trace again and again.
+    Frozen objects are still freed by reference counting when the trace is dropped."""
+    if sum(len(events) for events in trace.events) >= FREEZE_FROM_EVENTS:
+        gc.collect()
+        gc.freeze()
+
+
 def simulate(
     instance: ProgramInstance,
     *,
@@ -125,6 +139,7 @@ def simulate(
         )
         for tensor in tensors
     )
+    _settle(trace)
     return Execution(
         trace=trace,
         schedule=tuple(run.schedule),
