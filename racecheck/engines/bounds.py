@@ -70,18 +70,22 @@ def patient_run(skeleton: SyncSkeleton, limits: list[int]) -> Run:
     positions = [0] * skeleton.ranks
     values = [0] * len(skeleton.cells)
     steps: list[tuple[int, int]] = []
-    while True:
-        for rank in sorted(range(skeleton.ranks), key=lambda r: _urgency(skeleton, r, positions)):
-            if _step(skeleton, rank, positions, values, limits[rank], steps):
-                break
-        else:
-            return Run(steps=steps, positions=positions, values=values)
+    ranks = range(skeleton.ranks)
+
+    def advance(rank: int) -> bool:
+        return _step(skeleton, rank, positions, values, limits[rank], steps)
+
+    while any(advance(r) for r in ranks if not _adds_next(skeleton, r, positions)) or any(
+        advance(r) for r in ranks
+    ):
+        pass
+    return Run(steps=steps, positions=positions, values=values)
 
 
-def _urgency(skeleton: SyncSkeleton, rank: int, positions: list[int]) -> int:
+def _adds_next(skeleton: SyncSkeleton, rank: int, positions: list[int]) -> bool:
     position = positions[rank]
     kinds = skeleton.kind[rank]
-    return 1 if position < len(kinds) and kinds[position] == ADD else 0
+    return position < len(kinds) and kinds[position] == ADD
 
 
 def _step(
