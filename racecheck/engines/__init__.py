@@ -3,7 +3,8 @@
 `ENGINES` is the one registry: every engine the product has, by name (the conformance
 suite iterates it). `auto` takes the fastest exact route: the monotone engine when the
 trace is monotone (no search at all), else explicit exploration within a state budget,
-else z3. Every engine reads the trace's one compiled `SyncSkeleton`.
+else z3 behind the cheap exact answers of `racecheck.engines.bounds`. Every engine
+reads the trace's one compiled `SyncSkeleton`.
 """
 
 from __future__ import annotations
