@@ -230,7 +230,7 @@ class Segment:
 
     number: int
     by_rank: dict[int, list[Event]]
-    writers: dict[int, list[Event]]
+    writers: dict[int, list[Event]]  # the ranks that write it only
 
 
 class Instance:
@@ -260,7 +260,9 @@ class Instance:
         for segment in self.segments:
             for rank, events in segment.by_rank.items():
                 events.sort(key=lambda event: event.index)
-                segment.writers[rank] = [event for event in events if _writes(event)]
+                writers = [event for event in events if _writes(event)]
+                if writers:
+                    segment.writers[rank] = writers
 
     def sweep_key(self, a: Event, b: Event) -> tuple[int, int] | None:
         """Where a sweep over start offsets first meets `a` and `b` overlapping: (the
@@ -327,7 +329,7 @@ def _segment_pairs(
     ranks = sorted(segment.by_rank)
     for place, rank in enumerate(ranks):
         for other in ranks[place + 1 :]:
-            if not (segment.writers[rank] or segment.writers[other]):
+            if rank not in segment.writers and other not in segment.writers:
                 continue
             for a, b in _either_order(oracle, segment.by_rank[rank], segment.by_rank[other]):
                 if _writes(a) or _writes(b):
