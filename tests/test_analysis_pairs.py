@@ -3,7 +3,8 @@
 On random protocols (tests/strategies.py), against the brute force's ordering answers:
 `racing_pairs` returns every pair of overlapping accesses of two ranks, at least one
 writing, that can run in either order, each once; `stale_reads` reports one stale read
-per source line of the loads some bytes of which no write can reach first.
+per source line of the loads some bytes of which no write can reach first; the cell
+index of the set-add-mix search finds every signal cell an event writes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from bruteforce import BruteForce
 from hypothesis import HealthCheck, given, settings
 from strategies import monotone_traces, traces
 
-from racecheck.analysis import instances, racing_pairs, stale_reads
+from racecheck.analysis import _CellIndex, instances, racing_pairs, stale_reads
 from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
     AccessMode,
@@ -21,6 +22,7 @@ from racecheck.events import (
     EventRef,
     MemoryKind,
     Trace,
+    cell_effect,
     intersect_ranges,
     subtract_ranges,
 )
@@ -117,3 +119,14 @@ def test_stale_reads_are_the_loads_no_write_reaches(trace: Trace) -> None:
     assert {(h.events[0].rank, h.events[0].index) for h in found} <= expected
     expected_lines = {trace.event(EventRef(rank=r, index=i)).location for r, i in expected}
     assert {h.locations[0] for h in found} == expected_lines
+
+
+@PAIRS
+@given(trace=traces())
+def test_the_cell_index_finds_every_cell_an_event_writes(trace: Trace) -> None:
+    keys = list(signal_cells(trace))
+    index = _CellIndex(keys)
+    for event in _events(trace):
+        touched = index.touched_by(event)
+        assert touched == sorted(touched, key=keys.index)
+        assert {key for key in keys if cell_effect(event, key) is not None} <= set(touched)
