@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from racecheck.cosim.classify import call_user, classify, located
 from racecheck.cosim.execution import Execution, HostTensorRecord, merged_flow
@@ -81,6 +83,20 @@ def _execute_ranks(
 FREEZE_FROM_EVENTS = 20_000  # below this the collector has little to walk
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Most of what tracing allocates lives as long as the trace, so collections during
+    tracing would walk it again and again for little: the collector is off meanwhile
+    (and left as it was found)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _settle(trace: Trace) -> None:
     """A large trace lives as long as its check and holds no reference cycles: collect
     what tracing left behind once, then keep the collector off every object alive now
@@ -104,7 +120,7 @@ def simulate(
     """Run `instance` once under `policy` and record what every rank did."""
     started = time.monotonic()
     memory = MemoryState(instance.ranks)
-    with installed():
+    with installed(), _collector_paused():
         try:
             host, tensors = _run_host(instance, memory, seed, timeout)
         except HostCrash as crash:
