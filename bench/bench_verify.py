@@ -1,12 +1,15 @@
 """Benchmark `racecheck verify` as whole processes: wall time (median) and peak memory.
 
     pip install '.[bench]'                       # matplotlib, for the plot
-    python bench/bench_verify.py                 # the issue's table, writes docs/benchmarks.md
+    python bench/bench_verify.py                 # every table, writes docs/benchmarks.md
     python bench/bench_verify.py --quick         # P up to 16, one engine, for a smoke run
 
 Each cell runs `racecheck verify FILE --ranks P --engine E --format json` in a fresh
 process `--repeats` times and records the median wall time and the largest peak RSS
-(from the child's rusage). A row stops growing P once a run exceeds `--budget` seconds.
+(from the child's rusage). First the hard cases of issue 13, each against its target
+(`HARD_CASES`; `--hard-only` stops there); then every protocol of `PROTOCOLS` for
+growing P, a row stopping once a run exceeds `--budget` seconds, with the growth of
+the checking time in P and in events.
 SPIN, when installed, runs on racecheck's Promela export of the mesh all-reduce (the
 same trace racecheck decides) until one P exceeds 300 s or 8 GB; next to it, racecheck
 `auto` on the same P, in the same run.
@@ -37,6 +40,75 @@ PROTOCOLS = (
     ("all_to_all", "20_all_to_all.py", ("use_builtin=False",)),
 )
 FULL_RANKS = (2, 4, 8, 16, 32, 64, 128)
+SET_RESET = "05_shift_counter_barrier_bug_set_reset.py"
+SINGLE_SLOT = "16_allreduce_ring_outbox_bug_single_slot.py"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HardCase:
+    """One row of issue 13's table: a workload and the target it must meet."""
+
+    label: str
+    file: str
+    ranks: int
+    seconds: float  # target: median wall time of the whole process
+    engine: str = "auto"
+    args: tuple[str, ...] = ()
+    repeat: int = 1
+    mebibytes: float | None = None  # target: peak RSS
+
+
+HARD_CASES = (
+    *(
+        HardCase(
+            label="example 05 (Set reset) --repeat 2",
+            file=SET_RESET,
+            ranks=p,
+            seconds=2.0,
+            repeat=2,
+        )
+        for p in range(2, 9)
+    ),
+    *(
+        HardCase(
+            label="mesh allreduce, --engine explore",
+            file="08_allreduce_mesh.py",
+            ranks=p,
+            seconds=10.0,
+            engine="explore",
+        )
+        for p in range(2, 9)
+    ),
+    HardCase(
+        label="400 rounds through one slot (example 16 --repeat 67)",
+        file=SINGLE_SLOT,
+        ranks=4,
+        seconds=5.0,
+        repeat=67,
+    ),
+    HardCase(
+        label="ring allreduce",
+        file="14_allreduce_ring.py",
+        ranks=128,
+        seconds=10.0,
+        args=("size=3840",),
+    ),
+    HardCase(
+        label="two-phase allreduce",
+        file="11_allreduce_two_phase.py",
+        ranks=128,
+        seconds=10.0,
+        args=("size=3840",),
+    ),
+    HardCase(label="mesh allreduce", file="08_allreduce_mesh.py", ranks=128, seconds=10.0),
+    HardCase(
+        label="mesh allreduce",
+        file="08_allreduce_mesh.py",
+        ranks=256,
+        seconds=60.0,
+        mebibytes=1024.0,
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,19 +120,21 @@ class Measurement:
     peak_mib: float
     verdict: str
     checking: float = 0.0  # median of the report's own per-program seconds (no start-up)
+    events: int = 0  # events of the trace (summed over the run's programs)
 
 
 def run_once(
-    path: Path, ranks: int, engine: str, args: tuple[str, ...]
-) -> tuple[float, float, str, float]:
-    """(wall seconds, peak RSS in MiB, verdicts, checking seconds) of one whole
+    path: Path, ranks: int, engine: str, args: tuple[str, ...], repeat: int = 1
+) -> tuple[float, float, str, float, int]:
+    """(wall seconds, peak RSS in MiB, verdicts, checking seconds, events) of one whole
     `racecheck verify` process; checking excludes interpreter start-up and imports."""
     command = [sys.executable, "-m", "racecheck", "verify", str(path), "--ranks", str(ranks)]
-    command += ["--engine", engine, "--format", "json"]
+    command += ["--engine", engine, "--format", "json", "--repeat", str(repeat)]
     for value in args:
         command += ["--arg", value]
     started = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stderr is not None
     stdout, stderr = child.stdout.read(), child.stderr.read()
     _, _, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - started
@@ -69,20 +143,31 @@ def run_once(
         results = json.loads(stdout)["results"]
         verdict = "/".join(sorted({result["verdict"] for result in results}))
         checking = sum(result["seconds"] for result in results)
+        events = sum(result["events"] or 0 for result in results)
     except (json.JSONDecodeError, KeyError):
-        verdict, checking = f"error: {stderr.strip()[:80]}", 0.0
-    return elapsed, usage.ru_maxrss / 1024, verdict, checking
+        verdict, checking, events = f"error: {stderr.strip()[:80]}", 0.0, 0
+    return elapsed, usage.ru_maxrss / 1024, verdict, checking, events
 
 
 def measure(
-    label: str, path: Path, ranks: int, engine: str, args: tuple[str, ...], repeats: int
+    label: str,
+    path: Path,
+    ranks: int,
+    engine: str,
+    args: tuple[str, ...],
+    repeats: int,
+    repeat: int = 1,
+    give_up: float = float("inf"),
 ) -> Measurement:
-    times, peaks, checks, verdict = [], [], [], ""
+    """Medians of `repeats` runs; one run only when it takes longer than `give_up`."""
+    times, peaks, checks, verdict, events = [], [], [], "", 0
     for _ in range(repeats):
-        elapsed, peak, verdict, checking = run_once(path, ranks, engine, args)
+        elapsed, peak, verdict, checking, events = run_once(path, ranks, engine, args, repeat)
         times.append(elapsed)
         peaks.append(peak)
         checks.append(checking)
+        if elapsed > give_up:
+            break
     return Measurement(
         protocol=label,
         engine=engine,
@@ -91,7 +176,36 @@ def measure(
         peak_mib=max(peaks),
         verdict=verdict,
         checking=statistics.median(checks),
+        events=events,
     )
+
+
+def hard_cases(repeats: int) -> list[tuple[HardCase, Measurement]]:
+    rows = []
+    for case in HARD_CASES:
+        row = measure(
+            case.label,
+            EXAMPLES / case.file,
+            case.ranks,
+            case.engine,
+            case.args,
+            repeats,
+            case.repeat,
+        )
+        rows.append((case, row))
+        print(
+            f"{case.label:54} P={case.ranks:<4} {row.seconds:7.2f} s (target {case.seconds:g})"
+            f" {row.peak_mib:7.1f} MiB {row.events:7} events  {row.verdict}"
+            f"  {'met' if met(case, row) else 'MISSED'}",
+            flush=True,
+        )
+    return rows
+
+
+def met(case: HardCase, row: Measurement) -> bool:
+    decided = row.verdict in ("proved", "bug")
+    fits = case.mebibytes is None or row.peak_mib < case.mebibytes
+    return decided and row.seconds < case.seconds and fits
 
 
 def sweep(
@@ -190,18 +304,21 @@ def plot(rows: list[Measurement], path: Path) -> None:
     figure.savefig(path, dpi=110)
 
 
-def growth_exponent(rows: list[Measurement], protocol: str, engine: str) -> float | None:
-    """Least-squares slope of log(checking time) against log(P) over the P >= 16 points
-    (start-up is a constant that would flatten the slope)."""
+def growth_exponent(
+    rows: list[Measurement], protocol: str, engine: str, *, in_events: bool = False
+) -> float | None:
+    """Least-squares slope of log(checking time) against log(P), or log(events), over
+    the P >= 16 points (start-up is a constant that would flatten the slope)."""
     import math
 
     points = [
-        (math.log(row.ranks), math.log(row.checking))
+        (math.log(row.events if in_events else row.ranks), math.log(row.checking))
         for row in rows
         if row.protocol == protocol
         and row.engine == engine
         and row.ranks >= 16
         and row.checking > 0
+        and row.events > 0
     ]
     if len(points) < 2:
         return None
@@ -211,31 +328,58 @@ def growth_exponent(rows: list[Measurement], protocol: str, engine: str) -> floa
     return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
 
 
-def markdown(rows: list[Measurement], command: str) -> str:
+def markdown(
+    hard: list[tuple[HardCase, Measurement]], rows: list[Measurement], command: str
+) -> str:
     lines = [
         "# racecheck benchmarks",
         "",
         f"Machine: {platform.machine()}, {platform.python_implementation()}"
-        f" {platform.python_version()}, {platform.system()}; `nproc` = 2, 24 GiB.",
+        f" {platform.python_version()}, {platform.system()}; `nproc` = 2, 24 GiB, shared"
+        " with other jobs while measured.",
         f"Command: `{command}`. Whole processes; median wall time of the repeats; peak RSS"
         " is the largest of the repeats. *checking s* is the report's own time per program"
         " and P (no interpreter start-up or imports).",
         "",
-        "| protocol | engine | P | seconds (median) | checking s | peak MiB | verdict |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "## The hard cases (issue 13)",
+        "",
+        "| workload | engine | P | events | seconds (median) | target | checking s"
+        " | peak MiB | verdict | met |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for case, row in hard:
+        target = f"< {case.seconds:g} s" + (
+            f", < {case.mebibytes:g} MiB" if case.mebibytes is not None else ""
+        )
+        lines.append(
+            f"| {case.label} | {case.engine} | {case.ranks} | {row.events} | {row.seconds:.2f}"
+            f" | {target} | {row.checking:.3f} | {row.peak_mib:.0f} | {row.verdict}"
+            f" | {'yes' if met(case, row) else '**no**'} |"
+        )
+    lines += [
+        "",
+        "## Growth in P",
+        "",
+        "| protocol | engine | P | events | seconds (median) | checking s | peak MiB | verdict |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         checking = f"{row.checking:.3f}" if row.engine != "spin" else "—"
         lines.append(
-            f"| {row.protocol} | {row.engine} | {row.ranks} | {row.seconds:.2f}"
+            f"| {row.protocol} | {row.engine} | {row.ranks} | {row.events} | {row.seconds:.2f}"
             f" | {checking} | {row.peak_mib:.0f} | {row.verdict} |"
         )
-    lines += ["", "Growth in P (slope of log checking time against log P, P >= 16):", ""]
+    lines += [
+        "",
+        "Growth (slopes of log checking time against log P and against log events, P >= 16):",
+        "",
+    ]
     for label, _, _ in PROTOCOLS:
         for engine in sorted({row.engine for row in rows}):
             slope = growth_exponent(rows, label, engine)
-            if slope is not None:
-                lines.append(f"- {label}, {engine}: time ∝ P^{slope:.2f}")
+            in_events = growth_exponent(rows, label, engine, in_events=True)
+            if slope is not None and in_events is not None:
+                lines.append(f"- {label}, {engine}: time ∝ P^{slope:.2f} ∝ events^{in_events:.2f}")
     return "\n".join(lines) + "\n"
 
 
@@ -247,15 +391,17 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=120.0, help="stop a row past this")
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
     parser.add_argument("--no-spin", action="store_true", help="skip the SPIN comparison")
+    parser.add_argument("--hard-only", action="store_true", help="only issue 13's table")
     options = parser.parse_args()
     ranks = tuple(p for p in FULL_RANKS if p <= 16) if options.quick else FULL_RANKS
     engines = tuple(options.engines.split(","))
-    rows = sweep(engines, ranks, options.repeats, options.budget)
-    if not options.no_spin:
+    hard = hard_cases(options.repeats)
+    rows = [] if options.hard_only else sweep(engines, ranks, options.repeats, options.budget)
+    if not (options.no_spin or options.hard_only):
         rows += spin_sweep(limit_seconds=300.0, limit_mib=8192)
     out = Path(options.out)
-    out.write_text(markdown(rows, " ".join(["python", *sys.argv])))
-    plot(rows, out.with_suffix(".png"))
+    out.write_text(markdown(hard, rows, " ".join(["python", *sys.argv])))
+    plot(rows or [row for _, row in hard], out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
     return 0
 

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
@@ -100,16 +102,17 @@ def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.in
     consequences, not findings: only races among the events that did run are added.
     Past `deadline` (`time.monotonic()`) it raises EngineUnknown."""
     hazards = out_of_bounds(trace)
-    pairs = writer_pairs(trace, deadline=deadline)
+    accessed = instances(trace)
     crashed = bool(trace.out_of_bounds)
     stuck = None if crashed else deadlock(trace, oracle)
     if stuck is not None:
         hazards.append(stuck)
-    hazards.extend(races(trace, oracle, pairs))
+    hazards.extend(races(trace, oracle, racing_pairs(oracle, accessed, deadline=deadline)))
     hazards.extend(set_add_mixes(trace, oracle))
     if not crashed:
         blocked = stuck.events if stuck is not None else ()
-        hazards.extend(stale_reads(trace, oracle, pairs, blocked=blocked))
+        cells = list(signal_cells(trace).values())
+        hazards.extend(stale_reads(trace, oracle, accessed, cells, blocked=blocked))
     return hazards
 
 
@@ -143,9 +146,11 @@ def set_add_mixes(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
             if _is_set(event) and event.notify is not None:
                 sets.setdefault(event.notify.cell.key, event)
     found: dict[tuple[SourceLocation, SourceLocation], Hazard] = {}
+    near = _CellIndex(list(sets))
     for rank_events in trace.events if sets else ():
         for event in rank_events:
-            for key, set_event in sets.items():
+            for key in near.touched_by(event):
+                set_event = sets[key]
                 effect = cell_effect(event, key)
                 lines = (set_event.location, event.location)
                 if effect is None or effect.op is not CellOp.ADD or lines in found:
@@ -154,6 +159,32 @@ def set_add_mixes(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
                 if hazard is not None:
                     found[lines] = hazard
     return list(found.values())
+
+
+class _CellIndex:
+    """Cells by instance and offset: the ones whose bytes an event's access or notify
+    may touch, a superset of those it writes (`cell_effect` decides), in list order."""
+
+    def __init__(self, keys: list[CellKey]) -> None:
+        self.order = {key: number for number, key in enumerate(keys)}
+        self.offsets: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for memory, owner, offset in sorted(keys):
+            self.offsets[(memory, owner)].append(offset)
+
+    def touched_by(self, event: Event) -> list[CellKey]:
+        spans: list[tuple[int, int, int, int]] = []
+        if event.access is not None:
+            region = event.access
+            spans += [(region.memory, region.owner, start, end) for start, end in region.ranges]
+        if event.notify is not None:
+            cell = event.notify.cell
+            spans.append((cell.memory, cell.owner, cell.offset, cell.offset + 4))
+        found: set[CellKey] = set()
+        for memory, owner, start, end in spans:
+            offsets = self.offsets.get((memory, owner), [])
+            for offset in offsets[bisect_right(offsets, start - 4) : bisect_left(offsets, end)]:
+                found.add((memory, owner, offset))
+        return sorted(found, key=self.order.__getitem__)
 
 
 def _set_add_mix(
@@ -231,8 +262,70 @@ def _is_set(event: Event) -> bool:
     return event.notify is not None and event.notify.op is NotifyOp.SET
 
 
-def writer_pairs(trace: Trace, *, deadline: float = math.inf) -> list[tuple[Event, Event]]:
-    """Every pair of overlapping accesses in which at least one writes (same rank included)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Segment:
+    """Bytes of one instance that the same accesses cover (between two consecutive
+    range boundaries); two accesses overlap iff they cover a common segment. The
+    accesses covering it, per rank, in program order."""
+
+    number: int
+    by_rank: dict[int, list[Event]]
+    writers: dict[int, list[Event]]  # the ranks that write it only
+
+
+class Instance:
+    """The accesses of one memory instance (memory, owner): their ranges in the order a
+    sweep over start offsets meets them, and the segments they cover."""
+
+    def __init__(self, items: list[tuple[int, int, Event]]) -> None:
+        items.sort(key=lambda item: item[0])
+        access = items[0][2].access
+        assert access is not None
+        self.key = (access.memory, access.owner)
+        self.spans: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+        bounds = sorted({offset for start, end, _ in items for offset in (start, end)})
+        self.segments = [
+            Segment(number=number, by_rank=defaultdict(list), writers={})
+            for number in range(max(len(bounds) - 1, 0))
+        ]
+        self.segments_of: dict[tuple[int, int], list[Segment]] = defaultdict(list)
+        for position, (start, end, event) in enumerate(items):
+            key = (event.rank, event.index)
+            self.spans.setdefault(key, []).append((position, start, end))
+            joined = self.segments_of[key]
+            for number in range(bisect_left(bounds, start), bisect_left(bounds, end)):
+                segment = self.segments[number]
+                joined.append(segment)
+                segment.by_rank[event.rank].append(event)
+        for segment in self.segments:
+            for rank, events in segment.by_rank.items():
+                events.sort(key=lambda event: event.index)
+                writers = [event for event in events if _writes(event)]
+                if writers:
+                    segment.writers[rank] = writers
+
+    def sweep_key(self, a: Event, b: Event) -> tuple[int, int] | None:
+        """Where a sweep over start offsets first meets `a` and `b` overlapping: (the
+        later range's position, the earlier one's), the first smallest; None if they
+        do not overlap."""
+        a_spans = self.spans[(a.rank, a.index)]
+        b_spans = self.spans[(b.rank, b.index)]
+        if len(a_spans) == 1 and len(b_spans) == 1:  # the common case, kept fast
+            (p, a_start, a_end), (q, b_start, b_end) = a_spans[0], b_spans[0]
+            if a_start < b_end and b_start < a_end:
+                return (p, q) if p > q else (q, p)
+            return None
+        best: tuple[int, int] | None = None
+        for p, a_start, a_end in a_spans:
+            for q, b_start, b_end in b_spans:
+                if a_start < b_end and b_start < a_end:
+                    key = (p, q) if p > q else (q, p)
+                    best = key if best is None or key < best else best
+        return best
+
+
+def instances(trace: Trace) -> list[Instance]:
+    """The accessed memory instances, in the order the trace first touches them."""
     groups: dict[tuple[int, int], list[tuple[int, int, Event]]] = defaultdict(list)
     for rank_events in trace.events:
         for event in rank_events:
@@ -241,56 +334,80 @@ def writer_pairs(trace: Trace, *, deadline: float = math.inf) -> list[tuple[Even
             key = (event.access.memory, event.access.owner)
             for start, end in event.access.ranges:
                 groups[key].append((start, end, event))
-    pairs: list[tuple[Event, Event]] = []
-    for items in groups.values():
-        for pair in _sweep(items):
-            pairs.append(pair)
-            if len(pairs) % _DEADLINE_INTERVAL == 0 and time.monotonic() > deadline:
+    return [Instance(items) for items in groups.values()]
+
+
+def racing_pairs(
+    oracle: OrderOracle, accessed: list[Instance], *, deadline: float = math.inf
+) -> list[tuple[Event, Event]]:
+    """Every pair of overlapping accesses of two ranks, at least one writing, that can
+    run in either order, in the order a sweep over each instance's start offsets meets
+    them. Near-linear in events: `can_precede(x, y)` only turns true as `y` moves later
+    in its rank and only turns false as `x` does, so among the accesses of one segment,
+    the partners that can run in either order with one access form a window of the
+    other rank's accesses, and both ends of the window only move forward through the
+    first rank's accesses."""
+    found: list[tuple[Event, Event]] = []
+    for instance in accessed:
+        keyed: list[tuple[tuple[int, int], Event, Event]] = []
+        for segment in instance.segments:
+            if time.monotonic() > deadline:
                 raise EngineUnknown("the analysis did not finish within --timeout")
-    return pairs
+            keyed.extend(_segment_pairs(oracle, instance, segment))
+        keyed.sort(key=itemgetter(0))
+        previous = None  # a pair of accesses that share several segments comes once each
+        for key, a, b in keyed:
+            if key != previous:
+                found.append((a, b))
+            previous = key
+    return found
 
 
-_DEADLINE_INTERVAL = 4096
-
-
-def _sweep(items: list[tuple[int, int, Event]]) -> Iterator[tuple[Event, Event]]:
-    """Overlaps by start order; a reader is checked against active writers only."""
-    items.sort(key=lambda item: item[0])
-    active_writers: list[tuple[int, int, Event]] = []
-    active_all: list[tuple[int, int, Event]] = []
-    reported: set[tuple[EventRef, EventRef]] = set()
-    for start, end, event in items:
-        writes = _writes(event)
-        active_writers = [item for item in active_writers if item[1] > start]
-        if writes:
-            active_all = [item for item in active_all if item[1] > start]
-        for _, _, other in active_all if writes else active_writers:
-            if other is event or (other.ref, event.ref) in reported:
+def _segment_pairs(
+    oracle: OrderOracle, instance: Instance, segment: Segment
+) -> Iterator[tuple[tuple[int, int], Event, Event]]:
+    ranks = sorted(segment.by_rank)
+    for place, rank in enumerate(ranks):
+        for other in ranks[place + 1 :]:
+            if rank not in segment.writers and other not in segment.writers:
                 continue
-            reported.add((other.ref, event.ref))
-            reported.add((event.ref, other.ref))
-            yield other, event
-        active_all.append((start, end, event))
-        if writes:
-            active_writers.append((start, end, event))
+            for a, b in _either_order(oracle, segment.by_rank[rank], segment.by_rank[other]):
+                if _writes(a) or _writes(b):
+                    key = instance.sweep_key(a, b)
+                    if key is not None:
+                        yield key, a, b
+
+
+def _either_order(
+    oracle: OrderOracle, ours: list[Event], theirs: list[Event]
+) -> Iterator[tuple[Event, Event]]:
+    """Pairs of `ours` and `theirs` (two ranks, program order) that run in either order."""
+    low, high = 0, -1  # theirs[low:high + 1]: the window of the current access
+    for event in ours:
+        while low < len(theirs) and not oracle.can_precede(event.ref, theirs[low].ref):
+            low += 1
+        while high + 1 < len(theirs) and oracle.can_precede(theirs[high + 1].ref, event.ref):
+            high += 1
+        for partner in theirs[low : high + 1]:
+            yield event, partner
 
 
 def races(trace: Trace, oracle: OrderOracle, pairs: list[tuple[Event, Event]]) -> list[Hazard]:
+    """Races among `pairs`, which run in either order (`racing_pairs`)."""
     found: dict[tuple[str, SourceLocation, SourceLocation], Hazard] = {}
     settled: set[tuple[SourceLocation, SourceLocation]] = set()
     writes_by_instance = _writes_by_instance(trace)
     for a, b in pairs:
-        if a.rank == b.rank or not _conflict(a, b):
+        if not _conflict(a, b):
             continue
         first, second = _ordered_pair(a, b)
         lines = (first.location, second.location)
         if lines in settled:
             continue
-        if oracle.can_precede(a.ref, b.ref) and oracle.can_precede(b.ref, a.ref):
-            hazard = _race(trace, oracle, first, second, writes_by_instance)
-            found.setdefault((hazard.detail, *lines), hazard)
-            if _writes(first) or all((d.value, *lines) in found for d in _READ_DETAILS):
-                settled.add(lines)
+        hazard = _race(trace, oracle, first, second, writes_by_instance)
+        found.setdefault((hazard.detail, *lines), hazard)
+        if _writes(first) or all((d.value, *lines) in found for d in _READ_DETAILS):
+            settled.add(lines)
     return list(found.values())
 
 
@@ -414,19 +531,19 @@ def _cell_in(cell: SignalCell, region: Region) -> bool:
 def stale_reads(
     trace: Trace,
     oracle: OrderOracle,
-    pairs: list[tuple[Event, Event]],
+    accessed: list[Instance],
+    cells: list[SignalCell],
     *,
     blocked: tuple[EventRef, ...] = (),
 ) -> list[Hazard]:
-    cells: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for cell in signal_cells(trace).values():
-        cells[(cell.memory, cell.owner)].append((cell.offset, cell.offset + _CELL_BYTES))
+    """Reads of window bytes, other than signal cells, that no write can precede; a read
+    behind a wait that never passes belongs to the deadlock."""
+    cell_spans: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for cell in cells:
+        cell_spans[(cell.memory, cell.owner)].append((cell.offset, cell.offset + _CELL_BYTES))
     first_blocked = {ref.rank: ref.index for ref in blocked}
-    feeders: dict[EventRef, list[Event]] = defaultdict(list)
-    for a, b in pairs:
-        for reader, writer in ((a, b), (b, a)):
-            if reader.kind is EventKind.LOAD and _writes(writer):
-                feeders[reader.ref].append(writer)
+    by_key = {instance.key: instance for instance in accessed}
+    preceding = _Preceding(oracle)
     found: dict[SourceLocation, Hazard] = {}
     for rank_events in trace.events:
         for event in rank_events:
@@ -437,33 +554,69 @@ def stale_reads(
                 continue
             if event.index > first_blocked.get(event.rank, len(rank_events)):
                 continue  # never runs: the rank waits forever before it
-            signal = cells[(event.access.memory, event.access.owner)]
-            hazard = _stale(trace, oracle, event, feeders[event.ref], signal)
+            key = (event.access.memory, event.access.owner)
+            signal = union_ranges(cell_spans.get(key, []))
+            hazard = _stale(trace, by_key[key], preceding, event, signal)
             if hazard is not None:
                 found[event.location] = hazard
     return list(found.values())
 
 
+class _Preceding:
+    """The writers that can precede a read, for reads met rank by rank in program order:
+    per (segment, reader rank, writer rank) they are a prefix of the writer rank's
+    writes that only grows from one read to the next."""
+
+    def __init__(self, oracle: OrderOracle) -> None:
+        self.oracle = oracle
+        self.counts: dict[tuple[tuple[int, int], int, int, int], int] = {}
+
+    def latest_first(self, instance: Instance, read: Event) -> Iterator[Event]:
+        for segment in instance.segments_of[(read.rank, read.index)]:
+            for rank, writers in segment.writers.items():
+                if rank == read.rank:
+                    count = bisect_left(writers, read.index, key=lambda writer: writer.index)
+                else:
+                    slot = (instance.key, segment.number, read.rank, rank)
+                    count = self.counts.get(slot, 0)
+                    while count < len(writers) and self.oracle.can_precede(
+                        writers[count].ref, read.ref
+                    ):
+                        count += 1
+                    self.counts[slot] = count
+                for position in range(count - 1, -1, -1):
+                    yield writers[position]
+
+
 def _stale(
     trace: Trace,
-    oracle: OrderOracle,
+    instance: Instance,
+    preceding: _Preceding,
     read: Event,
-    writers: list[Event],
-    signal: list[tuple[int, int]],
+    signal: tuple[tuple[int, int], ...],
 ) -> Hazard | None:
     assert read.access is not None
-    written = [
-        span
-        for writer in writers
-        if writer.access is not None and _may_precede(oracle, writer, read)
-        for span in intersect_ranges(writer.access.ranges, read.access.ranges)
-    ]
-    covered = union_ranges(signal + written)
-    missing = subtract_ranges(read.access.ranges, covered)
+    missing = subtract_ranges(read.access.ranges, signal)
     if not missing:
         return None
+    for writer in preceding.latest_first(instance, read):
+        assert writer.access is not None
+        missing = subtract_ranges(missing, writer.access.ranges)
+        if not missing:
+            return None
     stale = Region(memory=read.access.memory, owner=read.access.owner, ranges=missing)
-    later = [w for w in writers if w.access and intersect_ranges(w.access.ranges, missing)]
+    overlapping = {
+        (writer.rank, writer.index): writer
+        for segment in instance.segments_of[(read.rank, read.index)]
+        for writers in segment.writers.values()
+        for writer in writers
+    }
+    later = [
+        writer
+        for writer in overlapping.values()
+        if writer.access is not None and intersect_ranges(writer.access.ranges, missing)
+    ]
+    later.sort(key=lambda writer: instance.sweep_key(read, writer) or (0, 0))
     locations: tuple[SourceLocation, ...] = (read.location,)
     if later:
         locations += (later[0].location,)
@@ -477,12 +630,6 @@ def _stale(
         locations=locations,
         regions=(stale,),
     )
-
-
-def _may_precede(oracle: OrderOracle, writer: Event, read: Event) -> bool:
-    if writer.rank == read.rank:
-        return writer.index < read.index
-    return oracle.can_precede(writer.ref, read.ref)
 
 
 def witness_steps(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from racecheck.cosim.classify import call_user, classify, located
 from racecheck.cosim.execution import Execution, HostTensorRecord, merged_flow
@@ -78,6 +81,33 @@ def _execute_ranks(
         raise classify(run.failure, program, in_kernel=True) from run.failure
 
 
+FREEZE_FROM_EVENTS = 20_000  # below this the collector has little to walk
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Most of what tracing allocates lives as long as the trace, so collections during
+    tracing would walk it again and again for little: the collector is off meanwhile
+    (and left as it was found)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _settle(trace: Trace) -> None:
+    """A large trace lives as long as its check and holds no reference cycles: collect
+    what tracing left behind once, then keep the collector off every object alive now
+    (`gc.freeze`), so the checks' collections no longer walk the trace again and again.
+    Frozen objects are still freed by reference counting when the trace is dropped."""
+    if sum(len(events) for events in trace.events) >= FREEZE_FROM_EVENTS:
+        gc.collect()
+        gc.freeze()
+
+
 def simulate(
     instance: ProgramInstance,
     *,
@@ -91,7 +121,7 @@ def simulate(
     """Run `instance` once under `policy` and record what every rank did."""
     started = time.monotonic()
     memory = MemoryState(instance.ranks)
-    with installed():
+    with installed(), _collector_paused():
         try:
             host, tensors = _run_host(instance, memory, seed, timeout)
         except HostCrash as crash:
@@ -127,6 +157,7 @@ def simulate(
         )
         for tensor in tensors
     )
+    _settle(trace)
     return Execution(
         trace=trace,
         schedule=tuple(run.schedule),

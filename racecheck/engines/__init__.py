@@ -3,7 +3,8 @@
 `ENGINES` is the one registry: every engine the product has, by name (the conformance
 suite iterates it). `auto` takes the fastest exact route: the monotone engine when the
 trace is monotone (no search at all), else explicit exploration within a state budget,
-else z3. Every engine reads the trace's one compiled `SyncSkeleton`.
+else z3 behind the cheap exact answers of `racecheck.engines.bounds`. Every engine
+reads the trace's one compiled `SyncSkeleton`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from racecheck.engines.base import Engine, OrderOracle
+from racecheck.engines.bounds import BoundedEngine
 from racecheck.engines.explore import ExploreEngine
 from racecheck.engines.monotone import MonotoneEngine
 from racecheck.engines.skeleton import SyncSkeleton
@@ -22,10 +24,11 @@ AUTO_EXPLORE_STATES = 50_000
 
 
 def smt_engine() -> Engine:
-    """Imported on use: z3 costs start-up time that monotone programs never need."""
+    """Imported on use: z3 costs start-up time that monotone programs never need. Cheap
+    exact answers go first (`racecheck.engines.bounds`); z3 decides the rest."""
     from racecheck.engines.smt import SmtEngine
 
-    return SmtEngine()
+    return BoundedEngine(SmtEngine())
 
 
 ENGINES: Mapping[str, Callable[[], Engine]] = {

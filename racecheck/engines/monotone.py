@@ -92,18 +92,27 @@ def _rank_steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, i
 class _Run:
     """One maximal-run simulation over sync events, with per-rank limits."""
 
-    def __init__(self, view: SyncSkeleton, limits: list[int]) -> None:
+    def __init__(self, view: SyncSkeleton, limits: list[int], *, log: bool = True) -> None:
         self.view = view
         self.limits = limits
         self.sync_pos = [0] * view.ranks  # next sync position per rank
         self.values = [0] * len(view.cells)
-        self.waiting: list[list[int]] = [[] for _ in view.cells]
+        self.waiting: dict[int, list[int]] = {}  # cell -> ranks blocked on it
+        self.log = log
         self.steps: list[tuple[int, int]] = []  # (rank, sync position) in execution order
 
-    def run(self, ranks: list[int]) -> None:
-        """Advance the given ranks, and every rank they wake, as far as they can go."""
-        view = self.view
+    def run(self, ranks: list[int]) -> set[int]:
+        """Advance the given ranks, and every rank they wake, as far as they can go;
+        the ranks that were given or woken."""
+        view, values, waiting, log, steps = (
+            self.view,
+            self.values,
+            self.waiting,
+            self.log,
+            self.steps,
+        )
         work = list(ranks)
+        touched = set(ranks)
         while work:
             rank = work.pop()
             kinds, cells, amounts = view.kind[rank], view.cell[rank], view.amount[rank]
@@ -112,20 +121,23 @@ class _Run:
                 cell = cells[position]
                 kind = kinds[position]
                 if kind < ADD:  # a Ge wait; on a cell that is never negative if unsigned
-                    if self.values[cell] < amounts[position]:
-                        self.waiting[cell].append(rank)
+                    if values[cell] < amounts[position]:
+                        waiting.setdefault(cell, []).append(rank)
                         break
                 else:
                     if kind == SET:
-                        self.values[cell] = amounts[position]
+                        values[cell] = amounts[position]
                     else:
-                        self.values[cell] += amounts[position]
-                    if self.waiting[cell]:
-                        work.extend(self.waiting[cell])
-                        self.waiting[cell] = []
-                self.steps.append((rank, position))
+                        values[cell] += amounts[position]
+                    if cell in waiting:
+                        woken = waiting.pop(cell)
+                        work.extend(woken)
+                        touched.update(woken)
+                if log:
+                    steps.append((rank, position))
                 position += 1
             self.sync_pos[rank] = position
+        return touched
 
     def event_frontier(self) -> list[int]:
         """Per rank, how many of its events can have executed in this state."""
@@ -137,6 +149,11 @@ class MonotoneOracle:
     def __init__(self, view: SyncSkeleton, deadline: float) -> None:
         self.view = view
         self.trace = view.trace
+        # per rank and sync position, how many events can have run (SyncSkeleton.reach)
+        self._reach = [
+            [*positions, len(events)]
+            for positions, events in zip(view.index, view.trace.events, strict=True)
+        ]
         self._frontiers: list[np.ndarray] = []
         for held in range(view.ranks):
             if time.monotonic() > deadline:
@@ -146,22 +163,25 @@ class MonotoneOracle:
     def _sweep(self, held: int) -> np.ndarray:
         """Row k: every rank's reach while `held` may execute only its first k sync events."""
         view = self.view
+        reach = self._reach
         total = len(view.kind[held])
         limits = [len(kinds) for kinds in view.kind]
         limits[held] = 0
-        run = _Run(view, limits)
+        run = _Run(view, limits, log=False)
         run.run([rank for rank in range(view.ranks) if rank != held])
         rows = np.empty((total + 1, view.ranks), dtype=np.int64)
         rows[0] = run.event_frontier()
         for k in range(1, total + 1):
             before = run.sync_pos[held]
             run.limits[held] = k
-            run.run([held])
+            moved = run.run([held])
             if run.sync_pos[held] == before:
                 rows[k:] = rows[k - 1]  # blocked for good: nothing else can change
                 break
-            waited = view.kind[held][k - 1] < ADD
-            rows[k] = rows[k - 1] if waited else run.event_frontier()
+            rows[k] = rows[k - 1]
+            if view.kind[held][k - 1] >= ADD:  # a wait wakes nobody: only writes move others
+                for rank in moved:
+                    rows[k, rank] = reach[rank][run.sync_pos[rank]]
         return rows
 
     def can_precede(self, first: EventRef, second: EventRef) -> bool:

@@ -16,6 +16,7 @@ either whole or cut down to the causal past of one event.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from copy import copy
 from dataclasses import dataclass
 
 from racecheck.describe import describe_cell
@@ -122,6 +123,12 @@ class SyncSkeleton:
         self.kind.append(kind)
         self.cell.append(cell)
         self.amount.append(amount)
+
+    def with_effects(self, kind: list[list[int]], amount: list[list[int]]) -> SyncSkeleton:
+        """The same steps (events, cells) with other kinds and amounts."""
+        other = copy(self)
+        other.kind, other.amount = kind, amount
+        return other
 
     def cells_in(self, region: Region | None) -> list[int]:
         """Numbers of the signal cells whose bytes `region` overlaps."""

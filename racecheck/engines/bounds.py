@@ -1,0 +1,264 @@
+"""Cheap exact answers in front of an exact engine: a sound "no" and concrete "yes"es.
+
+`BoundedOracle` answers each question of `racecheck.engines.base` itself when it can
+prove the answer, and asks the exact oracle behind it (built on first use) otherwise:
+
+* "no" for `can_precede` from an *upper bound* of the trace, a cell value B >= 0 that
+  is >= the real value at every moment of every execution: every write becomes an Add
+  to B. A negative Add adds 0 (it only lowers the real value), an Add v >= 0 adds v.
+  A Set v adds max(v, 0) (v <= B + max(v, 0) as B >= 0), except a *consume*: a Set
+  v >= 0 by the only rank that waits on the cell, whose previous step on the cell is
+  a wait for >= t; it adds v - t. Between that wait (real value >= t, so B >= t) and
+  the Set, only other ranks write the cell and only raise B, so B + v - t >= v, and
+  B stays >= 0. With only signed Ge waits and no cell that can wrap, every real
+  execution is an execution of the bound, which the monotone engine decides exactly
+  (Adds commute; the only decreases are a rank's consumes of a cell only it waits
+  on, which disable no other rank's wait); what the bound cannot do, no execution
+  does.
+* "yes" for `can_precede`, and `stuck`, from concrete runs of the trace itself, each
+  until no rank can move (`_nth_run`: one *patient* run that lets waits and Sets go
+  before Adds, then ranks run as far as they can in rank order and in seeded random
+  orders; the rank of `second` held just before it): a run that executes `first` is a
+  witness, one that ends with a rank blocked is a stuck state; both are executions by
+  construction.
+
+Nothing is approximated in an answer: what neither settles goes to the exact oracle.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from racecheck.engines.base import Engine, OrderOracle
+from racecheck.engines.monotone import MonotoneOracle
+from racecheck.engines.skeleton import ADD, SET, WAIT_GE, SyncSkeleton, wait_holds
+from racecheck.events import EventRef, Schedule, Stuck, wrap_int32
+
+RUNS_PER_HOLD = 5  # concrete runs tried per held position (`_nth_run`)
+STUCK_RUNS = 16  # seeded random runs tried for a stuck state before the exact oracle
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Run:
+    """One concrete execution over skeleton steps, run until no rank can move."""
+
+    steps: list[tuple[int, int]]  # (rank, step position) in execution order
+    positions: list[int]  # steps executed per rank
+    values: list[int]  # every signal cell at the end
+
+
+def concrete_run(skeleton: SyncSkeleton, limits: list[int], order: Callable[[], list[int]]) -> Run:
+    """Run ranks in `order()` (asked again each sweep), each as far as it can go, until
+    a sweep moves none; rank r takes at most `limits[r]` steps."""
+    positions = [0] * skeleton.ranks
+    values = [0] * len(skeleton.cells)
+    steps: list[tuple[int, int]] = []
+    moved = True
+    while moved:
+        moved = False
+        for rank in order():
+            while _step(skeleton, rank, positions, values, limits[rank], steps):
+                moved = True
+    return Run(steps=steps, positions=positions, values=values)
+
+
+def patient_run(skeleton: SyncSkeleton, limits: list[int]) -> Run:
+    """Run one event at a time, a wait or a Set whenever one can go before any Add: a
+    consumer takes its credit before producers add more (lowest rank first)."""
+    positions = [0] * skeleton.ranks
+    values = [0] * len(skeleton.cells)
+    steps: list[tuple[int, int]] = []
+    ranks = range(skeleton.ranks)
+
+    def advance(rank: int) -> bool:
+        return _step(skeleton, rank, positions, values, limits[rank], steps)
+
+    while any(advance(r) for r in ranks if not _adds_next(skeleton, r, positions)) or any(
+        advance(r) for r in ranks
+    ):
+        pass
+    return Run(steps=steps, positions=positions, values=values)
+
+
+def _adds_next(skeleton: SyncSkeleton, rank: int, positions: list[int]) -> bool:
+    position = positions[rank]
+    kinds = skeleton.kind[rank]
+    return position < len(kinds) and kinds[position] == ADD
+
+
+def _step(
+    skeleton: SyncSkeleton,
+    rank: int,
+    positions: list[int],
+    values: list[int],
+    limit: int,
+    steps: list[tuple[int, int]],
+) -> bool:
+    """Execute the next event of `rank` (all its steps) if it may; whether it did."""
+    position = positions[rank]
+    if position >= limit:
+        return False
+    kinds, cells, amounts = skeleton.kind[rank], skeleton.cell[rank], skeleton.amount[rank]
+    if kinds[position] < ADD:
+        if not wait_holds(kinds[position], values[cells[position]], amounts[position]):
+            return False
+        steps.append((rank, position))
+        positions[rank] = position + 1
+        return True
+    event = skeleton.index[rank][position]
+    while position < len(kinds) and skeleton.index[rank][position] == event:
+        cell = cells[position]
+        if kinds[position] == SET:
+            values[cell] = amounts[position]
+        else:
+            values[cell] = wrap_int32(values[cell] + amounts[position])
+        steps.append((rank, position))
+        position += 1
+    positions[rank] = position
+    return True
+
+
+def upper_bound(skeleton: SyncSkeleton) -> MonotoneOracle | None:
+    """The monotone oracle of the trace's upper bound (module docstring), or None when
+    the bound does not cover every execution (a wait other than signed Ge, or a cell
+    that can wrap)."""
+    if skeleton.wrapping_cells():
+        return None
+    if any(kind < ADD and kind != WAIT_GE for kinds in skeleton.kind for kind in kinds):
+        return None
+    waiters: list[set[int]] = [set() for _ in skeleton.cells]
+    for rank, (rank_kinds, cells) in enumerate(zip(skeleton.kind, skeleton.cell, strict=True)):
+        for kind, cell in zip(rank_kinds, cells, strict=True):
+            if kind < ADD:
+                waiters[cell].add(rank)
+    amounts = [_bound_amounts(skeleton, rank, waiters) for rank in range(skeleton.ranks)]
+    kinds = [[min(kind, ADD) for kind in steps] for steps in skeleton.kind]
+    return MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=float("inf"))
+
+
+def _bound_amounts(skeleton: SyncSkeleton, rank: int, waiters: list[set[int]]) -> list[int]:
+    """What each step of `rank` adds to the bound (waits keep their thresholds)."""
+    amounts: list[int] = []
+    passed: dict[int, int] = {}  # cell -> threshold of the rank's last step on it, a wait
+    for kind, cell, amount in zip(
+        skeleton.kind[rank], skeleton.cell[rank], skeleton.amount[rank], strict=True
+    ):
+        if kind < ADD:
+            passed[cell] = amount
+            amounts.append(amount)
+            continue
+        threshold = passed.pop(cell, None)
+        if kind == SET and amount >= 0 and threshold is not None and waiters[cell] == {rank}:
+            amounts.append(amount - threshold)  # a consume: see the module docstring
+        else:
+            amounts.append(max(amount, 0))
+    return amounts
+
+
+class BoundedEngine:
+    """`engine` with `BoundedOracle` in front; its exact oracle is built on first use."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.name = engine.name
+
+    def unsupported(self, skeleton: SyncSkeleton) -> str | None:
+        return self.engine.unsupported(skeleton)
+
+    def order(self, skeleton: SyncSkeleton, *, deadline: float) -> BoundedOracle:
+        return BoundedOracle(skeleton, lambda: self.engine.order(skeleton, deadline=deadline))
+
+
+class BoundedOracle:
+    def __init__(self, skeleton: SyncSkeleton, exact: Callable[[], OrderOracle]) -> None:
+        self._skeleton = skeleton
+        self._make_exact = exact
+        self._exact: OrderOracle | None = None
+        self._bound = upper_bound(skeleton)
+        self._runs: dict[tuple[int, int], list[Run]] = {}
+
+    def exact(self) -> OrderOracle:
+        if self._exact is None:
+            self._exact = self._make_exact()
+        return self._exact
+
+    def can_precede(self, first: EventRef, second: EventRef) -> bool:
+        if self._bound is not None and not self._bound.can_precede(first, second):
+            return False
+        if self._showing_run(first, second) is not None:
+            return True
+        return self.exact().can_precede(first, second)
+
+    def witness(self, first: EventRef, second: EventRef) -> Schedule:
+        run = self._showing_run(first, second)
+        if run is None:
+            return self.exact().witness(first, second)
+        return self._skeleton.causal_schedule(run.steps, first)
+
+    def stuck(self) -> Stuck | None:
+        skeleton = self._skeleton
+        full = [len(kinds) for kinds in skeleton.kind]
+        for seed in range(STUCK_RUNS):
+            run = concrete_run(skeleton, full, _shuffled(skeleton.ranks, seed))
+            if run.positions != full:
+                return self._stuck_state(run)
+        return self.exact().stuck()
+
+    def _stuck_state(self, run: Run) -> Stuck:
+        skeleton = self._skeleton
+        blocked = tuple(
+            EventRef(rank=rank, index=skeleton.index[rank][position])
+            for rank, position in enumerate(run.positions)
+            if position < len(skeleton.kind[rank])
+        )
+        reach = [skeleton.reach(rank, position) for rank, position in enumerate(run.positions)]
+        values = tuple(
+            (cell, run.values[skeleton.cell_index[cell.key]]) for cell in skeleton.cells_of(blocked)
+        )
+        return Stuck(
+            schedule=skeleton.full_schedule(run.steps, reach), blocked=blocked, cell_values=values
+        )
+
+    def _showing_run(self, first: EventRef, second: EventRef) -> Run | None:
+        """A cached or new concrete run that executes `first` with `second` held back."""
+        skeleton = self._skeleton
+        held = (second.rank, skeleton.steps_before(second.rank, second.index))
+        needed = skeleton.steps_before(first.rank, first.index + 1)
+        runs = self._runs.setdefault(held, [])
+        for run in runs:
+            if run.positions[first.rank] >= needed:
+                return run
+        limits = [len(kinds) for kinds in skeleton.kind]
+        limits[held[0]] = held[1]
+        while len(runs) < RUNS_PER_HOLD:
+            runs.append(_nth_run(skeleton, limits, len(runs)))
+            if runs[-1].positions[first.rank] >= needed:
+                return runs[-1]
+        return None
+
+
+def _nth_run(skeleton: SyncSkeleton, limits: list[int], n: int) -> Run:
+    """The n-th run tried: patient, then rank by rank in rank order, then shuffled."""
+    if n == 0:
+        return patient_run(skeleton, limits)
+    if n == 1:
+        return concrete_run(skeleton, limits, _fixed(skeleton.ranks))
+    return concrete_run(skeleton, limits, _shuffled(skeleton.ranks, n))
+
+
+def _fixed(ranks: int) -> Callable[[], list[int]]:
+    everyone = list(range(ranks))
+    return lambda: everyone
+
+
+def _shuffled(ranks: int, seed: int) -> Callable[[], list[int]]:
+    chooser = random.Random(seed)
+    everyone = list(range(ranks))
+
+    def order() -> list[int]:
+        chooser.shuffle(everyone)
+        return everyone
+
+    return order

@@ -1,0 +1,120 @@
+"""The bounded oracle: exact answers without the engine behind it where it can prove them.
+
+Random consume-heavy protocols (every rank waits on its own cells and resets them with a
+Set, as examples/05 does) are held to the brute force through the conformance checks;
+hand-written ones show that the bound's "no" and the runs' "yes" settle questions the
+exact engine is then never asked.
+"""
+
+from __future__ import annotations
+
+from bruteforce import BruteForce, cross_rank_pairs
+from hypothesis import given
+from hypothesis import strategies as st
+from test_engine_explore import Protocol
+from test_engines_conformance import CONFORMANCE, assert_conforms, assert_witness
+
+from racecheck.engines.base import OrderOracle
+from racecheck.engines.bounds import BoundedEngine, BoundedOracle, upper_bound
+from racecheck.engines.explore import ExploreEngine
+from racecheck.engines.skeleton import SyncSkeleton
+from racecheck.events import NotifyOp, Trace, WaitCmp
+
+OPS = ("notify", "consume", "store", "load")
+
+
+@st.composite
+def consume_protocols(draw: st.DrawFn) -> Trace:
+    """2-3 ranks; a rank waits on a row of its own cell and then Sets it (0 or 1), adds
+    to a row of a peer's cell, or touches data."""
+    ranks = draw(st.integers(2, 3))
+    protocol = Protocol(ranks)
+    for rank in range(ranks):
+        for _ in range(draw(st.integers(1, 5 if ranks == 2 else 4))):
+            op = draw(st.sampled_from(OPS))
+            row = draw(st.integers(0, 1))
+            peer = draw(st.integers(0, ranks - 1))
+            if op == "notify":
+                protocol.notify(rank, peer, draw(st.integers(0, 2)), row=row)
+            elif op == "consume":
+                protocol.wait(rank, draw(st.integers(0, 2)), row=row)
+                value = draw(st.integers(0, 1))
+                protocol.notify(rank, rank, value, NotifyOp.SET, row=row)
+            elif op == "store":
+                protocol.store(rank, peer)
+            else:
+                protocol.load(rank, peer)
+    return protocol.trace()
+
+
+@CONFORMANCE
+@given(trace=consume_protocols())
+def test_bounded_explore_answers_like_the_brute_force(trace: Trace) -> None:
+    assert_conforms(BoundedEngine(ExploreEngine()), trace)
+
+
+class NeverAsked:
+    """An exact oracle the test expects never to be consulted."""
+
+    def can_precede(self, first: object, second: object) -> bool:
+        raise AssertionError(f"asked can_precede({first}, {second})")
+
+    def witness(self, first: object, second: object) -> tuple[()]:
+        raise AssertionError("asked witness")
+
+    def stuck(self) -> None:
+        raise AssertionError("asked stuck")
+
+
+def _bounded(trace: Trace) -> BoundedOracle:
+    def never() -> OrderOracle:
+        return NeverAsked()  # type: ignore[return-value]
+
+    return BoundedOracle(SyncSkeleton(trace), never)
+
+
+def _two_rounds(reset: NotifyOp) -> Protocol:
+    """Two ranks pass a flag back and forth twice, each resetting it after its wait."""
+    protocol = Protocol(2)
+    for _ in range(2):
+        for rank in (0, 1):
+            protocol.store(rank, rank)
+            protocol.notify(rank, 1 - rank)
+            protocol.wait(rank)
+            value = 0 if reset is NotifyOp.SET else -1
+            protocol.notify(rank, rank, value, reset)
+            protocol.load(rank, 1 - rank)
+    return protocol
+
+
+def test_a_consumed_flag_orders_the_rounds_without_the_exact_engine() -> None:
+    trace = _two_rounds(NotifyOp.SET).trace()
+    truth = BruteForce(trace)
+    oracle = _bounded(trace)
+    assert upper_bound(SyncSkeleton(trace)) is not None
+    for first, second in cross_rank_pairs(trace):
+        expected = truth.can_precede(first, second)
+        assert oracle.can_precede(first, second) == expected, (first, second)
+        if expected:
+            assert_witness(trace, oracle, first, second)
+    assert truth.has_stuck_state()  # round 2's flag can land before round 1's reset
+    assert oracle.stuck() is not None
+
+
+def test_a_lost_credit_is_a_stuck_state_found_by_a_run() -> None:
+    protocol = Protocol(3)
+    protocol.notify(0, 2)
+    protocol.notify(1, 2)
+    protocol.wait(2)
+    protocol.notify(2, 2, 0, NotifyOp.SET)
+    wait = protocol.wait(2)
+    stuck = _bounded(protocol.trace()).stuck()
+    assert stuck is not None
+    assert stuck.blocked == (wait,)
+
+
+def test_an_eq_wait_has_no_bound() -> None:
+    protocol = Protocol(2)
+    protocol.notify(0, 1)
+    protocol.wait(1, 1, WaitCmp.EQ)
+    assert upper_bound(SyncSkeleton(protocol.trace())) is None
