@@ -199,17 +199,10 @@ def allreduce_mesh(
 def _incore_allreduce_mesh(
     context: RankContext, data: TensorView, signal: TensorView, op: object, label: str
 ) -> None:
-    """B(1); per chunk k: reduce it over the ranks, B(2+k), store the own chunk;
-    epilogue -(1+chunks) (docs/model.md)."""
-    cells = mesh_cells(signal)
+    """Chunks of `chunk_width` elements on the cells [me, 0] (docs/model.md)."""
     elements = flat(data)
     chunks = spans(0, elements.shape[0], chunk_width(data))
-    generation(context, signal, 1, cells, label)
-    for number, chunk in enumerate(chunks):
-        reduced = reduce_over_ranks(context, elements, chunk, op, label)
-        generation(context, signal, 2 + number, cells, label)
-        context.store(elements, context.rank, chunk[0], reduced, label)
-    epilogue(context, signal, 1 + len(chunks), cells, label)
+    _allreduce_pieces(context, elements, signal, op, chunks, mesh_cells(signal), label)
 
 
 def _host_allreduce_block(
@@ -221,22 +214,37 @@ def _host_allreduce_block(
     blocks: int,
     label: str,
 ) -> None:
-    """Block b: barrier g=1 on lane b, then per tile b, b+C, ...: reduce it, barrier
-    g=2,3,..., store the own tile; epilogue -(1+tiles) (docs/model.md)."""
+    """Block b: the tiles b, b+C, ... of `HOST_TILE` elements on lane b (docs/model.md)."""
 
     def cells(rank: int) -> list[int]:
         return lane_cell(signal, rank, block)
 
     elements = flat(data)
     numel = elements.shape[0]
-    starts = range(block * HOST_TILE, numel, blocks * HOST_TILE)
+    tiles = [
+        ([start], [min(HOST_TILE, numel - start)])
+        for start in range(block * HOST_TILE, numel, blocks * HOST_TILE)
+    ]
+    _allreduce_pieces(context, elements, signal, op, tiles, cells, label)
+
+
+def _allreduce_pieces(
+    context: RankContext,
+    elements: TensorView,
+    signal: TensorView,
+    op: object,
+    pieces: list[Region],
+    cells: CellOf,
+    label: str,
+) -> None:
+    """B(1); per piece k: reduce it over the ranks, B(2+k), store the own piece;
+    epilogue -(1+pieces): the mesh allreduce of the InCore and the host lowering."""
     generation(context, signal, 1, cells, label)
-    for number, start in enumerate(starts):
-        tile = ([start], [min(HOST_TILE, numel - start)])
-        reduced = reduce_over_ranks(context, elements, tile, op, label)
+    for number, piece in enumerate(pieces):
+        reduced = reduce_over_ranks(context, elements, piece, op, label)
         generation(context, signal, 2 + number, cells, label)
-        context.store(elements, context.rank, tile[0], reduced, label)
-    epilogue(context, signal, 1 + len(starts), cells, label)
+        context.store(elements, context.rank, piece[0], reduced, label)
+    epilogue(context, signal, 1 + len(pieces), cells, label)
 
 
 def allreduce_ring(
