@@ -107,11 +107,11 @@ def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.in
     stuck = None if crashed else deadlock(trace, oracle)
     if stuck is not None:
         hazards.append(stuck)
-    hazards.extend(races(trace, oracle, racing_pairs(oracle, accessed, deadline=deadline)))
+    cells = list(signal_cells(trace).values())
+    hazards.extend(races(trace, oracle, racing_pairs(oracle, accessed, deadline=deadline), cells))
     hazards.extend(set_add_mixes(trace, oracle))
     if not crashed:
         blocked = stuck.events if stuck is not None else ()
-        cells = list(signal_cells(trace).values())
         hazards.extend(stale_reads(trace, oracle, accessed, cells, blocked=blocked))
     return hazards
 
@@ -392,7 +392,12 @@ def _either_order(
             yield event, partner
 
 
-def races(trace: Trace, oracle: OrderOracle, pairs: list[tuple[Event, Event]]) -> list[Hazard]:
+def races(
+    trace: Trace,
+    oracle: OrderOracle,
+    pairs: list[tuple[Event, Event]],
+    cells: list[SignalCell],
+) -> list[Hazard]:
     """Races among `pairs`, which run in either order (`racing_pairs`)."""
     found: dict[tuple[str, SourceLocation, SourceLocation], Hazard] = {}
     settled: set[tuple[SourceLocation, SourceLocation]] = set()
@@ -404,7 +409,7 @@ def races(trace: Trace, oracle: OrderOracle, pairs: list[tuple[Event, Event]]) -
         lines = (first.location, second.location)
         if lines in settled:
             continue
-        hazard = _race(trace, oracle, first, second, writes_by_instance)
+        hazard = _race(trace, oracle, first, second, writes_by_instance, cells)
         found.setdefault((hazard.detail, *lines), hazard)
         if _writes(first) or all((d.value, *lines) in found for d in _READ_DETAILS):
             settled.add(lines)
@@ -461,6 +466,7 @@ def _race(
     first: Event,
     second: Event,
     writes_by_instance: dict[tuple[int, int], list[Event]],
+    cells: list[SignalCell],
 ) -> Hazard:
     assert first.access is not None and second.access is not None
     overlap = intersect_ranges(first.access.ranges, second.access.ranges)
@@ -491,7 +497,7 @@ def _race(
     return Hazard(
         kind=FindingKind.RACE,
         detail=detail.value,
-        place=place_of(shared, trace),
+        place=place_of(shared, trace, cells),
         steers=first.ref in trace.control_reads or second.ref in trace.control_reads,
         events=(first.ref, second.ref),
         ranks=(first.rank, second.rank),
@@ -502,11 +508,11 @@ def _race(
     )
 
 
-def place_of(region: Region, trace: Trace) -> Place:
+def place_of(region: Region, trace: Trace, cells: list[SignalCell]) -> Place:
     """The region in the user's names: the first signal cell it touches, else its bytes."""
-    cells = [cell for cell in signal_cells(trace).values() if _cell_in(cell, region)]
-    if cells:
-        return _cell_place(cells[0], trace)
+    inside = [cell for cell in cells if _cell_in(cell, region)]
+    if inside:
+        return _cell_place(inside[0], trace)
     name = trace.memory(region.memory).name
     return Place(memory=name, owner=region.owner, ranges=region.ranges)
 
@@ -556,7 +562,7 @@ def stale_reads(
                 continue  # never runs: the rank waits forever before it
             key = (event.access.memory, event.access.owner)
             signal = union_ranges(cell_spans.get(key, []))
-            hazard = _stale(trace, by_key[key], preceding, event, signal)
+            hazard = _stale(trace, by_key[key], preceding, event, signal, cells)
             if hazard is not None:
                 found[event.location] = hazard
     return list(found.values())
@@ -594,6 +600,7 @@ def _stale(
     preceding: _Preceding,
     read: Event,
     signal: tuple[tuple[int, int], ...],
+    cells: list[SignalCell],
 ) -> Hazard | None:
     assert read.access is not None
     missing = subtract_ranges(read.access.ranges, signal)
@@ -623,7 +630,7 @@ def _stale(
     return Hazard(
         kind=FindingKind.STALE_READ,
         detail="",
-        place=place_of(stale, trace),
+        place=place_of(stale, trace, cells),
         later_writer=later[0].rank if later else None,
         events=(read.ref,),
         ranks=(read.rank,),
