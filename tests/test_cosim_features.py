@@ -6,9 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import racecheck
 from racecheck.cosim import HoldPolicy, ReplayPolicy, ScheduleDivergence, simulate
 from racecheck.errors import ProgramRejected, TracingError
 from racecheck.events import EventKind, EventRef, NotifyOp, RankEnd, WaitCmp, WriteOp, Written
+from racecheck.findings import FindingKind, Verdict
 from racecheck.load import discover, load_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -161,3 +163,20 @@ def test_fixed_host_rows_reject_other_rank_counts() -> None:
             ProgramRejected, match="host tensor x has 2 rows; the program is written for 2 ranks"
         ):
             simulate(specs[name].instantiate(4))
+
+
+def test_a_factory_given_p_is_not_skipped_for_a_leading_round_dim() -> None:
+    specs = _specs("rounds_factory.py")
+    for ranks in (2, 4):
+        x, y = simulate(specs["build_rounds[one_slot=False]"].instantiate(ranks)).tensors
+        assert x.initial.shape[:2] == (3, ranks)
+        np.testing.assert_array_equal(y.final, np.roll(x.initial, 1, axis=1))
+    report = racecheck.verify(
+        str(FIXTURES / "rounds_factory.py"), ranks=[2], programs=["build_rounds[one_slot=True]"]
+    )
+    (result,) = report.results
+    assert result.verdict is Verdict.BUG
+    (race,) = [finding for finding in result.findings if finding.kind is FindingKind.RACE]
+    assert race.detail == "write-after-read"
+    assert {location.line for location in race.locations} == {30, 36}
+    assert set(race.ranks) == {0, 1}
