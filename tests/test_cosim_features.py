@@ -165,12 +165,13 @@ def test_fixed_host_rows_reject_other_rank_counts() -> None:
             simulate(specs[name].instantiate(4))
 
 
-def test_a_factory_given_p_is_not_skipped_for_a_leading_round_dim() -> None:
+def test_a_program_sized_by_p_is_not_skipped_for_a_leading_round_dim() -> None:
     specs = _specs("rounds_factory.py")
-    for ranks in (2, 4):
-        x, y = simulate(specs["build_rounds[one_slot=False]"].instantiate(ranks)).tensors
-        assert x.initial.shape[:2] == (3, ranks)
-        np.testing.assert_array_equal(y.final, np.roll(x.initial, 1, axis=1))
+    for name in ("build_rounds[one_slot=False]", "DynamicRounds"):
+        for ranks in (2, 4):
+            x, y = simulate(specs[name].instantiate(ranks)).tensors
+            assert x.initial.shape[:2] == (3, ranks)
+            np.testing.assert_array_equal(y.final, np.roll(x.initial, 1, axis=1))
     report = racecheck.verify(
         str(FIXTURES / "rounds_factory.py"), ranks=[2], programs=["build_rounds[one_slot=True]"]
     )
@@ -178,5 +179,8 @@ def test_a_factory_given_p_is_not_skipped_for_a_leading_round_dim() -> None:
     assert result.verdict is Verdict.BUG
     (race,) = [finding for finding in result.findings if finding.kind is FindingKind.RACE]
     assert race.detail == "write-after-read"
-    assert {location.line for location in race.locations} == {30, 36}
+    source = (FIXTURES / "rounds_factory.py").read_text().splitlines()
+    store = next(n for n, text in enumerate(source, 1) if "[row, 0], stage)" in text)
+    fetch = next(n for n, text in enumerate(source, 1) if "offsets=[row, 0]" in text)
+    assert {location.line for location in race.locations} == {store, fetch}
     assert set(race.ranks) == {0, 1}
