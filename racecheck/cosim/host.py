@@ -48,11 +48,12 @@ class HostContext:
         self.row_sliced: dict[int, TensorView] = {}
         self.host_roots: set[int] = set()
 
-    def alloc_window(self, nbytes: int) -> WindowBuffer:
-        where = user_location()
-        match = _ASSIGNED_NAME.match(where.text)
+    def alloc_window(self, nbytes: int, name: str = "") -> WindowBuffer:
+        """A window named `name`, else after the variable the user's line assigns."""
+        if not name:
+            match = _ASSIGNED_NAME.match(user_location().text)
+            name = match.group(1) if match else f"window{len(self.memory.memories)}"
         taken = {memory.name for memory in self.memory.memories}
-        name = match.group(1) if match else f"window{len(self.memory.memories)}"
         if name in taken:
             name = f"{name}#{len(self.memory.memories)}"
         memory = self.memory.add_window(name, nbytes)
