@@ -184,3 +184,25 @@ def test_a_program_sized_by_p_is_not_skipped_for_a_leading_round_dim() -> None:
     fetch = next(n for n, text in enumerate(source, 1) if "offsets=[row, 0]" in text)
     assert {location.line for location in race.locations} == {store, fetch}
     assert set(race.ranks) == {0, 1}
+
+
+def test_a_factory_sized_by_a_module_dynamic_dim_takes_it_as_an_arg_and_as_a_number() -> None:
+    path = str(FIXTURES / "runtime_width.py")
+    specs = {spec.name: spec for spec in discover(load_file(path), args={"W": "10"})}
+    correct = specs["build_width[overshoot=False]"]
+    assert "W" in correct.parameters
+    x, y = simulate(correct.instantiate(3)).tensors
+    assert x.initial.shape == (3, 1, 10)
+    np.testing.assert_array_equal(y.final, np.roll(x.initial, 1, axis=0))
+    report = racecheck.verify(
+        path, ranks=[2], args={"W": 10}, programs=["build_width[overshoot=True]"]
+    )
+    (result,) = report.results
+    assert result.verdict is Verdict.BUG
+    (finding,) = result.findings
+    load = next(
+        n for n, text in enumerate(Path(path).read_text().splitlines(), 1) if "pl.load(x," in text
+    )
+    assert finding.kind is FindingKind.OUT_OF_BOUNDS
+    assert [location.line for location in finding.locations] == [load]
+    assert "exceeds" in finding.reason and "in dim 1" in finding.reason
