@@ -29,7 +29,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -148,9 +148,6 @@ class ProgramInstance:
     inputs: tuple[tuple[str, int, float], ...] = ()  # chosen elements: (tensor, index, value)
     # dispatches that run their tasks in another order the runtime allows (cosim.tasks)
     task_orders: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
-    # P reaches the program (a factory parameter, a pl.dynamic dim), so a host tensor's
-    # fixed leading dim (rounds, say) is not a rank count the program was written for
-    sized_by_p: bool = False
 
     def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
         return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)
@@ -299,7 +296,6 @@ def _instance(
         parameters=tuple(parameters),
         bindings=tuple(bindings.items()),
         file=loaded.path,
-        sized_by_p=any(symbol not in args for symbol in bindings),
     )
 
 
@@ -497,8 +493,7 @@ def _factory_builder(
         if rank_parameter is not None:
             call_keywords[rank_parameter] = ranks
         built = _user_call(loaded, f"{spec_name}", lambda: factory(**call_keywords))
-        instance = _instance(loaded, spec_name, _entry_of(built, spec_name, loaded), ranks, args)
-        return replace(instance, sized_by_p=instance.sized_by_p or rank_parameter is not None)
+        return _instance(loaded, spec_name, _entry_of(built, spec_name, loaded), ranks, args)
 
     return build
 

@@ -50,8 +50,7 @@ def _run_host(
             file=where.file if where else None,
             line=where.line if where else None,
         ) from None
-    if not instance.sized_by_p:
-        host.check_row_counts()
+    host.check_row_counts()
     return host, tensors
 
 
