@@ -456,7 +456,10 @@ def _factory_specs(
                 build=_factory_builder(
                     loaded, spec_name, factory, {**fixed, **chosen}, rank_parameter, args
                 ),
-                parameters=tuple(n for n in names if n != rank_parameter),
+                parameters=(
+                    *(n for n in names if n != rank_parameter),
+                    *_module_dynamic_dims(loaded),
+                ),
                 rank_param=rank_parameter,
                 origin=ProgramOrigin(
                     loaded=loaded,
@@ -468,6 +471,13 @@ def _factory_specs(
             )
         )
     return specs
+
+
+def _module_dynamic_dims(loaded: LoadedFile) -> tuple[str, ...]:
+    """The module's pl.dynamic dims: a program a factory builds may size tensors by them."""
+    return tuple(
+        sorted({value.name for value in loaded.namespace.values() if isinstance(value, DynVar)})
+    )
 
 
 def _factory_builder(

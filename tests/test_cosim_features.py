@@ -6,9 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import racecheck
 from racecheck.cosim import HoldPolicy, ReplayPolicy, ScheduleDivergence, simulate
 from racecheck.errors import ProgramRejected, TracingError
 from racecheck.events import EventKind, EventRef, NotifyOp, RankEnd, WaitCmp, WriteOp, Written
+from racecheck.findings import FindingKind, Verdict
 from racecheck.load import discover, load_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -161,3 +163,46 @@ def test_fixed_host_rows_reject_other_rank_counts() -> None:
             ProgramRejected, match="host tensor x has 2 rows; the program is written for 2 ranks"
         ):
             simulate(specs[name].instantiate(4))
+
+
+def test_a_program_sized_by_p_is_not_skipped_for_a_leading_round_dim() -> None:
+    specs = _specs("rounds_factory.py")
+    for name in ("build_rounds[one_slot=False]", "DynamicRounds"):
+        for ranks in (2, 4):
+            x, y = simulate(specs[name].instantiate(ranks)).tensors
+            assert x.initial.shape[:2] == (3, ranks)
+            np.testing.assert_array_equal(y.final, np.roll(x.initial, 1, axis=1))
+    report = racecheck.verify(
+        str(FIXTURES / "rounds_factory.py"), ranks=[2], programs=["build_rounds[one_slot=True]"]
+    )
+    (result,) = report.results
+    assert result.verdict is Verdict.BUG
+    (race,) = [finding for finding in result.findings if finding.kind is FindingKind.RACE]
+    assert race.detail == "write-after-read"
+    source = (FIXTURES / "rounds_factory.py").read_text().splitlines()
+    store = next(n for n, text in enumerate(source, 1) if "[row, 0], stage)" in text)
+    fetch = next(n for n, text in enumerate(source, 1) if "offsets=[row, 0]" in text)
+    assert {location.line for location in race.locations} == {store, fetch}
+    assert set(race.ranks) == {0, 1}
+
+
+def test_a_factory_sized_by_a_module_dynamic_dim_takes_it_as_an_arg_and_as_a_number() -> None:
+    path = str(FIXTURES / "runtime_width.py")
+    specs = {spec.name: spec for spec in discover(load_file(path), args={"W": "10"})}
+    correct = specs["build_width[overshoot=False]"]
+    assert "W" in correct.parameters
+    x, y = simulate(correct.instantiate(3)).tensors
+    assert x.initial.shape == (3, 1, 10)
+    np.testing.assert_array_equal(y.final, np.roll(x.initial, 1, axis=0))
+    report = racecheck.verify(
+        path, ranks=[2], args={"W": 10}, programs=["build_width[overshoot=True]"]
+    )
+    (result,) = report.results
+    assert result.verdict is Verdict.BUG
+    (finding,) = result.findings
+    load = next(
+        n for n, text in enumerate(Path(path).read_text().splitlines(), 1) if "pl.load(x," in text
+    )
+    assert finding.kind is FindingKind.OUT_OF_BOUNDS
+    assert [location.line for location in finding.locations] == [load]
+    assert "exceeds" in finding.reason and "in dim 1" in finding.reason

@@ -208,3 +208,37 @@ def test_a_builtin_on_a_subgroup_runs_on_its_members_numbered_within_it(on_host:
         args={"on_host": str(on_host)},
     )
     assert {result.verdict for result in report.results} == {racecheck.Verdict.PROVED}
+
+
+ERGONOMIC = ROOT / "tests" / "fixtures" / "ergonomic_collectives.py"
+
+
+def test_ergonomic_collectives_call_their_builtin_on_a_fresh_signal() -> None:
+    specs = {spec.name: spec for spec in discover(load_file(str(ERGONOMIC)))}
+    execution = simulate(specs["build_auto[reuse_target=False]"].instantiate(3))
+    x, total, first, second = execution.tensors
+    np.testing.assert_allclose(
+        total.final, np.broadcast_to(x.initial.sum(axis=0), (3, 1, 12)), rtol=1e-6
+    )
+    gathered = np.broadcast_to(x.initial[:, 0, :], (3, 3, 12))
+    np.testing.assert_array_equal(first.final, gathered)
+    np.testing.assert_array_equal(second.final, gathered)
+    ring = [e for e in execution.trace.events[0] if e.label == "pld.tensor.allreduce"]
+    gathers = [e for e in execution.trace.events[0] if e.label == "pld.tensor.allgather"]
+    ring_signals = {e.notify.cell.memory for e in ring if e.notify is not None}
+    gather_signals = {e.notify.cell.memory for e in gathers if e.notify is not None}
+    assert len(ring_signals) == 1 and len(gather_signals) == 2
+    assert not ring_signals & gather_signals
+    # ring: 2(P-1) rounds and the return barrier, one notify per peer each, then the clears
+    assert _waits(execution.trace.events[0], "pld.tensor.allreduce") == [1] * (2 * 2 + 1) * 2
+
+
+def test_ergonomic_all_gather_into_a_window_still_being_read_races() -> None:
+    report = racecheck.verify(str(ERGONOMIC), ranks="2", programs=["build_auto[reuse_target=True]"])
+    (result,) = report.results
+    assert result.verdict is racecheck.Verdict.BUG
+    read = _line_of(ERGONOMIC, "return pl.store(pl.load(target, [0, 0], [n_ranks, W]), [0, 0], y)")
+    again = _line_of(ERGONOMIC, "gathered = pld.all_gather(local, pld.window(again,")
+    (race,) = [f for f in result.findings if f.detail == "write-after-read"]
+    assert {location.line for location in race.locations} == {read, again}
+    assert set(race.ranks) == {0, 1}

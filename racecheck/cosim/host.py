@@ -46,13 +46,15 @@ class HostContext:
         self.dims = dims
         self.dispatches: list[list[Dispatch]] = [[] for _ in range(ranks)]
         self.row_sliced: dict[int, TensorView] = {}
+        self.sliced_rows: dict[int, set[int]] = {}
         self.host_roots: set[int] = set()
 
-    def alloc_window(self, nbytes: int) -> WindowBuffer:
-        where = user_location()
-        match = _ASSIGNED_NAME.match(where.text)
+    def alloc_window(self, nbytes: int, name: str = "") -> WindowBuffer:
+        """A window named `name`, else after the variable the user's line assigns."""
+        if not name:
+            match = _ASSIGNED_NAME.match(user_location().text)
+            name = match.group(1) if match else f"window{len(self.memory.memories)}"
         taken = {memory.name for memory in self.memory.memories}
-        name = match.group(1) if match else f"window{len(self.memory.memories)}"
         if name in taken:
             name = f"{name}#{len(self.memory.memories)}"
         memory = self.memory.add_window(name, nbytes)
@@ -77,6 +79,7 @@ class HostContext:
             )
         if is_root:
             self.row_sliced[view.memory] = view
+            self.sliced_rows.setdefault(view.memory, set()).add(row)
         return view.row(row)
 
     def dispatch(
@@ -89,8 +92,12 @@ class HostContext:
         self.dispatches[rank].append(Dispatch(function=function, args=args, kwargs=kwargs))
 
     def check_row_counts(self) -> None:
-        for view in self.row_sliced.values():
-            if view.shape[0] != self.ranks:
+        """A host tensor the host indexes by rank (rows 0..P-1, no other) whose row count
+        is not P is written for another rank count; one indexed otherwise (by round,
+        say) is not."""
+        for memory, view in self.row_sliced.items():
+            by_rank = self.sliced_rows[memory] == set(range(self.ranks))
+            if by_rank and view.shape[0] != self.ranks:
                 raise ProgramRejected(rows_message(view.name, view.shape[0]))
 
 

@@ -27,7 +27,7 @@ class HostContext(Protocol):
     ranks: int
     dims: Mapping[str, int]  # values of the pl.dynamic dims in this run
 
-    def alloc_window(self, nbytes: int) -> WindowBuffer: ...
+    def alloc_window(self, nbytes: int, name: str = "") -> WindowBuffer: ...
 
     def dispatch(
         self,

@@ -25,6 +25,7 @@ from racecheck.dsl.dtypes import DType
 from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, sources_of
 from racecheck.dsl.tensors import TensorView, Tile
+from racecheck.dsl.types import DimExpr
 from racecheck.events import HOST_OWNER
 
 
@@ -170,9 +171,12 @@ def tensor_slice(
 
 
 def _as_operand(value: object) -> object:
-    """A tensor operand of tile math is read whole (tensor ops lower to loads)."""
+    """A tensor operand of tile math is read whole (tensor ops lower to loads); a
+    pl.dynamic dim is its value in the running program."""
     if isinstance(value, TensorView):
         return load(value, [0] * value.ndim, list(value.shape))
+    if isinstance(value, DimExpr):
+        return value.__index__()
     return value
 
 

@@ -26,7 +26,17 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from racecheck.dsl import builtins, dist_ops, dtypes, local_ops, program, scopes, tile_ops, types
+from racecheck.dsl import (
+    builtins,
+    collective_api,
+    dist_ops,
+    dtypes,
+    local_ops,
+    program,
+    scopes,
+    tile_ops,
+    types,
+)
 from racecheck.dsl.context import current
 from racecheck.dsl.location import user_location
 from racecheck.errors import UnsupportedConstruct
@@ -303,6 +313,13 @@ def _distributed() -> DslNamespace:
             "window": dist_ops.window,
             "remote_load": dist_ops.remote_load,
             "remote_store": dist_ops.remote_store,
+            "all_reduce": collective_api.all_reduce,
+            "all_gather": collective_api.all_gather,
+            "reduce_scatter": collective_api.reduce_scatter,
+            "broadcast": collective_api.broadcast,
+            "barrier": collective_api.barrier,
+            "all_to_all": collective_api.all_to_all,
+            "all_to_all_v": collective_api.all_to_all_v,
             "DistributedTensor": types.DistributedTensor,
             "CommCtx": dist_ops.CommCtx,
             "CommCtxType": dist_ops.CommCtx,
