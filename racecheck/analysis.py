@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,6 +42,7 @@ from racecheck.errors import EngineUnknown
 from racecheck.events import (
     HOST_OWNER,
     AccessMode,
+    CellIndex,
     CellKey,
     CellOp,
     Event,
@@ -146,10 +147,10 @@ def set_add_mixes(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
             if _is_set(event) and event.notify is not None:
                 sets.setdefault(event.notify.cell.key, event)
     found: dict[tuple[SourceLocation, SourceLocation], Hazard] = {}
-    near = _CellIndex(list(sets))
+    near = CellIndex(sets)
     for rank_events in trace.events if sets else ():
         for event in rank_events:
-            for key in near.touched_by(event):
+            for key in near.touching(event.access):
                 set_event = sets[key]
                 effect = cell_effect(event, key)
                 lines = (set_event.location, event.location)
@@ -159,32 +160,6 @@ def set_add_mixes(trace: Trace, oracle: OrderOracle) -> list[Hazard]:
                 if hazard is not None:
                     found[lines] = hazard
     return list(found.values())
-
-
-class _CellIndex:
-    """Cells by instance and offset: the ones whose bytes an event's access or notify
-    may touch, a superset of those it writes (`cell_effect` decides), in list order."""
-
-    def __init__(self, keys: list[CellKey]) -> None:
-        self.order = {key: number for number, key in enumerate(keys)}
-        self.offsets: dict[tuple[int, int], list[int]] = defaultdict(list)
-        for memory, owner, offset in sorted(keys):
-            self.offsets[(memory, owner)].append(offset)
-
-    def touched_by(self, event: Event) -> list[CellKey]:
-        spans: list[tuple[int, int, int, int]] = []
-        if event.access is not None:
-            region = event.access
-            spans += [(region.memory, region.owner, start, end) for start, end in region.ranges]
-        if event.notify is not None:
-            cell = event.notify.cell
-            spans.append((cell.memory, cell.owner, cell.offset, cell.offset + 4))
-        found: set[CellKey] = set()
-        for memory, owner, start, end in spans:
-            offsets = self.offsets.get((memory, owner), [])
-            for offset in offsets[bisect_right(offsets, start - 4) : bisect_left(offsets, end)]:
-                found.add((memory, owner, offset))
-        return sorted(found, key=self.order.__getitem__)
 
 
 def _set_add_mix(

@@ -12,6 +12,7 @@ cell*. A *schedule* is an interleaving of event references.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -262,6 +263,31 @@ class Event:
     @property
     def is_sync(self) -> bool:
         return self.kind is EventKind.NOTIFY or self.kind is EventKind.WAIT
+
+
+class CellIndex:
+    """Signal cells by instance and byte offset: the one answer to "which cells do
+    these bytes touch" (a superset of the cells an event writes: `cell_effect` decides).
+    Cells come back once each, in the order the index was given them."""
+
+    def __init__(self, keys: Iterable[CellKey]) -> None:
+        self.order = {key: number for number, key in enumerate(keys)}
+        self.offsets: dict[tuple[int, int], list[int]] = {}
+        for memory, owner, offset in sorted(self.order):
+            self.offsets.setdefault((memory, owner), []).append(offset)
+
+    def touching(self, region: Region | None) -> list[CellKey]:
+        if region is None:
+            return []
+        offsets = self.offsets.get((region.memory, region.owner))
+        if not offsets:
+            return []
+        found = {
+            (region.memory, region.owner, offset)
+            for start, end in region.ranges
+            for offset in offsets[bisect_right(offsets, start - 4) : bisect_left(offsets, end)]
+        }
+        return sorted(found, key=self.order.__getitem__)
 
 
 def cell_effect(event: Event, cell: CellKey) -> CellEffect | None:

@@ -19,7 +19,6 @@ from (`DataFlow.stored_from`), and a load of those bytes depends on them in turn
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 from collections import defaultdict
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
     AccessMode,
+    CellIndex,
     Event,
     EventKind,
     EventRef,
@@ -101,29 +101,14 @@ def _steering(trace: Trace, flow: DataFlow) -> Iterator[tuple[EventRef, SourceLo
     the sources of data that lands on signal cells (it moves waits)."""
     for load, used_at in flow.steered.items():
         yield load, used_at, True
-    cells: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for cell in signal_cells(trace).values():
-        cells[(cell.memory, cell.owner)].append(cell.offset)
-    for offsets in cells.values():
-        offsets.sort()
+    near = CellIndex(signal_cells(trace))
     for rank_events in trace.events:
         for event in rank_events:
             if event.ref not in flow.stored_from or event.is_sync or event.access is None:
                 continue
-            if _hits(event.access.ranges, cells.get((event.access.memory, event.access.owner))):
+            if near.touching(event.access):
                 for source in _sources(trace, flow, event):
                     yield source, event.location, False
-
-
-def _hits(ranges: tuple[tuple[int, int], ...], offsets: list[int] | None) -> bool:
-    """Do the byte ranges touch one of the sorted 4-byte cells at `offsets`?"""
-    if not offsets:
-        return False
-    for start, end in ranges:
-        n = bisect.bisect_right(offsets, start - 4)
-        if n < len(offsets) and offsets[n] < end:
-            return True
-    return False
 
 
 def _sources(trace: Trace, flow: DataFlow, write: Event) -> frozenset[EventRef]:

@@ -13,10 +13,11 @@ from bruteforce import BruteForce
 from hypothesis import HealthCheck, given, settings
 from strategies import monotone_traces, traces
 
-from racecheck.analysis import _CellIndex, instances, racing_pairs, stale_reads
+from racecheck.analysis import instances, racing_pairs, stale_reads
 from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
     AccessMode,
+    CellIndex,
     Event,
     EventKind,
     EventRef,
@@ -125,8 +126,8 @@ def test_stale_reads_are_the_loads_no_write_reaches(trace: Trace) -> None:
 @given(trace=traces())
 def test_the_cell_index_finds_every_cell_an_event_writes(trace: Trace) -> None:
     keys = list(signal_cells(trace))
-    index = _CellIndex(keys)
+    index = CellIndex(keys)
     for event in _events(trace):
-        touched = index.touched_by(event)
+        touched = index.touching(event.access)
         assert touched == sorted(touched, key=keys.index)
         assert {key for key in keys if cell_effect(event, key) is not None} <= set(touched)

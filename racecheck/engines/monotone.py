@@ -203,11 +203,6 @@ class MonotoneOracle:
         run.run(list(range(self.view.ranks)))
         return run
 
-    def maximal_schedule(self) -> Schedule:
-        """One maximal execution: by confluence, every maximal run ends in this state."""
-        run = self._maximal_run()
-        return self.view.full_schedule(run.steps, run.event_frontier())
-
     def stuck(self) -> Stuck | None:
         view = self.view
         run = self._maximal_run()

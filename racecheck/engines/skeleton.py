@@ -23,6 +23,7 @@ from racecheck.describe import describe_cell
 from racecheck.events import (
     INT32_MAX,
     INT32_MIN,
+    CellIndex,
     CellKey,
     CellOp,
     Event,
@@ -40,7 +41,6 @@ WAIT_EQ = 1
 WAIT_GE_UNSIGNED = 2  # amount is the threshold as uint32
 ADD = 3
 SET = 4
-WAIT_KINDS = (WAIT_GE, WAIT_EQ, WAIT_GE_UNSIGNED)  # every kind below ADD is a wait
 
 _WAIT_KIND = {WaitCmp.GE: WAIT_GE, WaitCmp.EQ: WAIT_EQ, WaitCmp.GE_UNSIGNED: WAIT_GE_UNSIGNED}
 
@@ -82,10 +82,7 @@ class SyncSkeleton:
         by_key = signal_cells(trace)
         self.cells: list[SignalCell] = list(by_key.values())
         self.cell_index: dict[CellKey, int] = {key: i for i, key in enumerate(by_key)}
-        self.signal_memories = {cell.memory for cell in self.cells}
-        self._offsets: dict[tuple[int, int], list[int]] = {}
-        for memory, owner, offset in sorted(by_key):
-            self._offsets.setdefault((memory, owner), []).append(offset)
+        self._near = CellIndex(by_key)
         self.opaque: list[OpaqueWrite] = []
         self.index: list[list[int]] = []  # event index of each step
         self.kind: list[list[int]] = []
@@ -132,16 +129,7 @@ class SyncSkeleton:
 
     def cells_in(self, region: Region | None) -> list[int]:
         """Numbers of the signal cells whose bytes `region` overlaps."""
-        if region is None:
-            return []
-        offsets = self._offsets.get((region.memory, region.owner))
-        if not offsets:
-            return []
-        found: list[int] = []
-        for start, end in region.ranges:
-            for offset in offsets[bisect_right(offsets, start - 4) : bisect_left(offsets, end)]:
-                found.append(self.cell_index[(region.memory, region.owner, offset)])
-        return found
+        return [self.cell_index[key] for key in self._near.touching(region)]
 
     def refusal(self) -> str | None:
         """Why no engine can decide this trace exactly, or None."""
