@@ -41,8 +41,9 @@ from racecheck.cosim import (
 )
 from racecheck.cosim import simulate as _simulate
 from racecheck.engines.base import OrderOracle
+from racecheck.engines.skeleton import signal_cells
 from racecheck.errors import UsageError
-from racecheck.events import NotifyOp, Schedule, Trace
+from racecheck.events import CellIndex, CellKey, CellOp, Schedule, Trace, cell_effect, wrap_int32
 from racecheck.findings import (
     Finding,
     FindingKind,
@@ -272,18 +273,19 @@ def _against(outcome: Outcome, model: str | None, options: Options) -> Outcome:
 
 
 def notes(trace: Trace, options: Options) -> tuple[str, ...]:
-    """What `--repeat` models; or a single-use kernel: atomic adds leave its signal cells
-    non-zero."""
+    """What `--repeat` models; or a single-use kernel: its writes into signal cells are
+    all adds (`events.cell_effect`), and they leave some cell non-zero."""
     if options.repeat != 1:
         return (REPEAT_NOTE,)
-    totals: dict[tuple[int, int, int], int] = {}
+    near = CellIndex(signal_cells(trace))
+    totals: dict[CellKey, int] = {}
     for rank_events in trace.events:
         for event in rank_events:
-            notify = event.notify
-            if notify is None:
-                continue
-            if notify.op is not NotifyOp.ATOMIC_ADD:
-                return ()
-            key = (notify.cell.memory, notify.cell.owner, notify.cell.offset)
-            totals[key] = totals.get(key, 0) + notify.value
+            for key in near.touching(event.access):
+                effect = cell_effect(event, key)
+                if effect is None:
+                    continue
+                if effect.op is not CellOp.ADD:
+                    return ()  # a Set or a store: the end value is not a sum of adds
+                totals[key] = wrap_int32(totals.get(key, 0) + effect.value)
     return (SINGLE_USE_NOTE,) if any(totals.values()) else ()
