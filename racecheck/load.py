@@ -9,8 +9,10 @@ each as a `ProgramSpec` that instantiates the program at a rank count P.
 
 The rank count reaches a factory through one parameter, found by this rule: the
 parameter `--rank-param NAME` names, else the first parameter whose lower-cased name is
-one of `RANK_COUNT_NAMES` (nr, n, p, n_ranks, world_size, ...). A factory without one is
-built once per P with the same arguments. `--arg` sets the other parameters (a bool
+one of `RANK_COUNT_NAMES` (nr, n, p, n_ranks, world_size, ...) and which is not
+keyword-only with a default (`*, n=256` is a size). A factory without one is built
+once per P with the same arguments. Factories the file imports from its own project
+(`racecheck.project_imports`) count as the file's. `--arg` sets the other parameters (a bool
 parameter accepts true/false, yes/no, on/off, 1/0); an `--arg` naming no parameter of a
 selected program, or naming the rank-count parameter, is a usage error.
 
@@ -40,6 +42,7 @@ from racecheck.dsl.types import DimExpr, DynVar, ScalarType, TensorType, resolve
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.errors import LoadError, ProgramRejected, TracingError, UsageError, UserError
 from racecheck.options import parse_bool
+from racecheck.project_imports import project_imports, project_module_names
 
 RANK_COUNT_NAMES = frozenset(
     {
@@ -97,7 +100,7 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
         raise LoadError(f"syntax error: {error.msg}", file=path, line=error.lineno) from None
     register_user_file(compiled_name, path)
     module = _fresh_module(compiled_name)
-    with installed():
+    with installed(), project_imports(path):
         try:
             within(lambda: exec(code, module.__dict__), timeout)
         except Overrun as overrun:
@@ -375,11 +378,32 @@ def _is_factory(function: ast.FunctionDef) -> bool:
 
 
 def _factory_names(loaded: LoadedFile) -> list[str]:
-    return [
+    own = [
         node.name
         for node in loaded.tree.body
         if isinstance(node, ast.FunctionDef) and _is_factory(node)
     ]
+    return own + _imported_factory_names(loaded)
+
+
+def _imported_factory_names(loaded: LoadedFile) -> list[str]:
+    """Factories the file imports from its own project (a PyPTO test whose program
+    builder lives in a helper module next to it)."""
+    served = project_module_names()
+    return [
+        name
+        for name, value in loaded.namespace.items()
+        if inspect.isfunction(value) and value.__module__ in served and _defined_as_factory(value)
+    ]
+
+
+def _defined_as_factory(function: Callable[..., Any]) -> bool:
+    with open(inspect.getfile(function), encoding="utf-8-sig") as handle:
+        tree = ast.parse(handle.read())
+    return any(
+        isinstance(node, ast.FunctionDef) and node.name == function.__name__ and _is_factory(node)
+        for node in tree.body
+    )
 
 
 def _is_bool(parameter: inspect.Parameter) -> bool:
@@ -394,11 +418,27 @@ def _factory_parameters(factory: Callable[..., Any]) -> list[inspect.Parameter]:
     ]
 
 
-def rank_parameter_of(names: list[str], rank_param: str | None) -> str | None:
-    """The documented rule (module docstring): `--rank-param`, else the first known name."""
+def rank_parameter_of(parameters: list[inspect.Parameter], rank_param: str | None) -> str | None:
+    """The documented rule (module docstring): `--rank-param`, else the first known name
+    that is not a keyword-only parameter with a default."""
+    names = [parameter.name for parameter in parameters]
     if rank_param is not None:
         return rank_param if rank_param in names else None
-    return next((name for name in names if name.lower() in RANK_COUNT_NAMES), None)
+    return next(
+        (
+            parameter.name
+            for parameter in parameters
+            if parameter.name.lower() in RANK_COUNT_NAMES and not _sized_by_default(parameter)
+        ),
+        None,
+    )
+
+
+def _sized_by_default(parameter: inspect.Parameter) -> bool:
+    """`*, n: int = SIZE`: a keyword-only parameter with a default is a size the caller
+    may override, not the rank count every caller must pass (PyPTO's
+    `_build_allreduce_program(*, m0=1, n=SIZE)`)."""
+    return parameter.kind is parameter.KEYWORD_ONLY and parameter.default is not parameter.empty
 
 
 def _factory_arg(parameter: inspect.Parameter, text: str, loaded: LoadedFile) -> Any:
@@ -413,7 +453,7 @@ def _factory_specs(
     factory = loaded.namespace[name]
     parameters = _factory_parameters(factory)
     names = [parameter.name for parameter in parameters]
-    rank_parameter = rank_parameter_of(names, rank_param)
+    rank_parameter = rank_parameter_of(parameters, rank_param)
     if rank_param is not None and rank_parameter is None:
         raise UsageError(
             f"--rank-param {rank_param}: {name}() has no parameter of that name "

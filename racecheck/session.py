@@ -5,7 +5,8 @@ Checking a file changes the process: racecheck's `pypto` modules are installed i
 their source lines (with a cache of those lines), and the user's module is entered in
 `sys.modules` (dataclasses and pickling look modules up there). A `Session` owns all
 of it for one check: whatever the check raises, leaving the session uninstalls the
-modules, forgets the files it registered and removes the modules it loaded, so the
+modules, forgets the files it registered and removes the modules it loaded (the
+user's file and the project modules it imported), so the
 next check in the same process (the Python API, a test suite) starts clean.
 """
 
@@ -18,6 +19,7 @@ from types import TracebackType
 from racecheck.dsl.location import forget_user_files, user_files
 from racecheck.dsl.modules import installed
 from racecheck.load import USER_MODULE_PREFIX
+from racecheck.project_imports import forget_project_modules
 
 
 class Session:
@@ -39,6 +41,7 @@ class Session:
         traceback: TracebackType | None,
     ) -> None:
         forget_user_files(user_files() - self._files)
+        forget_project_modules()
         for name in set(sys.modules) - self._modules:
             if name.startswith(USER_MODULE_PREFIX):
                 del sys.modules[name]

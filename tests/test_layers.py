@@ -17,7 +17,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.events", "racecheck.errors", "racecheck.findings", "racecheck.options"),
     ("racecheck.describe",),
     ("racecheck.dsl",),
-    ("racecheck.load", "racecheck.session"),
+    ("racecheck.load", "racecheck.session", "racecheck.project_imports"),
     ("racecheck.cosim",),
     ("racecheck.engines", "racecheck.allp"),
     ("racecheck.analysis", "racecheck.steering"),

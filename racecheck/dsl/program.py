@@ -9,8 +9,10 @@ runs the function directly, so kernels call kernels as plain Python.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from enum import Enum
+from types import CodeType, FrameType
 from typing import Any
 
 from racecheck.dsl.context import current, host_context, is_rank_context
@@ -94,6 +96,49 @@ def _not_run(name: str) -> UnsupportedConstruct:
     )
 
 
+def _encloses(code: CodeType, target: CodeType) -> bool:
+    return any(
+        constant is target or (isinstance(constant, CodeType) and _encloses(constant, target))
+        for constant in code.co_consts
+    )
+
+
+def _enclosing_frames(target: CodeType) -> Iterator[FrameType]:
+    """The running frames whose code lexically holds `target`, innermost first."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if _encloses(frame.f_code, target):
+            yield frame
+        frame = frame.f_back
+
+
+def _resolve_annotations(fn: Callable[..., Any]) -> None:
+    """Evaluate string annotations (`from __future__ import annotations`) now, while
+    the scopes that define them run: a factory's local shape list that only an
+    annotation names is no closure variable, and is gone once the factory returns
+    (PyPTO's tests/st/distributed/l3_gemm.py)."""
+    annotations = getattr(fn, "__annotations__", None)
+    code = getattr(fn, "__code__", None)
+    if not annotations or code is None:
+        return
+    pending = {name: text for name, text in annotations.items() if isinstance(text, str)}
+    if not pending:
+        return
+    scope = dict(getattr(fn, "__globals__", {}))
+    for frame in reversed(list(_enclosing_frames(code))):
+        scope.update(frame.f_locals)
+    for name, text in pending.items():
+        try:
+            annotations[name] = eval(text, scope)  # noqa: S307 - the user's own annotation
+        except Exception:  # noqa: BLE001, S112 - left as text; load reports it when it is read
+            continue
+
+
+def _declared(fn: Callable[..., Any], role: FunctionRole) -> DslFunction:
+    _resolve_annotations(fn)
+    return DslFunction(fn, role)
+
+
 def _role_of(type: object = None, level: object = None, role: object = None) -> FunctionRole:
     if role is Role.SubWorker:
         return FunctionRole.SUB_WORKER
@@ -115,8 +160,8 @@ def function(
     """`@pl.function(type=..., level=..., role=...)`, also bare `@pl.function`."""
     function_role = _role_of(type, level, role)
     if fn is not None:
-        return DslFunction(fn, function_role)
-    return lambda wrapped: DslFunction(wrapped, function_role)
+        return _declared(fn, function_role)
+    return lambda wrapped: _declared(wrapped, function_role)
 
 
 class Program:
@@ -164,8 +209,8 @@ class _JitDecorator:
 
     def __call__(self, fn: Callable[..., Any] | None = None, **options: object) -> Any:
         if fn is not None and callable(fn):
-            return DslFunction(fn, self.role)
-        return lambda wrapped: DslFunction(wrapped, self.role)
+            return _declared(fn, self.role)
+        return lambda wrapped: _declared(wrapped, self.role)
 
     def __repr__(self) -> str:
         return self.name
