@@ -47,7 +47,10 @@ def _check_file(path: str, options: Options, progress: Progress | None) -> Repor
     results: list[ProgramResult] = []
     errors: list[str] = []
     for spec in specs:
-        if options.every_p is not None:
+        if spec.single_device:
+            found = _check_ranks(spec, (1,), options, errors, progress)
+            results += [_noted(result, judge.SINGLE_DEVICE_NOTE) for result in found]
+        elif options.every_p is not None:
             results += _check_every_p(spec, options, options.every_p, errors, progress)
         else:
             results += _check_ranks(spec, options.ranks, options, errors, progress)
@@ -256,7 +259,7 @@ def _check_path(
         hung=bool(execution.forced),
         io=reference.host_io(execution),
         engine=engine,
-        notes=judge.notes(trace, options),
+        notes=(*judge.notes(trace, options), *execution.notes),
         **facts,
     )
     return PathOutcome(

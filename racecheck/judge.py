@@ -67,6 +67,10 @@ RESET_NOTE = (
     "--reset-windows: every call starts from zeroed windows after the previous one ended,"
     " so the calls are checked as one"
 )
+SINGLE_DEVICE_NOTE = (
+    "runs on one device (no device= dispatch, or an L2-only program): checked at P=1"
+    " whatever --ranks asks"
+)
 SINGLE_USE_NOTE = (
     "signal cells end non-zero: this kernel is single-use as written;"
     " if it runs in a loop, check it with --repeat 2"

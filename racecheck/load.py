@@ -29,6 +29,7 @@ import inspect
 import itertools
 import os
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -174,6 +175,7 @@ class ProgramSpec:
     parameters: tuple[str, ...] = ()  # the names `--arg` may set
     rank_param: str | None = None  # the factory parameter that receives P
     origin: ProgramOrigin | None = field(default=None, repr=False)
+    single_device: bool = False  # runs on one device whatever --ranks asks (checked at P=1)
 
     def instantiate(self, ranks: int) -> ProgramInstance:
         """The program at `ranks`; raises ProgramRejected (skip this P) or UserError."""
@@ -544,7 +546,86 @@ def _fixed_spec(loaded: LoadedFile, name: str, value: Any, args: Mapping[str, st
         build=_fixed_builder(loaded, name, value, args),
         parameters=_entry_names(loaded, name, value),
         origin=ProgramOrigin(loaded=loaded, value=value, args=tuple(args.items())),
+        single_device=_single_device_host(loaded, _entry_of(value, name, loaded)),
     )
+
+
+def _single_device_host(loaded: LoadedFile, entry: DslFunction) -> bool:
+    """A host that calls per-device functions and never passes `device=`: PyPTO runs
+    those calls on its one device (its tests give it one device id)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(entry.function)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    if any(keyword.arg == "device" for call in calls for keyword in call.keywords):
+        return False
+    owner = getattr(entry.function, "__self__", None)
+    scope = vars(type(owner)) if owner is not None else loaded.namespace
+    return any(
+        isinstance(member := scope.get(_dotted(call.func).removeprefix("self.")), DslFunction)
+        and member.role is FunctionRole.PER_DEVICE
+        for call in calls
+    )
+
+
+def _chip_specs(
+    loaded: LoadedFile, name: str, value: Program, args: Mapping[str, str]
+) -> list[ProgramSpec]:
+    """An L2-only program (orchestration functions, no host entry) has no ranks and no
+    windows: PyPTO calls each orchestration on one device. Each is checked as a host
+    that dispatches it to device 0, at P=1, so races between its tasks are still found."""
+    specs = []
+    for member, function in vars(value.cls).items():
+        if isinstance(function, DslFunction) and function.role is FunctionRole.PER_DEVICE:
+            spec_name = f"{name}.{member}"
+            entry = _chip_entry(loaded, spec_name, value, member)
+            specs.append(
+                ProgramSpec(
+                    name=spec_name,
+                    build=_chip_builder(loaded, spec_name, entry, args),
+                    parameters=_entry_names(loaded, spec_name, entry),
+                    single_device=True,
+                )
+            )
+    return specs
+
+
+def _evaluated(parameter: inspect.Parameter, function: Callable[..., Any]) -> inspect.Parameter:
+    annotation = _annotation(parameter, function)
+    return parameter if annotation is None else parameter.replace(annotation=annotation)
+
+
+def _chip_builder(
+    loaded: LoadedFile, name: str, entry: DslFunction, args: Mapping[str, str]
+) -> Callable[[int], ProgramInstance]:
+    def build(ranks: int) -> ProgramInstance:
+        for parameter in entry_parameters(entry):
+            if parameter.annotation is inspect.Parameter.empty and parameter.name not in args:
+                raise UserError(
+                    f"{name}: parameter {parameter.name!r} has no type annotation; an L2-only"
+                    " program is checked with host tensors of its orchestration's annotated"
+                    " shapes",
+                    file=loaded.path,
+                )
+        return _instance(loaded, name, entry, ranks, args)
+
+    return build
+
+
+def _chip_entry(loaded: LoadedFile, name: str, value: Program, member: str) -> DslFunction:
+    orchestration = _user_call(loaded, name, lambda: getattr(value.cls(), member))
+    parameters = [
+        _evaluated(parameter, orchestration.function)
+        for parameter in entry_parameters(orchestration)
+    ]
+
+    def host(*arguments: Any) -> Any:
+        return orchestration(*arguments, device=0)
+
+    host.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    host.__name__ = member
+    return DslFunction(host, FunctionRole.HOST)
 
 
 def _entry_names(loaded: LoadedFile, name: str, value: Any) -> tuple[str, ...]:
@@ -592,12 +673,11 @@ def _single_chip_programs(loaded: LoadedFile) -> list[str]:
 def _module_level_programs(loaded: LoadedFile, args: Mapping[str, str]) -> list[ProgramSpec]:
     classes, entries = [], []
     for name, value in loaded.namespace.items():
-        if (
-            isinstance(value, Program)
-            and value.defined_at_module_level
-            and not _dispatches_nothing(value)
-        ):
-            classes.append(_fixed_spec(loaded, name, value, args))
+        if isinstance(value, Program) and value.defined_at_module_level:
+            if _dispatches_nothing(value):
+                classes.extend(_chip_specs(loaded, name, value, args))
+            else:
+                classes.append(_fixed_spec(loaded, name, value, args))
         elif (
             isinstance(value, DslFunction)
             and value.role is FunctionRole.HOST

@@ -33,9 +33,11 @@ def test_allgather_into_out_is_proved() -> None:
     assert result.verdict is Verdict.PROVED
 
 
-def test_a_file_without_a_host_entry_has_no_program_and_says_why() -> None:
-    with pytest.raises(UserError, match="no program found.*KernelOnly has no host entry"):
-        discover(load_file(str(FIXTURES / "kernel_only.py")))
+def test_an_l2_only_program_needs_annotated_orchestration_parameters() -> None:
+    (spec,) = discover(load_file(str(FIXTURES / "kernel_only.py")))
+    assert (spec.name, spec.single_device) == ("KernelOnly.on_device", True)
+    with pytest.raises(UserError, match="parameter 'a' has no type annotation; an L2-only"):
+        spec.instantiate(1)
 
 
 def test_a_single_chip_program_beside_a_collective_is_left_out() -> None:

@@ -46,3 +46,52 @@ def test_a_keyword_only_size_with_a_default_is_not_the_rank_count() -> None:
         (3, Verdict.PROVED),
     ]
     assert {result.rank_param for result in report.results} == {None}
+
+
+SINGLE = FIXTURES / "single_device.py"
+
+
+def _results(program: str) -> tuple[racecheck.Report, list[racecheck.ProgramResult]]:
+    report = racecheck.verify(str(SINGLE), ranks="2..3", programs=[program])
+    return report, list(report.results)
+
+
+def test_an_l2_only_program_is_checked_at_one_device_per_orchestration() -> None:
+    report = racecheck.verify(str(SINGLE), ranks="2..3")
+    chip = [result for result in report.results if result.program.startswith("ChipOnly.")]
+    assert [(result.program, result.ranks) for result in chip] == [
+        ("ChipOnly.copy_only", 1),
+        ("ChipOnly.copy_then_scrub", 1),
+    ]
+    copy_only, copy_then_scrub = chip
+    assert copy_only.verdict is Verdict.PROVED
+    assert any("runs on one device" in note for note in copy_only.notes)
+    # The scrub's write-after-read is not ordered after the copy: never proved.
+    assert copy_then_scrub.verdict is Verdict.UNKNOWN
+    scrub, copy = _line(SINGLE, "self.scrub(z, x)"), _line(SINGLE, "y = self.copy(x, y)")
+    assert f"task scrub (line {scrub}) may run before or during task copy (line {copy})" in (
+        copy_then_scrub.message
+    )
+
+
+def test_a_host_without_device_is_one_device_and_a_reading_sub_worker_is_not_run() -> None:
+    _, results = _results("OneDeviceHost")
+    assert [(result.ranks, result.verdict) for result in results] == [(1, Verdict.PROVED)]
+    (result,) = results
+    assert any(note.startswith("check() is a host sub-worker callback") for note in result.notes)
+
+
+def test_a_sub_worker_that_writes_a_host_tensor_is_not_modelled() -> None:
+    report, results = _results("WritingSubWorker")
+    assert [result.verdict for result in results] == [Verdict.UNKNOWN]
+    assert report.errors == (
+        f"{SINGLE}:{_line(SINGLE, 'self.fill(x)')}: error: fill is a host sub-worker callback"
+        " that writes x; racecheck does not run sub-workers",
+    )
+
+
+def test_an_inline_chip_region_in_the_host_is_named_as_unsupported() -> None:
+    report, results = _results("InlineChipRegion")
+    assert {result.verdict for result in results} == {Verdict.UNKNOWN}
+    line = _line(SINGLE, "with pl.at(level=pl.Level.CHIP")
+    assert report.errors[0].startswith(f"{SINGLE}:{line}: error: pl.at(level=Level.CHIP) inline")

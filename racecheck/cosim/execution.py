@@ -131,3 +131,4 @@ class Execution:
     stalled: tuple[EventRef, ...] = ()
     flow: DataFlow = field(default_factory=DataFlow)
     tasks: tuple[tuple[TaskRecord, ...], ...] = ()  # each rank's tasks, as they ran
+    notes: tuple[str, ...] = ()  # what the host said about constructs it did not run

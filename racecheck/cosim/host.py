@@ -48,6 +48,7 @@ class HostContext:
         self.row_sliced: dict[int, TensorView] = {}
         self.sliced_rows: dict[int, set[int]] = {}
         self.host_roots: set[int] = set()
+        self.notes: list[str] = []
 
     def alloc_window(self, nbytes: int, name: str = "") -> WindowBuffer:
         """A window named `name`, else after the variable the user's line assigns."""
@@ -81,6 +82,10 @@ class HostContext:
             self.row_sliced[view.memory] = view
             self.sliced_rows.setdefault(view.memory, set()).add(row)
         return view.row(row)
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
 
     def dispatch(
         self, rank: int, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]

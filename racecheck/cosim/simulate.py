@@ -166,6 +166,7 @@ def simulate(
         stalled=run.stalled,
         flow=merged_flow(state.flow for state in run.states),
         tasks=tuple(tuple(state.tasks.records) for state in run.states),
+        notes=tuple(host.notes),
     )
 
 

@@ -39,6 +39,8 @@ class HostContext(Protocol):
 
     def row_view(self, view: TensorView, row: int) -> TensorView: ...
 
+    def note(self, text: str) -> None: ...  # said once in the program's result
+
 
 class RankContext(Protocol):
     rank: int

@@ -3,7 +3,9 @@
 Decorators only mark functions with their role (kernel, per-device, host entry);
 nothing is traced at decoration time. A call with `device=r` made from the host
 body records a dispatch for rank r (the keyword is not passed on); any other call
-runs the function directly, so kernels call kernels as plain Python.
+runs the function directly, so kernels call kernels as plain Python. At one rank, a
+host call of a per-device function without `device=` is the dispatch to device 0
+(a single-device program, docs/model.md).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.scopes import kernel_call
 from racecheck.dsl.tensors import TensorView
-from racecheck.dsl.types import FunctionType, Level, Role
+from racecheck.dsl.types import Direction, FunctionType, Level, Role, TensorType
 from racecheck.errors import UnsupportedConstruct
 
 
@@ -49,13 +51,7 @@ class DslFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.role is FunctionRole.SUB_WORKER:
-            where = user_location()
-            raise UnsupportedConstruct(
-                f"{self.__name__} is a pl.Role.SubWorker host callback; racecheck does not "
-                "model sub-workers",
-                file=where.file,
-                line=where.line,
-            )
+            return self._sub_worker_call()
         if "device" in kwargs:
             device = as_index(kwargs.pop("device"))
             host = host_context(f"{self.__name__}(..., device=...)")
@@ -66,6 +62,8 @@ class DslFunction:
             return None
         context = current()
         on_host = context is not None and not is_rank_context(context)
+        if on_host and self.role is FunctionRole.PER_DEVICE and host_context("").ranks == 1:
+            return self(*args, **kwargs, device=0)  # a one-device program's only device
         if on_host and self.role is not FunctionRole.HOST:
             where = user_location()
             raise UnsupportedConstruct(
@@ -79,6 +77,35 @@ class DslFunction:
         if self.role is FunctionRole.KERNEL:
             return kernel_call(self.__name__, self.function, args, kwargs)
         return self.function(*args, **kwargs)
+
+    def _sub_worker_call(self) -> None:
+        """A host callback runs on the host, on host tensors. One that only reads them
+        cannot change what any device computes or when: it is not run. One that writes
+        a host tensor (`pl.Out`, `pl.InOut`, or a type racecheck cannot read) is not
+        modelled."""
+        host = host_context(f"{self.__name__}()")
+        parameters = inspect.signature(self.function).parameters.values()
+        written = [
+            parameter.name
+            for parameter in parameters
+            if isinstance(parameter.annotation, str)
+            or (
+                isinstance(parameter.annotation, TensorType)
+                and parameter.annotation.direction is not Direction.IN
+            )
+        ]
+        if written:
+            where = user_location()
+            raise UnsupportedConstruct(
+                f"{self.__name__} is a host sub-worker callback that writes "
+                f"{', '.join(written)}; racecheck does not run sub-workers",
+                file=where.file,
+                line=where.line,
+            )
+        host.note(
+            f"{self.__name__}() is a host sub-worker callback that only reads host tensors:"
+            " not run (it cannot change what the devices compute)"
+        )
 
     def compile(self, *args: Any, **kwargs: Any) -> Any:
         raise _not_run(self.__name__)
@@ -140,7 +167,7 @@ def _declared(fn: Callable[..., Any], role: FunctionRole) -> DslFunction:
 
 
 def _role_of(type: object = None, level: object = None, role: object = None) -> FunctionRole:
-    if role is Role.SubWorker:
+    if role is Role.SubWorker or (level is Level.HOST and role is Role.Worker):
         return FunctionRole.SUB_WORKER
     if level is Level.HOST or role is Role.Orchestrator:
         return FunctionRole.HOST

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from racecheck.dsl.context import activated, current
+from racecheck.dsl.context import activated, current, is_rank_context
 from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import user_location
 from racecheck.dsl.tensors import TensorView
@@ -151,7 +151,16 @@ def at(
 ) -> Iterator[TaskId]:
     """`pl.at(level, ...)`: one task, ordered after `deps` and by what its body accesses
     (less the tensors in `no_dep_args`); inside a task it is part of that task."""
-    del optimizations, dumps, allow_early_resolve, windowize, level, role
+    del optimizations, dumps, allow_early_resolve, windowize, role
+    on_host = current()
+    if on_host is not None and not is_rank_context(on_host):
+        where = user_location()
+        raise UnsupportedConstruct(
+            f"pl.at(level={level}) inline in the host function is not modelled; write the"
+            " region as a per-device function the host dispatches",
+            file=where.file,
+            line=where.line,
+        )
     context = _task_context()
     if context is None:
         yield TaskId(index=-1)
