@@ -95,3 +95,22 @@ def test_an_inline_chip_region_in_the_host_is_named_as_unsupported() -> None:
     assert {result.verdict for result in results} == {Verdict.UNKNOWN}
     line = _line(SINGLE, "with pl.at(level=pl.Level.CHIP")
     assert report.errors[0].startswith(f"{SINGLE}:{line}: error: pl.at(level=Level.CHIP) inline")
+
+
+def test_a_host_slice_past_its_tensor_is_an_out_of_bounds_bug_at_the_host_line() -> None:
+    path = FIXTURES / "host_slice_bounds.py"
+    report = racecheck.verify(str(path), ranks="2..3")
+    verdicts = {(result.program, result.ranks): result.verdict for result in report.results}
+    assert verdicts == {
+        ("ChunkCopy", 2): Verdict.PROVED,
+        ("ChunkCopy", 3): Verdict.PROVED,
+        ("ChunkCopyBugNarrowOutput", 2): Verdict.BUG,
+        ("ChunkCopyBugNarrowOutput", 3): Verdict.BUG,
+    }
+    bug = next(result for result in report.results if result.verdict is Verdict.BUG)
+    (finding,) = bug.findings
+    assert finding.kind is FindingKind.OUT_OF_BOUNDS
+    line = _line(path, "outputs[r, 0:1, c * SIZE : (c + 1) * SIZE],")
+    assert [(site.file, site.line) for site in finding.locations] == [(str(path), line)]
+    assert finding.reason == "slice 8:16 of outputs[0][1, 8]:FP32 in dim 1"
+    assert finding.ranks == ()  # the host, not a rank

@@ -83,6 +83,9 @@ class HostContext:
             self.sliced_rows.setdefault(view.memory, set()).add(row)
         return view.row(row)
 
+    def fail_bounds(self, message: str) -> None:
+        raise HostCrash(OutOfBounds(rank=HOST_OWNER, location=user_location(), message=message))
+
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)

@@ -41,6 +41,10 @@ class HostContext(Protocol):
 
     def note(self, text: str) -> None: ...  # said once in the program's result
 
+    def fail_bounds(self, message: str) -> None:
+        """Record an out-of-bounds host slice at the user's line and stop the host."""
+        ...
+
 
 class RankContext(Protocol):
     rank: int

@@ -116,9 +116,13 @@ class TensorView:
         extent: list[int] = []
         kept: list[int] = []
         for axis, size in enumerate(self.shape):
-            start, length, keeps = _axis_selection(
-                index[axis] if axis < len(index) else slice(None), size, self, axis
-            )
+            try:
+                start, length, keeps = _axis_selection(
+                    index[axis] if axis < len(index) else slice(None), size, self, axis
+                )
+            except IndexError as error:
+                _fail_on_host(str(error))
+                raise
             offsets.append(start)
             extent.append(length)
             if keeps:
@@ -162,6 +166,17 @@ class TensorView:
 
     def __repr__(self) -> str:
         return f"{self.name}{list(self.shape)}:{self.dtype.name}"
+
+
+def _fail_on_host(message: str) -> None:
+    """A host slice outside its tensor is an out-of-bounds bug of the host entry: the
+    dispatch it feeds would address memory past the selected rows (PyPTO does not clamp
+    as torch does)."""
+    from racecheck.dsl.context import current, is_rank_context
+
+    context = current()
+    if context is not None and not is_rank_context(context):
+        context.fail_bounds(message)
 
 
 def _axis_selection(item: object, size: int, view: TensorView, axis: int) -> tuple[int, int, bool]:
