@@ -114,3 +114,18 @@ def test_a_host_slice_past_its_tensor_is_an_out_of_bounds_bug_at_the_host_line()
     assert [(site.file, site.line) for site in finding.locations] == [(str(path), line)]
     assert finding.reason == "slice 8:16 of outputs[0][1, 8]:FP32 in dim 1"
     assert finding.ranks == ()  # the host, not a rank
+
+
+def test_a_host_builtin_that_returns_at_once_is_said_with_its_line() -> None:
+    path = FIXTURES / "host_builtin_refused.py"
+    report = racecheck.verify(str(path), ranks="2..3")
+    ring, scatter = _line(path, 'mode="ring")'), _line(path, "pld.tensor.reduce_scatter(")
+    for result in report.results:
+        assert result.verdict is Verdict.PROVED  # nothing races: the call does nothing
+        (said,) = [note for note in result.notes if "returns at once" in note]
+        if result.program == "build_refused[ring=True]":
+            assert said.startswith(f"line {ring}: pld.tensor.allreduce(mode='ring') needs Sum")
+        else:
+            assert said.startswith(
+                f"line {scatter}: pld.tensor.reduce_scatter needs {result.ranks} rows"
+            )

@@ -76,6 +76,7 @@ class RankContext:
         self.task_depth = 0
         self.mixed = False
         self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
+        self.notes: list[str] = []
 
     # -- tasks (racecheck.dsl.scopes, racecheck.cosim.tasks)
 
@@ -273,6 +274,10 @@ class RankContext:
 
     def fail_bounds(self, message: str) -> None:
         raise Crash(OutOfBounds(rank=self.rank, location=user_location(), message=message))
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
 
     # -- helpers
 

@@ -166,7 +166,9 @@ def simulate(
         stalled=run.stalled,
         flow=merged_flow(state.flow for state in run.states),
         tasks=tuple(tuple(state.tasks.records) for state in run.states),
-        notes=tuple(host.notes),
+        notes=tuple(
+            dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
+        ),
     )
 
 

@@ -101,6 +101,8 @@ class RankContext(Protocol):
         """Record an out-of-bounds access at the user's line and stop this rank."""
         ...
 
+    def note(self, text: str) -> None: ...  # said once in the program's result
+
 
 _active = threading.local()
 

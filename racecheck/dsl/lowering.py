@@ -26,6 +26,7 @@ import numpy as np
 
 from racecheck.dsl.context import RankContext
 from racecheck.dsl.local_ops import local_owner
+from racecheck.dsl.location import user_location
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import ReduceOp
 from racecheck.errors import UnsupportedConstruct
@@ -65,6 +66,13 @@ def lane_cell(signal: TensorView, row: int, lane: int = 0) -> list[int]:
 
 def _peers(context: RankContext) -> list[int]:
     return [other for other in range(context.ranks) if other != context.rank]
+
+
+def returns_at_once(context: RankContext, why: str) -> None:
+    """PyPTO's host kernel refuses these operands silently: it returns at once, touching
+    nothing, and the call is a no-op the user should hear about."""
+    where = user_location()
+    context.note(f"line {where.line}: {why}: PyPTO's host kernel returns at once, doing nothing")
 
 
 def generation(
@@ -275,8 +283,14 @@ def allreduce_ring(
         and signal.shape[0] >= rounds
         and signal.shape[1] >= ranks
     )
-    if runs:  # otherwise PyPTO's kernel returns at once, touching nothing
+    if runs:
         _host_ring(context, elements, signal, label)
+    elif ranks > 1:
+        returns_at_once(
+            context,
+            f"{label}(mode='ring') needs Sum, FP32, a size divisible by {ranks} and a signal of"
+            f" at least {[rounds, ranks]}; got {op}, {data!r}, {signal!r}",
+        )
 
 
 def ring_bounds(data: TensorView, ranks: int) -> list[int]:
@@ -464,6 +478,7 @@ def reduce_scatter(
     """B1; reduce row `me` over the ranks; B2; -2. The InCore sequence stores after B2,
     the host kernel before it, and returns at once when target has fewer than N rows."""
     if lowering is Lowering.HOST and target.shape[0] < context.ranks:
+        returns_at_once(context, f"{label} needs {context.ranks} rows; got {target!r}")
         return
     cells = mesh_cells(signal)
     own_row = row(target, context.rank)
