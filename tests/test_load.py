@@ -80,12 +80,15 @@ def test_main_is_never_run_and_modules_are_restored() -> None:
     assert {name: sys.modules.get(name) for name in before} == before
 
 
-def test_torch_call_at_import_time_is_unsupported(tmp_path: Path) -> None:
+def test_a_torch_result_at_import_time_is_unsupported_only_when_used(tmp_path: Path) -> None:
     pytest.importorskip("numpy")
     if "torch" in sys.modules:
         pytest.skip("real torch is installed")
     path = _write(tmp_path, "import torch\nDTYPES = {'f': torch.float32}\nX = torch.zeros(3)\n")
-    with pytest.raises(UnsupportedConstruct, match="uses torch at import time") as caught:
+    assert repr(load_file(path).namespace["X"]) == "torch.zeros(...)"
+    path = _write(tmp_path, "import torch\nX = torch.zeros(3)\nY = X.sum()\n")
+    used = r"computes with torch \(torch.zeros\(...\) at line 4\)"
+    with pytest.raises(UnsupportedConstruct, match=used) as caught:
         load_file(path)
     assert caught.value.line == 5
 

@@ -40,6 +40,7 @@ from racecheck.dsl import (
 from racecheck.dsl.context import current
 from racecheck.dsl.location import user_location
 from racecheck.errors import UnsupportedConstruct
+from racecheck.events import SourceLocation
 
 
 class DslNamespace(ModuleType):
@@ -332,7 +333,9 @@ def _distributed() -> DslNamespace:
 
 
 class _TorchPlaceholder:
-    """A torch attribute read at import time without torch installed: harmless until called."""
+    """A torch attribute read at import time without torch installed: harmless, and so
+    is calling it (a module-level golden tensor, `torch.full(...)`); only using what a
+    call returned needs torch."""
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -343,12 +346,41 @@ class _TorchPlaceholder:
         return _TorchPlaceholder(f"{self._name}.{name}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _TorchResult(f"{self._name}(...)", user_location())
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+class _TorchResult:
+    """What a torch call returned without torch: any use of it is unsupported."""
+
+    def __init__(self, name: str, made: SourceLocation) -> None:
+        self._name = name
+        self._made = made
+
+    def _unsupported(self) -> UnsupportedConstruct:
         where = user_location()
-        raise UnsupportedConstruct(
-            f"this file uses torch at import time ({self._name}(...)); install torch",
+        return UnsupportedConstruct(
+            f"this file computes with torch ({self._name} at line {self._made.line});"
+            " install torch",
             file=where.file,
             line=where.line,
         )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise self._unsupported()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._unsupported()
+
+    def __bool__(self) -> bool:
+        raise self._unsupported()
+
+    def __iter__(self) -> Any:
+        raise self._unsupported()
 
     def __repr__(self) -> str:
         return self._name
