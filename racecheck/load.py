@@ -750,7 +750,13 @@ def _named(
 ) -> list[ProgramSpec]:
     base = name.split("[", 1)[0]
     value = loaded.namespace.get(base)
-    if isinstance(value, (Program, DslFunction)):
+    owner = loaded.namespace.get(base.split(".", 1)[0])
+    if isinstance(owner, Program) and _dispatches_nothing(owner):  # `Class` or `Class.orch`
+        chip = _chip_specs(loaded, base.split(".", 1)[0], owner, args)
+        chosen = [spec for spec in chip if base in (spec.name, spec.name.split(".", 1)[0])]
+        if chosen:
+            return chosen
+    elif isinstance(value, (Program, DslFunction)):
         return [_fixed_spec(loaded, base, value, args)]
     if inspect.isfunction(value):
         specs = _factory_specs(loaded, base, args, rank_param)

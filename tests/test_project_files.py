@@ -129,3 +129,15 @@ def test_a_host_builtin_that_returns_at_once_is_said_with_its_line() -> None:
             assert said.startswith(
                 f"line {scatter}: pld.tensor.reduce_scatter needs {result.ranks} rows"
             )
+
+
+def test_an_l2_only_program_is_selected_by_class_or_by_orchestration() -> None:
+    by_class = racecheck.verify(str(SINGLE), ranks="2", programs=["ChipOnly"])
+    assert [result.program for result in by_class.results] == [
+        "ChipOnly.copy_only",
+        "ChipOnly.copy_then_scrub",
+    ]
+    _, results = _results("ChipOnly.copy_only")
+    assert [(result.program, result.ranks, result.verdict) for result in results] == [
+        ("ChipOnly.copy_only", 1, Verdict.PROVED)
+    ]
