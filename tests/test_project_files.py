@@ -11,7 +11,8 @@ import racecheck
 from racecheck import FindingKind, Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
-BUILDERS = FIXTURES / "rcproject" / "suite" / "builders.py"
+SUITE = FIXTURES / "rcproject" / "suite"
+BUILDERS = SUITE / "builders.py"
 
 
 def _line(path: Path, text: str) -> int:
@@ -19,7 +20,7 @@ def _line(path: Path, text: str) -> int:
 
 
 def test_a_factory_imported_from_the_project_is_checked_at_the_helpers_lines() -> None:
-    report = racecheck.verify(str(FIXTURES / "rcproject" / "suite" / "test_shift.py"), ranks="2..3")
+    report = racecheck.verify(str(SUITE / "shift_suite.py"), ranks="2..3")
     assert not report.errors
     verdicts = {(result.program, result.ranks): result.verdict for result in report.results}
     assert verdicts == {
