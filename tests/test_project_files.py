@@ -76,6 +76,8 @@ def test_an_l2_only_program_is_checked_at_one_device_per_orchestration() -> None
 
 
 def test_a_host_without_device_is_one_device_and_a_reading_sub_worker_is_not_run() -> None:
+    _, jit = _results("jit_one_device")
+    assert [(result.ranks, result.verdict) for result in jit] == [(1, Verdict.PROVED)]
     _, results = _results("OneDeviceHost")
     assert [(result.ranks, result.verdict) for result in results] == [(1, Verdict.PROVED)]
     (result,) = results
