@@ -6,7 +6,8 @@ only when run from the repository root. While racecheck loads a file, an absolut
 import whose top-level package is a directory the file lies in is served from that
 directory's parent, ahead of any other module of that name (a top-level package
 importable elsewhere, such as racecheck's own `tests`, keeps its meaning; its
-submodules found in the project are still served). The modules served are registered
+submodules found in the project are still served). As for `python file.py`, modules
+next to the file are importable by their plain names too. The modules served are registered
 as user files, so events and findings inside them name their own lines, and
 `forget_project_modules` removes them from `sys.modules` when the check ends.
 """
@@ -41,13 +42,14 @@ def _roots(path: str) -> dict[str, list[str]]:
 class _ProjectFinder(importlib.abc.MetaPathFinder):
     def __init__(self, path: str) -> None:
         self._roots = _roots(path)
+        self._own = os.path.dirname(os.path.abspath(path))
 
     def find_spec(
         self, fullname: str, path: object, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         if "." not in fullname and importlib.machinery.PathFinder.find_spec(fullname):
             return None  # a top-level name found elsewhere keeps its meaning
-        for base in self._roots.get(fullname.split(".", 1)[0], ()):
+        for base in (*self._roots.get(fullname.split(".", 1)[0], ()), self._own):
             spec = _spec_under(base, fullname)
             if spec is not None:
                 _served.add(fullname)

@@ -144,3 +144,12 @@ def test_an_l2_only_program_is_selected_by_class_or_by_orchestration() -> None:
     assert [(result.program, result.ranks, result.verdict) for result in results] == [
         ("ChipOnly.copy_only", 1, Verdict.PROVED)
     ]
+
+
+def test_a_module_next_to_the_file_imports_by_its_plain_name() -> None:
+    report = racecheck.verify(str(SUITE / "shift_sibling.py"), ranks="2")
+    assert [(result.program, result.verdict) for result in report.results] == [
+        ("build_shift[fenced=True]", Verdict.PROVED),
+        ("build_shift[fenced=False]", Verdict.BUG),
+    ]
+    assert "builders" not in sys.modules
