@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -47,9 +47,14 @@ class HostContext(Protocol):
 
 
 class RankContext(Protocol):
-    rank: int
-    ranks: int
-    dims: Mapping[str, int]
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def ranks(self) -> int: ...
+
+    @property
+    def dims(self) -> Mapping[str, int]: ...
 
     def load(
         self,
@@ -102,6 +107,83 @@ class RankContext(Protocol):
         ...
 
     def note(self, text: str) -> None: ...  # said once in the program's result
+
+
+class RankContextProxy:
+    """A rank context that hands every call to `inner`: the wrappers that change a few
+    calls (a group's peer numbering, a `pl.parallel` iteration's recording, a cube
+    lane) subclass it and override only those."""
+
+    def __init__(self, inner: RankContext) -> None:
+        self.inner = inner
+
+    @property
+    def rank(self) -> int:
+        return self.inner.rank
+
+    @property
+    def ranks(self) -> int:
+        return self.inner.ranks
+
+    @property
+    def dims(self) -> Mapping[str, int]:
+        return self.inner.dims
+
+    def load(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        extent: Sequence[int],
+        label: str,
+    ) -> tuple[np.ndarray, EventRef]:
+        return self.inner.load(view, owner, offsets, extent, label)
+
+    def store(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        values: np.ndarray,
+        label: str,
+        *,
+        accumulate: bool = False,
+        sources: frozenset[EventRef] | None = None,
+    ) -> None:
+        self.inner.store(
+            view, owner, offsets, values, label, accumulate=accumulate, sources=sources
+        )
+
+    def notify(
+        self,
+        view: TensorView,
+        peer: int,
+        offsets: Sequence[int],
+        value: int,
+        op: NotifyOp,
+        label: str,
+    ) -> None:
+        self.inner.notify(view, peer, offsets, value, op, label)
+
+    def wait(
+        self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
+    ) -> None:
+        self.inner.wait(view, offsets, expected, cmp, label)
+
+    def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
+        self.inner.note_control(sources, decision)
+
+    def input_symbols(
+        self, view: TensorView, offsets: Sequence[int], extent: Sequence[int]
+    ) -> np.ndarray | None:
+        return self.inner.input_symbols(view, offsets, extent)
+
+    def fail_bounds(self, message: str) -> None:
+        self.inner.fail_bounds(message)
+
+    def __getattr__(self, name: str) -> Any:
+        """The co-simulation's own parts of the rank context are the inner one's."""
+        return getattr(self.inner, name)
 
 
 _active = threading.local()

@@ -12,17 +12,15 @@ whose windows reach every rank are unaffected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
-from racecheck.dsl.context import RankContext
+from racecheck.dsl.context import RankContext, RankContextProxy
 from racecheck.dsl.location import user_location
-from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import EventRef, NotifyOp, WaitCmp
+from racecheck.events import EventRef, NotifyOp
 
 
 def members(view: TensorView, ranks: int) -> tuple[int, ...]:
@@ -58,22 +56,24 @@ def in_group(context: RankContext, view: TensorView) -> RankContext:
             file=where.file,
             line=where.line,
         )
-    return GroupContext(context, group)  # type: ignore[return-value]
+    return GroupContext(context, group)
 
 
-class GroupContext:
+class GroupContext(RankContextProxy):
     """A rank context whose ranks are indices into one group: the builtins' lowerings
     run on it unchanged. Owners of window accesses are mapped to world ranks."""
 
     def __init__(self, inner: RankContext, group: tuple[int, ...]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.group = group
-        self.rank = group.index(inner.rank)
-        self.ranks = len(group)
 
     @property
-    def dims(self) -> Mapping[str, int]:
-        return self.inner.dims
+    def rank(self) -> int:
+        return self.group.index(self.inner.rank)
+
+    @property
+    def ranks(self) -> int:
+        return len(self.group)
 
     def _world(self, view: TensorView, owner: int) -> int:
         if not view.is_window:
@@ -92,7 +92,7 @@ class GroupContext:
         extent: Sequence[int],
         label: str,
     ) -> tuple[np.ndarray, EventRef]:
-        return self.inner.load(view, self._world(view, owner), offsets, extent, label)
+        return super().load(view, self._world(view, owner), offsets, extent, label)
 
     def store(
         self,
@@ -106,9 +106,7 @@ class GroupContext:
         sources: frozenset[EventRef] | None = None,
     ) -> None:
         world = self._world(view, owner)
-        self.inner.store(
-            view, world, offsets, values, label, accumulate=accumulate, sources=sources
-        )
+        super().store(view, world, offsets, values, label, accumulate=accumulate, sources=sources)
 
     def notify(
         self,
@@ -119,19 +117,4 @@ class GroupContext:
         op: NotifyOp,
         label: str,
     ) -> None:
-        self.inner.notify(view, self._world(view, peer), offsets, value, op, label)
-
-    def wait(
-        self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
-    ) -> None:
-        self.inner.wait(view, offsets, expected, cmp, label)
-
-    def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
-        self.inner.note_control(sources, decision)
-
-    def fail_bounds(self, message: str) -> None:
-        self.inner.fail_bounds(message)
-
-    def __getattr__(self, name: str) -> Any:
-        """Any other part of the rank context is the inner one's."""
-        return getattr(self.inner, name)
+        super().notify(view, self._world(view, peer), offsets, value, op, label)

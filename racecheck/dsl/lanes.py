@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from racecheck.dsl.context import RankContext, current
+from racecheck.dsl.context import RankContextProxy, current
 from racecheck.dsl.location import innermost_user_frame, location_of, user_location
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import EventRef, NotifyOp, SourceLocation, WaitCmp
+from racecheck.events import EventRef, SourceLocation
 
 if TYPE_CHECKING:
     from racecheck.dsl.symbolic import Decision
@@ -78,19 +78,10 @@ def note_comm(construct: str) -> None:
 _REMOTE_LOAD = "pld.tile.remote_load"
 
 
-class AicLane:
+class AicLane(RankContextProxy):
     """The cube lane of a mixed kernel: its notify, wait and remote_load are events of
     the rank; its other loads read memory unrecorded and its stores do nothing, the
     vector lane's work (docs/model.md)."""
-
-    def __init__(self, inner: RankContext) -> None:
-        self.inner = inner
-        self.rank = inner.rank
-        self.ranks = inner.ranks
-        self.dims = inner.dims
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     def load(
         self,
@@ -101,28 +92,12 @@ class AicLane:
         label: str,
     ) -> tuple[np.ndarray, EventRef]:
         if label == _REMOTE_LOAD:
-            return self.inner.load(view, owner, offsets, extent, label)
+            return super().load(view, owner, offsets, extent, label)
         values = self.inner.peek(view, owner, offsets, extent)  # type: ignore[attr-defined]
         return values, EventRef(rank=self.rank, index=-1)
 
     def store(self, *args: Any, **kwargs: Any) -> None:
         return None
-
-    def notify(
-        self,
-        view: TensorView,
-        peer: int,
-        offsets: Sequence[int],
-        value: int,
-        op: NotifyOp,
-        label: str,
-    ) -> None:
-        self.inner.notify(view, peer, offsets, value, op, label)
-
-    def wait(
-        self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
-    ) -> None:
-        self.inner.wait(view, offsets, expected, cmp, label)
 
     def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
         recorded = frozenset(ref for ref in sources if ref.index >= 0)

@@ -14,15 +14,20 @@ concurrent iterations do not. Kernel-local buffers created before the loop
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from racecheck.dsl.context import RankContext, current, is_rank_context, make_current
+from racecheck.dsl.context import (
+    RankContext,
+    RankContextProxy,
+    current,
+    is_rank_context,
+    make_current,
+)
 from racecheck.dsl.location import user_location
-from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.tensors import TensorView, Tile, region_problem, region_runs
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import AccessMode, EventRef, MemoryKind, NotifyOp, SourceLocation, WaitCmp
@@ -55,26 +60,14 @@ def _overlap(
     return None
 
 
-class IterationRecorder:
+class IterationRecorder(RankContextProxy):
     """A rank context that records what each iteration of one `pl.parallel` touches."""
 
     def __init__(self, inner: RankContext, loop: SourceLocation) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.loop = loop
         self.iteration = 0
         self.accesses: list[_Access] = []
-
-    @property
-    def rank(self) -> int:
-        return self.inner.rank
-
-    @property
-    def ranks(self) -> int:
-        return self.inner.ranks
-
-    @property
-    def dims(self) -> Mapping[str, int]:
-        return self.inner.dims
 
     def load(
         self,
@@ -85,7 +78,7 @@ class IterationRecorder:
         label: str,
     ) -> tuple[np.ndarray, EventRef]:
         self.record(view, owner, offsets, extent, AccessMode.READ)
-        return self.inner.load(view, owner, offsets, extent, label)
+        return super().load(view, owner, offsets, extent, label)
 
     def store(
         self,
@@ -101,9 +94,7 @@ class IterationRecorder:
         mode = AccessMode.ATOMIC if accumulate else AccessMode.WRITE
         extent = list(np.shape(values))[-len(offsets) :] if len(offsets) else []
         self.record(view, owner, offsets, _padded(extent, len(offsets)), mode)
-        self.inner.store(
-            view, owner, offsets, values, label, accumulate=accumulate, sources=sources
-        )
+        super().store(view, owner, offsets, values, label, accumulate=accumulate, sources=sources)
 
     def notify(
         self,
@@ -115,23 +106,13 @@ class IterationRecorder:
         label: str,
     ) -> None:
         self.record(view, peer, offsets, [1] * len(offsets), AccessMode.ATOMIC, sync=True)
-        self.inner.notify(view, peer, offsets, value, op, label)
+        super().notify(view, peer, offsets, value, op, label)
 
     def wait(
         self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
     ) -> None:
         self.record(view, self.rank, offsets, [1] * len(offsets), AccessMode.ATOMIC, sync=True)
-        self.inner.wait(view, offsets, expected, cmp, label)
-
-    def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
-        self.inner.note_control(sources, decision)
-
-    def __getattr__(self, name: str) -> Any:
-        """Any other part of the rank context is the inner one's."""
-        return getattr(self.inner, name)
-
-    def fail_bounds(self, message: str) -> None:
-        self.inner.fail_bounds(message)
+        super().wait(view, offsets, expected, cmp, label)
 
     def record(
         self,
@@ -225,7 +206,7 @@ def _recorded(items: Iterator[Any], recorder: IterationRecorder) -> Iterator[Any
     try:
         for number, item in enumerate(items):
             recorder.iteration = number
-            make_current(recorder)  # type: ignore[arg-type]
+            make_current(recorder)
             yield item
     finally:
         if current() is recorder:
