@@ -181,6 +181,9 @@ class RankContextProxy:
     def fail_bounds(self, message: str) -> None:
         self.inner.fail_bounds(message)
 
+    def note(self, text: str) -> None:
+        self.inner.note(text)
+
     def __getattr__(self, name: str) -> Any:
         """The co-simulation's own parts of the rank context are the inner one's."""
         return getattr(self.inner, name)
