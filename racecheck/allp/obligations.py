@@ -253,6 +253,7 @@ class Prover:
         self.notifies = [t for t in templates if t.effect is Effect.NOTIFY]
         self.writers = [t for t in templates if t.effect.writes]
         self.signals: dict[tuple[int, int], bool] = {}
+        self.exclusions: dict[tuple[int, int], bool] = {}
         interned: dict[Cond, int] = {}
         self.contexts = {
             id(t): {(interned.setdefault(c, len(interned)), taken) for c, taken in t.context}
@@ -261,11 +262,19 @@ class Prover:
 
     def exclusive(self, *templates: Template) -> bool:
         """Whether no N admits all of `templates`: one took a branch on N the other did not."""
-        for first, second in itertools.combinations(templates, 2):
+        return any(
+            self._exclusive_pair(first, second)
+            for first, second in itertools.combinations(templates, 2)
+        )
+
+    def _exclusive_pair(self, first: Template, second: Template) -> bool:
+        key = (id(first), id(second))
+        if key not in self.exclusions:
             other = self.contexts[id(second)]
-            if any((key, not taken) in other for key, taken in self.contexts[id(first)]):
-                return True
-        return False
+            self.exclusions[key] = any(
+                (branch, not taken) in other for branch, taken in self.contexts[id(first)]
+            )
+        return self.exclusions[key]
 
     def failures(self) -> Iterator[Failure]:
         yield from self._refutations(self._bounds())
@@ -514,12 +523,22 @@ class Prover:
     def _chain(self, first: _Instance, second: _Instance, tag: str) -> Cond:
         """Some notify after `first` on its rank feeds a wait before `second` on its rank."""
         options = []
+        notifies = [
+            (index, notify)
+            for index, notify in enumerate(self.notifies)
+            if not self.exclusive(first.template, notify, second.template)
+        ]
+        waits = [
+            (index, wait)
+            for index, wait in enumerate(self.waits)
+            if not self.exclusive(first.template, wait, second.template)
+        ]
         for (n_index, notify_template), (w_index, wait_template) in itertools.product(
-            enumerate(self.notifies), enumerate(self.waits)
+            notifies, waits
         ):
-            if self.exclusive(first.template, notify_template, wait_template, second.template):
-                continue
-            if not self._may_signal(notify_template, wait_template):
+            if self.exclusive(notify_template, wait_template) or not self._may_signal(
+                notify_template, wait_template
+            ):
                 continue
             notify = _instance(notify_template, f"{tag}n{n_index}", "a")
             notify = _Instance(
@@ -542,7 +561,8 @@ class Prover:
                     _same_cell(notify, wait),
                 )
             )
-            options.append(Exists((*notify.loop_names, *wait.loop_names), body))
+            if not _false(body):
+                options.append(Exists((*notify.loop_names, *wait.loop_names), body))
         return Any_(tuple(options))
 
     def _ordered(self) -> Iterator[_Candidate]:

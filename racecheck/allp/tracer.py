@@ -212,7 +212,8 @@ class Tracer:
             if not scope.dispatches:
                 after = dict(frame.f_locals)
                 outer_loops = self._active_loops() - {name}
-                _check_loop_exit(before, sizes, after, outer_loops, scope.branched)
+                several = count > 1 or bool(scope.pending)  # a name may be bound on some paths only
+                _check_loop_exit(before, sizes, after, outer_loops, scope.branched or several)
                 left = _same_exit(left, after, outer_loops)
             if not scope.pending:
                 break
