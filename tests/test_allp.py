@@ -12,6 +12,7 @@ import ast
 import io
 import itertools
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from symgen import Collective
 import racecheck
 from racecheck.allp import Answer, prove_every_p
 from racecheck.allp.obligations import Obligation
+from racecheck.allp.paths import trace_protocol
+from racecheck.allp.solver import satisfiable
 from racecheck.cli import VerifyCommand, main, parse_command
 from racecheck.errors import UsageError
 from racecheck.findings import FindingKind, Verdict
@@ -32,6 +35,7 @@ MESH = EXAMPLES / "08_allreduce_mesh.py"
 MESH_NO_BARRIER = EXAMPLES / "09_allreduce_mesh_bug_no_barrier.py"
 SIXTEEN_PEERS = EXAMPLES / "80_allreduce_gather_bug_sixteen_peers.py"
 RING = EXAMPLES / "14_allreduce_ring.py"
+TWO_PHASE = EXAMPLES / "11_allreduce_two_phase.py"
 COUNTER_BARRIER = EXAMPLES / "04_shift_counter_barrier.py"
 THRESHOLD_BUG = EXAMPLES / "18_allgather_bug_threshold.py"
 ALLP = Path(racecheck.__file__).parent / "allp"
@@ -173,6 +177,71 @@ def test_a_builtin_barrier_is_proved_for_every_p() -> None:
     assert result.every_p is not None and result.model == "shift+1"
 
 
+def test_the_two_phase_allreduce_and_reduce_scatter_are_proved_for_every_p() -> None:
+    """SIZE // nr splits into one kernel per accepted quotient; each kernel's five
+    `if peer != my_rank` loops are explored pass by pass, not as 2**5 paths."""
+    for path, model in ((TWO_PHASE, "allreduce-sum"), (EXAMPLES / "19_reduce_scatter.py", None)):
+        (result,) = racecheck.verify(str(path), ranks="all").results
+        assert result.every_p is not None and result.verdict is Verdict.PROVED, result.notes
+        assert model is None or result.model == model
+    (spec,) = discover(load_file(str(TWO_PHASE)))
+    assert spec.origin is not None
+    protocol = trace_protocol(spec.origin, 2, satisfiable, time.monotonic() + 60)
+    assert protocol.paths == 17  # 9 accepted rank-count cases, 8 rejected ones
+
+
+def test_the_two_phase_twin_reusing_its_barrier_row_fails_first_at_two() -> None:
+    path = EXAMPLES / "12_allreduce_two_phase_bug_reused_row.py"
+    (result,) = racecheck.verify(str(path), ranks="all").results
+    assert (result.ranks, result.verdict) == (2, Verdict.BUG)
+    assert result.notes[0].startswith("smallest failing P=2: ")
+    race = next(f for f in result.findings if f.kind is FindingKind.RACE)
+    lines = {location.line for location in race.locations}
+    assert lines == {_line_of(path, "@gather"), _line_of(path, "@publish")}
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (
+            # the index of the pass that bound `row`, read on another path's pass
+            """tile = pl.load(x, [0, 0], [1, 4])
+        for peer in pl.range(nranks):
+            if peer == 0:
+                row = peer + 1
+            else:
+                pl.store(tile, [row, 0], data)""",
+            "uses a loop index outside its iteration",
+        ),
+        (
+            # the tile left behind has another shape on each path
+            """for peer in pl.range(nranks):
+            if peer == me:
+                tile = pl.load(x, [0, 0], [1, 2])
+            else:
+                tile = pl.load(x, [0, 0], [1, 4])
+        pl.store(tile, [1, 0], data)""",
+            "the loop carries 'tile': its value after the loop depends on the path",
+        ),
+    ],
+)
+def test_one_path_through_a_loop_body_never_sees_what_another_left(
+    tmp_path: Path, body: str, reason: str
+) -> None:
+    """The paths through a kernel loop's body run one after another in one frame: a
+    value one leaves is refused where another would use it or where it outlives the loop."""
+    source = (FIXTURES / "allp_branch_escape.py").read_text()
+    escape = """for peer in pl.range(nranks):
+            row = 1 if peer != me else 2
+        tile = pl.load(x, [0, 0], [1, 4])
+        pl.store(tile, [row, 0], data)"""
+    assert escape in source
+    path = tmp_path / "passes.py"
+    path.write_text(source.replace(escape, body))
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="3").results
+    assert result.every_p is None and reason in result.notes[0], result.notes
+
+
 def test_a_loop_carried_scalar_is_never_proved_for_every_p() -> None:
     """One symbolic iteration would count to 1 whatever N is: the tracer refuses."""
     report = racecheck.verify(str(FIXTURES / "allp_loop_carry.py"), ranks="all", fallback="4,5")
@@ -257,7 +326,10 @@ def _proved_examples() -> list[tuple[Path, str]]:
 def test_every_example_proved_for_every_p_is_proved_at_each_p_up_to_32() -> None:
     proved = _proved_examples()
     names = {path.name for path, _ in proved}
-    assert {"08_allreduce_mesh.py", "07_broadcast.py", "17_allgather.py"} <= names
+    assert {
+        *("08_allreduce_mesh.py", "07_broadcast.py", "17_allgather.py"),
+        *("11_allreduce_two_phase.py", "19_reduce_scatter.py"),
+    } <= names
     for path, program in proved:
         report = racecheck.verify(str(path), ranks="2..32", programs=[program])
         verdicts = {result.ranks: result.verdict for result in report.results}

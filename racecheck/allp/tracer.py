@@ -175,7 +175,8 @@ class Tracer:
         escaped -= self._active_loops()
         if escaped:
             raise OutsideFragment(
-                f"{what} at {user_location()} uses a loop index after its loop ended"
+                f"{what} at {user_location()} uses a loop index outside its iteration"
+                " (after its loop, or on another path through the loop body)"
             )
 
     # --- loops --------------------------------------------------------------------------
