@@ -300,6 +300,8 @@ class Prover:
     def _candidate(
         self, obligation: Obligation, cond: Cond, *templates: Template
     ) -> Iterator[_Candidate]:
+        if time.monotonic() > self.deadline:
+            raise Undecided("the all-P time budget ran out")
         if not (self.exclusive(*templates) or _false(cond)):
             yield _Candidate(obligation=obligation, cond=cond, templates=templates)
 
