@@ -131,11 +131,11 @@ class Tracer:
     def choose(self, options: tuple[Cond, ...]) -> int:
         """Which of mutually exclusive, exhaustive `options` holds: the first feasible one
         on this run (or pass), the other feasible ones on runs (or passes) of their own."""
-        for option in options:
-            self._check_scope(option, "a branch")
         decided = next((fact.choice for fact in self.facts if fact.options == options), None)
         if decided is not None:
-            return decided
+            return decided  # its variables are in scope: its fact still is
+        for option in options:
+            self._check_scope(option, "a branch")
         scope = self._deciding_scope()
         index = len(scope.taken)
         if index >= MAX_DECISIONS:
