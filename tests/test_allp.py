@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from allp_instances import concrete_events, symbolic_events
 from dslgen import protocols, render
 from hypothesis import HealthCheck, given, settings
 from symgen import Collective
@@ -26,9 +27,9 @@ from racecheck.allp.obligations import Obligation
 from racecheck.allp.paths import trace_protocol
 from racecheck.allp.solver import satisfiable
 from racecheck.cli import VerifyCommand, main, parse_command
-from racecheck.errors import UsageError
+from racecheck.errors import ProgramRejected, UsageError
 from racecheck.findings import FindingKind, Verdict
-from racecheck.load import discover, load_file
+from racecheck.load import ProgramSpec, discover, load_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MESH = EXAMPLES / "08_allreduce_mesh.py"
@@ -339,6 +340,37 @@ def test_every_example_proved_for_every_p_is_proved_at_each_p_up_to_32() -> None
             assert not kinds & PROVED_KINDS, (path, result.ranks, kinds)
             per_p = result.verdict in (Verdict.PROVED, Verdict.SKIPPED) or kinds <= PER_P_KINDS
             assert per_p, (path, result.ranks, result.verdict)
+
+
+def _agree(spec: ProgramSpec, counts: range) -> None:
+    assert spec.origin is not None
+    protocol = trace_protocol(spec.origin, 2, satisfiable, time.monotonic() + 60)
+    for ranks in counts:
+        try:
+            concrete = concrete_events(spec, ranks)
+        except ProgramRejected:
+            continue
+        assert symbolic_events(protocol, ranks) == concrete, (spec.name, ranks)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["01_shift_builtin_barrier.py", "07_broadcast.py", "11_allreduce_two_phase.py"]
+    + ["17_allgather.py", "20_all_to_all.py"],
+)
+def test_the_templates_at_a_given_p_are_the_events_of_the_concrete_run(name: str) -> None:
+    """Rank by rank, the same accesses, notifies and waits: the builtins' lowering the
+    tracer follows is the co-simulation's, and the passes through a loop body are its
+    iterations."""
+    for spec in discover(load_file(str(EXAMPLES / name))):
+        _agree(spec, range(3, 4))
+
+
+@pytest.mark.slow
+def test_every_example_proved_for_every_p_has_the_concrete_events_at_each_p_up_to_6() -> None:
+    for path, program in _proved_examples():
+        (spec,) = discover(load_file(str(path)), programs=(program,))
+        _agree(spec, range(2, 7))
 
 
 _file_numbers = itertools.count()
