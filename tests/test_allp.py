@@ -444,5 +444,17 @@ def test_a_symmetric_collective_gets_the_all_p_answer_the_concrete_checks_give(
         assert all(ranks >= answer.ranks for ranks in bugs), (answer.ranks, bugs)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("collective", SYMMETRIC, ids=repr)
+def test_a_symmetric_collective_has_the_concrete_events_at_each_p_up_to_4(
+    tmp_path: Path, collective: Collective
+) -> None:
+    """Up to P=4 every generated collective stays in bounds (a fixed signal has 4 rows)."""
+    path = tmp_path / "collective.py"
+    path.write_text(collective.render())
+    (spec,) = discover(load_file(str(path)))
+    _agree(spec, range(2, 5))
+
+
 def _covered(result: racecheck.ProgramResult) -> bool:
     return bool({finding.kind for finding in result.findings} & PROVED_KINDS)
