@@ -151,6 +151,11 @@ def test_the_ring_falls_back_to_the_range_and_says_why() -> None:
         assert result.verdict is Verdict.PROVED and result.every_p is None
         assert result.notes[0].startswith("not proved for every P: ")
         assert "checked P=2..3 instead" in result.notes[0]
+        # the reason, in the user's terms: the ring's neighbour index wraps modulo N
+        assert (
+            "(((rank - i3) - 1) + (2 * N)) % N may have a quotient outside -1..1"
+            in (result.notes[0])
+        )
 
 
 def test_a_counter_model_the_concrete_check_does_not_confirm_is_a_fallback() -> None:
