@@ -206,6 +206,35 @@ def test_the_two_phase_twin_reusing_its_barrier_row_fails_first_at_two() -> None
     assert lines == {_line_of(path, "@gather"), _line_of(path, "@publish")}
 
 
+def test_a_barrier_that_waits_before_it_notifies_is_a_circular_wait_at_two(
+    tmp_path: Path,
+) -> None:
+    """Barrier B of the two-phase all-reduce with its wait loop first: every rank waits
+    for a notify each peer only sends after its own wait. Neither order of the waits
+    (by code position, by rank) discharges it, and P=2 deadlocks."""
+    source = TWO_PHASE.read_text()
+    notify = """            for peer in pl.range(nranks):
+                if peer != my_rank:
+                    pld.system.notify(
+                        signal, peer=peer, offsets=[1, my_rank], value=1, op=pld.NotifyOp.AtomicAdd
+                    )
+"""
+    wait = """            for src in pl.range(nranks):
+                if src != my_rank:
+                    pld.system.wait(signal, offsets=[1, src], expected=1, cmp=pld.WaitCmp.Ge)
+"""
+    assert notify + wait in source
+    path = tmp_path / "two_phase_wait_first.py"
+    path.write_text(source.replace(notify + wait, wait + notify))
+    (spec,) = discover(load_file(str(path)))
+    outcome = prove_every_p(spec, 2)
+    assert (outcome.answer, outcome.smallest) == (Answer.REFUTED, 2)
+    assert Obligation.NO_CIRCULAR_WAIT.value in outcome.reason
+    (result,) = racecheck.verify(str(path), ranks="all").results
+    assert (result.ranks, result.verdict) == (2, Verdict.BUG)
+    assert {finding.kind for finding in result.findings} == {FindingKind.DEADLOCK}
+
+
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
