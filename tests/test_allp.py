@@ -277,6 +277,27 @@ def test_one_path_through_a_loop_body_never_sees_what_another_left(
     assert result.every_p is None and reason in result.notes[0], result.notes
 
 
+def test_a_value_of_the_index_bound_on_the_second_path_only_is_accepted(tmp_path: Path) -> None:
+    """The first pass binds nothing, the second binds `row` from its own index: no pass
+    can read another's value, and the code after the loop cannot use it."""
+    source = (FIXTURES / "allp_branch_escape.py").read_text()
+    escape = """for peer in pl.range(nranks):
+            row = 1 if peer != me else 2
+        tile = pl.load(x, [0, 0], [1, 4])
+        pl.store(tile, [row, 0], data)"""
+    body = """tile = pl.load(x, [0, 0], [1, 4])
+        for peer in pl.range(nranks):
+            if peer == me:
+                pass
+            else:
+                row = peer - peer + 1
+                pl.store(tile, [row, 0], data)"""
+    path = tmp_path / "second_path.py"
+    path.write_text(source.replace(escape, body))
+    (result,) = racecheck.verify(str(path), ranks="all").results
+    assert result.every_p is not None and result.verdict is Verdict.PROVED, result.notes
+
+
 def test_a_loop_carried_scalar_is_never_proved_for_every_p() -> None:
     """One symbolic iteration would count to 1 whatever N is: the tracer refuses."""
     report = racecheck.verify(str(FIXTURES / "allp_loop_carry.py"), ranks="all", fallback="4,5")

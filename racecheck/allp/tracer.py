@@ -211,11 +211,7 @@ class Tracer:
                 self.left_early = f"a loop left early (break, return or an exception) in {name}"
                 return
             if not scope.dispatches:
-                after = dict(frame.f_locals)
-                outer_loops = self._active_loops() - {name}
-                several = count > 1 or bool(scope.pending)  # a name may be bound on some paths only
-                _check_loop_exit(before, sizes, after, outer_loops, scope.branched or several)
-                left = _same_exit(left, after, outer_loops)
+                left = self._left_behind(scope, dict(frame.f_locals), before, sizes, left, count)
             if not scope.pending:
                 break
             if count >= MAX_PASSES:
@@ -230,6 +226,22 @@ class Tracer:
             self.context = entry_context
         else:
             self.facts = [fact for fact in self.facts if scope.var not in fact.names]
+
+    def _left_behind(
+        self,
+        scope: _Scope,
+        after: dict[str, object],
+        before: dict[str, object],
+        sizes: dict[str, int],
+        left: dict[str, object] | None,
+        count: int,
+    ) -> dict[str, object]:
+        """What this pass through the body left behind, checked against the loop's entry
+        and against what the earlier passes left."""
+        outer_loops = self._active_loops() - {scope.var}
+        several = count > 1 or bool(scope.pending)  # a name may be bound on some paths only
+        _check_loop_exit(before, sizes, after, outer_loops, scope.branched or several)
+        return _same_exit(left, after, outer_loops)
 
     def _enter_pass(self, scope: _Scope, low: Expr, high: Expr, step: int) -> str:
         """A fresh index variable for the next pass through the body, within its bounds."""
@@ -409,7 +421,7 @@ def _same_exit(
         return after
     for name in left.keys() | after.keys():
         first, now = left.get(name, _UNBOUND), after.get(name, _UNBOUND)
-        if _of_inner_loop(first, outer_loops) and _of_inner_loop(now, outer_loops):
+        if all(_unusable(value, outer_loops) for value in (first, now)):
             continue
         if _same_tile(first, now) or _unchanged(now, first):
             continue
@@ -420,7 +432,13 @@ def _same_exit(
     return {**after, **left}
 
 
+def _unusable(value: object, outer_loops: frozenset[str]) -> bool:
+    """Unbound, or of an index the code after the loop cannot use (the scope check)."""
+    return value is _UNBOUND or _of_inner_loop(value, outer_loops)
+
+
 def _same_tile(first: object, now: object) -> bool:
+    """Tiles are data: the same tile, or one bound on some paths only."""
     tiles = [value for value in (first, now) if isinstance(value, Opaque)]
     unbound = [value for value in (first, now) if value is _UNBOUND]
     return len(tiles) + len(unbound) == 2 and (len(tiles) < 2 or first == now)
