@@ -9,9 +9,15 @@ a condition whose satisfiability is a counter-model:
 * wait value — the cell's one notify does not turn a failing wait into a passing one;
 * notify exists — a wait whose cell no notify targets (a deadlock);
 * no circular wait — the notify a wait needs sits behind a wait that is not earlier in
-  the common program order (the well-founded argument for deadlock freedom fails);
+  one well-founded order of all waits: their code positions (common to all ranks),
+  else rank first (the argument for deadlock freedom fails under both);
 * ordered — two conflicting accesses on different ranks with no one-hop chain
   access → notify ⇒ wait → access either way.
+
+Footprints of one view layout apart by constant offsets in some dimension share no
+byte (in-bounds row-major indices, which the bounds obligation proves): those pairs
+need no solver call. The candidates of an obligation are decided by one solver call
+when none has a counter-model, else one by one.
 
 Under the first four, a wait passes only after its cell's one notify, so a chain is
 a happens-before edge; the fifth gives deadlock freedom. Multi-hop chains are not
