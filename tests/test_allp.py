@@ -206,6 +206,16 @@ def test_the_two_phase_twin_reusing_its_barrier_row_fails_first_at_two() -> None
     assert lines == {_line_of(path, "@gather"), _line_of(path, "@publish")}
 
 
+def test_two_stamps_that_wrap_the_ack_cell_fail_first_at_three_without_a_sweep() -> None:
+    """By code position the broadcast's waits are well ordered (by rank first they are
+    not, which once gave a spurious P=2 counter-model and a sweep)."""
+    path = EXAMPLES / "64_broadcast_ack_bug_stamp_overflow.py"
+    (result,) = racecheck.verify(str(path), ranks="all").results
+    assert (result.ranks, result.verdict) == (3, Verdict.BUG)
+    assert result.notes[0].startswith("smallest failing P=3: ")
+    assert {finding.kind for finding in result.findings} == {FindingKind.DEADLOCK}
+
+
 def test_a_barrier_that_waits_before_it_notifies_is_a_circular_wait_at_two(
     tmp_path: Path,
 ) -> None:
