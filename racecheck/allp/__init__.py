@@ -71,7 +71,11 @@ def prove_every_p(
         base = All((Cmp(Rel.LE, Const(low), Var(WORLD)), assumption))
         if counter_model(base, low) is None:
             raise OutsideFragment(f"the program rejects every P >= {low}")
-        failures = list(Prover(protocol, low, assumption, deadline).failures())
+        failures = []
+        for failure in Prover(protocol, low, assumption, deadline).failures():
+            failures.append(failure)
+            if failure.model.world == low:
+                break  # the smallest P there is
     except OutsideFragment as outside:
         return EveryPOutcome(answer=Answer.FALLBACK, low=low, reason=outside.reason)
     except Undecided as undecided:
