@@ -18,6 +18,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from racecheck.dsl.context import current, host_context, is_rank_context
+from racecheck.dsl.declared import as_declared
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.scopes import kernel_call
@@ -74,6 +75,7 @@ class DslFunction:
             )
         if context is None and self.role is FunctionRole.HOST:
             raise _not_run(self.__name__)
+        args, kwargs = as_declared(self.function, args, kwargs)
         if self.role is FunctionRole.KERNEL:
             return kernel_call(self.__name__, self.function, args, kwargs)
         return self.function(*args, **kwargs)
