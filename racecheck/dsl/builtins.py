@@ -30,7 +30,7 @@ from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import ReduceOp
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import SourceLocation
+from racecheck.events import SourceLocation, WaitCmp
 
 HOST_MAX_RANKS = 16
 HOST_DTYPES = frozenset({"FP32"})  # the mesh allreduce also takes FP16 (docs/model.md)
@@ -188,8 +188,15 @@ def broadcast(data: object, signal: object, *, root: object = 0) -> object:
     return data
 
 
-def allgather(local: object, target: object, signal: object, out: object = None) -> object:
+def allgather(
+    local: object, target: object, signal: object, out: object = None, *, defer: bool = False
+) -> object:
     label = "pld.tensor.allgather"
+    if defer and (out is not None or _host() is not None):
+        raise _unsupported(
+            f"{label}(defer=True) is the three-argument InCore composite: PyPTO splits it "
+            "inside a kernel's task, not in the host function or with an out tensor"
+        )
     local_view = require_view(local, label, "local")
     target_view = _window(target, label, "target")
     signal_view = _window(signal, label, "the signal")
@@ -203,7 +210,10 @@ def allgather(local: object, target: object, signal: object, out: object = None)
         out_view = require_view(out, label, "out")
         _launch(label, lowering.allgather_into, (local_view, target_view, signal_view, out_view))
         return out
-    _launch(label, lowering.allgather, (local_view, target_view, signal_view))
+    # defer=True: PyPTO's task completes once the peers' cells pass its deferred
+    # (unsigned) wait and its epilogue ran, so its dependents see the same order.
+    cmp = WaitCmp.GE_UNSIGNED if defer else WaitCmp.GE
+    _launch(label, lowering.allgather, (local_view, target_view, signal_view), cmp=cmp)
     return target
 
 

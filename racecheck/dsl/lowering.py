@@ -76,13 +76,18 @@ def returns_at_once(context: RankContext, why: str) -> None:
 
 
 def generation(
-    context: RankContext, signal: TensorView, expected: int, cell_of: CellOf, label: str
+    context: RankContext,
+    signal: TensorView,
+    expected: int,
+    cell_of: CellOf,
+    label: str,
+    cmp: WaitCmp = WaitCmp.GE,
 ) -> None:
     """Announce to every peer, then wait for every peer's announcement to reach `expected`."""
     for peer in _peers(context):
         context.notify(signal, peer, cell_of(context.rank), 1, NotifyOp.ATOMIC_ADD, label)
     for source in _peers(context):
-        context.wait(signal, cell_of(source), expected, WaitCmp.GE, label)
+        context.wait(signal, cell_of(source), expected, cmp, label)
 
 
 def epilogue(
@@ -435,14 +440,16 @@ def allgather(
     target: TensorView,
     signal: TensorView,
     label: str,
+    cmp: WaitCmp = WaitCmp.GE,
 ) -> None:
-    """Put `local[0, :]` into row `me` of every rank's target, self included; B1; -1."""
+    """Put `local[0, :]` into row `me` of every rank's target, self included; B1; -1.
+    `defer=True` waits in B1 with `cmp` (unsigned, as `defer_wait` compares)."""
     for destination in range(context.ranks):
         _copy(
             context, local, _first_row(local), target, destination, row(target, context.rank), label
         )
     cells = mesh_cells(signal)
-    generation(context, signal, 1, cells, label)
+    generation(context, signal, 1, cells, label, cmp)
     epilogue(context, signal, 1, cells, label)
 
 

@@ -1,0 +1,64 @@
+"""Constructs of PyPTO's current examples and system tests (docs/model.md): a window
+seen in its parameter's declared shape, `allgather(defer=True)`, `put_async`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import racecheck
+from racecheck.cosim import simulate
+from racecheck.events import EventKind, WaitCmp
+from racecheck.findings import Verdict
+from racecheck.load import discover, load_file
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _line(name: str, marker: str) -> int:
+    lines = (EXAMPLES / name).read_text().splitlines()
+    return next(n for n, text in enumerate(lines, start=1) if text.endswith(f"# @{marker}"))
+
+
+def test_a_deferred_allgather_waits_unsigned_then_runs_its_epilogue() -> None:
+    loaded = load_file(str(EXAMPLES / "55_deferred_allgather.py"))
+    (spec,) = discover(loaded, programs=(), args={})
+    trace = simulate(spec.instantiate(3)).trace
+    gather = _line("55_deferred_allgather.py", "gather")
+    for events in trace.events:
+        collective = [event for event in events if event.location.line == gather]
+        kinds = [event.kind for event in collective]
+        waits = [event.wait for event in collective if event.wait is not None]
+        assert len(waits) == 2 and all(wait.cmp is WaitCmp.GE_UNSIGNED for wait in waits)
+        last_wait = max(n for n, kind in enumerate(kinds) if kind is EventKind.WAIT)
+        epilogue = collective[last_wait + 1 :]
+        assert [event.kind for event in epilogue] == [EventKind.NOTIFY, EventKind.NOTIFY]
+        assert all(event.notify and event.notify.value == -1 for event in epilogue)
+
+
+def test_a_copy_out_not_depending_on_the_deferred_allgather_is_never_proved(
+    tmp_path: Path,
+) -> None:
+    name = "55_deferred_allgather.py"
+    source = (EXAMPLES / name).read_text()
+    assert ", deps=[gathered]" in source
+    unordered = tmp_path / "no_deps.py"
+    unordered.write_text(source.replace(", deps=[gathered]", ""))
+    (result,) = racecheck.verify(str(unordered), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    gather_task, copy_task = _line(name, "gather") - 1, _line(name, "copy") - 2
+    assert f"line {gather_task}" in result.message and f"line {copy_task}" in result.message
+
+
+def test_defer_is_refused_in_the_host_function(tmp_path: Path) -> None:
+    source = (EXAMPLES / "55_deferred_allgather.py").read_text()
+    host_call = "    return y\n\n\ndef main"
+    assert host_call in source
+    on_host = source.replace(
+        host_call,
+        "    pld.tensor.allgather(x, rows, signal, defer=True)\n" + host_call,
+    )
+    path = tmp_path / "host_defer.py"
+    path.write_text(on_host)
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "defer=True" in result.message and "not in the host function" in result.message
