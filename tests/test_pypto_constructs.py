@@ -62,3 +62,65 @@ def test_defer_is_refused_in_the_host_function(tmp_path: Path) -> None:
     (result,) = racecheck.verify(str(path), ranks=[2]).results
     assert result.verdict is Verdict.UNKNOWN
     assert "defer=True" in result.message and "not in the host function" in result.message
+
+
+PUT_ASYNC = "56_put_async_shift.py"
+
+
+def _put_async_variant(tmp_path: Path, old: str, new: str) -> Path:
+    source = (EXAMPLES / PUT_ASYNC).read_text()
+    assert old in source
+    path = tmp_path / "variant.py"
+    path.write_text(source.replace(old, new))
+    return path
+
+
+def test_a_put_async_transfer_is_recorded_at_its_line_when_drained() -> None:
+    loaded = load_file(str(EXAMPLES / PUT_ASYNC))
+    (spec,) = discover(loaded, programs=(), args={})
+    trace = simulate(spec.instantiate(2)).trace
+    put, drain = _line(PUT_ASYNC, "put"), _line(PUT_ASYNC, "drain")
+    for rank, events in enumerate(trace.events):
+        lines = [event.location.line for event in events]
+        transfer = [event for event in events if event.location.line == put]
+        assert [event.kind for event in transfer] == [EventKind.LOAD, EventKind.STORE]
+        assert transfer[1].access is not None and transfer[1].access.owner == 1 - rank
+        notify = lines.index(_line(PUT_ASYNC, "notify"))
+        assert events.index(transfer[1]) < notify
+        assert drain not in lines  # the drain itself is no event
+
+
+def test_a_wait_while_a_put_async_is_in_flight_is_refused(tmp_path: Path) -> None:
+    drain = "    pld.system.wait_async_event(sent, session)  # @drain\n"
+    wait = "    pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)\n"
+    path = _put_async_variant(tmp_path, drain, wait + drain)
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "is in flight" in result.message
+
+
+def test_writing_the_source_of_a_put_async_in_flight_is_refused(tmp_path: Path) -> None:
+    drain = "    pld.system.wait_async_event(sent, session)  # @drain\n"
+    store = "    outbox = pl.store(row, [0, 0], outbox)\n"
+    path = _put_async_variant(tmp_path, drain, store + drain)
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert f"put_async at line {_line(PUT_ASYNC, 'put')}" in result.message
+
+
+def test_a_put_async_never_drained_is_refused(tmp_path: Path) -> None:
+    path = _put_async_variant(tmp_path, "    pld.system.wait_async_event(sent, session)", "")
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "never drained" in result.message
+
+
+def test_a_drain_through_another_session_is_refused(tmp_path: Path) -> None:
+    path = _put_async_variant(
+        tmp_path,
+        "pld.system.wait_async_event(sent, session)",
+        "pld.system.wait_async_event(sent, pld.system.async_session(sync_id=1))",
+    )
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "another session" in result.message
