@@ -124,3 +124,24 @@ def test_a_drain_through_another_session_is_refused(tmp_path: Path) -> None:
     (result,) = racecheck.verify(str(path), ranks=[2]).results
     assert result.verdict is Verdict.UNKNOWN
     assert "another session" in result.message
+
+
+BLOCKS = Path(__file__).resolve().parent / "fixtures" / "all_to_all_v_blocks.py"
+
+
+def test_all_to_all_v_without_counts_exchanges_whole_blocks() -> None:
+    for ranks in (2, 3):
+        (result,) = racecheck.verify(str(BLOCKS), ranks=[ranks]).results
+        assert result.verdict is Verdict.PROVED
+        assert result.model == "all_to_all"
+    loaded = load_file(str(BLOCKS))
+    (spec,) = discover(loaded, programs=(), args={})
+    trace = simulate(spec.instantiate(2)).trace
+    notifies = [event.notify for events in trace.events for event in events if event.notify]
+    assert notifies and all(notify.op.value == "AtomicAdd" for notify in notifies)
+
+
+def test_all_to_all_v_on_more_than_one_core_is_refused() -> None:
+    (result,) = racecheck.verify(str(BLOCKS), ranks=[2], args={"cores": "2"}).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "core_num=2" in result.message

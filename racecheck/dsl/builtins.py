@@ -236,16 +236,30 @@ def all_to_all(source: object, target: object, signal: object) -> object:
 
 
 def all_to_all_v(
-    source: object, target: object, signal: object, send_counts: object, recv_counts: object
+    source: object,
+    target: object,
+    signal: object,
+    send_counts: object = None,
+    recv_counts: object = None,
+    *,
+    core_num: object = 1,
 ) -> object:
+    """With both counts, or (the first InCore form) neither; on one core (docs/model.md)."""
     label = "pld.tensor.all_to_all_v"
+    if as_index(core_num) != 1:
+        raise _unsupported(f"{label} with core_num={core_num!r}: racecheck models one core")
     source_view = require_view(source, label, "input")
-    operands = (
-        source_view,
-        _window(target, label, "target"),
-        _window(signal, label, "the signal"),
-        require_view(send_counts, label, "send_counts"),
-        _window(recv_counts, label, "recv_counts"),
-    )
-    _launch(label, lowering.all_to_all_v, operands)
+    operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
+    if send_counts is not None and recv_counts is not None:
+        counts = (
+            require_view(send_counts, label, "send_counts"),
+            _window(recv_counts, label, "recv_counts"),
+        )
+        _launch(label, lowering.all_to_all_v, (*operands, *counts))
+    elif send_counts is None and recv_counts is None and _host() is None:
+        _launch(label, lowering.all_to_all_v, operands)
+    else:
+        raise _unsupported(
+            f"{label} takes send_counts and recv_counts together (in the host function, always)"
+        )
     return target

@@ -529,30 +529,19 @@ def all_to_all_v(
     source: TensorView,
     target: TensorView,
     signal: TensorView,
-    send_counts: TensorView,
-    recv_counts: TensorView,
+    *counts: TensorView,
     label: str,
 ) -> None:
     """Per destination d, self included: rows = min(send_counts[d], M); Set-notify rows
     into d's recv_counts[me] before the data; put the full M-row block d of input into
-    block `me` of d's target. Then B1 and -1 (docs/model.md)."""
+    block `me` of d's target. Then B1 and -1 (docs/model.md). Without `counts` (the
+    first InCore form, `all_to_all_v(input, target, signal)`), the blocks alone."""
     divisor = signal.shape[0] if lowering is Lowering.INCORE else context.ranks
     block = target.shape[0] // divisor
     for destination in range(context.ranks):
-        offsets, extent = row(send_counts, destination)
-        count, ref = context.load(
-            send_counts, local_owner(send_counts, context.rank), offsets, extent, label
-        )
-        context.note_control(frozenset({ref}), None)  # the count is published as a signal value
-        published = min(int(np.asarray(count).reshape(-1)[0]), block)
-        context.notify(
-            recv_counts,
-            destination,
-            row(recv_counts, context.rank)[0],
-            published,
-            NotifyOp.SET,
-            label,
-        )
+        if counts:
+            send_counts, recv_counts = counts
+            _publish_count(context, destination, block, send_counts, recv_counts, label)
         _copy(
             context,
             source,
@@ -565,3 +554,27 @@ def all_to_all_v(
     cells = mesh_cells(signal)
     generation(context, signal, 1, cells, label)
     epilogue(context, signal, 1, cells, label)
+
+
+def _publish_count(
+    context: RankContext,
+    destination: int,
+    block: int,
+    send_counts: TensorView,
+    recv_counts: TensorView,
+    label: str,
+) -> None:
+    offsets, extent = row(send_counts, destination)
+    count, ref = context.load(
+        send_counts, local_owner(send_counts, context.rank), offsets, extent, label
+    )
+    context.note_control(frozenset({ref}), None)  # the count is published as a signal value
+    published = min(int(np.asarray(count).reshape(-1)[0]), block)
+    context.notify(
+        recv_counts,
+        destination,
+        row(recv_counts, context.rank)[0],
+        published,
+        NotifyOp.SET,
+        label,
+    )
