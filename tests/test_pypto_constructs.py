@@ -145,3 +145,34 @@ def test_all_to_all_v_on_more_than_one_core_is_refused() -> None:
     (result,) = racecheck.verify(str(BLOCKS), ranks=[2], args={"cores": "2"}).results
     assert result.verdict is Verdict.UNKNOWN
     assert "core_num=2" in result.message
+
+
+def test_the_four_argument_all_to_all_stages_pulls_between_two_barriers() -> None:
+    path = Path(__file__).resolve().parent / "fixtures" / "all_to_all_into.py"
+    for ranks in (2, 3):
+        (result,) = racecheck.verify(str(path), ranks=[ranks]).results
+        assert result.verdict is Verdict.PROVED
+        assert result.model == "all_to_all"
+    loaded = load_file(str(path))
+    (spec,) = discover(loaded, programs=(), args={})
+    trace = simulate(spec.instantiate(3)).trace
+    load, store, notify, wait = EventKind.LOAD, EventKind.STORE, EventKind.NOTIFY, EventKind.WAIT
+    barrier1 = [notify, notify, wait, wait]
+    pulls = [load, store] * 3
+    barrier2 = [notify, notify, wait, wait]
+    for rank, events in enumerate(trace.events):
+        assert [event.kind for event in events] == [
+            load,
+            store,
+            *barrier1,
+            *pulls,
+            *barrier2,
+            notify,
+            notify,
+        ]
+        pulled = [event.access for event in events[6:12:2] if event.access]
+        assert [region.owner for region in pulled] == [0, 1, 2]  # every rank's staged
+        assert {region.ranges for region in pulled} == {((rank * 64, rank * 64 + 64),)}
+        waits = [event.wait.expected for event in events if event.wait]
+        assert waits == [1, 1, 2, 2]
+        assert [event.notify.value for event in events[-2:] if event.notify] == [-2, -2]

@@ -226,13 +226,18 @@ def reduce_scatter(target: object, signal: object, *, op: ReduceOp = ReduceOp.Su
     return target
 
 
-def all_to_all(source: object, target: object, signal: object) -> object:
+def all_to_all(source: object, target: object, signal: object, out: object = None) -> object:
     label = "pld.tensor.all_to_all"
     source_view = require_view(source, label, "input")
     operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
     _require_separate(label, source_view, operands[1])
-    _launch(label, lowering.all_to_all, operands)
-    return target
+    if out is None:
+        _launch(label, lowering.all_to_all, operands)
+        return target
+    if _host() is not None:
+        raise _unsupported(f"{label} with an out tensor is the InCore intrinsic, not a host call")
+    _launch(label, lowering.all_to_all_into, (*operands, require_view(out, label, "out")))
+    return out
 
 
 def all_to_all_v(

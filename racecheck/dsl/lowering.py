@@ -523,6 +523,30 @@ def all_to_all(
     epilogue(context, signal, 1, cells, label)
 
 
+def all_to_all_into(
+    context: RankContext,
+    lowering: Lowering,
+    source: TensorView,
+    target: TensorView,
+    signal: TensorView,
+    out: TensorView,
+    label: str,
+) -> None:
+    """The four-argument intrinsic `all_to_all(input, target, signal, out)`: stage
+    `input` into the own target; B1; read row `me` of every target[s] into row s of the
+    plain tensor `out`; B2, which keeps the next staging off rows still being read; -2."""
+    _copy(context, source, whole(source), target, context.rank, whole(target), label)
+    cells = mesh_cells(signal)
+    generation(context, signal, 1, cells, label)
+    for source_rank in range(context.ranks):
+        offsets, extent = row(target, context.rank)
+        values, _ = context.load(target, source_rank, offsets, extent, label)
+        at, shape = row(out, source_rank)
+        context.store(out, local_owner(out, context.rank), at, values.reshape(shape), label)
+    generation(context, signal, 2, cells, label)
+    epilogue(context, signal, 2, cells, label)
+
+
 def all_to_all_v(
     context: RankContext,
     lowering: Lowering,
