@@ -176,3 +176,49 @@ def test_the_four_argument_all_to_all_stages_pulls_between_two_barriers() -> Non
         waits = [event.wait.expected for event in events if event.wait]
         assert waits == [1, 1, 2, 2]
         assert [event.notify.value for event in events[-2:] if event.notify] == [-2, -2]
+
+
+def _beside_the_gather(tmp_path: Path, body: str) -> Path:
+    """Example 55 with one more task, unordered with the deferred gather, running `body`."""
+    source = (EXAMPLES / "55_deferred_allgather.py").read_text()
+    replacements = {
+        "    y: pl.Out[pl.Tensor[[1, NR * SIZE], pl.FP32]],\n    rows:": (
+            "    y: pl.Out[pl.Tensor[[1, NR * SIZE], pl.FP32]],\n"
+            "    z: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],\n    rows:"
+        ),
+        '        with pl.at(level=pl.Level.CORE_GROUP, name_hint="copy_out"': (
+            '        with pl.at(level=pl.Level.CORE_GROUP, name_hint="beside"):\n'
+            f"            {body}\n"
+            '        with pl.at(level=pl.Level.CORE_GROUP, name_hint="copy_out"'
+        ),
+        "    x: pl.Tensor[[NR, 1, SIZE], pl.FP32], "
+        "y: pl.Out[pl.Tensor[[NR, 1, NR * SIZE], pl.FP32]]\n": (
+            "    x: pl.Tensor[[NR, 1, SIZE], pl.FP32],\n"
+            "    y: pl.Out[pl.Tensor[[NR, 1, NR * SIZE], pl.FP32]],\n"
+            "    z: pl.Out[pl.Tensor[[NR, 1, SIZE], pl.FP32]],\n"
+        ),
+        "per_rank(x[r], y[r], rows, signal, device=r)": (
+            "per_rank(x[r], y[r], z[r], rows, signal, device=r)"
+        ),
+    }
+    for old, new in replacements.items():
+        assert old in source, old
+        source = source.replace(old, new)
+    path = tmp_path / "beside.py"
+    path.write_text(source)
+    return path
+
+
+def test_local_work_beside_a_deferred_gather_is_proved(tmp_path: Path) -> None:
+    path = _beside_the_gather(
+        tmp_path, "pl.store(pl.add(pl.load(x, [0, 0], [1, SIZE]), 1.0), [0, 0], z)"
+    )
+    (result,) = racecheck.verify(str(path), ranks=[3]).results
+    assert result.verdict is Verdict.PROVED
+
+
+def test_work_beside_a_deferred_gather_reading_what_peers_write_is_not(tmp_path: Path) -> None:
+    path = _beside_the_gather(tmp_path, "pl.store(pl.load(rows, [0, 0], [1, SIZE]), [0, 0], z)")
+    (result,) = racecheck.verify(str(path), ranks=[3]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "task beside" in result.message and "task gather" in result.message
