@@ -134,6 +134,10 @@ class RankContextProxy:
     def dims(self) -> Mapping[str, int]:
         return self.inner.dims
 
+    @property
+    def events(self) -> Sequence[Event]:
+        return self.inner.events
+
     def load(
         self,
         view: TensorView,
