@@ -7,7 +7,11 @@ from pathlib import Path
 
 import racecheck
 from racecheck.cosim import simulate
-from racecheck.events import EventKind, WaitCmp
+from racecheck.dsl.declared import as_declared
+from racecheck.dsl.dtypes import FP32
+from racecheck.dsl.tensors import TensorView
+from racecheck.dsl.types import DistributedTensor, Tensor
+from racecheck.events import EventKind, MemoryKind, WaitCmp
 from racecheck.findings import Verdict
 from racecheck.load import discover, load_file
 
@@ -222,3 +226,33 @@ def test_work_beside_a_deferred_gather_reading_what_peers_write_is_not(tmp_path:
     (result,) = racecheck.verify(str(path), ranks=[3]).results
     assert result.verdict is Verdict.UNKNOWN
     assert "task beside" in result.message and "task gather" in result.message
+
+
+def _view(shape: tuple[int, ...], kind: MemoryKind = MemoryKind.WINDOW) -> TensorView:
+    return TensorView(
+        memory=0,
+        kind=kind,
+        name="buf",
+        base=0,
+        shape=shape,
+        dtype=FP32,
+        memory_nbytes=256,
+        devices=set() if kind is MemoryKind.WINDOW else None,
+    )
+
+
+def _kernel(
+    window: DistributedTensor[[1, 64], FP32],  # type: ignore[valid-type]
+    plain: Tensor[[1, 64], FP32],  # type: ignore[valid-type]
+) -> None:
+    """A kernel signature: one window parameter, one plain tensor parameter."""
+
+
+def test_a_window_is_seen_in_its_declared_shape_only_when_the_sizes_match() -> None:
+    flat, host = _view((64,)), _view((64,), MemoryKind.HOST)
+    (window, plain), _ = as_declared(_kernel, (flat, host), {})
+    assert window.shape == (1, 64) and window.memory == flat.memory and window.base == 0
+    assert plain is host  # only windows are re-viewed
+    short = _view((32,))
+    (window, _), _ = as_declared(_kernel, (short, host), {})
+    assert window is short  # another size: passed as it is

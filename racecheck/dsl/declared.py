@@ -20,12 +20,22 @@ from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import TensorKind, TensorType, resolve_dim
 
 
+def signature_of(function: Callable[..., Any]) -> inspect.Signature:
+    """`function`'s signature with its annotations evaluated, also in a file that
+    postpones them (`from __future__ import annotations`); an annotation that names
+    what the function's globals lack (a factory's local) stays a string."""
+    try:
+        return inspect.signature(function, eval_str=True)
+    except (NameError, AttributeError, TypeError, SyntaxError):
+        return inspect.signature(function)
+
+
 def as_declared(
     function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """`args` and `kwargs` with each window view in the shape `function` declares for it."""
     try:
-        signature = inspect.signature(function)
+        signature = signature_of(function)
         bound = signature.bind(*args, **kwargs)
     except (TypeError, ValueError):
         return args, kwargs

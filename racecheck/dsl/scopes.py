@@ -11,7 +11,6 @@ plain Python, part of its caller's task.
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from racecheck.dsl.context import activated, current, is_rank_context
+from racecheck.dsl.declared import signature_of
 from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import user_location
 from racecheck.dsl.tensors import TensorView
@@ -109,7 +109,7 @@ def tags_of(
 ) -> tuple[TaskTag, ...]:
     """The tensors a call passes, with the directions the callee declares for them."""
     try:
-        signature = inspect.signature(function)
+        signature = signature_of(function)
         bound = signature.bind(*args, **kwargs)
     except (TypeError, ValueError):
         return tuple(
