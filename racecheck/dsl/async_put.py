@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from racecheck.dsl import dist_ops
-from racecheck.dsl.context import current, is_rank_context, rank_context
+from racecheck.dsl.context import RankContextProxy, current, is_rank_context, rank_context
 from racecheck.dsl.local_ops import require_view
 from racecheck.dsl.location import attributed, user_location
 from racecheck.errors import UnsupportedConstruct
@@ -49,6 +49,14 @@ class AsyncEvent:
 
 
 _pending: weakref.WeakKeyDictionary[object, list[AsyncEvent]] = weakref.WeakKeyDictionary()
+"""The transfers in flight, by rank (its innermost context: the same under any wrapper,
+a `pl.parallel` iteration or a group's numbering)."""
+
+
+def _in_flight(context: object) -> list[AsyncEvent]:
+    while isinstance(context, RankContextProxy):
+        context = context.inner
+    return _pending.setdefault(context, [])
 
 
 def _refuse(message: str, where: SourceLocation | None = None) -> UnsupportedConstruct:
@@ -77,13 +85,13 @@ def put_async(dst: object, peer: object, src: object, session: object) -> AsyncE
             LABEL, dst, src, "local", peer, (None, None, None), accumulate=False
         ),
     )
-    _pending.setdefault(context, []).append(event)
+    _in_flight(context).append(event)
     return event
 
 
 def wait_async_event(event: object, session: object) -> bool:
     context = rank_context("pld.system.wait_async_event")
-    pending = _pending.get(context, [])
+    pending = _in_flight(context)
     if not isinstance(event, AsyncEvent) or event not in pending:
         raise _refuse(
             f"pld.system.wait_async_event needs a put_async event not yet drained, got {event!r}"
@@ -132,9 +140,9 @@ def drained_by_the_end() -> Iterator[None]:
     if context is None or not is_rank_context(context):
         yield
         return
-    before = list(_pending.get(context, ()))
+    before = list(_in_flight(context))
     yield
-    left = [event for event in _pending.get(context, ()) if event not in before]
+    left = [event for event in _in_flight(context) if event not in before]
     if left:
         raise _refuse(
             f"the put_async at line {left[0].location.line} is never drained: call "
