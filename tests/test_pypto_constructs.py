@@ -256,3 +256,15 @@ def test_a_window_is_seen_in_its_declared_shape_only_when_the_sizes_match() -> N
     short = _view((32,))
     (window, _), _ = as_declared(_kernel, (short, host), {})
     assert window is short  # another size: passed as it is
+
+
+def test_a_put_async_left_in_flight_inside_pl_parallel_is_refused(tmp_path: Path) -> None:
+    put = "    sent = pld.tensor.put_async(inbox, right, outbox, session)  # @put\n"
+    source = (EXAMPLES / PUT_ASYNC).read_text()
+    assert put in source
+    inside = source.replace(put, "    for _ in pl.parallel(1):\n    " + put)
+    path = tmp_path / "parallel.py"
+    path.write_text(inside.replace("    pld.system.wait_async_event(sent, session)", ""))
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "never drained" in result.message
