@@ -1,15 +1,15 @@
 """`pld.tensor.put_async`, `pld.system.async_session`, `pld.system.wait_async_event`.
 
-PyPTO's asynchronous put (python/pypto/language/distributed/op/system_ops.py) issues
-an SDMA transfer of the local `src` into the peer's `dst` and returns at once; the
-transfer reads and writes its bytes at some point before `wait_async_event(event,
-session)` returns, which drains it, and only a notify after that wait publishes the
-data (docs/model.md). racecheck records the transfer's read and write, at the
-put_async line, when the wait drains it: the latest point the transfer can land.
-That is every execution only while the rank neither waits on a signal nor touches
-the transfer's bytes between the issue and the drain (a wait could order a peer's
-access before the late placement that the early one races with); such a kernel, a
-transfer never drained, or one drained through another session, is refused.
+PyPTO's asynchronous put (docs/model.md#asynchronous-put) issues an SDMA transfer of
+the local `src` into the peer's `dst` and returns at once; the transfer reads and
+writes its bytes at some point before `wait_async_event(event, session)` returns,
+which drains it, and only a notify after that wait publishes the data. racecheck
+records the transfer's read and write, at the put_async line, when the wait drains
+it: the latest point the transfer can land. That is every execution only while the
+rank neither waits on a signal nor touches the transfer's bytes between the issue and
+the drain (a wait could order a peer's access before the late placement that the
+early one races with); such a kernel, a transfer never drained, or one drained
+through another session, is refused.
 """
 
 from __future__ import annotations
