@@ -7,10 +7,10 @@ from pathlib import Path
 
 import racecheck
 from racecheck.cosim import simulate
-from racecheck.dsl.declared import as_declared
+from racecheck.dsl.declared import as_declared, signature_of
 from racecheck.dsl.dtypes import FP32
 from racecheck.dsl.tensors import TensorView
-from racecheck.dsl.types import DistributedTensor, Tensor
+from racecheck.dsl.types import DistributedTensor, Tensor, TensorType
 from racecheck.events import EventKind, MemoryKind, WaitCmp
 from racecheck.findings import Verdict
 from racecheck.load import discover, load_file
@@ -268,3 +268,17 @@ def test_a_put_async_left_in_flight_inside_pl_parallel_is_refused(tmp_path: Path
     (result,) = racecheck.verify(str(path), ranks=[2]).results
     assert result.verdict is Verdict.UNKNOWN
     assert "never drained" in result.message
+
+
+def test_postponed_annotations_are_evaluated_with_the_factory_locals_the_body_uses() -> None:
+    size = 8
+
+    def kernel(x: DistributedTensor[[1, size], FP32]) -> int:  # type: ignore[valid-type]
+        return size
+
+    def opaque(x: DistributedTensor[[1, size], FP32]) -> None:  # type: ignore[valid-type]
+        """Its body names no factory local: the annotation cannot be evaluated."""
+
+    annotation = signature_of(kernel).parameters["x"].annotation
+    assert isinstance(annotation, TensorType) and annotation.dims == (1, 8)
+    assert isinstance(signature_of(opaque).parameters["x"].annotation, str)

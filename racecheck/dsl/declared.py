@@ -22,10 +22,14 @@ from racecheck.dsl.types import TensorKind, TensorType, resolve_dim
 
 def signature_of(function: Callable[..., Any]) -> inspect.Signature:
     """`function`'s signature with its annotations evaluated, also in a file that
-    postpones them (`from __future__ import annotations`); an annotation that names
-    what the function's globals lack (a factory's local) stays a string."""
+    postpones them (`from __future__ import annotations`), over its globals and the
+    factory locals its body uses; an annotation naming anything else stays a string."""
     try:
-        return inspect.signature(function, eval_str=True)
+        closure = inspect.getclosurevars(function).nonlocals
+    except TypeError:  # not a plain function or method (a partial)
+        closure = {}
+    try:
+        return inspect.signature(function, locals=closure, eval_str=True)
     except (NameError, AttributeError, TypeError, SyntaxError):
         return inspect.signature(function)
 
