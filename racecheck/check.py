@@ -1,7 +1,10 @@
 """The pipeline: load a file → trace each program's ranks → decide → execute the
 reference → judge → report. `check` reads as that list; each step lives in its own
 module. One program at one P is checked on every path its steering values can take
-(`racecheck.paths`), and every verdict is set by `racecheck.judge.decide`.
+(`racecheck.paths`), and every verdict is set by `racecheck.judge.decide`. With
+`--jobs N` the (program, P) units are checked in worker processes (`racecheck.workers`);
+what depends on several units — the cross-P step, `--ranks all`'s choice of the next P
+to check — is decided here, from their results in order.
 """
 
 from __future__ import annotations

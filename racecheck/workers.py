@@ -7,7 +7,8 @@ user module loaded, no cache of the check — and each unit enters a session of 
 Forking then costs milliseconds (a fresh interpreter per worker, as 'spawn' and
 'forkserver' start, costs a few tenths of a second of imports) and does not run the
 caller's `__main__` again. A unit and its function must be picklable (a module-level
-function). A worker ignores SIGINT; a parent that stops early (an error, an interrupt)
+function). Without 'fork' (Windows) there are no workers: every unit runs in the one
+process. A worker ignores SIGINT; a parent that stops early (an error, an interrupt)
 ends its workers instead of waiting for the units they are running.
 """
 
@@ -44,7 +45,7 @@ class Workers:
         return self._executor.map(function, units)
 
     def __enter__(self) -> Workers:
-        if self._jobs > 1:
+        if self._jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()  # a forked worker flushes its copy of the buffers on exit
             self._executor = ProcessPoolExecutor(
