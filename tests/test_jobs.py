@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+import racecheck
 from racecheck import check as check_module
 from racecheck.check import check
 from racecheck.cli import main
 from racecheck.errors import UsageError
-from racecheck.findings import Verdict
+from racecheck.findings import ProgramResult, Report, Verdict
 from racecheck.options import Options, machine_cores
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,3 +172,14 @@ def test_a_bad_jobs_flag_is_a_usage_error(value, said) -> None:
     err = io.StringIO()
     assert main(["verify", MESH, "--jobs", value], stdout=io.StringIO(), stderr=err) == 2
     assert err.getvalue().startswith(f"racecheck: error: --jobs {value!r}: {said}")
+
+
+def test_the_api_takes_jobs_and_validates_it() -> None:
+    def untimed(report: Report) -> tuple[ProgramResult, ...]:
+        return tuple(dataclasses.replace(result, seconds=0.0) for result in report.results)
+
+    inline = racecheck.verify(NO_BARRIER, ranks="2..4", jobs=1)
+    assert untimed(racecheck.verify(NO_BARRIER, ranks="2..4", jobs=2)) == untimed(inline)
+    assert [result.verdict for result in inline.results] == [Verdict.BUG] * 3
+    with pytest.raises(UsageError, match="jobs 0"):
+        racecheck.verify(MESH, jobs=0)
