@@ -66,6 +66,17 @@ def _same_for_every_jobs(tmp_path: Path, argv: list[str]) -> Run:
     ("argv", "code"),
     [
         (["verify", MESH, "--ranks", "2..6"], 0),
+        (
+            [
+                "verify",
+                MESH,
+                "--ranks",
+                "2..4",
+                "--expect",
+                f"{ROOT}/models/allreduce_sum_by_hand.py:allreduce_sum",
+            ],
+            0,
+        ),
         (["verify", NO_BARRIER, "--ranks", "2..5", "--format", "json"], 1),
         (["verify", NO_BARRIER, "--ranks", "2..4", "--format", "sarif", "--html"], 1),
         (["verify", SET_RESET, "--ranks", "all", "--fallback", "2..4", "--format", "json"], 1),
