@@ -212,7 +212,15 @@ def hard_cases(repeats: int) -> list[tuple[HardCase, Measurement]]:
     return rows
 
 
-def jobs_rows(repeats: int) -> list[tuple[str, int, Measurement]]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobsRow:
+    span: str  # the --ranks range
+    jobs: int
+    row: Measurement
+    load: float  # the machine's 1-minute load average after the runs of this range
+
+
+def jobs_rows(repeats: int) -> list[JobsRow]:
     """Issue 13's `--jobs` row: the mesh at P = 2..64 (and 2..8, where starting the
     workers is all there is to see) in one process, `--jobs 1` against `--jobs 2`, the
     runs interleaved so that a change in the machine's load hits both."""
@@ -222,6 +230,7 @@ def jobs_rows(repeats: int) -> list[tuple[str, int, Measurement]]:
         for _ in range(repeats):
             for jobs in JOBS:
                 runs[jobs].append(run_once(EXAMPLES / MESH, span, "auto", (), jobs=jobs))
+        load = os.getloadavg()[0]
         for jobs, measured in runs.items():
             row = Measurement(
                 protocol=f"mesh allreduce, --ranks {span}, --jobs {jobs}",
@@ -233,8 +242,11 @@ def jobs_rows(repeats: int) -> list[tuple[str, int, Measurement]]:
                 checking=statistics.median(run[3] for run in measured),
                 events=measured[-1][4],
             )
-            rows.append((span, jobs, row))
-            print(f"{row.protocol:54} {row.seconds:7.2f} s {row.peak_mib:7.1f} MiB", flush=True)
+            rows.append(JobsRow(span=span, jobs=jobs, row=row, load=load))
+            print(
+                f"{row.protocol:54} {row.seconds:7.2f} s {row.peak_mib:7.1f} MiB  load {load:.1f}",
+                flush=True,
+            )
     return rows
 
 
@@ -364,32 +376,34 @@ def growth_exponent(
     return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
 
 
-def jobs_markdown(rows: list[tuple[str, int, Measurement]]) -> list[str]:
+def jobs_markdown(rows: list[JobsRow]) -> list[str]:
     lines = [
         "",
         "## `--jobs`: one file at many P in one process (issue 13)",
         "",
         "The mesh all-reduce; the runs of `--jobs 1` and `--jobs 2` interleaved. *checking s*"
         " is the sum of the units' own times, whichever process ran them; the reports are"
-        " the same apart from those times.",
+        " the same apart from those times. *load* is the machine's 1-minute load average"
+        " after the runs (2 cores: above 2, other jobs took the second core).",
         "",
         "| --ranks | --jobs | events (all P) | seconds (median) | speed-up | checking s"
-        " | peak MiB | verdict |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        " | peak MiB | verdict | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
-    alone = {span: row.seconds for span, jobs, row in rows if jobs == 1}
-    for span, jobs, row in rows:
+    alone = {entry.span: entry.row.seconds for entry in rows if entry.jobs == 1}
+    for entry in rows:
+        row = entry.row
         lines.append(
-            f"| {span} | {jobs} | {row.events} | {row.seconds:.2f}"
-            f" | {alone[span] / row.seconds:.2f}× | {row.checking:.3f} | {row.peak_mib:.0f}"
-            f" | {row.verdict} |"
+            f"| {entry.span} | {entry.jobs} | {row.events} | {row.seconds:.2f}"
+            f" | {alone[entry.span] / row.seconds:.2f}× | {row.checking:.3f}"
+            f" | {row.peak_mib:.0f} | {row.verdict} | {entry.load:.1f} |"
         )
     return lines
 
 
 def markdown(
     hard: list[tuple[HardCase, Measurement]],
-    jobs: list[tuple[str, int, Measurement]],
+    jobs: list[JobsRow],
     rows: list[Measurement],
     command: str,
 ) -> str:
