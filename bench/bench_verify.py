@@ -384,7 +384,8 @@ def jobs_markdown(rows: list[JobsRow]) -> list[str]:
         "The mesh all-reduce; the runs of `--jobs 1` and `--jobs 2` interleaved. *checking s*"
         " is the sum of the units' own times, whichever process ran them; the reports are"
         " the same apart from those times. *load* is the machine's 1-minute load average"
-        " after the runs (2 cores: above 2, other jobs took the second core).",
+        " after the runs, racecheck's own processes included: with 2 cores, a load well"
+        " above 2 means other jobs had the second core.",
         "",
         "| --ranks | --jobs | events (all P) | seconds (median) | speed-up | checking s"
         " | peak MiB | verdict | load |",
