@@ -192,7 +192,7 @@ def _build_parser() -> _Parser:
     verify.add_argument(
         "--jobs",
         metavar="N",
-        help="worker processes for the (file, program, P) units (default: the machine's cores)",
+        help="worker processes for each file's (program, P) units (default: the machine's cores)",
     )
     verify.add_argument("--format", choices=[f.value for f in OutputFormat], default="text")
     verify.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
