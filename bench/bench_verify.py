@@ -7,7 +7,8 @@
 Each cell runs `racecheck verify FILE --ranks P --engine E --format json` in a fresh
 process `--repeats` times and records the median wall time and the largest peak RSS
 (from the child's rusage). First the hard cases of issue 13, each against its target
-(`HARD_CASES`; `--hard-only` stops there); then every protocol of `PROTOCOLS` for
+(`HARD_CASES`) and `--jobs 1` against `--jobs 2` on one file at many P (`--hard-only`
+stops there); then every protocol of `PROTOCOLS` for
 growing P, a row stopping once a run exceeds `--budget` seconds, with the growth of
 the checking time in P and in events.
 SPIN, when installed, runs on racecheck's Promela export of the mesh all-reduce (the
@@ -42,6 +43,9 @@ PROTOCOLS = (
 FULL_RANKS = (2, 4, 8, 16, 32, 64, 128)
 SET_RESET = "05_shift_counter_barrier_bug_set_reset.py"
 SINGLE_SLOT = "16_allreduce_ring_outbox_bug_single_slot.py"
+MESH = "08_allreduce_mesh.py"
+JOBS_RANGES = ("2..8", "2..64")  # start-up against the gain
+JOBS = (1, 2)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,12 +128,18 @@ class Measurement:
 
 
 def run_once(
-    path: Path, ranks: int, engine: str, args: tuple[str, ...], repeat: int = 1
+    path: Path,
+    ranks: int | str,
+    engine: str,
+    args: tuple[str, ...],
+    repeat: int = 1,
+    jobs: int | None = None,
 ) -> tuple[float, float, str, float, int]:
     """(wall seconds, peak RSS in MiB, verdicts, checking seconds, events) of one whole
     `racecheck verify` process; checking excludes interpreter start-up and imports."""
     command = [sys.executable, "-m", "racecheck", "verify", str(path), "--ranks", str(ranks)]
     command += ["--engine", engine, "--format", "json", "--repeat", str(repeat)]
+    command += [] if jobs is None else ["--jobs", str(jobs)]
     for value in args:
         command += ["--arg", value]
     started = time.perf_counter()
@@ -199,6 +209,44 @@ def hard_cases(repeats: int) -> list[tuple[HardCase, Measurement]]:
             f"  {'met' if met(case, row) else 'MISSED'}",
             flush=True,
         )
+    return rows
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobsRow:
+    span: str  # the --ranks range
+    jobs: int
+    row: Measurement
+    load: float  # the machine's 1-minute load average after the runs of this range
+
+
+def jobs_rows(repeats: int) -> list[JobsRow]:
+    """Issue 13's `--jobs` row: the mesh at P = 2..64 (and 2..8, where starting the
+    workers is all there is to see) in one process, `--jobs 1` against `--jobs 2`, the
+    runs interleaved so that a change in the machine's load hits both."""
+    rows = []
+    for span in JOBS_RANGES:
+        runs: dict[int, list[tuple[float, float, str, float, int]]] = {jobs: [] for jobs in JOBS}
+        for _ in range(repeats):
+            for jobs in JOBS:
+                runs[jobs].append(run_once(EXAMPLES / MESH, span, "auto", (), jobs=jobs))
+        load = os.getloadavg()[0]
+        for jobs, measured in runs.items():
+            row = Measurement(
+                protocol=f"mesh allreduce, --ranks {span}, --jobs {jobs}",
+                engine="auto",
+                ranks=int(span.partition("..")[2]),
+                seconds=statistics.median(run[0] for run in measured),
+                peak_mib=max(run[1] for run in measured),
+                verdict=measured[-1][2],
+                checking=statistics.median(run[3] for run in measured),
+                events=measured[-1][4],
+            )
+            rows.append(JobsRow(span=span, jobs=jobs, row=row, load=load))
+            print(
+                f"{row.protocol:54} {row.seconds:7.2f} s {row.peak_mib:7.1f} MiB  load {load:.1f}",
+                flush=True,
+            )
     return rows
 
 
@@ -328,8 +376,37 @@ def growth_exponent(
     return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
 
 
+def jobs_markdown(rows: list[JobsRow]) -> list[str]:
+    lines = [
+        "",
+        "## `--jobs`: one file at many P in one process (issue 13)",
+        "",
+        "The mesh all-reduce; the runs of `--jobs 1` and `--jobs 2` interleaved. *checking s*"
+        " is the sum of the units' own times, whichever process ran them; the reports are"
+        " the same apart from those times. *load* is the machine's 1-minute load average"
+        " after the runs, racecheck's own processes included: with 2 cores, a load well"
+        " above 2 means other jobs had the second core.",
+        "",
+        "| --ranks | --jobs | events (all P) | seconds (median) | speed-up | checking s"
+        " | peak MiB | verdict | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    alone = {entry.span: entry.row.seconds for entry in rows if entry.jobs == 1}
+    for entry in rows:
+        row = entry.row
+        lines.append(
+            f"| {entry.span} | {entry.jobs} | {row.events} | {row.seconds:.2f}"
+            f" | {alone[entry.span] / row.seconds:.2f}× | {row.checking:.3f}"
+            f" | {row.peak_mib:.0f} | {row.verdict} | {entry.load:.1f} |"
+        )
+    return lines
+
+
 def markdown(
-    hard: list[tuple[HardCase, Measurement]], rows: list[Measurement], command: str
+    hard: list[tuple[HardCase, Measurement]],
+    jobs: list[JobsRow],
+    rows: list[Measurement],
+    command: str,
 ) -> str:
     lines = [
         "# racecheck benchmarks",
@@ -356,6 +433,7 @@ def markdown(
             f" | {target} | {row.checking:.3f} | {row.peak_mib:.0f} | {row.verdict}"
             f" | {'yes' if met(case, row) else '**no**'} |"
         )
+    lines += jobs_markdown(jobs)
     lines += [
         "",
         "## Growth in P",
@@ -396,11 +474,12 @@ def main() -> int:
     ranks = tuple(p for p in FULL_RANKS if p <= 16) if options.quick else FULL_RANKS
     engines = tuple(options.engines.split(","))
     hard = hard_cases(options.repeats)
+    jobs = jobs_rows(options.repeats)
     rows = [] if options.hard_only else sweep(engines, ranks, options.repeats, options.budget)
     if not (options.no_spin or options.hard_only):
         rows += spin_sweep(limit_seconds=300.0, limit_mib=8192)
     out = Path(options.out)
-    out.write_text(markdown(hard, rows, " ".join(["python", *sys.argv])))
+    out.write_text(markdown(hard, jobs, rows, " ".join(["python", *sys.argv])))
     plot(rows or [row for _, row in hard], out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
     return 0

@@ -12,6 +12,7 @@ from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verd
 from racecheck.options import (
     Options,
     engine_choice,
+    machine_cores,
     parse_every_p,
     parse_ranks,
     runtime_order_choice,
@@ -43,9 +44,11 @@ def verify(
     runtime_order: str = "current",
     reset_windows: bool = False,
     fallback: str | None = None,
+    jobs: int | None = None,
 ) -> Report:
     """Check every program of the file at every rank count; see docs/cli.md for the result.
     `ranks="all"` (or `"2.."`) proves for every P, else checks `fallback` (default 2..8).
+    `jobs` worker processes check the program and P units (default: the machine's cores).
 
     The options are validated as the CLI's are (`racecheck.options.Options`): a bad
     value raises `racecheck.errors.UsageError`."""
@@ -69,6 +72,7 @@ def verify(
         seed=seed,
         runtime_order=runtime_order_choice(runtime_order),
         reset_windows=reset_windows,
+        jobs=machine_cores() if jobs is None else jobs,
     )
     return check(path, options)
 

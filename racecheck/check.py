@@ -1,14 +1,21 @@
 """The pipeline: load a file → trace each program's ranks → decide → execute the
 reference → judge → report. `check` reads as that list; each step lives in its own
 module. One program at one P is checked on every path its steering values can take
-(`racecheck.paths`), and every verdict is set by `racecheck.judge.decide`.
+(`racecheck.paths`), and every verdict is set by `racecheck.judge.decide`. With
+`--jobs N` the (program, P) units are checked in worker processes (`racecheck.workers`);
+what depends on several units — the cross-P step, `--ranks all`'s choice of the next P
+to check — is decided here, from their results in order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from racecheck import judge, reference
 from racecheck.allp import Answer, EveryPOutcome, prove_every_p
@@ -28,54 +35,146 @@ from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
 from racecheck.session import Session
 from racecheck.steering import open_reads
+from racecheck.workers import Workers
 
 Progress = Callable[[str, int], None]
 
 
 def check(path: str, options: Options, *, progress: Progress | None = None) -> Report:
-    with Session():
-        return _check_file(path, options, progress)
+    with Workers(options.jobs) as workers, Session():
+        return _check_file(_File(path=path, options=options, workers=workers), progress)
 
 
-def _check_file(path: str, options: Options, progress: Progress | None) -> Report:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _File:
+    """The file being checked, with what every program of it is checked with."""
+
+    path: str
+    options: Options
+    workers: Workers
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Unit:
+    """One program at one P, as a worker process gets it: the program is found again by
+    its place among the file's programs (`_programs`), with the same options."""
+
+    path: str
+    program: int
+    ranks: int
+    options: Options
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Checked:
+    outcome: Outcome
+    error: str | None = None  # a program the DSL could not follow at this P
+    printed: str = ""  # what the user's code printed while a worker checked the unit
+
+
+def _check_file(file: _File, progress: Progress | None) -> Report:
+    options = file.options
     if options.expect is not None:
         parse_model(options.expect)  # a bad model name is a usage error before any work
+    specs = _programs(file.path, options)
+    errors: list[str] = []
+    single = {spec.name for spec in specs if spec.single_device}
+    if options.every_p is not None:
+        results = [
+            result
+            for index, spec in enumerate(specs)
+            for result in (
+                _check_ranks(file, specs, index, (1,), errors, progress)
+                if spec.single_device
+                else _check_every_p(file, specs, index, options.every_p, errors, progress)
+            )
+        ]
+    else:
+        units = [
+            (index, ranks)
+            for index, spec in enumerate(specs)
+            for ranks in ((1,) if spec.single_device else options.ranks)
+        ]
+        results = _check_units(file, specs, units, errors, progress)
+    results = [
+        _noted(result, judge.SINGLE_DEVICE_NOTE) if result.program in single else result
+        for result in results
+    ]
+    return Report(file=file.path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
+
+
+def _programs(path: str, options: Options) -> list[ProgramSpec]:
     loaded = load_file(path, timeout=options.timeout)
-    specs = discover(
+    return discover(
         loaded, programs=options.programs, args=dict(options.args), rank_param=options.rank_param
     )
-    results: list[ProgramResult] = []
-    errors: list[str] = []
-    for spec in specs:
-        if spec.single_device:
-            found = _check_ranks(spec, (1,), options, errors, progress)
-            results += [_noted(result, judge.SINGLE_DEVICE_NOTE) for result in found]
-        elif options.every_p is not None:
-            results += _check_every_p(spec, options, options.every_p, errors, progress)
-        else:
-            results += _check_ranks(spec, options.ranks, options, errors, progress)
-    return Report(file=path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
 
 
-def _check_ranks(
-    spec: ProgramSpec,
-    counts: tuple[int, ...],
-    options: Options,
+def _check_units(
+    file: _File,
+    specs: Sequence[ProgramSpec],
+    units: Sequence[tuple[int, int]],
     errors: list[str],
     progress: Progress | None,
 ) -> list[ProgramResult]:
-    """The program at each P of `counts`, judged together (the cross-P step)."""
-    outcomes = []
-    for ranks in counts:
+    """The programs at the P of `units` (program index, P) — in worker processes with
+    `--jobs` — each program's P judged together (the cross-P step) in this process."""
+    checked: Iterator[_Checked]
+    if len(units) == 1 or not file.workers.parallel:
+        checked = (_checked(specs[index], ranks, file.options) for index, ranks in units)
+    else:
+        work = [
+            _Unit(path=file.path, program=index, ranks=ranks, options=file.options)
+            for index, ranks in units
+        ]
+        checked = file.workers.map(_check_unit, work)
+    outcomes: dict[int, list[Outcome]] = {}
+    for index, ranks in units:
         if progress is not None:
-            progress(spec.name, ranks)
-        try:
-            outcomes.append(_check_one(spec, ranks, options))
-        except (UnsupportedConstruct, TracingError) as error:
-            # One program the DSL cannot follow must not hide the file's other programs.
-            errors.append(error.render())
-            outcomes.append(_outcome(spec, ranks, time.monotonic(), unknown=error.message))
-    return [judge.decide(outcome) for outcome in judge.across_ranks(outcomes, options)]
+            progress(specs[index].name, ranks)
+        found = next(checked)
+        sys.stdout.write(found.printed)
+        if found.error is not None:
+            errors.append(found.error)
+        outcomes.setdefault(index, []).append(found.outcome)
+    return [
+        judge.decide(outcome)
+        for program in outcomes.values()
+        for outcome in judge.across_ranks(program, file.options)
+    ]
+
+
+def _check_unit(unit: _Unit) -> _Checked:
+    """A worker process's unit, in a session of its own. What the user's code prints
+    goes where it goes inline: loading's output once (the parent loaded the file), the
+    check's output to the parent, which prints it in the units' order."""
+    with Session():
+        with contextlib.redirect_stdout(io.StringIO()):
+            specs = _programs(unit.path, unit.options)
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            checked = _checked(specs[unit.program], unit.ranks, unit.options)
+        return dataclasses.replace(checked, printed=printed.getvalue())
+
+
+def _checked(spec: ProgramSpec, ranks: int, options: Options) -> _Checked:
+    try:
+        return _Checked(outcome=_check_one(spec, ranks, options))
+    except (UnsupportedConstruct, TracingError) as error:
+        # One program the DSL cannot follow must not hide the file's other programs.
+        unknown = _outcome(spec, ranks, time.monotonic(), unknown=error.message)
+        return _Checked(outcome=unknown, error=error.render())
+
+
+def _check_ranks(
+    file: _File,
+    specs: Sequence[ProgramSpec],
+    index: int,
+    counts: tuple[int, ...],
+    errors: list[str],
+    progress: Progress | None,
+) -> list[ProgramResult]:
+    """One program at each P of `counts`, judged together."""
+    return _check_units(file, specs, [(index, ranks) for ranks in counts], errors, progress)
 
 
 PROVED_BUT_FAILS_HERE = (
@@ -85,16 +184,20 @@ PROVED_BUT_FAILS_HERE = (
 
 
 def _check_every_p(
-    spec: ProgramSpec,
-    options: Options,
+    file: _File,
+    specs: Sequence[ProgramSpec],
+    index: int,
     every_p: EveryP,
     errors: list[str],
     progress: Progress | None,
 ) -> list[ProgramResult]:
-    """One all-P proof, which stands only if the concrete check at its lowest P proves
-    everything the symbolic fragment leaves out (tasks of a rank, steering values,
-    writes into signal cells other than notifies) — or the smallest failing P confirmed
-    by the concrete pipeline — or the fallback range, with the reason."""
+    """One all-P proof, which stands only if the concrete checks at the fallback range
+    and at the smallest P of each case of the program's branches on P prove everything
+    the symbolic fragment leaves out (tasks of a rank, steering values, writes into
+    signal cells other than notifies, stale reads, the golden model) — or the smallest
+    failing P confirmed by the concrete pipeline — or the fallback range, with the
+    reason."""
+    spec, options = specs[index], file.options
     started = time.monotonic()
     try:
         outcome = prove_every_p(spec, every_p.low, repeat=options.repeat)
@@ -103,7 +206,7 @@ def _check_every_p(
     reason = outcome.reason
     if outcome.answer is Answer.PROVED:
         concrete = tuple(sorted({*every_p.fallback, *outcome.representatives, every_p.low}))
-        results = _check_ranks(spec, concrete, options, errors, progress)
+        results = _check_ranks(file, specs, index, concrete, errors, progress)
         verdicts = {result.verdict for result in results}
         if verdicts <= {Verdict.PROVED, Verdict.SKIPPED} and results[0].verdict is Verdict.PROVED:
             return [_proved_every_p(results, every_p, outcome, started)]
@@ -116,7 +219,7 @@ def _check_every_p(
         reason = f"the concrete check at P={undecided.ranks} is {undecided.verdict.value}"
     elif outcome.answer is Answer.REFUTED and outcome.smallest is not None:
         for ranks in dict.fromkeys((every_p.low, outcome.smallest)):
-            (found,) = _check_ranks(spec, (ranks,), options, errors, progress)
+            (found,) = _check_ranks(file, specs, index, (ranks,), errors, progress)
             if found.verdict is Verdict.BUG:
                 why = reason if ranks == outcome.smallest else "the concrete check at the lowest P"
                 return [_noted(found, f"smallest failing P={ranks}: {why}")]
@@ -124,7 +227,7 @@ def _check_every_p(
             ", but the concrete check at that P finds no bug (a longer causal chain may order it)"
         )
     note = f"not proved for every P: {reason}; checked P={_span(every_p.fallback)} instead"
-    results = _check_ranks(spec, every_p.fallback, options, errors, progress)
+    results = _check_ranks(file, specs, index, every_p.fallback, errors, progress)
     return [_noted(result, note) for result in results]
 
 

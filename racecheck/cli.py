@@ -28,6 +28,7 @@ from racecheck.options import (
     Options,
     RuntimeOrder,
     engine_choice,
+    machine_cores,
     parse_arg,
     parse_count,
     parse_every_p,
@@ -188,6 +189,11 @@ def _build_parser() -> _Parser:
     verify.add_argument("--engine", default="auto", metavar=f"{{{engines}}}")
     verify.add_argument("--expect", metavar="MODEL", help="golden model, e.g. allreduce-sum")
     verify.add_argument("--timeout", default="60", metavar="S", help="seconds per program and P")
+    verify.add_argument(
+        "--jobs",
+        metavar="N",
+        help="worker processes for each file's (program, P) units (default: the machine's cores)",
+    )
     verify.add_argument("--format", choices=[f.value for f in OutputFormat], default="text")
     verify.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     verify.add_argument("--no-color", action="store_true", help="never colour the text report")
@@ -250,6 +256,9 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
         seed=parse_count("--seed", namespace.seed, minimum=0),
         runtime_order=runtime_order_choice(namespace.runtime_order),
         reset_windows=namespace.reset_windows,
+        jobs=machine_cores()
+        if namespace.jobs is None
+        else parse_count("--jobs", namespace.jobs, minimum=1),
     )
     output_format = OutputFormat(namespace.format)
     paths = tuple(namespace.file)

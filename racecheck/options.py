@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TypeVar
 
@@ -15,6 +16,13 @@ from racecheck.errors import UsageError
 
 DEFAULT_RANKS = tuple(range(2, 9))
 MAX_RANKS = 4096
+
+
+def machine_cores() -> int:
+    """The cores this process may run on (its affinity where the platform has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 class EngineChoice(Enum):
@@ -56,6 +64,7 @@ class Options:
     runtime_order: RuntimeOrder = RuntimeOrder.CURRENT
     reset_windows: bool = False  # with repeat: windows zeroed between calls (docs/model.md)
     every_p: EveryP | None = None  # --ranks all: prove for every P (racecheck.allp)
+    jobs: int = field(default_factory=machine_cores)  # --jobs N: worker processes
 
     def __post_init__(self) -> None:
         if not self.ranks or not all(_is_int(p) and 1 <= p <= MAX_RANKS for p in self.ranks):
@@ -68,6 +77,7 @@ class Options:
             raise UsageError(f"reset_windows {self.reset_windows!r}: must be True or False")
         _check_count("repeat", self.repeat, minimum=1)
         _check_count("seed", self.seed, minimum=0)
+        _check_count("jobs", self.jobs, minimum=1)
         timeout_ok = isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool)
         if not timeout_ok or not 0 < self.timeout < math.inf:
             raise UsageError(f"timeout {self.timeout!r}: must be a positive number of seconds")

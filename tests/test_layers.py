@@ -23,7 +23,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.analysis", "racecheck.steering"),
     ("racecheck.models", "racecheck.reference"),
     ("racecheck.judge",),
-    ("racecheck.check", "racecheck.paths", "racecheck.export"),
+    ("racecheck.check", "racecheck.paths", "racecheck.export", "racecheck.workers"),
     ("racecheck.report",),
     ("racecheck.cli", "racecheck.__main__", "racecheck"),
 )
