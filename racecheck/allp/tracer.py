@@ -48,6 +48,7 @@ from racecheck.allp.expr import (
 )
 from racecheck.allp.templates import (
     BoundsCheck,
+    Case,
     Effect,
     Footprint,
     LoopItem,
@@ -89,6 +90,7 @@ class PathRecord:
 
     templates: list[Template] = field(default_factory=list)
     checks: list[BoundsCheck] = field(default_factory=list)
+    cases: list[Case] = field(default_factory=list)
     rejection: Rejection | None = None
 
 
@@ -152,6 +154,7 @@ class Tracer:
             scope.pending += [[*scope.taken, other] for other in feasible[1:]]
         scope.taken.append(choice)
         self._assume(options[choice], options, choice)
+        self.record.cases.append(Case(guard=self.guard(), location=user_location()))
         mentioned = set().union(*(variables(option) for option in options))
         for loop in self.scopes:
             loop.branched = loop.branched or loop.var in mentioned
