@@ -163,3 +163,39 @@ def test_a_bug_that_starts_at_larger_p_is_refuted_at_its_smallest_p(
     assert (result.ranks, result.verdict) == (ranks, Verdict.BUG)
     assert kind in {finding.kind for finding in result.findings}
     assert f"smallest failing P={ranks}" in result.notes[0]
+
+
+EXTRA = "                extra = pl.load(gather, [0, 0], [1, SIZE])\n"
+READ_EXTRA = "            acc = pl.add(acc, pl.sub(extra, extra))\n"
+# `extra` is bound only in passes with src + nranks < 33: none at P >= 32
+SOME_PASSES = SUM + "                if src + nranks < 33:\n    " + EXTRA
+# `extra` is bound in every pass of a loop that runs zero times from P=40 on
+EMPTY_FROM_40 = SUM + "            for k in pl.range(nranks, 40):\n" + EXTRA
+
+
+@pytest.mark.parametrize(
+    ("body", "reason", "crashes_at"),
+    [
+        (SOME_PASSES, "binds 'extra' on some paths through its body only", 33),
+        (EMPTY_FROM_40, "may run zero times, leaving 'extra' unbound where it is read", 40),
+    ],
+    ids=["bound-on-some-passes", "loop-empty-from-40"],
+)
+def test_a_name_the_loop_may_leave_unbound_is_refused_where_it_is_read(
+    tmp_path: Path, body: str, reason: str, crashes_at: int
+) -> None:
+    """The passes through a loop body share one frame, and one symbolic pass stands for
+    at least one iteration: neither shows that at P=33 (or 40) `extra` is never bound."""
+    results = _verify_all(tmp_path, (SUM, body + READ_EXTRA))
+    result = results[0]
+    assert result.every_p is None and reason in result.notes[0], result.notes
+    (crashed,) = racecheck.verify(str(tmp_path / "variant.py"), ranks=str(crashes_at)).results
+    assert crashed.verdict is Verdict.UNKNOWN and "UnboundLocalError" in crashed.message
+
+
+@pytest.mark.parametrize("body", [SOME_PASSES, EMPTY_FROM_40], ids=["some-passes", "empty-loop"])
+def test_a_name_the_loop_may_leave_unbound_but_nobody_reads_keeps_the_proof(
+    tmp_path: Path, body: str
+) -> None:
+    (result,) = _verify_all(tmp_path, (SUM, body))
+    assert result.every_p is not None and result.verdict is Verdict.PROVED, result.notes
