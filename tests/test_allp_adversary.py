@@ -204,9 +204,12 @@ def test_a_name_the_loop_may_leave_unbound_but_nobody_reads_keeps_the_proof(
 def test_text_made_of_the_world_size_is_refused_outside_a_raise(tmp_path: Path) -> None:
     """`str(N)` is the same text on every path, so `== "12"` would be false at every P
     (the output is no all-reduce at P=12): the tracer refuses the text."""
-    twelve = '            if str(nranks) == "12":\n                acc = pl.add(acc, local)\n'
+    twelve = (
+        '            if str(nranks) == "12":  # @text\n                acc = pl.add(acc, local)\n'
+    )
     results = _verify_all(tmp_path, (RETURN, twelve + RETURN))
-    reason = "the symbolic value N is turned into text (line 42) outside a raise statement"
+    line = _line(tmp_path, "# @text")
+    reason = f"the symbolic value N is turned into text (line {line}) outside a raise statement"
     assert results[0].every_p is None and reason in results[0].notes[0], results[0].notes
     eleven, twelve_ranks = racecheck.verify(str(tmp_path / "variant.py"), ranks="11..12").results
     assert (eleven.model, twelve_ranks.model) == ("allreduce-sum", None)
