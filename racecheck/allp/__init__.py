@@ -12,14 +12,15 @@ answer is possible (then the caller checks a concrete range instead).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from racecheck.allp.expr import WORLD, All, Cmp, Cond, Const, Not, OutsideFragment, Rel, Var
+from racecheck.allp.expr import WORLD, All, Any_, Cmp, Cond, Const, Not, OutsideFragment, Rel, Var
 from racecheck.allp.obligations import Obligation, Prover
 from racecheck.allp.paths import trace_protocol
-from racecheck.allp.solver import Undecided, counter_model, satisfiable
-from racecheck.allp.templates import Effect, Protocol
+from racecheck.allp.solver import Undecided, counter_model, model_of, satisfiable
+from racecheck.allp.templates import Case, Effect, Protocol, Template
 from racecheck.events import NotifyOp, WaitCmp
 from racecheck.load import ProgramSpec
 
@@ -80,7 +81,9 @@ def prove_every_p(
             failures.append(failure)
             if failure.model.world == low:
                 break  # the smallest P there is
-        representatives = () if failures else _representatives(protocol, base, low, deadline)
+        representatives, unchecked = (
+            ((), ()) if failures else _representatives(protocol, base, low, deadline)
+        )
     except OutsideFragment as outside:
         return EveryPOutcome(answer=Answer.FALLBACK, low=low, reason=outside.reason)
     except Undecided as undecided:
@@ -108,6 +111,7 @@ def prove_every_p(
         ),
         EXECUTION_MODEL,
         SCOPE,
+        *unchecked,
         *(f"discharged for every P: {obligation.value}" for obligation in Obligation),
     ]
     return EveryPOutcome(
@@ -119,18 +123,55 @@ def prove_every_p(
     )
 
 
-def _representatives(protocol: Protocol, base: Cond, low: int, deadline: float) -> tuple[int, ...]:
-    """The smallest P of each case the program's branches on P alone tell apart (e.g.
-    whether P divides a size, or the quotient of a size by P): every such case runs
-    concretely at least once, so its numbers meet the golden model."""
-    cases = dict.fromkeys(template.context for template in protocol.templates)
-    found = set()
-    for decisions in cases:
-        case = All((base, *(cond if taken else Not(cond) for cond, taken in decisions)))
-        model = counter_model(case, low, deadline=deadline)
-        if model is not None and model.world <= REPRESENTATIVE_CAP:
-            found.add(model.world)
-    return tuple(sorted(found))
+def _representatives(
+    protocol: Protocol, base: Cond, low: int, deadline: float
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Concrete P at which every branch side and every event template occurs (the
+    smallest P of each not yet covered): every path the proof speaks of runs concretely
+    at least once, so its numbers meet the golden model. A path first taken beyond
+    REPRESENTATIVE_CAP (on rank 40 only, say) is not run: the second part names it."""
+    found = {low}
+    beyond: dict[int, list[int]] = {}  # first P beyond the cap: lines first taken there
+    situations = {item.guard: item.location.line for item in reversed(_situations(protocol))}
+    for guard, line in situations.items():
+        holds = All((base, guard))
+        if model_of(All((holds, _one_of(found))), deadline=deadline) is not None:
+            continue
+        within = counter_model(
+            All((holds, Cmp(Rel.LE, Var(WORLD), Const(REPRESENTATIVE_CAP)))), low, deadline=deadline
+        )
+        if within is not None:
+            found.add(within.world)
+        elif (world := _beyond(holds, beyond, low, deadline)) is not None:
+            beyond.setdefault(world, []).append(line)
+    unchecked = tuple(_unchecked(world, lines) for world, lines in sorted(beyond.items()))
+    return tuple(sorted(found)), unchecked
+
+
+def _unchecked(world: int, lines: list[int]) -> str:
+    where = ", line ".join(map(str, dict.fromkeys(lines)))
+    return (
+        f"not run concretely: the paths through line {where}, taken only beyond"
+        f" P={REPRESENTATIVE_CAP} (e.g. at P={world}): their races, deadlocks and bounds are"
+        " proved, their numbers unchecked"
+    )
+
+
+def _beyond(holds: Cond, known: dict[int, list[int]], low: int, deadline: float) -> int | None:
+    """A P (beyond the cap) at which `holds`: one already named if any, else the smallest."""
+    for world in sorted(known):
+        if model_of(All((holds, _one_of((world,)))), deadline=deadline) is not None:
+            return world
+    model = counter_model(holds, low, deadline=deadline)
+    return None if model is None else model.world
+
+
+def _one_of(worlds: Iterable[int]) -> Cond:
+    return Any_(tuple(Cmp(Rel.EQ, Var(WORLD), Const(world)) for world in sorted(worlds)))
+
+
+def _situations(protocol: Protocol) -> tuple[Case | Template, ...]:
+    return (*protocol.cases, *protocol.templates)
 
 
 def _require_fragment(protocol: Protocol) -> None:

@@ -5,14 +5,21 @@ Expressions are plain frozen data (no z3 here: `solver` translates them). `Sym`
 behaves like a device integer (`%` and `//` truncate toward zero); comparing two
 `Sym`s gives a `SymBool` whose truth value is decided by the tracer, which follows
 both sides of a branch on separate runs. Any use that needs a concrete integer
-(`range(sym)`, indexing a Python list, hashing) leaves the symbolic fragment.
+(`range(sym)`, indexing a Python list, hashing) leaves the symbolic fragment, and
+so does text made of one (`str(n) == "12"` would be false on every path) except in a
+`raise` statement or an `assert` message, or racecheck's own.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
+import linecache
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Protocol
 
 WORLD = "N"
@@ -348,10 +355,10 @@ class Sym:
         raise OutsideFragment(f"the symbolic value {self.expr} is hashed or used as a key")
 
     def __repr__(self) -> str:
-        return str(self.expr)
+        return _text(self.expr)
 
     def __format__(self, spec: str) -> str:
-        return str(self.expr)
+        return _text(self.expr)
 
 
 Operand = int | Sym
@@ -373,4 +380,41 @@ class SymBool:
         raise OutsideFragment(f"the symbolic condition {self.cond} is hashed")
 
     def __repr__(self) -> str:
-        return str(self.cond)
+        return _text(self.cond)
+
+
+_OWN = str(Path(__file__).resolve().parents[1])
+
+
+def _text(item: Expr | Cond) -> str:
+    """`item` as text for a message: its symbolic form. A program that computes with
+    the text (compares it, measures it, parses it) would see the same text at every
+    P, so only racecheck's own messages, `raise` statements and `assert` messages may."""
+    frame = sys._getframe(2)  # the code that asked: `_text` <- the dunder <- it
+    where = frame.f_code.co_filename
+    if not where.startswith(_OWN) and frame.f_lineno not in _message_lines(where):
+        raise OutsideFragment(
+            f"the symbolic value {item} is turned into text (line {frame.f_lineno}) outside"
+            " a raise statement or an assert message"
+        )
+    return str(item)
+
+
+@functools.cache
+def _message_lines(filename: str) -> frozenset[int]:
+    """The lines of the `raise` statements and `assert` messages of a source file."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except SyntaxError:
+        return frozenset()
+    messages = [
+        node if isinstance(node, ast.Raise) else node.msg
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Raise | ast.Assert)
+    ]
+    return frozenset(
+        line
+        for node in messages
+        if node is not None
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    )

@@ -61,6 +61,7 @@ def trace_protocol(
         rejections=tuple(
             dict.fromkeys(r for record in records if (r := record.rejection) is not None)
         ),
+        cases=tuple(dict.fromkeys(c for record in records for c in record.cases)),
         rank_var=rank_var,
         paths=len(records),
     )

@@ -151,6 +151,11 @@ def satisfiable(cond: Cond, deadline: float | None = None) -> bool:
         return True
 
 
+def model_of(cond: Cond, *, deadline: float | None = None) -> CounterModel | None:
+    """Some assignment satisfying `cond`, or None; `unknown` raises `Undecided`."""
+    return _check(cond, deadline)
+
+
 def counter_model(cond: Cond, low: int, *, deadline: float | None = None) -> CounterModel | None:
     """An assignment satisfying `cond` with the smallest N (at least `low`), or None."""
     found = _check(cond, deadline)

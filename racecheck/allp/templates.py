@@ -80,6 +80,14 @@ class BoundsCheck:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    """A branch side taken: `guard` holds right after the decision at `location`."""
+
+    guard: Cond
+    location: SourceLocation
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rejection:
     """A path on which the program raises: where `guard` holds, the program rejects P."""
 
@@ -94,5 +102,6 @@ class Protocol:
     templates: tuple[Template, ...]
     checks: tuple[BoundsCheck, ...]
     rejections: tuple[Rejection, ...]
+    cases: tuple[Case, ...]
     rank_var: str
     paths: int

@@ -14,7 +14,10 @@ what an iteration leaves behind must be the same whichever path it took (checked
 after every pass), and a value of one pass's index cannot reach another pass (its
 variable is out of scope there). Paths through consecutive loops then add up
 instead of multiplying. A branch decided again on one path (`a % b` then `a // b`)
-takes the recorded side without a new decision.
+takes the recorded side without a new decision. The passes share one frame, so a
+name one pass binds is still bound in the next and after the loop: a name the loop
+binds on some paths only, or in a loop that may run zero times, is refused where the
+source reads it without a binding path before it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import itertools
 import linecache
 import sys
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from types import CodeType
 
@@ -48,6 +52,7 @@ from racecheck.allp.expr import (
 )
 from racecheck.allp.templates import (
     BoundsCheck,
+    Case,
     Effect,
     Footprint,
     LoopItem,
@@ -89,6 +94,7 @@ class PathRecord:
 
     templates: list[Template] = field(default_factory=list)
     checks: list[BoundsCheck] = field(default_factory=list)
+    cases: list[Case] = field(default_factory=list)
     rejection: Rejection | None = None
 
 
@@ -152,6 +158,7 @@ class Tracer:
             scope.pending += [[*scope.taken, other] for other in feasible[1:]]
         scope.taken.append(choice)
         self._assume(options[choice], options, choice)
+        self.record.cases.append(Case(guard=self.guard(), location=user_location()))
         mentioned = set().union(*(variables(option) for option in options))
         for loop in self.scopes:
             loop.branched = loop.branched or loop.var in mentioned
@@ -198,12 +205,16 @@ class Tracer:
                 f"a pl.range at {user_location()} that is not the iterable of a for statement"
                 " (a comprehension, list(), enumerate(), zip() ... would see one iteration)"
             )
+        site = (frame.f_code, frame.f_lasti)
         before = dict(frame.f_locals)
         sizes = _sizes(before)
+        empty = All((self.guard(), Cmp(Rel.LE, high, low)))  # the loop runs zero times
         entry_facts, entry_context = len(self.facts), set(self.context)
         left: dict[str, object] | None = None
+        bound: list[frozenset[str]] = []  # the names each pass bound
         for count in itertools.count(1):
             name = self._enter_pass(scope, low, high, step)
+            start = dict(frame.f_locals)
             try:
                 yield self.sym(Var(name))
             except GeneratorExit:
@@ -211,7 +222,11 @@ class Tracer:
                 self.left_early = f"a loop left early (break, return or an exception) in {name}"
                 return
             if not scope.dispatches:
-                left = self._left_behind(scope, dict(frame.f_locals), before, sizes, left, count)
+                after = dict(frame.f_locals)
+                left = self._left_behind(scope, after, before, sizes, left, count)
+                bound.append(
+                    frozenset(n for n, v in after.items() if start.get(n, _UNBOUND) is not v)
+                )
             if not scope.pending:
                 break
             if count >= MAX_PASSES:
@@ -219,6 +234,9 @@ class Tracer:
             scope.forced, scope.taken = scope.pending.pop(), []
             del self.facts[entry_facts:]
             self.context = set(entry_context)
+        if left is not None:
+            outer_loops = self._active_loops() - {scope.var}
+            self._bound_after(left, before, bound, outer_loops, empty, site)
         self.scopes.pop()
         self.slots.pop()
         if scope.passes:
@@ -242,6 +260,36 @@ class Tracer:
         several = count > 1 or bool(scope.pending)  # a name may be bound on some paths only
         _check_loop_exit(before, sizes, after, outer_loops, scope.branched or several)
         return _same_exit(left, after, outer_loops)
+
+    def _bound_after(
+        self,
+        left: dict[str, object],
+        before: dict[str, object],
+        bound: list[frozenset[str]],
+        outer_loops: frozenset[str],
+        empty: Cond,
+        site: tuple[CodeType, int],
+    ) -> None:
+        """A name the loop introduces may be unbound where it is read: on a path through
+        the body that does not bind it (at some P no iteration may take a path that
+        does), or after a loop that runs zero times at some P. The passes share one
+        frame, so a later pass sees what an earlier one bound: the source decides."""
+        new = {
+            name
+            for name, value in left.items()
+            if name not in before and not _of_inner_loop(value, outer_loops)
+        }
+        partial = new - frozenset.intersection(*bound)
+        if partial and (name := _read_unbound(*site, partial, body=True)) is not None:
+            raise OutsideFragment(
+                f"the loop at {user_location()} binds {name!r} on some paths through its"
+                " body only, and it is read where those paths may not have run"
+            )
+        if new and self.feasible(empty) and (name := _read_unbound(*site, new, body=False)):
+            raise OutsideFragment(
+                f"the loop at {user_location()} may run zero times, leaving {name!r} unbound"
+                " where it is read"
+            )
 
     def _enter_pass(self, scope: _Scope, low: Expr, high: Expr, step: int) -> str:
         """A fresh index variable for the next pass through the body, within its bounds."""
@@ -339,24 +387,127 @@ _WRAPPERS = frozenset(
 )
 
 
-@functools.cache
 def _iterated_by_for(code: CodeType, offset: int) -> bool:
     """Whether the instruction at `offset` is the FOR_ITER of a `for` statement whose
     iterable is the pl.range call itself (not a wrapper that would consume it)."""
+    found = _for_statement(code, offset)
+    return found is not None and _plain_call(found[0].iter)
+
+
+@functools.cache
+def _for_statement(code: CodeType, offset: int) -> tuple[ast.For, ast.AST] | None:
+    """The `for` statement whose FOR_ITER is at `offset`, and the innermost function
+    around it (or the module)."""
     instructions = list(dis.get_instructions(code))
     here = next((i for i in instructions if i.offset == offset), None)
     get_iters = [i for i in instructions if i.offset < offset and i.opname == "GET_ITER"]
     if here is None or here.opname != "FOR_ITER" or not get_iters:
-        return False
+        return None
     line = get_iters[-1].positions.lineno if get_iters[-1].positions else None
     if line is None:
-        return False
+        return None
     try:
         tree = ast.parse(_source(code))
     except (OSError, SyntaxError):
-        return False
+        return None
     loops = [node for node in ast.walk(tree) if isinstance(node, ast.For) and node.lineno == line]
-    return len(loops) == 1 and _plain_call(loops[0].iter)
+    if len(loops) != 1:
+        return None
+    functions = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    return loops[0], max(functions, key=lambda node: node.lineno, default=tree)
+
+
+def _read_unbound(
+    code: CodeType, offset: int, names: AbstractSet[str], *, body: bool
+) -> str | None:
+    """A name of `names` (bound by the loop at `offset`, maybe not on every path or not
+    at all) that the code may read where the loop did not bind it: outside the loop
+    statement, or, with `body`, in the loop body before its path binds it. Unknown
+    source counts as such a read."""
+    found = _for_statement(code, offset)
+    if found is None:
+        return min(names)
+    loop, scope = found
+    inside = {id(node) for node in ast.walk(loop)}
+    for node in ast.walk(scope):
+        if id(node) not in inside and _reads(node, names):
+            return node.id  # type: ignore[attr-defined,no-any-return]
+    if body:
+        return _Assigned(names).block(loop.body, frozenset()).unbound
+    return None
+
+
+def _reads(node: ast.AST, names: AbstractSet[str]) -> bool:
+    return isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names
+
+
+_EXITS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
+
+
+@dataclass(slots=True)
+class _Assigned:
+    """Definite assignment through a loop body: a read of one of `names` on a path that
+    has not assigned it yet is recorded in `unbound`."""
+
+    names: AbstractSet[str]
+    unbound: str | None = None
+
+    def block(self, statements: list[ast.stmt], assigned: frozenset[str]) -> _Assigned:
+        self._flow(statements, assigned)
+        return self
+
+    def _flow(self, statements: list[ast.stmt], assigned: frozenset[str]) -> frozenset[str] | None:
+        """The names assigned after `statements` (None: no path falls through)."""
+        for statement in statements:
+            if isinstance(statement, ast.If):
+                self._read(statement.test, assigned)
+                sides = [self._flow(side, assigned) for side in (statement.body, statement.orelse)]
+                live = [side for side in sides if side is not None]
+                if not live:
+                    return None
+                assigned = frozenset.intersection(*live)
+            elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                value = statement.value
+                if value is not None:
+                    self._read(value, assigned)
+                if isinstance(statement, ast.AugAssign):
+                    self._read(statement.target, assigned, target=True)
+                targets = (
+                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                )
+                assigned |= {
+                    node.id
+                    for target in targets
+                    for node in ast.walk(target)
+                    if isinstance(node, ast.Name)
+                }
+            elif isinstance(statement, ast.For | ast.While):
+                self._read(
+                    statement.iter if isinstance(statement, ast.For) else statement.test, assigned
+                )
+                for part in (statement.body, statement.orelse):
+                    self._flow(part, assigned)  # may run zero times: assigns nothing after
+            else:
+                self._read(statement, assigned)  # with, try, ...: their assignments do not count
+                if isinstance(statement, _EXITS):
+                    return None
+        return assigned
+
+    def _read(self, node: ast.AST, assigned: frozenset[str], *, target: bool = False) -> None:
+        for part in ast.walk(node):
+            if (
+                self.unbound is None
+                and isinstance(part, ast.Name)
+                and (target or isinstance(part.ctx, ast.Load))
+                and part.id in self.names
+                and part.id not in assigned
+            ):
+                self.unbound = part.id
 
 
 def _source(code: CodeType) -> str:
