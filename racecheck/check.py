@@ -235,14 +235,17 @@ def _proved_every_p(
     concrete: list[ProgramResult], every_p: EveryP, outcome: EveryPOutcome, started: float
 ) -> ProgramResult:
     first = concrete[0]
-    checked = [result.ranks for result in concrete if result.verdict is Verdict.PROVED]
+    proved = [result for result in concrete if result.verdict is Verdict.PROVED]
+    models = {result.model for result in proved}
+    model = first.model if len(models) == 1 else None  # one model at every P checked, or none
     compared = (
-        f"checked concretely at P={_span(tuple(checked))} (the fallback range and the smallest"
-        f" P of each case of the program's branches on P; tasks, steering values, golden"
-        f" model): {first.model or 'matches no model'}"
+        f"checked concretely at P={_span(tuple(result.ranks for result in proved))} (the"
+        f" fallback range and the smallest P of each branch side and event template; tasks,"
+        f" steering values, golden model): {model or 'matches no model'}"
     )
     return dataclasses.replace(
         first,
+        model=model,
         every_p=EveryPProof(low=every_p.low, assumptions=(*outcome.assumptions, compared)),
         events=outcome.templates,  # for an all-P result: the number of event templates
         seconds=round(time.monotonic() - started, 4),

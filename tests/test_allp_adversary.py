@@ -213,3 +213,24 @@ def test_text_made_of_the_world_size_is_refused_outside_a_raise(tmp_path: Path) 
     assert results[0].every_p is None and reason in results[0].notes[0], results[0].notes
     eleven, twelve_ranks = racecheck.verify(str(tmp_path / "variant.py"), ranks="11..12").results
     assert (eleven.model, twelve_ranks.model) == ("allreduce-sum", None)
+
+
+def test_an_all_p_proof_names_a_model_only_if_every_concrete_p_matched_it(
+    tmp_path: Path,
+) -> None:
+    """Even passes read the previous row again: at P=2 only row 1 is summed, the
+    all-reduce; from P=3 on, row 1 counts twice and row 2 never, which is no model. No
+    race at any P, so the proof holds, but it must not carry P=2's label."""
+    parity = SUM.replace(
+        "                row = pl.load(gather, [src, 0], [1, SIZE])\n",
+        "                if src % 2 == 1:\n"
+        "                    row = pl.load(gather, [src, 0], [1, SIZE])\n"
+        "                else:\n"
+        "                    row = pl.load(gather, [src - 1, 0], [1, SIZE])\n",
+    )
+    (answer,) = _verify_all(tmp_path, (SUM, parity))
+    assert answer.every_p is not None and answer.verdict is Verdict.PROVED
+    assert answer.model is None
+    assert answer.every_p.assumptions[-1].endswith("matches no model")
+    (two,) = racecheck.verify(str(tmp_path / "variant.py"), ranks="2").results
+    assert two.model == "allreduce-sum"
