@@ -192,7 +192,7 @@ def _check_every_p(
     progress: Progress | None,
 ) -> list[ProgramResult]:
     """One all-P proof, which stands only if the concrete checks at the fallback range
-    and at the smallest P of each case of the program's branches on P prove everything
+    and at the smallest P of each branch side and event template prove everything
     the symbolic fragment leaves out (tasks of a rank, steering values, writes into
     signal cells other than notifies, stale reads, the golden model) — or the smallest
     failing P confirmed by the concrete pipeline — or the fallback range, with the
