@@ -198,3 +198,44 @@ def test_witness_steps_of_a_rank_running_one_task_at_a_time_name_no_task() -> No
     ).results
     assert result.findings
     assert {step.task for finding in result.findings for step in finding.witness} == {""}
+
+
+def test_submit_deps_order_a_write_after_read_and_a_wrong_dep_leaves_it_open() -> None:
+    assert _all_pairs("97_receive_then_scrub_submit.py") == [True, True, True]
+    assert _all_pairs("98_receive_then_scrub_submit_bug_wrong_dep.py") == [True, True, False]
+
+
+def test_submit_returns_the_results_then_the_task_id_flat(tmp_path: Path) -> None:
+    source = (EXAMPLES / "97_receive_then_scrub_submit.py").read_text()
+    unpacked = "y, received = pl.submit(self.receive_step, inbox, signal, y, deps=[pushed])"
+    assert unpacked in source
+    whole = tmp_path / "whole_tuple.py"
+    whole.write_text(
+        source.replace(
+            unpacked,
+            "submitted = pl.submit(self.receive_step, inbox, signal, y, deps=[pushed])\n"
+            "        assert len(submitted) == 2 and submitted[0] is y\n"
+            "        received = submitted[1]",
+        )
+    )
+    (result,) = racecheck.verify(str(whole), ranks=[3]).results
+    assert result.verdict is Verdict.PROVED
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("pl.submit(self.per_rank, x, y, inbox, signal)", "takes a kernel written self.<kernel>"),
+        ("pl.submit(self.scrub_step, inbox, predicate=(1,))", "predicate=...) is not modelled"),
+    ],
+)
+def test_submit_refuses_what_it_does_not_model(tmp_path: Path, call: str, message: str) -> None:
+    source = (EXAMPLES / "97_receive_then_scrub_submit.py").read_text()
+    scrub = "pl.submit(self.scrub_step, inbox, deps=[received])"
+    refused = tmp_path / "refused.py"
+    refused.write_text(source.replace(scrub, call))
+    line = refused.read_text().splitlines().index(f"        {call}") + 1
+    report = racecheck.verify(str(refused), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and message in result.message
+    assert any(f"refused.py:{line}:" in error for error in report.errors)

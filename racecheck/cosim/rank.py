@@ -82,22 +82,22 @@ class RankContext:
 
     def call_task(
         self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
-    ) -> Any:
+    ) -> tuple[Any, int]:
         """Run a kernel call as a task, or keep it for the end of the dispatch when this
-        dispatch runs its tasks in a given order. The index after its own is kept for
-        its cube lane (`racecheck.dsl.lanes`)."""
+        dispatch runs its tasks in a given order (its result is then None). The index
+        after its own is kept for its cube lane (`racecheck.dsl.lanes`)."""
         index = self.tasks.open(self.events)
         self.tasks.reserve()
         if self.tasks.plan is not None:
             self.tasks.deferred.append((index, spec, body))
             if index + 1 in self.tasks.plan:
                 self.tasks.deferred.append((index + 1, cube_lane_spec(spec, index), cube_lane))
-            return None
+            return None, index
         self.mixed = False
         result = self._run_task(index, spec, body)
         if self.mixed:
             self._run_task(index + 1, cube_lane_spec(spec, index), cube_lane)
-        return result
+        return result, index
 
     def mark_mixed(self) -> bool:
         """A kernel task mixes cube ops with communication: it gets a cube lane."""

@@ -213,6 +213,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "unroll": local_ops.unroll,
         "at": scopes.at,
         "manual_scope": scopes.manual_scope,
+        "submit": program.submit,
         "yield_": local_ops.yield_,
         "const": tile_ops.const,
         "slice": tile_ops.slice_,

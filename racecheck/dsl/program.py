@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import typing
 from collections.abc import Callable, Iterator
 from enum import Enum
 from types import CodeType, FrameType
@@ -20,7 +21,7 @@ from typing import Any
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import as_index
-from racecheck.dsl.scopes import kernel_call
+from racecheck.dsl.scopes import dep_indexes, kernel_call, kernel_task
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, FunctionType, Level, Role, TensorType
 from racecheck.errors import UnsupportedConstruct
@@ -112,6 +113,41 @@ class DslFunction:
 
     def __repr__(self) -> str:
         return f"<{self.role.value} function {self.__qualname__}>"
+
+
+def submit(
+    kernel: object,
+    *args: Any,
+    deps: object = None,
+    dumps: object = None,
+    allow_early_resolve: bool = False,
+    timing_slot: object = None,
+    predicate: object = None,
+) -> tuple[Any, ...]:
+    """`pl.submit(self.kernel, *args, deps=[...])`: the kernel call as a task ordered
+    after `deps` too, returning the kernel's results and then its `TaskId`, flat."""
+    del dumps, allow_early_resolve, timing_slot
+    if not isinstance(kernel, DslFunction) or kernel.role is not FunctionRole.KERNEL:
+        raise _refused(f"pl.submit takes a kernel written self.<kernel>; got {kernel!r}")
+    if predicate is not None:
+        raise _refused("pl.submit(predicate=...) is not modelled")
+    task_deps = dep_indexes(deps)
+    result, task = kernel_task(kernel.__name__, kernel.function, args, {}, deps=task_deps)
+    if result is None:  # no results, or a task kept for a later run order
+        return (*[None] * _declared_results(kernel.function), task)
+    return (*result, task) if isinstance(result, tuple) else (result, task)
+
+
+def _declared_results(function: Callable[..., Any]) -> int:
+    declared = inspect.signature(function).return_annotation
+    if declared in (inspect.Signature.empty, None, "None"):
+        return 0
+    return len(typing.get_args(declared)) if typing.get_origin(declared) is tuple else 1
+
+
+def _refused(message: str) -> UnsupportedConstruct:
+    where = user_location()
+    return UnsupportedConstruct(message, file=where.file, line=where.line)
 
 
 def _not_run(name: str) -> UnsupportedConstruct:

@@ -61,9 +61,10 @@ class TaskContext(Protocol):
 
     def call_task(
         self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
-    ) -> Any:
+    ) -> tuple[Any, int]:
         """Run a kernel call; if it turns out to mix cube ops with communication, also
-        run `cube_lane` as a task nothing orders with it."""
+        run `cube_lane` as a task nothing orders with it. Returns the call's result and
+        the task's index."""
         ...
 
     def begin_task(self, spec: TaskSpec) -> int: ...
@@ -87,13 +88,27 @@ def kernel_call(
     name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Call a kernel: a task of its own when a per-device function calls it."""
+    result, _ = kernel_task(name, function, args, kwargs, deps=())
+    return result
+
+
+def kernel_task(
+    name: str,
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    deps: tuple[int, ...],
+) -> tuple[Any, TaskId]:
+    """Call a kernel, ordered after the tasks `deps` too: its result and task id (-1
+    when it is not a task of its own)."""
     context = _task_context()
     if context is None:
-        return function(*args, **kwargs)
+        return function(*args, **kwargs), TaskId(index=-1)
     spec = TaskSpec(
         name=name,
         location=user_location(),
         tags=tags_of(function, args, kwargs),
+        deps=deps,
         manual=_in_manual_scope(),
     )
 
@@ -101,7 +116,8 @@ def kernel_call(
         with activated(AicLane(context)):  # type: ignore[arg-type]
             return function(*args, **kwargs)
 
-    return context.call_task(spec, lambda: function(*args, **kwargs), cube_lane)
+    result, index = context.call_task(spec, lambda: function(*args, **kwargs), cube_lane)
+    return result, TaskId(index=index)
 
 
 def tags_of(
@@ -171,7 +187,7 @@ def at(
         location=user_location(),
         tags=(),
         untracked=tuple(sorted(dropped)),
-        deps=_dep_indexes(deps),
+        deps=dep_indexes(deps),
         manual=_in_manual_scope(),
         region=True,
     )
@@ -188,7 +204,7 @@ def _listed(value: object) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
-def _dep_indexes(deps: object) -> tuple[int, ...]:
+def dep_indexes(deps: object) -> tuple[int, ...]:
     indexes: list[int] = []
     for dep in _listed(deps):
         if not isinstance(dep, TaskId):
