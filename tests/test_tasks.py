@@ -239,3 +239,57 @@ def test_submit_refuses_what_it_does_not_model(tmp_path: Path, call: str, messag
     (result,) = report.results
     assert result.verdict is Verdict.UNKNOWN and message in result.message
     assert any(f"refused.py:{line}:" in error for error in report.errors)
+
+
+SPLIT = "122_matmul_shift_split_aiv.py"
+
+
+def _split_variant(tmp_path: Path, old: str, new: str) -> Path:
+    source = (EXAMPLES / SPLIT).read_text()
+    assert old in source
+    variant = tmp_path / "variant.py"
+    variant.write_text(source.replace(old, new))
+    return variant
+
+
+def _split_line() -> int:
+    lines = (EXAMPLES / SPLIT).read_text().splitlines()
+    return next(n for n, text in enumerate(lines, start=1) if "in pl.split_aiv(" in text)
+
+
+def test_split_aiv_pins_its_communication_to_the_vector_lane() -> None:
+    execution = _run(SPLIT, 2)
+    assert [[task.spec.name for task in tasks] for tasks in execution.tasks] == [
+        ["matmul_shift"],
+        ["matmul_shift"],
+    ]  # no cube lane: the notify, wait and remote_store run inside the region
+    assert execution.inexact == ()
+    kinds = [event.kind for event in execution.trace.events[0]]
+    assert kinds.count(EventKind.NOTIFY) == 1 and kinds.count(EventKind.WAIT) == 1
+
+
+def test_a_sub_lane_after_the_first_that_notifies_is_never_proved(tmp_path: Path) -> None:
+    variant = _split_variant(tmp_path, "if aiv_id == 0:", "if aiv_id == 1:")
+    for result in racecheck.verify(str(variant), ranks=[1, 2, 3]).results:
+        assert result.verdict is Verdict.UNKNOWN
+        assert result.message.startswith(f"pl.split_aiv at line {_split_line()}: its sub-lanes")
+
+
+def test_code_after_a_split_aiv_region_is_never_proved(tmp_path: Path) -> None:
+    variant = _split_variant(
+        tmp_path,
+        "            y = pl.store(recv, [0, 0], y)\n",
+        "    y = pl.store(recv, [0, 0], y)  # @after\n",
+    )
+    after = variant.read_text().splitlines().index("    y = pl.store(recv, [0, 0], y)  # @after")
+    (result,) = racecheck.verify(str(variant), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert f"line {after + 1} runs after it on one AIV sub-lane" in result.message
+
+
+def test_split_aiv_halving_modes_are_refused_at_their_line(tmp_path: Path) -> None:
+    variant = _split_variant(tmp_path, "pl.SplitMode.NONE", "pl.SplitMode.UP_DOWN")
+    report = racecheck.verify(str(variant), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and "halves every tile" in result.message
+    assert any(f"variant.py:{_split_line()}:" in error for error in report.errors)

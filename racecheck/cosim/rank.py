@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from racecheck.cosim.execution import FlowRecorder
-from racecheck.cosim.tasks import TaskLog, cube_lane_spec
+from racecheck.cosim.tasks import TaskLog, cube_lane_spec, sublanes_inexact
 from racecheck.dsl.location import (
     user_location,
 )
@@ -76,6 +76,8 @@ class RankContext:
         self.task_depth = 0
         self.mixed = False
         self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
+        self.sublanes_at: SourceLocation | None = None  # a split_aiv region may still run
+        self.inexact: list[str] = []  # why this trace cannot prove (`Execution.inexact`)
         self.notes: list[str] = []
 
     # -- tasks (racecheck.dsl.scopes, racecheck.cosim.tasks)
@@ -126,7 +128,7 @@ class RankContext:
         return index
 
     def end_task(self) -> None:
-        self.deferred_at = None
+        self._new_task_state()
         index, spec, first = self.tasks.regions.pop()
         self.task_depth -= 1
         self.tasks.record(index, spec, first, self.events)
@@ -135,7 +137,7 @@ class RankContext:
         self, name: str, comm: bool, tags: tuple[TaskTag, ...], plan: tuple[int, ...] | None
     ) -> None:
         self.tasks.dispatch += 1
-        self.deferred_at = None
+        self._new_task_state()
         self.tasks.dispatch_name = name
         self.tasks.dispatch_tags = tags
         self.tasks.comm_dispatch = comm
@@ -144,7 +146,7 @@ class RankContext:
         self.tasks.glue_from = len(self.events)
 
     def finish_dispatch(self) -> None:
-        self.deferred_at = None
+        self._new_task_state()
         self.tasks.close_glue(self.events)
         plan = self.tasks.plan or ()
         position = {index: n for n, index in enumerate(plan)}
@@ -157,13 +159,30 @@ class RankContext:
     def _run_task(self, index: int, spec: TaskSpec, body: Callable[[], Any]) -> Any:
         first = len(self.events)
         self.task_depth += 1
-        self.deferred_at = None
+        self._new_task_state()
         try:
             return body()
         finally:
             self.task_depth -= 1
-            self.deferred_at = None
+            self._new_task_state()
             self.tasks.record(index, spec, first, self.events)
+
+    def _new_task_state(self) -> None:
+        self.deferred_at = None
+        self.sublanes_at = None
+
+    def close_sublanes(self, spans: Sequence[tuple[int, int]], where: SourceLocation) -> None:
+        """A `pl.split_aiv` region at `where` ran its sub-lanes one after another, as the
+        events [first, end) of each (`racecheck.dsl.lanes`)."""
+        reason = sublanes_inexact(self.events, spans)
+        if reason is not None:
+            self._inexact(f"pl.split_aiv at line {where.line}: {reason}")
+        if any(end > first for first, end in spans):
+            self.sublanes_at = where  # code after it runs on every sub-lane, unjoined
+
+    def _inexact(self, reason: str) -> None:
+        if reason not in self.inexact:
+            self.inexact.append(reason)
 
     # -- the RankContext protocol
 
@@ -293,6 +312,12 @@ class RankContext:
                 file=where.file,
                 line=where.line,
             )
+        if self.sublanes_at is not None:
+            self._inexact(
+                f"pl.split_aiv at line {self.sublanes_at.line}: line {user_location().line} "
+                "runs after it on one AIV sub-lane while another may still be inside it"
+            )
+            self.sublanes_at = None
         return Event(
             rank=self.rank,
             index=len(self.events),
