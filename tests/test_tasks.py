@@ -293,3 +293,40 @@ def test_split_aiv_halving_modes_are_refused_at_their_line(tmp_path: Path) -> No
     (result,) = report.results
     assert result.verdict is Verdict.UNKNOWN and "halves every tile" in result.message
     assert any(f"variant.py:{_split_line()}:" in error for error in report.errors)
+
+
+SPMD = "124_ring_shift_spmd_push.py"
+
+
+def test_an_spmd_loop_is_one_task_ordered_before_the_kernel_reading_its_pushes() -> None:
+    execution = _run(SPMD, 2)
+    tasks = execution.tasks[0]
+    assert [task.spec.name for task in tasks] == ["pl.spmd", "receive_step"]
+    blocks = execution.trace.events[0][tasks[0].first : tasks[0].end]
+    assert [event.kind for event in blocks] == [EventKind.LOAD, EventKind.STORE] * 2
+    assert _order(execution, 0, RuntimeOrder.CURRENT) == {("pl.spmd", "receive_step"): True}
+    assert execution.inexact == ()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "for block in pl.spmd(2):",
+            "with pl.spmd(2):\n        block = 0",
+            "runs its kernel calls",
+        ),
+        ("for block in pl.spmd(2):", "for block in pl.spmd(2, predicate=(1,)):", "predicate"),
+    ],
+)
+def test_spmd_forms_it_does_not_model_are_refused_at_their_line(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    source = (EXAMPLES / SPMD).read_text()
+    line = source.splitlines().index(f"    {old}") + 1
+    variant = tmp_path / "variant.py"
+    variant.write_text(source.replace(old, new))
+    report = racecheck.verify(str(variant), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and message in result.message
+    assert any(f"variant.py:{line}:" in error for error in report.errors)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from racecheck.cosim.execution import FlowRecorder
-from racecheck.cosim.tasks import TaskLog, cube_lane_spec, sublanes_inexact
+from racecheck.cosim.tasks import TaskLog, concurrent_inexact, cube_lane_spec
 from racecheck.dsl.location import (
     user_location,
 )
@@ -76,7 +76,7 @@ class RankContext:
         self.task_depth = 0
         self.mixed = False
         self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
-        self.sublanes_at: SourceLocation | None = None  # a split_aiv region may still run
+        self.sublanes_at: SourceLocation | None = None  # unjoined parts may still run
         self.inexact: list[str] = []  # why this trace cannot prove (`Execution.inexact`)
         self.notes: list[str] = []
 
@@ -171,14 +171,23 @@ class RankContext:
         self.deferred_at = None
         self.sublanes_at = None
 
-    def close_sublanes(self, spans: Sequence[tuple[int, int]], where: SourceLocation) -> None:
-        """A `pl.split_aiv` region at `where` ran its sub-lanes one after another, as the
-        events [first, end) of each (`racecheck.dsl.lanes`)."""
-        reason = sublanes_inexact(self.events, spans)
+    def close_concurrent(
+        self,
+        construct: str,
+        parts: str,
+        spans: Sequence[tuple[int, int]],
+        where: SourceLocation,
+        *,
+        joined: bool,
+    ) -> None:
+        """The concurrent `parts` of `construct` at `where` (`pl.split_aiv` sub-lanes,
+        `pl.spmd` blocks) ran one after another, as the events [first, end) of each;
+        unless `joined`, each part goes on with what follows once its own run ends."""
+        reason = concurrent_inexact(self.events, spans, parts)
         if reason is not None:
-            self._inexact(f"pl.split_aiv at line {where.line}: {reason}")
-        if any(end > first for first, end in spans):
-            self.sublanes_at = where  # code after it runs on every sub-lane, unjoined
+            self._inexact(f"{construct} at line {where.line}: {reason}")
+        if not joined and any(end > first for first, end in spans):
+            self.sublanes_at = where
 
     def _inexact(self, reason: str) -> None:
         if reason not in self.inexact:

@@ -167,20 +167,23 @@ def _matters(first: Sequence[Event], second: Sequence[Event]) -> bool:
     return _conflict(first, second)
 
 
-def sublanes_inexact(events: Sequence[Event], spans: Sequence[tuple[int, int]]) -> str | None:
-    """Why running the sub-lanes of a `pl.split_aiv` region one after another, as the
-    events [first, end) of each, may hide executions in which they overlap: a sub-lane
-    after the first does something, and one of them notifies or waits, or two touch
-    the same bytes with a conflicting access. None when every overlap is equivalent."""
-    lanes = [events[first:end] for first, end in spans]
-    if not any(lanes[1:]):
+def concurrent_inexact(
+    events: Sequence[Event], spans: Sequence[tuple[int, int]], parts: str
+) -> str | None:
+    """Why running concurrent `parts` (the sub-lanes of a `pl.split_aiv` region, the
+    blocks of a `pl.spmd` loop) one after another, as the events [first, end) of each,
+    may hide executions in which they overlap: a part after the first does something,
+    and one of them notifies or waits, or two touch the same bytes with a conflicting
+    access. None when every overlap is equivalent."""
+    runs = [events[first:end] for first, end in spans]
+    if not any(runs[1:]):
         return None
-    if any(event.is_sync for lane in lanes for event in lane):
-        return "its sub-lanes notify or wait, and racecheck runs them one after another"
-    for j, second in enumerate(lanes):
-        for i, first in enumerate(lanes[:j]):
+    if any(event.is_sync for run in runs for event in run):
+        return f"its {parts} notify or wait, and racecheck runs them one after another"
+    for j, second in enumerate(runs):
+        for i, first in enumerate(runs[:j]):
             if _conflict(first, second):
-                return f"its sub-lanes {i} and {j} access the same bytes, and one writes"
+                return f"its {parts} {i} and {j} access the same bytes, and one writes"
     return None
 
 

@@ -15,7 +15,7 @@ lane (the cube lane skips it, and its communication makes no mix), and runs it o
 AIV sub-lane with that lane's `aiv_id`, the sub-lanes concurrent (docs/model.md).
 racecheck runs them one after another and hands the rank context their events; where
 that order may hide an execution the device has, the run proves nothing
-(`racecheck.cosim.tasks.sublanes_inexact`), and neither does one with events after a
+(`racecheck.cosim.tasks.concurrent_inexact`), and neither does one with events after a
 region that had any: every sub-lane runs that code, after its own part of the region
 only. The halving modes are not modelled.
 """
@@ -106,7 +106,7 @@ def split_aiv(n: object = 2, mode: object = SplitMode.NONE) -> Iterator[int]:
             line=where.line,
         )
     context = current()
-    close = getattr(context, "close_sublanes", None)
+    close = getattr(context, "close_concurrent", None)
     if not is_rank_context(context) or close is None:
         raise UnsupportedConstruct(
             "pl.split_aiv is modelled in a kernel that a rank runs, not here",
@@ -135,7 +135,7 @@ def _sublanes(context: Any, count: int, where: SourceLocation, close: Any) -> It
     finally:
         _seen.vector_region = False
     if not isinstance(context, AicLane):
-        close(spans, where)
+        close("pl.split_aiv", "sub-lanes", spans, where, joined=False)
 
 
 class AicLane(RankContextProxy):

@@ -219,6 +219,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "at": scopes.at,
         "manual_scope": scopes.manual_scope,
         "submit": program.submit,
+        "spmd": scopes.Spmd,
         "yield_": local_ops.yield_,
         "const": tile_ops.const,
         "slice": tile_ops.slice_,

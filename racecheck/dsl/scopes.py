@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from racecheck.dsl.context import activated, current, is_rank_context
 from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import user_location
+from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, TensorType
 from racecheck.errors import UnsupportedConstruct
@@ -70,6 +71,22 @@ class TaskContext(Protocol):
     def begin_task(self, spec: TaskSpec) -> int: ...
 
     def end_task(self) -> None: ...
+
+    @property
+    def events(self) -> Sequence[object]: ...
+
+    def close_concurrent(
+        self,
+        construct: str,
+        parts: str,
+        spans: Sequence[tuple[int, int]],
+        where: SourceLocation,
+        *,
+        joined: bool,
+    ) -> None:
+        """`parts` of `construct` that the device runs concurrently ran one after
+        another, as the events [first, end) of each (`racecheck.cosim.rank`)."""
+        ...
 
 
 _scope = threading.local()
@@ -196,6 +213,71 @@ def at(
         yield TaskId(index=index)
     finally:
         context.end_task()
+
+
+class Spmd:
+    """`pl.spmd(core_num, ...)`: one task whose blocks run concurrently. Only the loop
+    form `for block in pl.spmd(n)` in a per-device function is modelled: its blocks run
+    one after another, and where that may hide an execution the run proves nothing
+    (`racecheck.cosim.tasks.concurrent_inexact`)."""
+
+    def __init__(
+        self,
+        core_num: object,
+        *,
+        deps: object = None,
+        predicate: object = None,
+        allow_early_resolve: bool = False,
+        name_hint: str = "",
+        sync_start: bool = False,
+    ) -> None:
+        del allow_early_resolve, sync_start
+        self.where = user_location()
+        if predicate is not None:
+            raise _refused("pl.spmd(predicate=...) is not modelled", self.where)
+        self.blocks = as_index(core_num)
+        self.deps = dep_indexes(deps)
+        self.name = name_hint or "pl.spmd"
+
+    def __iter__(self) -> Iterator[int]:
+        context = _task_context()
+        if context is None:
+            raise _refused("pl.spmd is modelled in a per-device function only", self.where)
+        spec = TaskSpec(
+            name=self.name,
+            location=self.where,
+            tags=(),
+            deps=self.deps,
+            manual=_in_manual_scope(),
+            region=True,
+        )
+        return self._run(context, spec)
+
+    def _run(self, context: TaskContext, spec: TaskSpec) -> Iterator[int]:
+        spans: list[tuple[int, int]] = []
+        context.begin_task(spec)
+        try:
+            for block in range(self.blocks):
+                first = len(context.events)
+                yield block
+                spans.append((first, len(context.events)))
+        finally:
+            context.end_task()
+        context.close_concurrent("pl.spmd", "blocks", spans, self.where, joined=True)
+
+    def __enter__(self) -> TaskId:
+        raise _refused(
+            "`with pl.spmd(...)` runs its kernel calls once per block, which racecheck does"
+            " not model; write `for block in pl.spmd(n)`",
+            self.where,
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _refused(message: str, where: SourceLocation) -> UnsupportedConstruct:
+    return UnsupportedConstruct(message, file=where.file, line=where.line)
 
 
 def _listed(value: object) -> tuple[Any, ...]:
