@@ -330,3 +330,43 @@ def test_spmd_forms_it_does_not_model_are_refused_at_their_line(
     (result,) = report.results
     assert result.verdict is Verdict.UNKNOWN and message in result.message
     assert any(f"variant.py:{line}:" in error for error in report.errors)
+
+
+CHIP = "126_chip_all_to_all_v.py"
+
+
+def test_a_builtin_in_a_per_device_function_is_a_task_ordered_by_its_directions() -> None:
+    execution = _run(CHIP, 2)
+    assert _order(execution, 0, RuntimeOrder.CURRENT) == {
+        ("stage_step", "pld.tensor.all_to_all_v"): True,  # reads what stage_step writes
+        ("stage_step", "consume_step"): True,
+        ("pld.tensor.all_to_all_v", "consume_step"): True,  # writes what consume_step reads
+    }
+    collective = execution.tasks[0][1]
+    notifies = [
+        event
+        for event in execution.trace.events[0][collective.first : collective.end]
+        if event.kind is EventKind.NOTIFY
+    ]
+    # the host kernel: a Set of the count into each destination, then the barrier and -1
+    assert [event.notify.op.name for event in notifies if event.notify] == [
+        "SET",
+        "SET",
+        "ATOMIC_ADD",
+        "ATOMIC_ADD",
+    ]
+
+
+def test_other_builtins_in_a_per_device_function_are_refused_as_pypto_does(
+    tmp_path: Path,
+) -> None:
+    source = (EXAMPLES / CHIP).read_text()
+    call = "data = pld.tensor.all_to_all_v(stage, data, signal, counts, recv)"
+    assert call in source
+    refused = tmp_path / "barrier.py"
+    refused.write_text(source.replace(call, "pld.tensor.barrier(signal)"))
+    line = source.splitlines().index(f"            {call}") + 1
+    report = racecheck.verify(str(refused), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and "PyPTO lowers only" in result.message
+    assert any(f"barrier.py:{line}:" in error for error in report.errors)

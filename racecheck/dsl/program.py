@@ -21,7 +21,7 @@ from typing import Any
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import as_index
-from racecheck.dsl.scopes import dep_indexes, kernel_call, kernel_task
+from racecheck.dsl.scopes import dep_indexes, kernel_call, orchestration, submitted
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, FunctionType, Level, Role, TensorType
 from racecheck.errors import UnsupportedConstruct
@@ -59,7 +59,8 @@ class DslFunction:
             for value in (*args, *kwargs.values()):
                 if isinstance(value, TensorView) and value.devices is not None:
                     value.devices.add(device)  # the window's group (docs/model.md)
-            host.dispatch(device, self.function, args, kwargs)
+            body = orchestration(self.function) if self.role is FunctionRole.PER_DEVICE else None
+            host.dispatch(device, body or self.function, args, kwargs)
             return None
         context = current()
         on_host = context is not None and not is_rank_context(context)
@@ -131,8 +132,9 @@ def submit(
         raise _refused(f"pl.submit takes a kernel written self.<kernel>; got {kernel!r}")
     if predicate is not None:
         raise _refused("pl.submit(predicate=...) is not modelled")
-    task_deps = dep_indexes(deps)
-    result, task = kernel_task(kernel.__name__, kernel.function, args, {}, deps=task_deps)
+    with submitted(dep_indexes(deps)) as ids:
+        result = kernel(*args)
+    (task,) = ids
     if result is None:  # no results, or a task kept for a later run order
         return (*[None] * _declared_results(kernel.function), task)
     return (*result, task) if isinstance(result, tuple) else (result, task)

@@ -11,6 +11,7 @@ plain Python, part of its caller's task.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -104,29 +105,21 @@ def _task_context() -> TaskContext | None:
 def kernel_call(
     name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """Call a kernel: a task of its own when a per-device function calls it."""
-    result, _ = kernel_task(name, function, args, kwargs, deps=())
-    return result
-
-
-def kernel_task(
-    name: str,
-    function: Callable[..., Any],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    deps: tuple[int, ...],
-) -> tuple[Any, TaskId]:
-    """Call a kernel, ordered after the tasks `deps` too: its result and task id (-1
-    when it is not a task of its own)."""
+    """Call a kernel: a task of its own when a per-device function calls it, ordered
+    after the tasks a `submitted` block names too."""
+    deps, ids = getattr(_scope, "submit", ((), None))
+    _scope.submit = ((), None)  # for this call only, not the calls inside it
     context = _task_context()
     if context is None:
-        return function(*args, **kwargs), TaskId(index=-1)
+        if ids is not None:
+            ids.append(TaskId(index=-1))
+        return function(*args, **kwargs)
     spec = TaskSpec(
         name=name,
         location=user_location(),
         tags=tags_of(function, args, kwargs),
         deps=deps,
-        manual=_in_manual_scope(),
+        manual=in_manual_scope(),
     )
 
     def cube_lane() -> Any:
@@ -134,7 +127,21 @@ def kernel_task(
             return function(*args, **kwargs)
 
     result, index = context.call_task(spec, lambda: function(*args, **kwargs), cube_lane)
-    return result, TaskId(index=index)
+    if ids is not None:
+        ids.append(TaskId(index=index))
+    return result
+
+
+@contextmanager
+def submitted(deps: tuple[int, ...]) -> Iterator[list[TaskId]]:
+    """The kernel call made inside is ordered after the tasks `deps` too (`pl.submit`);
+    its `TaskId` is added to the list yielded."""
+    ids: list[TaskId] = []
+    _scope.submit = (deps, ids)
+    try:
+        yield ids
+    finally:
+        _scope.submit = ((), None)
 
 
 def tags_of(
@@ -165,7 +172,29 @@ def _views(values: Iterable[Any]) -> Iterator[TensorView]:
             yield from _views(value)
 
 
-def _in_manual_scope() -> bool:
+def orchestration(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function`, a per-device function dispatched to a rank, run as a CHIP
+    orchestration body (`chip_tasks`)."""
+
+    @functools.wraps(function)
+    def body(*args: Any, **kwargs: Any) -> Any:
+        outer = getattr(_scope, "orchestrating", False)
+        _scope.orchestrating = True
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _scope.orchestrating = outer
+
+    return body
+
+
+def chip_tasks() -> TaskContext | None:
+    """The running rank's tasks when this call is in a CHIP orchestration body: a
+    per-device function, outside its kernel calls and regions."""
+    return _task_context() if getattr(_scope, "orchestrating", False) else None
+
+
+def in_manual_scope() -> bool:
     return bool(getattr(_scope, "manual", False))
 
 
@@ -205,7 +234,7 @@ def at(
         tags=(),
         untracked=tuple(sorted(dropped)),
         deps=dep_indexes(deps),
-        manual=_in_manual_scope(),
+        manual=in_manual_scope(),
         region=True,
     )
     index = context.begin_task(spec)
@@ -248,7 +277,7 @@ class Spmd:
             location=self.where,
             tags=(),
             deps=self.deps,
-            manual=_in_manual_scope(),
+            manual=in_manual_scope(),
             region=True,
         )
         return self._run(context, spec)
@@ -304,7 +333,7 @@ def dep_indexes(deps: object) -> tuple[int, ...]:
 @contextmanager
 def manual_scope() -> Iterator[None]:
     """`pl.manual_scope()`: the tasks started inside get no inferred edges, only `deps=`."""
-    if _in_manual_scope():
+    if in_manual_scope():
         where = user_location()
         raise UnsupportedConstruct(
             "pl.manual_scope() cannot be nested (docs/model.md)", file=where.file, line=where.line
