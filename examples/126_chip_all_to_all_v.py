@@ -94,7 +94,9 @@ def build_chip_all_to_all_v(nr: int):
                 signal = pld.window(signal_buf, [nr, 1], dtype=pl.INT32)
                 counts = pld.window(counts_buf, [nr, 1], dtype=pl.INT32)
                 recv = pld.window(recv_buf, [nr, 1], dtype=pl.INT32)
-                self.chip_pipeline(inputs[r], outputs[r], stage, data, signal, counts, recv, device=r)
+                self.chip_pipeline(
+                    inputs[r], outputs[r], stage, data, signal, counts, recv, device=r
+                )
             return outputs
 
     return ChipAllToAllV
