@@ -314,7 +314,7 @@ def test_an_spmd_loop_is_one_task_ordered_before_the_kernel_reading_its_pushes()
         (
             "for block in pl.spmd(2):",
             "with pl.spmd(2):\n        block = 0",
-            "runs its kernel calls",
+            "outside its kernel calls",
         ),
         ("for block in pl.spmd(2):", "for block in pl.spmd(2, predicate=(1,)):", "predicate"),
     ],
@@ -370,3 +370,17 @@ def test_other_builtins_in_a_per_device_function_are_refused_as_pypto_does(
     (result,) = report.results
     assert result.verdict is Verdict.UNKNOWN and "PyPTO lowers only" in result.message
     assert any(f"barrier.py:{line}:" in error for error in report.errors)
+
+
+def test_the_dispatch_form_of_spmd_runs_its_kernel_once_per_block_index() -> None:
+    execution = _run("128_ring_shift_spmd_dispatch.py", 2)
+    spmd, receive = execution.tasks[0]
+    assert (spmd.spec.name, receive.spec.name) == ("pl.spmd", "receive_step")
+    stores = [
+        event.access
+        for event in execution.trace.events[0][spmd.first : spmd.end]
+        if event.kind is EventKind.STORE and event.access is not None
+    ]
+    half = 32 * 4  # the bytes of HALF FP32 elements
+    assert [region.ranges for region in stores] == [((0, half),), ((half, 2 * half),)]
+    assert execution.inexact == ()

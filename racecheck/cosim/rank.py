@@ -175,18 +175,19 @@ class RankContext:
         self,
         construct: str,
         parts: str,
-        spans: Sequence[tuple[int, int]],
+        spans: Sequence[Sequence[tuple[int, int]]],
         where: SourceLocation,
         *,
         joined: bool,
     ) -> None:
         """The concurrent `parts` of `construct` at `where` (`pl.split_aiv` sub-lanes,
-        `pl.spmd` blocks) ran one after another, as the events [first, end) of each;
-        unless `joined`, each part goes on with what follows once its own run ends."""
+        `pl.spmd` blocks) ran one after another, as the events [first, end) of each
+        range of each; unless `joined`, each part goes on with what follows once its
+        own run ends."""
         reason = concurrent_inexact(self.events, spans, parts)
         if reason is not None:
             self._inexact(f"{construct} at line {where.line}: {reason}")
-        if not joined and any(end > first for first, end in spans):
+        if not joined and any(end > first for ranges in spans for first, end in ranges):
             self.sublanes_at = where
 
     def _inexact(self, reason: str) -> None:

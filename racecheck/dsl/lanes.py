@@ -124,14 +124,14 @@ def crossing(tile: object) -> object:
 
 def _sublanes(context: Any, count: int, where: SourceLocation, close: Any) -> Iterator[int]:
     lanes = 1 if isinstance(context, AicLane) else count
-    spans: list[tuple[int, int]] = []
+    spans: list[list[tuple[int, int]]] = []
     try:
         for aiv_id in range(lanes):
             first = len(context.events)
             _seen.vector_region = True
             yield aiv_id
             _seen.vector_region = False
-            spans.append((first, len(context.events)))
+            spans.append([(first, len(context.events))])
     finally:
         _seen.vector_region = False
     if not isinstance(context, AicLane):

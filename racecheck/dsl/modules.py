@@ -237,6 +237,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
             {
                 **LOCAL_OPS,
                 "full": tile_ops.tile_full,
+                "get_block_idx": scopes.block_index,
                 "create": tile_ops.tile_create,
                 "row_sum": tile_ops.row_sum,
                 "reshape": tile_ops.reshape,

@@ -80,7 +80,7 @@ class TaskContext(Protocol):
         self,
         construct: str,
         parts: str,
-        spans: Sequence[tuple[int, int]],
+        spans: Sequence[Sequence[tuple[int, int]]],
         where: SourceLocation,
         *,
         joined: bool,
@@ -113,6 +113,9 @@ def kernel_call(
     if context is None:
         if ids is not None:
             ids.append(TaskId(index=-1))
+        spmd: Spmd | None = getattr(_scope, "spmd", None)
+        if spmd is not None:
+            return spmd.run(lambda: function(*args, **kwargs))
         return function(*args, **kwargs)
     spec = TaskSpec(
         name=name,
@@ -245,10 +248,12 @@ def at(
 
 
 class Spmd:
-    """`pl.spmd(core_num, ...)`: one task whose blocks run concurrently. Only the loop
-    form `for block in pl.spmd(n)` in a per-device function is modelled: its blocks run
-    one after another, and where that may hide an execution the run proves nothing
-    (`racecheck.cosim.tasks.concurrent_inexact`)."""
+    """`pl.spmd(core_num, ...)`: one task of `core_num` concurrent blocks. In the loop
+    form `for block in pl.spmd(n)` a block runs the body; in the dispatch form
+    `with pl.spmd(n) as tid:` it runs the body's kernel calls. racecheck runs the blocks
+    one after another (each kernel call for every block in turn), and where that may
+    hide an execution the run proves nothing (`racecheck.cosim.tasks.concurrent_inexact`).
+    `pl.tile.get_block_idx()` is the running block's number."""
 
     def __init__(
         self,
@@ -264,11 +269,13 @@ class Spmd:
         self.where = user_location()
         if predicate is not None:
             raise _refused("pl.spmd(predicate=...) is not modelled", self.where)
-        self.blocks = as_index(core_num)
         self.deps = dep_indexes(deps)
         self.name = name_hint or "pl.spmd"
+        self.parts: list[list[tuple[int, int]]] = [[] for _ in range(as_index(core_num))]
+        self.context: TaskContext | None = None
+        self.first = 0
 
-    def __iter__(self) -> Iterator[int]:
+    def _begin(self) -> TaskContext:
         context = _task_context()
         if context is None:
             raise _refused("pl.spmd is modelled in a per-device function only", self.where)
@@ -280,29 +287,73 @@ class Spmd:
             manual=in_manual_scope(),
             region=True,
         )
-        return self._run(context, spec)
+        self.context = context
+        self.first = len(context.events)
+        self.index = context.begin_task(spec)
+        return context
 
-    def _run(self, context: TaskContext, spec: TaskSpec) -> Iterator[int]:
-        spans: list[tuple[int, int]] = []
-        context.begin_task(spec)
+    def _close(self, context: TaskContext) -> None:
+        context.close_concurrent("pl.spmd", "blocks", self.parts, self.where, joined=True)
+
+    def __iter__(self) -> Iterator[int]:
+        return self._blocks(self._begin())
+
+    def _blocks(self, context: TaskContext) -> Iterator[int]:
         try:
-            for block in range(self.blocks):
+            for block, ranges in enumerate(self.parts):
                 first = len(context.events)
+                _scope.block = block
                 yield block
-                spans.append((first, len(context.events)))
+                ranges.append((first, len(context.events)))
         finally:
+            _scope.block = None
             context.end_task()
-        context.close_concurrent("pl.spmd", "blocks", spans, self.where, joined=True)
+        self._close(context)
 
     def __enter__(self) -> TaskId:
-        raise _refused(
-            "`with pl.spmd(...)` runs its kernel calls once per block, which racecheck does"
-            " not model; write `for block in pl.spmd(n)`",
-            self.where,
-        )
+        self._begin()
+        _scope.spmd = self
+        return TaskId(index=self.index)
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+    def __exit__(self, kind: object, *exc: object) -> None:
+        _scope.spmd = None
+        context = self.context
+        assert context is not None
+        covered = sum(end - first for ranges in self.parts for first, end in ranges)
+        uncovered = len(context.events) - self.first - covered
+        context.end_task()
+        if kind is not None:
+            return
+        if uncovered:
+            raise _refused(
+                "this `with pl.spmd(...)` body accesses memory outside its kernel calls, "
+                "which racecheck does not run once per block",
+                self.where,
+            )
+        self._close(context)
+
+    def run(self, call: Callable[[], Any]) -> Any:
+        """A kernel call of the dispatch form's body, once per block."""
+        assert self.context is not None
+        context = self.context
+        _scope.spmd = None  # the kernel's own calls are plain calls
+        result = None
+        try:
+            for block, ranges in enumerate(self.parts):
+                first = len(context.events)
+                _scope.block = block
+                result = call()
+                ranges.append((first, len(context.events)))
+        finally:
+            _scope.block = None
+            _scope.spmd = self
+        return result
+
+
+def block_index() -> int:
+    """`pl.tile.get_block_idx()`: the running `pl.spmd` block, 0 outside one."""
+    block = getattr(_scope, "block", None)
+    return 0 if block is None else int(block)
 
 
 def _refused(message: str, where: SourceLocation) -> UnsupportedConstruct:
