@@ -384,3 +384,20 @@ def test_the_dispatch_form_of_spmd_runs_its_kernel_once_per_block_index() -> Non
     half = 32 * 4  # the bytes of HALF FP32 elements
     assert [region.ranges for region in stores] == [((0, half),), ((half, 2 * half),)]
     assert execution.inexact == ()
+
+
+def test_spmd_submit_runs_the_kernel_on_each_block_as_one_task(tmp_path: Path) -> None:
+    execution = _run("130_ring_shift_spmd_submit.py", 2)
+    assert [task.spec.name for task in execution.tasks[0]] == ["push_half", "receive_step"]
+    push = execution.tasks[0][0]
+    stores = [e for e in execution.trace.events[0][push.first : push.end] if e.access]
+    assert len(stores) == 4 and execution.inexact == ()  # a load and a store per block
+    source = (EXAMPLES / "130_ring_shift_spmd_submit.py").read_text()
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if "= pl.spmd_submit(" in text)
+    same_half = tmp_path / "same_half.py"
+    same_half.write_text(source.replace("pl.tile.get_block_idx() * HALF", "0"))
+    for result in racecheck.verify(str(same_half), ranks=[2, 3]).results:
+        assert result.verdict is Verdict.UNKNOWN
+        assert result.message == (
+            f"pl.spmd at line {line}: its blocks 0 and 1 access the same bytes, and one writes"
+        )

@@ -219,6 +219,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "at": scopes.at,
         "manual_scope": scopes.manual_scope,
         "submit": program.submit,
+        "spmd_submit": program.spmd_submit,
         "spmd": scopes.Spmd,
         "yield_": local_ops.yield_,
         "const": tile_ops.const,

@@ -21,7 +21,13 @@ from typing import Any
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import as_index
-from racecheck.dsl.scopes import dep_indexes, kernel_call, orchestration, submitted
+from racecheck.dsl.scopes import (
+    dep_indexes,
+    kernel_call,
+    orchestration,
+    spmd_blocks,
+    submitted,
+)
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, FunctionType, Level, Role, TensorType
 from racecheck.errors import UnsupportedConstruct
@@ -138,6 +144,16 @@ def submit(
     if result is None:  # no results, or a task kept for a later run order
         return (*[None] * _declared_results(kernel.function), task)
     return (*result, task) if isinstance(result, tuple) else (result, task)
+
+
+def spmd_submit(
+    kernel: object, *args: Any, core_num: object, sync_start: bool = False, **options: Any
+) -> tuple[Any, ...]:
+    """`pl.spmd_submit(self.kernel, *args, core_num=N, ...)`: `pl.submit` of the kernel
+    run on N concurrent blocks, one task."""
+    del sync_start
+    with spmd_blocks(core_num):
+        return submit(kernel, *args, **options)
 
 
 def _declared_results(function: Callable[..., Any]) -> int:

@@ -106,11 +106,15 @@ def kernel_call(
     name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Call a kernel: a task of its own when a per-device function calls it, ordered
-    after the tasks a `submitted` block names too."""
+    after the tasks a `submitted` block names too, on the blocks of a `pl.spmd`
+    dispatch or of `spmd_blocks`."""
     deps, ids = getattr(_scope, "submit", ((), None))
-    _scope.submit = ((), None)  # for this call only, not the calls inside it
+    blocks: Spmd | None = getattr(_scope, "spmd_next", None)
+    _scope.submit, _scope.spmd_next = ((), None), None  # this call's, not its inner calls'
     context = _task_context()
     if context is None:
+        if blocks is not None:
+            raise _refused("pl.spmd_submit is modelled in a per-device function only", blocks.where)
         if ids is not None:
             ids.append(TaskId(index=-1))
         spmd: Spmd | None = getattr(_scope, "spmd", None)
@@ -129,7 +133,14 @@ def kernel_call(
         with activated(AicLane(context)):  # type: ignore[arg-type]
             return function(*args, **kwargs)
 
-    result, index = context.call_task(spec, lambda: function(*args, **kwargs), cube_lane)
+    tasks = context
+
+    def body() -> Any:
+        if blocks is None:
+            return function(*args, **kwargs)
+        return blocks.launch(tasks, lambda: function(*args, **kwargs))
+
+    result, index = context.call_task(spec, body, cube_lane)
     if ids is not None:
         ids.append(TaskId(index=index))
     return result
@@ -336,6 +347,7 @@ class Spmd:
         """A kernel call of the dispatch form's body, once per block."""
         assert self.context is not None
         context = self.context
+        outer = getattr(_scope, "spmd", None)
         _scope.spmd = None  # the kernel's own calls are plain calls
         result = None
         try:
@@ -346,8 +358,26 @@ class Spmd:
                 ranges.append((first, len(context.events)))
         finally:
             _scope.block = None
-            _scope.spmd = self
+            _scope.spmd = outer
         return result
+
+    def launch(self, context: TaskContext, call: Callable[[], Any]) -> Any:
+        """A kernel task of `pl.spmd_submit`: the kernel once per block."""
+        self.context = context
+        result = self.run(call)
+        self._close(context)
+        return result
+
+
+@contextmanager
+def spmd_blocks(core_num: object) -> Iterator[None]:
+    """The kernel call made inside runs on `core_num` concurrent blocks, as one task
+    (`pl.spmd_submit`)."""
+    _scope.spmd_next = Spmd(core_num)
+    try:
+        yield
+    finally:
+        _scope.spmd_next = None
 
 
 def block_index() -> int:
