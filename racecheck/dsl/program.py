@@ -24,7 +24,7 @@ from racecheck.dsl.scalars import as_index
 from racecheck.dsl.scopes import (
     dep_indexes,
     kernel_call,
-    orchestration,
+    note_orchestration,
     spmd_blocks,
     submitted,
 )
@@ -46,6 +46,8 @@ class DslFunction:
     def __init__(self, function: Callable[..., Any], role: FunctionRole) -> None:
         self.function = function
         self.role = role
+        if role is FunctionRole.PER_DEVICE:
+            note_orchestration(function)
         self.__name__ = getattr(function, "__name__", "function")
         self.__qualname__ = getattr(function, "__qualname__", self.__name__)
         self.__doc__ = getattr(function, "__doc__", None)
@@ -65,8 +67,7 @@ class DslFunction:
             for value in (*args, *kwargs.values()):
                 if isinstance(value, TensorView) and value.devices is not None:
                     value.devices.add(device)  # the window's group (docs/model.md)
-            body = orchestration(self.function) if self.role is FunctionRole.PER_DEVICE else None
-            host.dispatch(device, body or self.function, args, kwargs)
+            host.dispatch(device, self.function, args, kwargs)
             return None
         context = current()
         on_host = context is not None and not is_rank_context(context)

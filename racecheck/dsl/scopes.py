@@ -11,9 +11,9 @@ plain Python, part of its caller's task.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from racecheck.dsl.context import activated, current, is_rank_context
 from racecheck.dsl.lanes import AicLane
-from racecheck.dsl.location import user_location
+from racecheck.dsl.location import innermost_user_frame, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, TensorType
@@ -186,26 +186,21 @@ def _views(values: Iterable[Any]) -> Iterator[TensorView]:
             yield from _views(value)
 
 
-def orchestration(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`function`, a per-device function dispatched to a rank, run as a CHIP
-    orchestration body (`chip_tasks`)."""
+_orchestrations: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
 
-    @functools.wraps(function)
-    def body(*args: Any, **kwargs: Any) -> Any:
-        outer = getattr(_scope, "orchestrating", False)
-        _scope.orchestrating = True
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _scope.orchestrating = outer
 
-    return body
+def note_orchestration(function: Callable[..., Any]) -> None:
+    """`function` is a per-device function: its body is a CHIP orchestration body."""
+    _orchestrations.add(inspect.unwrap(getattr(function, "__func__", function)))
 
 
 def chip_tasks() -> TaskContext | None:
-    """The running rank's tasks when this call is in a CHIP orchestration body: a
-    per-device function, outside its kernel calls and regions."""
-    return _task_context() if getattr(_scope, "orchestrating", False) else None
+    """The running rank's tasks when this call is made in a CHIP orchestration body:
+    the body of a per-device function itself, outside its kernel calls and regions."""
+    frame = innermost_user_frame()
+    if frame is None or not any(body.__code__ is frame.f_code for body in _orchestrations):
+        return None
+    return _task_context()
 
 
 def in_manual_scope() -> bool:
