@@ -78,6 +78,12 @@ def _check_ranks(
     return [judge.decide(outcome) for outcome in judge.across_ranks(outcomes, options)]
 
 
+PROVED_BUT_FAILS_HERE = (
+    "--ranks all: no race, deadlock or out-of-bounds access at any P (proved), but the"
+    " concrete check fails at this P"
+)
+
+
 def _check_every_p(
     spec: ProgramSpec,
     options: Options,
@@ -96,12 +102,18 @@ def _check_every_p(
         outcome = EveryPOutcome(answer=Answer.FALLBACK, low=every_p.low, reason=error.message)
     reason = outcome.reason
     if outcome.answer is Answer.PROVED:
-        (first,) = _check_ranks(spec, (every_p.low,), options, errors, progress)
-        if first.verdict is Verdict.PROVED:
-            return [_proved_every_p(first, every_p, outcome, started)]
-        if first.verdict is Verdict.BUG:
-            return [_noted(first, f"--ranks all: the proof holds, but P={every_p.low} fails")]
-        reason = f"the concrete check at P={every_p.low} is {first.verdict.value}"
+        concrete = tuple(sorted({*every_p.fallback, *outcome.representatives, every_p.low}))
+        results = _check_ranks(spec, concrete, options, errors, progress)
+        verdicts = {result.verdict for result in results}
+        if verdicts <= {Verdict.PROVED, Verdict.SKIPPED} and results[0].verdict is Verdict.PROVED:
+            return [_proved_every_p(results, every_p, outcome, started)]
+        if Verdict.BUG in verdicts:
+            return [
+                _noted(result, PROVED_BUT_FAILS_HERE) if result.verdict is Verdict.BUG else result
+                for result in results
+            ]
+        undecided = next(r for r in results if r.verdict is not Verdict.PROVED)
+        reason = f"the concrete check at P={undecided.ranks} is {undecided.verdict.value}"
     elif outcome.answer is Answer.REFUTED and outcome.smallest is not None:
         for ranks in dict.fromkeys((every_p.low, outcome.smallest)):
             (found,) = _check_ranks(spec, (ranks,), options, errors, progress)
@@ -117,11 +129,14 @@ def _check_every_p(
 
 
 def _proved_every_p(
-    first: ProgramResult, every_p: EveryP, outcome: EveryPOutcome, started: float
+    concrete: list[ProgramResult], every_p: EveryP, outcome: EveryPOutcome, started: float
 ) -> ProgramResult:
+    first = concrete[0]
+    checked = [result.ranks for result in concrete if result.verdict is Verdict.PROVED]
     compared = (
-        f"checked concretely at P={every_p.low} (tasks, steering values, golden model):"
-        f" {first.model or 'matches no model'}"
+        f"checked concretely at P={_span(tuple(checked))} (the fallback range and the smallest"
+        f" P of each case of the program's branches on P; tasks, steering values, golden"
+        f" model): {first.model or 'matches no model'}"
     )
     return dataclasses.replace(
         first,

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 
-from racecheck.allp.expr import WORLD, All, Cmp, Const, Not, OutsideFragment, Rel, Var
+from racecheck.allp.expr import WORLD, All, Cmp, Cond, Const, Not, OutsideFragment, Rel, Var
 from racecheck.allp.obligations import Obligation, Prover
 from racecheck.allp.paths import trace_protocol
 from racecheck.allp.solver import Undecided, counter_model, satisfiable
@@ -26,12 +26,13 @@ from racecheck.load import ProgramSpec
 EXECUTION_MODEL = (
     "the execution model of docs/model.md: notify/wait as release/acquire, windows zeroed"
     " per call, one call (--repeat 1); the tasks of a rank, values that steer the program"
-    " and writes into signal cells other than notifies are checked at the lowest P only"
+    " and writes into signal cells other than notifies are checked at the concrete P below"
 )
 SCOPE = (
     "proved: races, deadlocks, out-of-bounds accesses;"
-    " the golden-model comparison and stale-read warnings are per P (run a concrete range)"
+    " the golden-model comparison and stale-read warnings at the concrete P below only"
 )
+REPRESENTATIVE_CAP = 32  # the largest P checked concretely as a case's smallest member
 
 
 BUDGET = 5.0  # seconds for one all-P attempt before falling back
@@ -51,6 +52,9 @@ class EveryPOutcome:
     smallest: int | None = None  # REFUTED: the smallest N of the counter-model
     assumptions: tuple[str, ...] = ()
     templates: int = 0
+    # PROVED: the smallest P (up to REPRESENTATIVE_CAP) of each case of the program's
+    # branches on P, for the caller to check concretely
+    representatives: tuple[int, ...] = ()
 
 
 def prove_every_p(
@@ -71,7 +75,12 @@ def prove_every_p(
         base = All((Cmp(Rel.LE, Const(low), Var(WORLD)), assumption))
         if counter_model(base, low) is None:
             raise OutsideFragment(f"the program rejects every P >= {low}")
-        failures = list(Prover(protocol, low, assumption, deadline).failures())
+        failures = []
+        for failure in Prover(protocol, low, assumption, deadline).failures():
+            failures.append(failure)
+            if failure.model.world == low:
+                break  # the smallest P there is
+        representatives = () if failures else _representatives(protocol, base, low, deadline)
     except OutsideFragment as outside:
         return EveryPOutcome(answer=Answer.FALLBACK, low=low, reason=outside.reason)
     except Undecided as undecided:
@@ -106,7 +115,22 @@ def prove_every_p(
         low=low,
         assumptions=tuple(assumptions),
         templates=len(protocol.templates),
+        representatives=representatives,
     )
+
+
+def _representatives(protocol: Protocol, base: Cond, low: int, deadline: float) -> tuple[int, ...]:
+    """The smallest P of each case the program's branches on P alone tell apart (e.g.
+    whether P divides a size, or the quotient of a size by P): every such case runs
+    concretely at least once, so its numbers meet the golden model."""
+    cases = dict.fromkeys(template.context for template in protocol.templates)
+    found = set()
+    for decisions in cases:
+        case = All((base, *(cond if taken else Not(cond) for cond, taken in decisions)))
+        model = counter_model(case, low, deadline=deadline)
+        if model is not None and model.world <= REPRESENTATIVE_CAP:
+            found.add(model.world)
+    return tuple(sorted(found))
 
 
 def _require_fragment(protocol: Protocol) -> None:

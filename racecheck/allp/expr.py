@@ -230,8 +230,10 @@ def _split_division(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
             return quotient
         product = _combine(Op.MUL, Const(quotient), right, decide)
         return _combine(Op.SUB, left, to_expr(product), decide)
+    split = f"{quotients[0]}..{quotients[-1]}"
     raise OutsideFragment(
-        f"{left} {op.value} {right} is outside the bounded cases the tracer splits"
+        f"{left} {op.value} {right} may have a quotient outside {split}, the cases the"
+        " tracer splits a division by a symbolic value into"
     )
 
 

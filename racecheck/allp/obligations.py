@@ -9,9 +9,15 @@ a condition whose satisfiability is a counter-model:
 * wait value — the cell's one notify does not turn a failing wait into a passing one;
 * notify exists — a wait whose cell no notify targets (a deadlock);
 * no circular wait — the notify a wait needs sits behind a wait that is not earlier in
-  the common program order (the well-founded argument for deadlock freedom fails);
+  one well-founded order of all waits: their code positions (common to all ranks),
+  else rank first (the argument for deadlock freedom fails under both);
 * ordered — two conflicting accesses on different ranks with no one-hop chain
   access → notify ⇒ wait → access either way.
+
+Footprints of one view layout apart by constant offsets in some dimension share no
+byte (in-bounds row-major indices, which the bounds obligation proves): those pairs
+need no solver call. The candidates of an obligation are decided by one solver call
+when none has a counter-model, else one by one.
 
 Under the first four, a wait passes only after its cell's one notify, so a chain is
 a happens-before edge; the fifth gives deadlock freedom. Multi-hop chains are not
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
@@ -46,9 +52,11 @@ from racecheck.allp.expr import (
     renamed,
     renamed_cond,
 )
-from racecheck.allp.solver import CounterModel, Undecided, counter_model
+from racecheck.allp.solver import CounterModel, Undecided, counter_model, satisfiable
 from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template
 from racecheck.events import NotifyOp, SourceLocation, WaitCmp
+
+BATCH_SECONDS = 1.0  # for one solver call on all candidates of an obligation at once
 
 
 class Obligation(Enum):
@@ -68,6 +76,16 @@ class Failure:
     obligation: Obligation
     model: CounterModel
     locations: tuple[SourceLocation, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Candidate:
+    """A condition whose satisfiability is a counter-model to `obligation`."""
+
+    obligation: Obligation
+    cond: Cond
+    templates: tuple[Template, ...]
+    where: SourceLocation | None = None  # a bounds check's own location
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +159,7 @@ def _same_owner(left: _Instance, right: _Instance) -> Cond | None:
 
 def _overlap(left: _Instance, right: _Instance, tag: str) -> Cond:
     owner = _same_owner(left, right)
-    if owner is None:
+    if owner is None or _apart(left, right, _disjoint_ranges):
         return FALSE
     first, first_bounds = _byte(left, left.template.footprint, f"{tag}1")
     second, second_bounds = _byte(right, right.template.footprint, f"{tag}2")
@@ -152,7 +170,36 @@ def _same_cell(notify: _Instance, wait: _Instance) -> Cond:
     owner = _same_owner(notify, wait)
     if owner is None or notify.template.footprint.itemsize != wait.template.footprint.itemsize:
         return FALSE
+    if _apart(notify, wait, _distinct_offsets):
+        return FALSE
     return All((owner, Cmp(Rel.EQ, _cell_address(notify), _cell_address(wait))))
+
+
+def _apart(left: _Instance, right: _Instance, dim_apart: Callable[..., bool]) -> bool:
+    """Two footprints of one view layout apart in some dim by constant offsets: they
+    share no byte, since row-major addresses of in-bounds indices are distinct (the
+    bounds obligation proves every index in bounds)."""
+    a, b = left.template.footprint, right.template.footprint
+    same_layout = (
+        a.itemsize == b.itemsize
+        and left.expr(a.base) == right.expr(b.base)
+        and tuple(map(left.expr, a.strides)) == tuple(map(right.expr, b.strides))
+    )
+    return same_layout and any(
+        dim_apart(*dim) for dim in zip(a.offsets, a.extent, b.offsets, b.extent, strict=True)
+    )
+
+
+def _distinct_offsets(offset: Expr, _extent: Expr, other: Expr, _other_extent: Expr) -> bool:
+    return isinstance(offset, Const) and isinstance(other, Const) and offset != other
+
+
+def _disjoint_ranges(offset: Expr, extent: Expr, other: Expr, other_extent: Expr) -> bool:
+    parts = (offset, extent, other, other_extent)
+    if not all(isinstance(part, Const) for part in parts):
+        return False
+    low, size, other_low, other_size = (part.value for part in parts)  # type: ignore[union-attr]
+    return low + size <= other_low or other_low + other_size <= low
 
 
 def _before(first: _Instance, second: _Instance) -> Cond:
@@ -160,15 +207,21 @@ def _before(first: _Instance, second: _Instance) -> Cond:
     return _lex(first, second, first.template.position, second.template.position)
 
 
-def _lex(first: _Instance, second: _Instance, left: tuple, right: tuple) -> Cond:
+def _lex(
+    first: _Instance, second: _Instance, left: tuple, right: tuple, *, ranks: bool = True
+) -> Cond:
+    """`left` before `right`; without `ranks`, the dispatch loop's item (the rank) is
+    skipped: the order of code positions common to all ranks."""
     if not left or not right:
         return FALSE
     head_left, head_right = left[0], right[0]
     if isinstance(head_left, LoopItem) and isinstance(head_right, LoopItem):
         if head_left.slot != head_right.slot:
             return TRUE if head_left.slot < head_right.slot else FALSE
+        rest = _lex(first, second, left[1:], right[1:], ranks=ranks)
+        if not ranks and head_left.var == first.template.rank:
+            return rest
         a, b = Var(first.names[head_left.var]), Var(second.names[head_right.var])
-        rest = _lex(first, second, left[1:], right[1:])
         return Any_((Cmp(Rel.LT, a, b), All((Cmp(Rel.EQ, a, b), rest))))
     slot_left = head_left.slot if isinstance(head_left, LoopItem) else head_left
     slot_right = head_right.slot if isinstance(head_right, LoopItem) else head_right
@@ -205,6 +258,8 @@ class Prover:
         self.waits = [t for t in templates if t.effect is Effect.WAIT]
         self.notifies = [t for t in templates if t.effect is Effect.NOTIFY]
         self.writers = [t for t in templates if t.effect.writes]
+        self.signals: dict[tuple[int, int], bool] = {}
+        self.exclusions: dict[tuple[int, int], bool] = {}
         interned: dict[Cond, int] = {}
         self.contexts = {
             id(t): {(interned.setdefault(c, len(interned)), taken) for c, taken in t.context}
@@ -213,56 +268,104 @@ class Prover:
 
     def exclusive(self, *templates: Template) -> bool:
         """Whether no N admits all of `templates`: one took a branch on N the other did not."""
-        for first, second in itertools.combinations(templates, 2):
+        return any(
+            self._exclusive_pair(first, second)
+            for first, second in itertools.combinations(templates, 2)
+        )
+
+    def _exclusive_pair(self, first: Template, second: Template) -> bool:
+        key = (id(first), id(second))
+        if key not in self.exclusions:
             other = self.contexts[id(second)]
-            if any((key, not taken) in other for key, taken in self.contexts[id(first)]):
-                return True
-        return False
+            self.exclusions[key] = any(
+                (branch, not taken) in other for branch, taken in self.contexts[id(first)]
+            )
+        return self.exclusions[key]
 
     def failures(self) -> Iterator[Failure]:
-        yield from self._bounds()
-        for wait in self.waits:
-            yield from self._fed(wait)
+        yield from self._refutations(self._bounds())
+        unique = itertools.chain.from_iterable(self._unique(wait) for wait in self.waits)
+        if self._refutations(unique, first=True):
+            for wait in self.waits:
+                yield from self._fed(wait)
         yield from self._no_circular_wait()
-        yield from self._ordered()
+        yield from self._refutations(self._ordered())
 
     def _fed(self, wait: Template) -> Iterator[Failure]:
         """The wait passes only once every notify that feeds its cell has landed, and they
         do land: one notify (unique writer), else one +1 from every other rank (counted)."""
-        unique = next(self._unique(wait), None)
-        if unique is None:
-            return
-        if next(self._counted(wait), None) is not None:
-            yield unique
+        unique = self._refutations(self._unique(wait), first=True)
+        if unique and self._refutations(self._counted(wait), first=True):
+            yield unique[0]
 
-    def _unique(self, wait: Template) -> Iterator[Failure]:
+    def _unique(self, wait: Template) -> Iterator[_Candidate]:
         yield from self._unique_writer(wait)
         yield from self._wait_value(wait)
         yield from self._notify_exists(wait)
 
-    def _refute(self, obligation: Obligation, cond: Cond, *templates: Template) -> Failure | None:
-        if self.exclusive(*templates):
-            return None
+    def _candidate(
+        self, obligation: Obligation, cond: Cond, *templates: Template
+    ) -> Iterator[_Candidate]:
         if time.monotonic() > self.deadline:
             raise Undecided("the all-P time budget ran out")
-        model = counter_model(All((self.base, cond)), self.low, deadline=self.deadline)
-        if model is None:
-            return None
-        locations = tuple(dict.fromkeys(t.location for t in templates))
-        return Failure(obligation=obligation, model=model, locations=locations)
+        if not (self.exclusive(*templates) or _false(cond)):
+            yield _Candidate(obligation=obligation, cond=cond, templates=templates)
 
-    def _bounds(self) -> Iterator[Failure]:
+    def _refutations(
+        self, candidates: Iterable[_Candidate], *, first: bool = False
+    ) -> list[Failure]:
+        """The counter-models of the candidates, up to the first (if `first`) or the first
+        at the lowest P: one solver call for all of them when none has one, the usual
+        case."""
+        pending = list(candidates)
+        if not pending or not self._satisfiable(Any_(tuple(c.cond for c in pending))):
+            return []
+        failures = []
+        for candidate in pending:
+            model = counter_model(
+                All((self.base, candidate.cond)), self.low, deadline=self.deadline
+            )
+            if model is None:
+                continue
+            locations = tuple(dict.fromkeys(t.location for t in candidate.templates))
+            if candidate.where is not None:
+                locations = (candidate.where,)
+            failures.append(
+                Failure(obligation=candidate.obligation, model=model, locations=locations)
+            )
+            if first or model.world == self.low:
+                break  # no counter-model is smaller
+        return failures
+
+    def _satisfiable(self, cond: Cond) -> bool:
+        """Unknown (or slow) counts as satisfiable: each candidate is then decided on its
+        own."""
+        now = time.monotonic()
+        if now > self.deadline:
+            raise Undecided("the all-P time budget ran out")
+        return satisfiable(All((self.base, cond)), min(self.deadline, now + BATCH_SECONDS))
+
+    def _bounds(self) -> Iterator[_Candidate]:
         for check in self.protocol.checks:
-            cond = All((self.base, check.guard, Not(check.holds)))
-            model = counter_model(cond, self.low, deadline=self.deadline)
-            if model is not None:
-                yield Failure(
-                    obligation=Obligation.BOUNDS, model=model, locations=(check.location,)
-                )
+            cond = All((check.guard, Not(check.holds)))
+            yield _Candidate(
+                obligation=Obligation.BOUNDS, cond=cond, templates=(), where=check.location
+            )
 
-    def _unique_writer(self, wait_template: Template) -> Iterator[Failure]:
+    def _feeders(self, wait_template: Template) -> list[Template]:
+        """The writers that may touch the wait's cell: the others provably cannot."""
         wait = _instance(wait_template, "w", "w")
-        for x, y in itertools.combinations_with_replacement(self.writers, 2):
+        return [
+            writer
+            for writer in self.writers
+            if not self.exclusive(writer, wait_template)
+            and not _false(_overlap(_instance(writer, "x", "x"), wait, "o"))
+        ]
+
+    def _unique_writer(self, wait_template: Template) -> Iterator[_Candidate]:
+        wait = _instance(wait_template, "w", "w")
+        feeders = self._feeders(wait_template)
+        for x, y in itertools.combinations_with_replacement(feeders, 2):
             first, second = _instance(x, "x", "x"), _instance(y, "y", "y")
             both = All(
                 (
@@ -276,10 +379,8 @@ class Prover:
                     _distinct(first, second),
                 )
             )
-            failure = self._refute(Obligation.UNIQUE_WRITER, both, wait_template, x, y)
-            if failure is not None:
-                yield failure
-        for writer_template in self.writers:
+            yield from self._candidate(Obligation.UNIQUE_WRITER, both, wait_template, x, y)
+        for writer_template in feeders:
             writer = _instance(writer_template, "x", "x")
             improper = Any_(
                 (Not(_same_cell(writer, wait)),)
@@ -295,11 +396,11 @@ class Prover:
                     improper,
                 )
             )
-            failure = self._refute(Obligation.UNIQUE_WRITER, cond, wait_template, writer_template)
-            if failure is not None:
-                yield failure
+            yield from self._candidate(
+                Obligation.UNIQUE_WRITER, cond, wait_template, writer_template
+            )
 
-    def _wait_value(self, wait_template: Template) -> Iterator[Failure]:
+    def _wait_value(self, wait_template: Template) -> Iterator[_Candidate]:
         wait = _instance(wait_template, "w", "w")
         for notify_template in self.notifies:
             notify = _instance(notify_template, "n", "n")
@@ -313,9 +414,7 @@ class Prover:
                     Not(good),
                 )
             )
-            failure = self._refute(Obligation.WAIT_VALUE, cond, wait_template, notify_template)
-            if failure is not None:
-                yield failure
+            yield from self._candidate(Obligation.WAIT_VALUE, cond, wait_template, notify_template)
 
     def _notifier(self, wait: _Instance, tag: str, sender: Expr | None = None) -> Cond:
         """Some notify instance (from `sender`, if given) feeds the wait's cell."""
@@ -331,17 +430,18 @@ class Prover:
             options.append(Exists(names, All(tuple(parts))))
         return Any_(tuple(options))
 
-    def _counted(self, wait_template: Template) -> Iterator[Failure]:
+    def _counted(self, wait_template: Template) -> Iterator[_Candidate]:
         """The cell is fed by exactly one AtomicAdd 1 from every rank but the waiting one,
         and the wait is for N - 1 of them: it passes once all have landed."""
         wait = _instance(wait_template, "w", "w")
-        for writer_template in self.writers:
+        feeders = self._feeders(wait_template)
+        for writer_template in feeders:
             writer = _instance(writer_template, "x", "x")
             feeds = (writer.guard, _overlap(writer, wait, "o"), _may_feed(writer, wait))
             one = _is_increment(writer, wait)
             improper = Any_((Not(one), Cmp(Rel.EQ, writer.rank, wait.rank)))
             yield from self._counter(All((wait.guard, *feeds, improper)), wait, writer_template)
-        for x, y in itertools.combinations_with_replacement(self.writers, 2):
+        for x, y in itertools.combinations_with_replacement(feeders, 2):
             first, second = _instance(x, "x", "x"), _instance(y, "y", "y")
             twice = All(
                 (
@@ -378,25 +478,33 @@ class Prover:
         )
         yield from self._counter(All((wait.guard, Not(threshold))), wait)
 
-    def _counter(self, cond: Cond, wait: _Instance, *others: Template) -> Iterator[Failure]:
-        failure = self._refute(Obligation.UNIQUE_WRITER, cond, wait.template, *others)
-        if failure is not None:
-            yield failure
+    def _counter(self, cond: Cond, wait: _Instance, *others: Template) -> Iterator[_Candidate]:
+        yield from self._candidate(Obligation.UNIQUE_WRITER, cond, wait.template, *others)
 
-    def _notify_exists(self, wait_template: Template) -> Iterator[Failure]:
+    def _notify_exists(self, wait_template: Template) -> Iterator[_Candidate]:
         wait = _instance(wait_template, "w", "w")
         cond = All((wait.guard, _fails_at_zero(wait), Not(self._notifier(wait, "m"))))
-        failure = self._refute(Obligation.NOTIFY_EXISTS, cond, wait_template)
-        if failure is not None:
-            yield failure
+        yield from self._candidate(Obligation.NOTIFY_EXISTS, cond, wait_template)
 
     def _no_circular_wait(self) -> Iterator[Failure]:
+        """Waits ordered by code position alone, or else by rank first: either order is
+        well-founded, and under it a wait needs only notifies behind earlier waits."""
+        failures = self._refutations(self._circular(ranks=False))
+        if failures and self._refutations(self._circular(ranks=True), first=True):
+            yield from failures
+
+    def _circular(self, *, ranks: bool) -> Iterator[_Candidate]:
         for wait_template, notify_template, earlier_template in itertools.product(
             self.waits, self.notifies, self.waits
         ):
+            if self.exclusive(wait_template, notify_template, earlier_template):
+                continue
             wait = _instance(wait_template, "w", "w")
             notify = _instance(notify_template, "n", "n")
             earlier = _instance(earlier_template, "v", "n")
+            earlier_than_wait = _lex(
+                earlier, wait, earlier_template.position, wait_template.position, ranks=ranks
+            )
             cond = All(
                 (
                     wait.guard,
@@ -405,22 +513,40 @@ class Prover:
                     _same_cell(notify, wait),
                     _may_feed(notify, wait),
                     _before(earlier, notify),
-                    Not(_lex(earlier, wait, earlier_template.position, wait_template.position)),
+                    Not(earlier_than_wait),
                 )
             )
-            failure = self._refute(
+            yield from self._candidate(
                 Obligation.NO_CIRCULAR_WAIT, cond, wait_template, earlier_template
             )
-            if failure is not None:
-                yield failure
+
+    def _may_signal(self, notify: Template, wait: Template) -> bool:
+        """Whether the notify may target the wait's cell (not provably another cell)."""
+        key = (id(notify), id(wait))
+        if key not in self.signals:
+            cell = _same_cell(_instance(notify, "n", "n"), _instance(wait, "w", "w"))
+            self.signals[key] = not _false(cell)
+        return self.signals[key]
 
     def _chain(self, first: _Instance, second: _Instance, tag: str) -> Cond:
         """Some notify after `first` on its rank feeds a wait before `second` on its rank."""
         options = []
+        notifies = [
+            (index, notify)
+            for index, notify in enumerate(self.notifies)
+            if not self.exclusive(first.template, notify, second.template)
+        ]
+        waits = [
+            (index, wait)
+            for index, wait in enumerate(self.waits)
+            if not self.exclusive(first.template, wait, second.template)
+        ]
         for (n_index, notify_template), (w_index, wait_template) in itertools.product(
-            enumerate(self.notifies), enumerate(self.waits)
+            notifies, waits
         ):
-            if self.exclusive(first.template, notify_template, wait_template, second.template):
+            if self.exclusive(notify_template, wait_template) or not self._may_signal(
+                notify_template, wait_template
+            ):
                 continue
             notify = _instance(notify_template, f"{tag}n{n_index}", "a")
             notify = _Instance(
@@ -443,10 +569,11 @@ class Prover:
                     _same_cell(notify, wait),
                 )
             )
-            options.append(Exists((*notify.loop_names, *wait.loop_names), body))
+            if not _false(body):
+                options.append(Exists((*notify.loop_names, *wait.loop_names), body))
         return Any_(tuple(options))
 
-    def _ordered(self) -> Iterator[Failure]:
+    def _ordered(self) -> Iterator[_Candidate]:
         accesses = [t for t in self.protocol.templates if t.effect is not Effect.WAIT]
         accesses += self.waits
         for left, right in itertools.combinations_with_replacement(accesses, 2):
@@ -455,19 +582,30 @@ class Prover:
             if left.footprint.memory != right.footprint.memory:
                 continue
             first, second = _instance(left, "a", "a"), _instance(right, "b", "b")
+            overlap = _overlap(first, second, "o")
+            if _false(overlap):
+                continue
             cond = All(
                 (
                     first.guard,
                     second.guard,
                     Cmp(Rel.NE, first.rank, second.rank),
-                    _overlap(first, second, "o"),
+                    overlap,
                     Not(self._chain(first, second, "c")),
                     Not(self._chain(second, first, "d")),
                 )
             )
-            failure = self._refute(Obligation.ORDERED, cond, left, right)
-            if failure is not None:
-                yield failure
+            yield from self._candidate(Obligation.ORDERED, cond, left, right)
+
+
+def _false(cond: Cond) -> bool:
+    """Syntactically unsatisfiable: a conjunction with a false part, or an empty
+    disjunction (no solver call needed)."""
+    if isinstance(cond, All):
+        return any(_false(part) for part in cond.parts)
+    if isinstance(cond, Any_):
+        return all(_false(part) for part in cond.parts)
+    return False
 
 
 def _conflicting(left: Effect, right: Effect) -> bool:

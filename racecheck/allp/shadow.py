@@ -13,6 +13,7 @@ addresses live in `views`; DSL functions and programs in `functions`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any
@@ -166,9 +167,12 @@ class Surface:
             raise OutsideFragment("a dispatch whose device= is not the index of one host loop")
         tracer.check(in_range(device.expr, Const(0), Var(WORLD)), "a dispatch's device")
         self.dispatched = True
-        tracer.enter_rank()
+        rank = tracer.enter_rank()
         try:
             function(*args, **kwargs)
+        except OutsideFragment as outside:
+            # The reason names the rank as the user does, not by its loop variable.
+            raise OutsideFragment(re.sub(rf"\b{rank}\b", "rank", outside.reason)) from None
         finally:
             tracer.rank = None
 

@@ -29,6 +29,7 @@ from racecheck.allp.expr import (
     Op,
     Rel,
     Var,
+    variables,
 )
 
 TIMEOUT_MS = 20_000
@@ -57,21 +58,36 @@ def _z3() -> Any:
 
 
 class _Translator:
+    """Expression and condition trees to z3 terms, each distinct subtree once: the
+    obligations repeat guards and footprints across many queries. A bound variable
+    is the z3 constant of its name, which `Exists` abstracts (so terms are the same
+    inside and outside a quantifier and can be shared)."""
+
+    LIMIT = 200_000  # cached subtrees before the cache starts over
+
     def __init__(self) -> None:
         self.z3 = _z3()
-        self.ints: dict[str, Any] = {}
+        self.terms: dict[Expr | Cond, Any] = {}
 
-    def var(self, name: str) -> Any:
-        if name not in self.ints:
-            self.ints[name] = self.z3.Int(name)
-        return self.ints[name]
+    def __call__(self, item: Expr | Cond) -> Any:
+        term = self.terms.get(item)
+        if term is None:
+            if len(self.terms) > self.LIMIT:
+                self.terms.clear()
+            term = (
+                self._cond(item)
+                if isinstance(item, (Cmp, Not, All, Any_, Exists))
+                else self._expr(item)
+            )
+            self.terms[item] = term
+        return term
 
-    def expr(self, item: Expr) -> Any:
+    def _expr(self, item: Expr) -> Any:
         if isinstance(item, Const):
             return self.z3.IntVal(item.value)
         if isinstance(item, Var):
-            return self.var(item.name)
-        left, right = self.expr(item.left), self.expr(item.right)
+            return self.z3.Int(item.name)
+        left, right = self(item.left), self(item.right)
         if item.op is Op.ADD:
             return left + right
         if item.op is Op.SUB:
@@ -87,10 +103,10 @@ class _Translator:
         same_sign = (left >= 0) == (right >= 0)
         return z3.If(same_sign, magnitude, -magnitude)
 
-    def cond(self, item: Cond) -> Any:
+    def _cond(self, item: Cond) -> Any:
         z3 = self.z3
         if isinstance(item, Cmp):
-            left, right = self.expr(item.left), self.expr(item.right)
+            left, right = self(item.left), self(item.right)
             return {
                 Rel.EQ: lambda: left == right,
                 Rel.NE: lambda: left != right,
@@ -98,23 +114,32 @@ class _Translator:
                 Rel.LE: lambda: left <= right,
             }[item.rel]()
         if isinstance(item, Not):
-            return z3.Not(self.cond(item.inner))
+            return z3.Not(self(item.inner))
         if isinstance(item, All):
-            return z3.And([self.cond(part) for part in item.parts])
+            return z3.And([self(part) for part in item.parts])
         if isinstance(item, Any_):
-            return z3.Or([self.cond(part) for part in item.parts])
-        if isinstance(item, Exists):
-            bound = [z3.Int(name) for name in item.names]
-            saved = {name: self.ints.get(name) for name in item.names}
-            self.ints.update(zip(item.names, bound, strict=True))
-            body = self.cond(item.body)
-            for name, value in saved.items():
-                if value is None:
-                    self.ints.pop(name)
-                else:
-                    self.ints[name] = value
-            return z3.Exists(bound, body) if bound else body
-        raise TypeError(f"not a condition: {item!r}")
+            return z3.Or([self(part) for part in item.parts])
+        body = self(item.body)
+        bound = [z3.Int(name) for name in item.names]
+        return z3.Exists(bound, body) if bound else body
+
+
+class _Shared:
+    """One translator and one incremental solver for the process: each query is pushed
+    and popped again, which spares building a solver per query."""
+
+    def __init__(self) -> None:
+        self.translate = _Translator()
+        self.solver = _z3().Solver()
+
+
+_SHARED: list[_Shared] = []
+
+
+def _shared() -> _Shared:
+    if not _SHARED:
+        _SHARED.append(_Shared())
+    return _SHARED[0]
 
 
 def satisfiable(cond: Cond, deadline: float | None = None) -> bool:
@@ -140,23 +165,27 @@ def counter_model(cond: Cond, low: int, *, deadline: float | None = None) -> Cou
 
 def _check(cond: Cond, deadline: float | None) -> CounterModel | None:
     z3 = _z3()
-    translator = _Translator()
-    solver = z3.Solver()
     budget = TIMEOUT_MS
     if deadline is not None:
         budget = min(budget, int((deadline - time.monotonic()) * 1000))
         if budget <= 0:
             raise Undecided("the all-P time budget ran out")
+    shared = _shared()
+    solver = shared.solver
     solver.set("timeout", budget)
-    solver.add(translator.cond(cond))
-    answer = solver.check()
-    if answer == z3.unsat:
-        return None
-    if answer != z3.sat:
-        raise Undecided(solver.reason_unknown())
-    model = solver.model()
-    values = {
-        name: model.eval(variable, model_completion=True).as_long()
-        for name, variable in translator.ints.items()
-    }
-    return CounterModel(world=values.get(WORLD, 0), values=tuple(sorted(values.items())))
+    solver.push()
+    try:
+        solver.add(shared.translate(cond))
+        answer = solver.check()
+        if answer == z3.unsat:
+            return None
+        if answer != z3.sat:
+            raise Undecided(solver.reason_unknown())
+        model = solver.model()
+        values = {
+            name: model.eval(z3.Int(name), model_completion=True).as_long()
+            for name in sorted(variables(cond))
+        }
+    finally:
+        solver.pop()
+    return CounterModel(world=values.get(WORLD, 0), values=tuple(values.items()))

@@ -6,6 +6,15 @@ CrossHair scheme). A `pl.range` is one symbolic iteration: a fresh index variabl
 bounded by the loop's range, whose conditions are dropped again when the loop ends.
 Loop-carried scalars, a value from an iteration that escapes its loop, and a
 precondition raised inside a loop are outside the fragment.
+
+Branches inside a kernel's loop are explored pass by pass within the run: the body
+runs once per path through it, each pass from the loop's entry facts with an index
+variable of its own, and the code after the loop runs once. This is sound because
+what an iteration leaves behind must be the same whichever path it took (checked
+after every pass), and a value of one pass's index cannot reach another pass (its
+variable is out of scope there). Paths through consecutive loops then add up
+instead of multiplying. A branch decided again on one path (`a % b` then `a // b`)
+takes the recorded side without a new decision.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import ast
 import dis
 import functools
+import itertools
 import linecache
 import sys
 from collections.abc import Callable, Iterator
@@ -50,12 +60,15 @@ from racecheck.events import NotifyOp, WaitCmp
 
 Feasible = Callable[[Cond], bool]
 MAX_DECISIONS = 400
+MAX_PASSES = 256
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Fact:
     cond: Cond
     names: frozenset[str]
+    options: tuple[Cond, ...] = ()  # the branch this fact decided (empty: an assumption)
+    choice: int = 0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -64,6 +77,10 @@ class _Scope:
     counter: int = 0
     branched: bool = False  # a branch in the body depended on this loop's index
     dispatches: bool = False  # the host loop whose index is the rank: nothing observable follows
+    passes: bool = False  # a kernel loop: branches in its body are explored pass by pass
+    forced: list[int] = field(default_factory=list)  # this pass's recorded decisions
+    taken: list[int] = field(default_factory=list)
+    pending: list[list[int]] = field(default_factory=list)  # decisions of passes to come
 
 
 @dataclass(slots=True, kw_only=True)
@@ -79,12 +96,9 @@ class Tracer:
     """The state of one run: decisions, path conditions, loop scopes, records."""
 
     def __init__(self, forced: list[int], feasible: Feasible, base: Cond) -> None:
-        self.forced = forced
-        self.taken: list[int] = []
-        self.alternatives: list[list[int]] = []
         self.feasible = feasible
         self.facts: list[_Fact] = [_Fact(cond=base, names=frozenset())]
-        self.scopes: list[_Scope] = [_Scope(var=None)]
+        self.scopes: list[_Scope] = [_Scope(var=None, forced=forced)]
         self.record = PathRecord()
         self.rank: str | None = None
         self.loops = 0
@@ -103,6 +117,11 @@ class Tracer:
     def world(self) -> Sym:
         return self.sym(Var(WORLD))
 
+    @property
+    def alternatives(self) -> list[list[int]]:
+        """Decision prefixes of the runs still to do (branches outside kernel loops)."""
+        return self.scopes[0].pending
+
     def guard(self) -> Cond:
         return All(tuple(fact.cond for fact in self.facts))
 
@@ -111,34 +130,42 @@ class Tracer:
 
     def choose(self, options: tuple[Cond, ...]) -> int:
         """Which of mutually exclusive, exhaustive `options` holds: the first feasible one
-        on this run, the other feasible ones on runs of their own."""
+        on this run (or pass), the other feasible ones on runs (or passes) of their own."""
+        decided = next((fact.choice for fact in self.facts if fact.options == options), None)
+        if decided is not None:
+            return decided  # its variables are in scope: its fact still is
         for option in options:
             self._check_scope(option, "a branch")
-        index = len(self.taken)
+        scope = self._deciding_scope()
+        index = len(scope.taken)
         if index >= MAX_DECISIONS:
             raise OutsideFragment(
                 f"more than {MAX_DECISIONS} symbolic branches on one path"
                 " (a loop whose bound is symbolic but is not a pl.range?)"
             )
-        if index < len(self.forced):
-            choice = self.forced[index]
+        if index < len(scope.forced):
+            choice = scope.forced[index]
         else:
             now = self.guard()
             feasible = [n for n, option in enumerate(options) if self.feasible(All((now, option)))]
             choice = feasible[0] if feasible else 0
-            self.alternatives += [[*self.taken, other] for other in feasible[1:]]
-        self.taken.append(choice)
-        self._assume(options[choice])
+            scope.pending += [[*scope.taken, other] for other in feasible[1:]]
+        scope.taken.append(choice)
+        self._assume(options[choice], options, choice)
         mentioned = set().union(*(variables(option) for option in options))
-        for scope in self.scopes:
-            scope.branched = scope.branched or scope.var in mentioned
+        for loop in self.scopes:
+            loop.branched = loop.branched or loop.var in mentioned
         for number, option in enumerate(options):
             if variables(option) <= {WORLD}:
                 self.context.add((option, number == choice))
         return choice
 
-    def _assume(self, cond: Cond) -> None:
-        self.facts.append(_Fact(cond=cond, names=variables(cond)))
+    def _deciding_scope(self) -> _Scope:
+        """The innermost kernel loop (its passes explore the branch), else the run."""
+        return next((scope for scope in reversed(self.scopes) if scope.passes), self.scopes[0])
+
+    def _assume(self, cond: Cond, options: tuple[Cond, ...] = (), choice: int = 0) -> None:
+        self.facts.append(_Fact(cond=cond, names=variables(cond), options=options, choice=choice))
 
     def _active_loops(self) -> frozenset[str]:
         return frozenset(scope.var for scope in self.scopes if scope.var is not None)
@@ -148,7 +175,8 @@ class Tracer:
         escaped -= self._active_loops()
         if escaped:
             raise OutsideFragment(
-                f"{what} at {user_location()} uses a loop index after its loop ended"
+                f"{what} at {user_location()} uses a loop index outside its iteration"
+                " (after its loop, or on another path through the loop body)"
             )
 
     # --- loops --------------------------------------------------------------------------
@@ -156,23 +184,14 @@ class Tracer:
     def loop(self, start: object, stop: object, step: int) -> Iterator[Sym]:
         if step <= 0:
             raise OutsideFragment(f"pl.range with step {step} is outside the fragment")
-        self.loops += 1
-        name = f"i{self.loops}"
-        index = Var(name)
         low, high = _expr(start), _expr(stop)
         self._check_scope(low, "a loop bound")
         self._check_scope(high, "a loop bound")
-        scope = self.scopes[-1]
-        slot = scope.counter
-        scope.counter += 1
-        self.scopes.append(_Scope(var=name))
-        self._assume(Cmp(Rel.LE, low, index))
-        self._assume(Cmp(Rel.LT, index, high))
-        if step != 1:
-            offset = self.sym(index) - self.sym(low)
-            self._assume(Cmp(Rel.EQ, _expr(offset % step), Const(0)))
-        self.scopes[-1].counter = 0
-        self.slots.append(LoopItem(slot=slot, var=name))
+        outer = self.scopes[-1]
+        self.slots.append(LoopItem(slot=outer.counter, var=""))
+        outer.counter += 1
+        scope = _Scope(var=None, passes=self.rank is not None)
+        self.scopes.append(scope)
         frame = sys._getframe(1)  # the frame iterating the loop
         if not _iterated_by_for(frame.f_code, frame.f_lasti):
             raise OutsideFragment(
@@ -181,18 +200,62 @@ class Tracer:
             )
         before = dict(frame.f_locals)
         sizes = _sizes(before)
-        try:
-            yield self.sym(index)
-        except GeneratorExit:
-            # Raised here it would be swallowed: the run's driver reads `left_early`.
-            self.left_early = f"a loop left early (break, return or an exception) in {name}"
-            return
-        scope = self.scopes.pop()
+        entry_facts, entry_context = len(self.facts), set(self.context)
+        left: dict[str, object] | None = None
+        for count in itertools.count(1):
+            name = self._enter_pass(scope, low, high, step)
+            try:
+                yield self.sym(Var(name))
+            except GeneratorExit:
+                # Raised here it would be swallowed: the run's driver reads `left_early`.
+                self.left_early = f"a loop left early (break, return or an exception) in {name}"
+                return
+            if not scope.dispatches:
+                left = self._left_behind(scope, dict(frame.f_locals), before, sizes, left, count)
+            if not scope.pending:
+                break
+            if count >= MAX_PASSES:
+                raise OutsideFragment(f"more than {MAX_PASSES} paths through one loop body")
+            scope.forced, scope.taken = scope.pending.pop(), []
+            del self.facts[entry_facts:]
+            self.context = set(entry_context)
+        self.scopes.pop()
         self.slots.pop()
-        if not scope.dispatches:
-            after = dict(frame.f_locals)
-            _check_loop_exit(before, sizes, after, self._active_loops(), scope.branched)
-        self.facts = [fact for fact in self.facts if name not in fact.names]
+        if scope.passes:
+            del self.facts[entry_facts:]
+            self.context = entry_context
+        else:
+            self.facts = [fact for fact in self.facts if scope.var not in fact.names]
+
+    def _left_behind(
+        self,
+        scope: _Scope,
+        after: dict[str, object],
+        before: dict[str, object],
+        sizes: dict[str, int],
+        left: dict[str, object] | None,
+        count: int,
+    ) -> dict[str, object]:
+        """What this pass through the body left behind, checked against the loop's entry
+        and against what the earlier passes left."""
+        outer_loops = self._active_loops() - {scope.var}
+        several = count > 1 or bool(scope.pending)  # a name may be bound on some paths only
+        _check_loop_exit(before, sizes, after, outer_loops, scope.branched or several)
+        return _same_exit(left, after, outer_loops)
+
+    def _enter_pass(self, scope: _Scope, low: Expr, high: Expr, step: int) -> str:
+        """A fresh index variable for the next pass through the body, within its bounds."""
+        self.loops += 1
+        name = f"i{self.loops}"
+        index = Var(name)
+        scope.var, scope.counter = name, 0
+        self.slots[-1] = LoopItem(slot=self.slots[-1].slot, var=name)
+        self._assume(Cmp(Rel.LE, low, index))
+        self._assume(Cmp(Rel.LT, index, high))
+        if step != 1:
+            offset = self.sym(index) - self.sym(low)
+            self._assume(Cmp(Rel.EQ, _expr(offset % step), Const(0)))
+        return name
 
     def position(self) -> tuple[PositionItem, ...]:
         scope = self.scopes[-1]
@@ -225,8 +288,11 @@ class Tracer:
         value: Expr | None = None,
         cmp: WaitCmp | None = None,
     ) -> None:
-        for part in (*footprint.offsets, *footprint.extent, footprint.base):
+        owner = () if footprint.owner is None else (footprint.owner,)
+        for part in (*footprint.offsets, *footprint.extent, footprint.base, *owner):
             self._check_scope(part, "an access")
+        if value is not None:
+            self._check_scope(value, "a signal value")
         self.record.templates.append(
             Template(
                 effect=effect,
@@ -340,6 +406,42 @@ def _check_loop_exit(
         raise OutsideFragment(
             f"the loop carries {name!r}: set in one iteration and still bound after the loop"
         )
+
+
+_UNBOUND = object()
+
+
+def _same_exit(
+    left: dict[str, object] | None, after: dict[str, object], outer_loops: frozenset[str]
+) -> dict[str, object]:
+    """What the earlier passes through a loop body left behind, checked to be what this
+    pass left behind (a tile may be bound on some paths only): the code after the loop
+    runs once, for all of them."""
+    if left is None:
+        return after
+    for name in left.keys() | after.keys():
+        first, now = left.get(name, _UNBOUND), after.get(name, _UNBOUND)
+        if all(_unusable(value, outer_loops) for value in (first, now)):
+            continue
+        if _same_tile(first, now) or _unchanged(now, first):
+            continue
+        raise OutsideFragment(
+            f"the loop carries {name!r}: its value after the loop depends on the path"
+            " through the body"
+        )
+    return {**after, **left}
+
+
+def _unusable(value: object, outer_loops: frozenset[str]) -> bool:
+    """Unbound, or of an index the code after the loop cannot use (the scope check)."""
+    return value is _UNBOUND or _of_inner_loop(value, outer_loops)
+
+
+def _same_tile(first: object, now: object) -> bool:
+    """Tiles are data: the same tile, or one bound on some paths only."""
+    tiles = [value for value in (first, now) if isinstance(value, Opaque)]
+    unbound = [value for value in (first, now) if value is _UNBOUND]
+    return len(tiles) + len(unbound) == 2 and (len(tiles) < 2 or first == now)
 
 
 def _of_inner_loop(value: object, outer_loops: frozenset[str]) -> bool:

@@ -276,7 +276,9 @@ class RankContext:
         )
         self.run.checkpoint(self, event)
         self.run.executed(self, event)
-        if cmp is WaitCmp.GE_UNSIGNED:
+        if cmp is WaitCmp.GE_UNSIGNED and label == "pld.system.defer_wait":
+            # A builtin's deferred wait (`defer=True`) is a phase task of its own,
+            # followed by the builtin's epilogue phase; only the user's retires its task.
             self.deferred_at = event.location
 
     def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:

@@ -13,6 +13,7 @@ from racecheck.cosim.policies import (
 from racecheck.cosim.rank import Abort, Crash, RankContext
 from racecheck.cosim.tasks import TaskOrders
 from racecheck.dsl.context import activated
+from racecheck.dsl.declared import as_declared
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.scopes import tags_of
 from racecheck.dsl.tensors import TensorView
@@ -184,13 +185,14 @@ class BatonScheduler:
             self._fail(error)
 
     def _run_dispatch(self, state: RankContext, dispatch: Dispatch) -> None:
-        arguments = (*dispatch.args, *dispatch.kwargs.values())
+        args, kwargs = as_declared(dispatch.function, dispatch.args, dispatch.kwargs)
+        arguments = (*args, *kwargs.values())
         comm = any(isinstance(value, TensorView) and value.is_window for value in arguments)
         name = getattr(dispatch.function, "__name__", "dispatch")
         plan = self.task_orders.get((state.rank, state.tasks.dispatch + 1))
-        tags = tags_of(dispatch.function, dispatch.args, dispatch.kwargs)
+        tags = tags_of(dispatch.function, args, kwargs)
         state.start_dispatch(name, comm, tags, plan)
-        dispatch.function(*dispatch.args, **dispatch.kwargs)
+        dispatch.function(*args, **kwargs)
         state.finish_dispatch()
 
     def _fail(self, error: BaseException) -> None:

@@ -16,15 +16,17 @@ a task nothing orders with it. A rank records its tasks in a `TaskLog` as it run
 
 Checking a trace in which every task runs after all its program-order predecessors is
 exact for a pair of unordered tasks A (earlier) and B exactly when reordering them
-cannot matter: no access of one conflicts with the other's, A has no wait (nothing it
-waits for can order B after it) and B no notify (nothing can order it after A).
+cannot matter: no access of one conflicts with the other's, B has no notify (nothing
+can order it after A), and A has no wait unless B neither synchronises nor touches
+bytes another rank accesses in a conflicting way (what A waits for orders B after it
+only through such events).
 Pairs that fail this are `Overlap`s: the check runs them in another order the runtime
 allows (`reorder`), and what it cannot show stays unknown.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -132,12 +134,24 @@ def ordered_pairs(
     return before
 
 
-def _conflict(first: Sequence[Event], second: Sequence[Event]) -> bool:
-    by_instance: dict[tuple[int, int], list[tuple[AccessMode | None, Region]]] = {}
-    for event in first:
+Accesses = dict[tuple[int, int], list[tuple[AccessMode | None, Region]]]
+"""Accesses by memory instance: (memory, owner) -> (mode, region) of each."""
+
+
+def _accesses(events: Iterable[Event]) -> Accesses:
+    by_instance: Accesses = {}
+    for event in events:
         if event.access is not None:
             key = (event.access.memory, event.access.owner)
             by_instance.setdefault(key, []).append((event.mode, event.access))
+    return by_instance
+
+
+def _conflict(first: Sequence[Event], second: Sequence[Event]) -> bool:
+    return _conflicts_with(_accesses(first), second)
+
+
+def _conflicts_with(by_instance: Accesses, second: Sequence[Event]) -> bool:
     for event in second:
         region = event.access
         if region is None:
@@ -157,12 +171,17 @@ _COMPATIBLE: dict[AccessMode | None, frozenset[AccessMode | None]] = {
 """The access modes of another task that never conflict with an access of this mode."""
 
 
-def _matters(first: Sequence[Event], second: Sequence[Event]) -> bool:
+def _matters(first: Sequence[Event], second: Sequence[Event], others: Accesses) -> bool:
+    """Whether running `second` after `first` could decide something the runtime leaves
+    open. A wait of `first` can order `second` after other ranks' events, which matters
+    only when `second` synchronises or touches bytes another rank accesses in a
+    conflicting way (`others`): else no race, wait or value of `second` involves them."""
     if not first or not second:
         return False
-    if any(event.kind is EventKind.WAIT for event in first):
-        return True
     if any(event.kind is EventKind.NOTIFY for event in second):
+        return True
+    waits = any(event.kind is EventKind.WAIT for event in first)
+    if waits and (any(event.is_sync for event in second) or _conflicts_with(others, second)):
         return True
     return _conflict(first, second)
 
@@ -193,15 +212,18 @@ def overlaps(
     events: Sequence[Event],
     rules: RuntimeOrder,
     memories: Sequence[Memory],
+    others: Accesses,
 ) -> list[Overlap]:
-    """The pairs of `rank`'s tasks the runtime leaves unordered and whose order matters."""
+    """The pairs of `rank`'s tasks the runtime leaves unordered and whose order matters;
+    `others` holds the other ranks' accesses."""
     before = ordered_pairs(tasks, events, rules, memories)
     found: list[Overlap] = []
     for j, second in enumerate(tasks):
         for i, first in enumerate(tasks[:j]):
             if before[i][j]:
                 continue
-            if _matters(events[first.first : first.end], events[second.first : second.end]):
+            first_events = events[first.first : first.end]
+            if _matters(first_events, events[second.first : second.end], others):
                 reorderable = first.dispatch == second.dispatch and not any(
                     task.glue or task.spec.region
                     for task in tasks
@@ -234,11 +256,16 @@ def task_overlaps(
     memories: Sequence[Memory],
 ) -> list[Overlap]:
     """Every rank's `overlaps`."""
-    return [
-        overlap
-        for rank, rank_tasks in enumerate(tasks)
-        for overlap in overlaps(rank, rank_tasks, events[rank], rules, memories)
-    ]
+    found: list[Overlap] = []
+    for rank, rank_tasks in enumerate(tasks):
+        others = _accesses(
+            event
+            for other, rank_events in enumerate(events)
+            if other != rank
+            for event in rank_events
+        )
+        found.extend(overlaps(rank, rank_tasks, events[rank], rules, memories, others))
+    return found
 
 
 def reorderings(

@@ -30,7 +30,7 @@ from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, ReduceOp
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import SourceLocation
+from racecheck.events import SourceLocation, WaitCmp
 
 HOST_MAX_RANKS = 16
 HOST_DTYPES = frozenset({"FP32"})  # the mesh allreduce also takes FP16 (docs/model.md)
@@ -241,8 +241,15 @@ def broadcast(data: object, signal: object, *, root: object = 0) -> object:
     return data
 
 
-def allgather(local: object, target: object, signal: object, out: object = None) -> object:
+def allgather(
+    local: object, target: object, signal: object, out: object = None, *, defer: bool = False
+) -> object:
     label = "pld.tensor.allgather"
+    if defer and (out is not None or _host() is not None):
+        raise _unsupported(
+            f"{label}(defer=True) is the three-argument InCore composite: PyPTO splits it "
+            "inside a kernel's task, not in the host function or with an out tensor"
+        )
     local_view = require_view(local, label, "local")
     target_view = _window(target, label, "target")
     signal_view = _window(signal, label, "the signal")
@@ -256,7 +263,10 @@ def allgather(local: object, target: object, signal: object, out: object = None)
         out_view = require_view(out, label, "out")
         _launch(label, lowering.allgather_into, (local_view, target_view, signal_view, out_view))
         return out
-    _launch(label, lowering.allgather, (local_view, target_view, signal_view))
+    # defer=True: PyPTO's task completes once the peers' cells pass its deferred
+    # (unsigned) wait and its epilogue ran, so its dependents see the same order.
+    cmp = WaitCmp.GE_UNSIGNED if defer else WaitCmp.GE
+    _launch(label, lowering.allgather, (local_view, target_view, signal_view), cmp=cmp)
     return target
 
 
@@ -269,26 +279,45 @@ def reduce_scatter(target: object, signal: object, *, op: ReduceOp = ReduceOp.Su
     return target
 
 
-def all_to_all(source: object, target: object, signal: object) -> object:
+def all_to_all(source: object, target: object, signal: object, out: object = None) -> object:
     label = "pld.tensor.all_to_all"
     source_view = require_view(source, label, "input")
     operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
     _require_separate(label, source_view, operands[1])
-    _launch(label, lowering.all_to_all, operands)
-    return target
+    if out is None:
+        _launch(label, lowering.all_to_all, operands)
+        return target
+    if _host() is not None:
+        raise _unsupported(f"{label} with an out tensor is the InCore intrinsic, not a host call")
+    _launch(label, lowering.all_to_all_into, (*operands, require_view(out, label, "out")))
+    return out
 
 
 def all_to_all_v(
-    source: object, target: object, signal: object, send_counts: object, recv_counts: object
+    source: object,
+    target: object,
+    signal: object,
+    send_counts: object = None,
+    recv_counts: object = None,
+    *,
+    core_num: object = 1,
 ) -> object:
+    """With both counts, or (the first InCore form) neither; on one core (docs/model.md)."""
     label = "pld.tensor.all_to_all_v"
+    if as_index(core_num) != 1:
+        raise _unsupported(f"{label} with core_num={core_num!r}: racecheck models one core")
     source_view = require_view(source, label, "input")
-    operands = (
-        source_view,
-        _window(target, label, "target"),
-        _window(signal, label, "the signal"),
-        require_view(send_counts, label, "send_counts"),
-        _window(recv_counts, label, "recv_counts"),
-    )
-    _launch(label, lowering.all_to_all_v, operands)
+    operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
+    if send_counts is not None and recv_counts is not None:
+        counts = (
+            require_view(send_counts, label, "send_counts"),
+            _window(recv_counts, label, "recv_counts"),
+        )
+        _launch(label, lowering.all_to_all_v, (*operands, *counts))
+    elif send_counts is None and recv_counts is None and _host() is None:
+        _launch(label, lowering.all_to_all_v, operands)
+    else:
+        raise _unsupported(
+            f"{label} takes send_counts and recv_counts together (in the host function, always)"
+        )
     return target

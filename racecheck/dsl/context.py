@@ -17,7 +17,7 @@ import numpy as np
 from racecheck.dsl.location import user_location
 from racecheck.dsl.symbolic import Decision
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import EventRef, NotifyOp, WaitCmp
+from racecheck.events import Event, EventRef, NotifyOp, WaitCmp
 
 if TYPE_CHECKING:
     from racecheck.dsl.tensors import TensorView, WindowBuffer
@@ -55,6 +55,11 @@ class RankContext(Protocol):
 
     @property
     def dims(self) -> Mapping[str, int]: ...
+
+    @property
+    def events(self) -> Sequence[Event]:
+        """What the rank recorded so far, in its order."""
+        ...
 
     def load(
         self,
@@ -128,6 +133,10 @@ class RankContextProxy:
     @property
     def dims(self) -> Mapping[str, int]:
         return self.inner.dims
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return self.inner.events
 
     def load(
         self,

@@ -89,9 +89,24 @@ def pinned(location: SourceLocation) -> Iterator[None]:
         _pinned.location = previous
 
 
+@contextmanager
+def attributed(location: SourceLocation) -> Iterator[None]:
+    """Within the block, every location is `location`, whatever the stack (this thread
+    only): what runs there is the deferred effect of the call at `location`."""
+    previous = getattr(_pinned, "forced", None)
+    _pinned.forced = location
+    try:
+        yield
+    finally:
+        _pinned.forced = previous
+
+
 def user_location(frame: FrameType | None = None) -> SourceLocation:
     """The innermost user-file location on the stack (from `frame`, default: the caller),
-    else the pinned one."""
+    else the pinned one; inside `attributed`, its location."""
+    forced = getattr(_pinned, "forced", None)
+    if forced is not None:
+        return forced  # type: ignore[no-any-return]
     found = innermost_user_frame(frame if frame is not None else sys._getframe(1))
     if found is not None:
         return location_of(found)

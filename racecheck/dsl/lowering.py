@@ -76,13 +76,18 @@ def returns_at_once(context: RankContext, why: str) -> None:
 
 
 def generation(
-    context: RankContext, signal: TensorView, expected: int, cell_of: CellOf, label: str
+    context: RankContext,
+    signal: TensorView,
+    expected: int,
+    cell_of: CellOf,
+    label: str,
+    cmp: WaitCmp = WaitCmp.GE,
 ) -> None:
     """Announce to every peer, then wait for every peer's announcement to reach `expected`."""
     for peer in _peers(context):
         context.notify(signal, peer, cell_of(context.rank), 1, NotifyOp.ATOMIC_ADD, label)
     for source in _peers(context):
-        context.wait(signal, cell_of(source), expected, WaitCmp.GE, label)
+        context.wait(signal, cell_of(source), expected, cmp, label)
 
 
 def epilogue(
@@ -435,14 +440,16 @@ def allgather(
     target: TensorView,
     signal: TensorView,
     label: str,
+    cmp: WaitCmp = WaitCmp.GE,
 ) -> None:
-    """Put `local[0, :]` into row `me` of every rank's target, self included; B1; -1."""
+    """Put `local[0, :]` into row `me` of every rank's target, self included; B1; -1.
+    `defer=True` waits in B1 with `cmp` (unsigned, as `defer_wait` compares)."""
     for destination in range(context.ranks):
         _copy(
             context, local, _first_row(local), target, destination, row(target, context.rank), label
         )
     cells = mesh_cells(signal)
-    generation(context, signal, 1, cells, label)
+    generation(context, signal, 1, cells, label, cmp)
     epilogue(context, signal, 1, cells, label)
 
 
@@ -516,36 +523,49 @@ def all_to_all(
     epilogue(context, signal, 1, cells, label)
 
 
+def all_to_all_into(
+    context: RankContext,
+    lowering: Lowering,
+    source: TensorView,
+    target: TensorView,
+    signal: TensorView,
+    out: TensorView,
+    label: str,
+) -> None:
+    """The four-argument intrinsic `all_to_all(input, target, signal, out)`: stage
+    `input` into the own target; B1; read row `me` of every target[s] into row s of the
+    plain tensor `out`; B2, which keeps the next staging off rows still being read; -2."""
+    _copy(context, source, whole(source), target, context.rank, whole(target), label)
+    cells = mesh_cells(signal)
+    generation(context, signal, 1, cells, label)
+    for source_rank in range(context.ranks):
+        offsets, extent = row(target, context.rank)
+        values, _ = context.load(target, source_rank, offsets, extent, label)
+        at, shape = row(out, source_rank)
+        context.store(out, local_owner(out, context.rank), at, values.reshape(shape), label)
+    generation(context, signal, 2, cells, label)
+    epilogue(context, signal, 2, cells, label)
+
+
 def all_to_all_v(
     context: RankContext,
     lowering: Lowering,
     source: TensorView,
     target: TensorView,
     signal: TensorView,
-    send_counts: TensorView,
-    recv_counts: TensorView,
+    *counts: TensorView,
     label: str,
 ) -> None:
     """Per destination d, self included: rows = min(send_counts[d], M); Set-notify rows
     into d's recv_counts[me] before the data; put the full M-row block d of input into
-    block `me` of d's target. Then B1 and -1 (docs/model.md)."""
+    block `me` of d's target. Then B1 and -1 (docs/model.md). Without `counts` (the
+    first InCore form, `all_to_all_v(input, target, signal)`), the blocks alone."""
     divisor = signal.shape[0] if lowering is Lowering.INCORE else context.ranks
     block = target.shape[0] // divisor
     for destination in range(context.ranks):
-        offsets, extent = row(send_counts, destination)
-        count, ref = context.load(
-            send_counts, local_owner(send_counts, context.rank), offsets, extent, label
-        )
-        context.note_control(frozenset({ref}), None)  # the count is published as a signal value
-        published = min(int(np.asarray(count).reshape(-1)[0]), block)
-        context.notify(
-            recv_counts,
-            destination,
-            row(recv_counts, context.rank)[0],
-            published,
-            NotifyOp.SET,
-            label,
-        )
+        if counts:
+            send_counts, recv_counts = counts
+            _publish_count(context, destination, block, send_counts, recv_counts, label)
         _copy(
             context,
             source,
@@ -558,3 +578,27 @@ def all_to_all_v(
     cells = mesh_cells(signal)
     generation(context, signal, 1, cells, label)
     epilogue(context, signal, 1, cells, label)
+
+
+def _publish_count(
+    context: RankContext,
+    destination: int,
+    block: int,
+    send_counts: TensorView,
+    recv_counts: TensorView,
+    label: str,
+) -> None:
+    offsets, extent = row(send_counts, destination)
+    count, ref = context.load(
+        send_counts, local_owner(send_counts, context.rank), offsets, extent, label
+    )
+    context.note_control(frozenset({ref}), None)  # the count is published as a signal value
+    published = min(int(np.asarray(count).reshape(-1)[0]), block)
+    context.notify(
+        recv_counts,
+        destination,
+        row(recv_counts, context.rank)[0],
+        published,
+        NotifyOp.SET,
+        label,
+    )

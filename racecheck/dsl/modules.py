@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from racecheck.dsl import (
+    async_put,
     builtins,
     collective_api,
     dist_ops,
@@ -280,6 +281,8 @@ def _distributed() -> DslNamespace:
             "notify": dist_ops.notify,
             "wait": dist_ops.wait,
             "defer_wait": dist_ops.defer_wait,
+            "async_session": async_put.async_session,
+            "wait_async_event": async_put.wait_async_event,
         },
     )
     tile = DslNamespace(
@@ -297,6 +300,7 @@ def _distributed() -> DslNamespace:
         "pld.tensor",
         {
             "put": dist_ops.put,
+            "put_async": async_put.put_async,
             "get": dist_ops.get,
             "remote_load": dist_ops.remote_load,
             "remote_store": dist_ops.remote_store,

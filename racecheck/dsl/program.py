@@ -18,7 +18,9 @@ from enum import Enum
 from types import CodeType, FrameType
 from typing import Any
 
+from racecheck.dsl.async_put import drained_by_the_end
 from racecheck.dsl.context import current, host_context, is_rank_context
+from racecheck.dsl.declared import as_declared
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.scopes import (
@@ -83,8 +85,10 @@ class DslFunction:
             )
         if context is None and self.role is FunctionRole.HOST:
             raise _not_run(self.__name__)
+        args, kwargs = as_declared(self.function, args, kwargs)
         if self.role is FunctionRole.KERNEL:
-            return kernel_call(self.__name__, self.function, args, kwargs)
+            with drained_by_the_end():
+                return kernel_call(self.__name__, self.function, args, kwargs)
         return self.function(*args, **kwargs)
 
     def _sub_worker_call(self) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from racecheck.dsl.context import activated, current, is_rank_context
+from racecheck.dsl.declared import signature_of
 from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import innermost_user_frame, user_location
 from racecheck.dsl.scalars import as_index
@@ -163,7 +164,7 @@ def tags_of(
 ) -> tuple[TaskTag, ...]:
     """The tensors a call passes, with the directions the callee declares for them."""
     try:
-        signature = inspect.signature(function)
+        signature = signature_of(function)
         bound = signature.bind(*args, **kwargs)
     except (TypeError, ValueError):
         return tuple(

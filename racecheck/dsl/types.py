@@ -4,7 +4,8 @@ Annotations (`pl.Tensor[[dims], dtype]`, `pl.Out[...]`, ...) are evaluated when 
 user's `def` runs and become `TensorType` / `ScalarType` records. Dims may be ints or
 `DimExpr` trees over `pl.dynamic` symbols, resolved per rank count by `resolve_dim`.
 Kernel parameter annotations are never checked: runtime values carry their shapes;
-only the host entry's annotations create tensors.
+only the host entry's annotations create tensors, and a window parameter's declared
+shape re-views a window argument of the same size (`racecheck.dsl.declared`).
 """
 
 from __future__ import annotations

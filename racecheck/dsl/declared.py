@@ -1,0 +1,70 @@
+"""Window arguments seen through the shapes their callee declares (docs/model.md).
+
+A function's `pld.DistributedTensor[[dims], dtype]` parameter is the type its body is
+compiled against: the host may pass a view of the same window bytes in another shape
+(a `[SIZE]` window into a `[1, SIZE]` parameter), and the body indexes it with the
+declared dims. So a window argument with as many elements of the declared dtype as
+the declared shape is re-viewed in that shape; any other argument is passed as is.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from racecheck.dsl.context import dim_bindings
+from racecheck.dsl.tensors import TensorView
+from racecheck.dsl.types import TensorKind, TensorType, resolve_dim
+
+
+def signature_of(function: Callable[..., Any]) -> inspect.Signature:
+    """`function`'s signature with its annotations evaluated, also in a file that
+    postpones them (`from __future__ import annotations`), over its globals and the
+    factory locals its body uses; an annotation naming anything else stays a string."""
+    try:
+        closure = inspect.getclosurevars(function).nonlocals
+    except TypeError:  # not a plain function or method (a partial)
+        closure = {}
+    try:
+        return inspect.signature(function, locals=closure, eval_str=True)
+    except (NameError, AttributeError, TypeError, SyntaxError):
+        return inspect.signature(function)
+
+
+def as_declared(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`args` and `kwargs` with each window view in the shape `function` declares for it."""
+    try:
+        signature = signature_of(function)
+        bound = signature.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return args, kwargs
+    bindings = dim_bindings() or {}
+    changed = False
+    for name, value in bound.arguments.items():
+        annotation = signature.parameters[name].annotation
+        reviewed = _reviewed(value, annotation, bindings)
+        if reviewed is not value:
+            bound.arguments[name] = reviewed
+            changed = True
+    return (tuple(bound.args), dict(bound.kwargs)) if changed else (args, kwargs)
+
+
+def _reviewed(value: object, annotation: object, bindings: Mapping[str, int]) -> object:
+    if not isinstance(value, TensorView) or not value.is_window:
+        return value
+    if not isinstance(annotation, TensorType) or annotation.kind is not TensorKind.DISTRIBUTED:
+        return value
+    try:
+        shape = tuple(resolve_dim(dim, bindings) for dim in annotation.dims)
+    except (KeyError, TypeError):
+        return value  # a dim the running program does not bind
+    if shape == value.shape or annotation.dtype != value.dtype:
+        return value
+    if math.prod(shape) != math.prod(value.shape):
+        return value
+    return replace(value, shape=shape)

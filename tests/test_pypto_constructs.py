@@ -1,0 +1,284 @@
+"""Constructs of PyPTO's current examples and system tests (docs/model.md): a window
+seen in its parameter's declared shape, `allgather(defer=True)`, `put_async`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import racecheck
+from racecheck.cosim import simulate
+from racecheck.dsl.declared import as_declared, signature_of
+from racecheck.dsl.dtypes import FP32
+from racecheck.dsl.tensors import TensorView
+from racecheck.dsl.types import DistributedTensor, Tensor, TensorType
+from racecheck.events import EventKind, MemoryKind, WaitCmp
+from racecheck.findings import Verdict
+from racecheck.load import discover, load_file
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _line(name: str, marker: str) -> int:
+    lines = (EXAMPLES / name).read_text().splitlines()
+    return next(n for n, text in enumerate(lines, start=1) if text.endswith(f"# @{marker}"))
+
+
+def test_a_deferred_allgather_waits_unsigned_then_runs_its_epilogue() -> None:
+    loaded = load_file(str(EXAMPLES / "55_deferred_allgather.py"))
+    (spec,) = discover(loaded, programs=(), args={})
+    trace = simulate(spec.instantiate(3)).trace
+    gather = _line("55_deferred_allgather.py", "gather")
+    for events in trace.events:
+        collective = [event for event in events if event.location.line == gather]
+        kinds = [event.kind for event in collective]
+        waits = [event.wait for event in collective if event.wait is not None]
+        assert len(waits) == 2 and all(wait.cmp is WaitCmp.GE_UNSIGNED for wait in waits)
+        last_wait = max(n for n, kind in enumerate(kinds) if kind is EventKind.WAIT)
+        epilogue = collective[last_wait + 1 :]
+        assert [event.kind for event in epilogue] == [EventKind.NOTIFY, EventKind.NOTIFY]
+        assert all(event.notify and event.notify.value == -1 for event in epilogue)
+
+
+def test_a_copy_out_not_depending_on_the_deferred_allgather_is_never_proved(
+    tmp_path: Path,
+) -> None:
+    name = "55_deferred_allgather.py"
+    source = (EXAMPLES / name).read_text()
+    assert ", deps=[gathered]" in source
+    unordered = tmp_path / "no_deps.py"
+    unordered.write_text(source.replace(", deps=[gathered]", ""))
+    (result,) = racecheck.verify(str(unordered), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    gather_task, copy_task = _line(name, "gather") - 1, _line(name, "copy") - 2
+    assert f"line {gather_task}" in result.message and f"line {copy_task}" in result.message
+
+
+def test_defer_is_refused_in_the_host_function(tmp_path: Path) -> None:
+    source = (EXAMPLES / "55_deferred_allgather.py").read_text()
+    host_call = "    return y\n\n\ndef main"
+    assert host_call in source
+    on_host = source.replace(
+        host_call,
+        "    pld.tensor.allgather(x, rows, signal, defer=True)\n" + host_call,
+    )
+    path = tmp_path / "host_defer.py"
+    path.write_text(on_host)
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "defer=True" in result.message and "not in the host function" in result.message
+
+
+PUT_ASYNC = "56_put_async_shift.py"
+
+
+def _put_async_variant(tmp_path: Path, old: str, new: str) -> Path:
+    source = (EXAMPLES / PUT_ASYNC).read_text()
+    assert old in source
+    path = tmp_path / "variant.py"
+    path.write_text(source.replace(old, new))
+    return path
+
+
+def test_a_put_async_transfer_is_recorded_at_its_line_when_drained() -> None:
+    loaded = load_file(str(EXAMPLES / PUT_ASYNC))
+    (spec,) = discover(loaded, programs=(), args={})
+    trace = simulate(spec.instantiate(2)).trace
+    put, drain = _line(PUT_ASYNC, "put"), _line(PUT_ASYNC, "drain")
+    for rank, events in enumerate(trace.events):
+        lines = [event.location.line for event in events]
+        transfer = [event for event in events if event.location.line == put]
+        assert [event.kind for event in transfer] == [EventKind.LOAD, EventKind.STORE]
+        assert transfer[1].access is not None and transfer[1].access.owner == 1 - rank
+        notify = lines.index(_line(PUT_ASYNC, "notify"))
+        assert events.index(transfer[1]) < notify
+        assert drain not in lines  # the drain itself is no event
+
+
+def test_a_wait_while_a_put_async_is_in_flight_is_refused(tmp_path: Path) -> None:
+    drain = "    pld.system.wait_async_event(sent, session)  # @drain\n"
+    wait = "    pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)\n"
+    path = _put_async_variant(tmp_path, drain, wait + drain)
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "is in flight" in result.message
+
+
+def test_writing_the_source_of_a_put_async_in_flight_is_refused(tmp_path: Path) -> None:
+    drain = "    pld.system.wait_async_event(sent, session)  # @drain\n"
+    store = "    outbox = pl.store(row, [0, 0], outbox)\n"
+    path = _put_async_variant(tmp_path, drain, store + drain)
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert f"put_async at line {_line(PUT_ASYNC, 'put')}" in result.message
+
+
+def test_a_put_async_never_drained_is_refused(tmp_path: Path) -> None:
+    path = _put_async_variant(tmp_path, "    pld.system.wait_async_event(sent, session)", "")
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "never drained" in result.message
+
+
+def test_a_drain_through_another_session_is_refused(tmp_path: Path) -> None:
+    path = _put_async_variant(
+        tmp_path,
+        "pld.system.wait_async_event(sent, session)",
+        "pld.system.wait_async_event(sent, pld.system.async_session(sync_id=1))",
+    )
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "another session" in result.message
+
+
+BLOCKS = Path(__file__).resolve().parent / "fixtures" / "all_to_all_v_blocks.py"
+
+
+def test_all_to_all_v_without_counts_exchanges_whole_blocks() -> None:
+    for ranks in (2, 3):
+        (result,) = racecheck.verify(str(BLOCKS), ranks=[ranks]).results
+        assert result.verdict is Verdict.PROVED
+        assert result.model == "all_to_all"
+    loaded = load_file(str(BLOCKS))
+    (spec,) = discover(loaded, programs=(), args={})
+    trace = simulate(spec.instantiate(2)).trace
+    notifies = [event.notify for events in trace.events for event in events if event.notify]
+    assert notifies and all(notify.op.value == "AtomicAdd" for notify in notifies)
+
+
+def test_all_to_all_v_on_more_than_one_core_is_refused() -> None:
+    (result,) = racecheck.verify(str(BLOCKS), ranks=[2], args={"cores": "2"}).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "core_num=2" in result.message
+
+
+def test_the_four_argument_all_to_all_stages_pulls_between_two_barriers() -> None:
+    path = Path(__file__).resolve().parent / "fixtures" / "all_to_all_into.py"
+    for ranks in (2, 3):
+        (result,) = racecheck.verify(str(path), ranks=[ranks]).results
+        assert result.verdict is Verdict.PROVED
+        assert result.model == "all_to_all"
+    loaded = load_file(str(path))
+    (spec,) = discover(loaded, programs=(), args={})
+    trace = simulate(spec.instantiate(3)).trace
+    load, store, notify, wait = EventKind.LOAD, EventKind.STORE, EventKind.NOTIFY, EventKind.WAIT
+    barrier1 = [notify, notify, wait, wait]
+    pulls = [load, store] * 3
+    barrier2 = [notify, notify, wait, wait]
+    for rank, events in enumerate(trace.events):
+        assert [event.kind for event in events] == [
+            load,
+            store,
+            *barrier1,
+            *pulls,
+            *barrier2,
+            notify,
+            notify,
+        ]
+        pulled = [event.access for event in events[6:12:2] if event.access]
+        assert [region.owner for region in pulled] == [0, 1, 2]  # every rank's staged
+        assert {region.ranges for region in pulled} == {((rank * 64, rank * 64 + 64),)}
+        waits = [event.wait.expected for event in events if event.wait]
+        assert waits == [1, 1, 2, 2]
+        assert [event.notify.value for event in events[-2:] if event.notify] == [-2, -2]
+
+
+def _beside_the_gather(tmp_path: Path, body: str) -> Path:
+    """Example 55 with one more task, unordered with the deferred gather, running `body`."""
+    source = (EXAMPLES / "55_deferred_allgather.py").read_text()
+    replacements = {
+        "    y: pl.Out[pl.Tensor[[1, NR * SIZE], pl.FP32]],\n    rows:": (
+            "    y: pl.Out[pl.Tensor[[1, NR * SIZE], pl.FP32]],\n"
+            "    z: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],\n    rows:"
+        ),
+        '        with pl.at(level=pl.Level.CORE_GROUP, name_hint="copy_out"': (
+            '        with pl.at(level=pl.Level.CORE_GROUP, name_hint="beside"):\n'
+            f"            {body}\n"
+            '        with pl.at(level=pl.Level.CORE_GROUP, name_hint="copy_out"'
+        ),
+        "    x: pl.Tensor[[NR, 1, SIZE], pl.FP32], "
+        "y: pl.Out[pl.Tensor[[NR, 1, NR * SIZE], pl.FP32]]\n": (
+            "    x: pl.Tensor[[NR, 1, SIZE], pl.FP32],\n"
+            "    y: pl.Out[pl.Tensor[[NR, 1, NR * SIZE], pl.FP32]],\n"
+            "    z: pl.Out[pl.Tensor[[NR, 1, SIZE], pl.FP32]],\n"
+        ),
+        "per_rank(x[r], y[r], rows, signal, device=r)": (
+            "per_rank(x[r], y[r], z[r], rows, signal, device=r)"
+        ),
+    }
+    for old, new in replacements.items():
+        assert old in source, old
+        source = source.replace(old, new)
+    path = tmp_path / "beside.py"
+    path.write_text(source)
+    return path
+
+
+def test_local_work_beside_a_deferred_gather_is_proved(tmp_path: Path) -> None:
+    path = _beside_the_gather(
+        tmp_path, "pl.store(pl.add(pl.load(x, [0, 0], [1, SIZE]), 1.0), [0, 0], z)"
+    )
+    (result,) = racecheck.verify(str(path), ranks=[3]).results
+    assert result.verdict is Verdict.PROVED
+
+
+def test_work_beside_a_deferred_gather_reading_what_peers_write_is_not(tmp_path: Path) -> None:
+    path = _beside_the_gather(tmp_path, "pl.store(pl.load(rows, [0, 0], [1, SIZE]), [0, 0], z)")
+    (result,) = racecheck.verify(str(path), ranks=[3]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "task beside" in result.message and "task gather" in result.message
+
+
+def _view(shape: tuple[int, ...], kind: MemoryKind = MemoryKind.WINDOW) -> TensorView:
+    return TensorView(
+        memory=0,
+        kind=kind,
+        name="buf",
+        base=0,
+        shape=shape,
+        dtype=FP32,
+        memory_nbytes=256,
+        devices=set() if kind is MemoryKind.WINDOW else None,
+    )
+
+
+def _kernel(
+    window: DistributedTensor[[1, 64], FP32],  # type: ignore[valid-type]
+    plain: Tensor[[1, 64], FP32],  # type: ignore[valid-type]
+) -> None:
+    """A kernel signature: one window parameter, one plain tensor parameter."""
+
+
+def test_a_window_is_seen_in_its_declared_shape_only_when_the_sizes_match() -> None:
+    flat, host = _view((64,)), _view((64,), MemoryKind.HOST)
+    (window, plain), _ = as_declared(_kernel, (flat, host), {})
+    assert window.shape == (1, 64) and window.memory == flat.memory and window.base == 0
+    assert plain is host  # only windows are re-viewed
+    short = _view((32,))
+    (window, _), _ = as_declared(_kernel, (short, host), {})
+    assert window is short  # another size: passed as it is
+
+
+def test_a_put_async_left_in_flight_inside_pl_parallel_is_refused(tmp_path: Path) -> None:
+    put = "    sent = pld.tensor.put_async(inbox, right, outbox, session)  # @put\n"
+    source = (EXAMPLES / PUT_ASYNC).read_text()
+    assert put in source
+    inside = source.replace(put, "    for _ in pl.parallel(1):\n    " + put)
+    path = tmp_path / "parallel.py"
+    path.write_text(inside.replace("    pld.system.wait_async_event(sent, session)", ""))
+    (result,) = racecheck.verify(str(path), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "never drained" in result.message
+
+
+def test_postponed_annotations_are_evaluated_with_the_factory_locals_the_body_uses() -> None:
+    size = 8
+
+    def kernel(x: DistributedTensor[[1, size], FP32]) -> int:  # type: ignore[valid-type]
+        return size
+
+    def opaque(x: DistributedTensor[[1, size], FP32]) -> None:  # type: ignore[valid-type]
+        """Its body names no factory local: the annotation cannot be evaluated."""
+
+    annotation = signature_of(kernel).parameters["x"].annotation
+    assert isinstance(annotation, TensorType) and annotation.dims == (1, 8)
+    assert isinstance(signature_of(opaque).parameters["x"].annotation, str)
