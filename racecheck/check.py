@@ -383,11 +383,26 @@ def _check_path(
         notes=(*judge.notes(trace, options), *execution.notes),
         **facts,
     )
+    outcome = _inexact(judge.functional(outcome, options), execution.inexact)
     return PathOutcome(
-        outcome=dataclasses.replace(judge.functional(outcome, options), seconds=_since(started)),
+        outcome=dataclasses.replace(outcome, seconds=_since(started)),
         opened=opened,
         schedule=execution.schedule,
         decisions=execution.flow.decisions,
+    )
+
+
+def _inexact(outcome: Outcome, reasons: tuple[str, ...]) -> Outcome:
+    """A run whose order stands for only some executions (`Execution.inexact`) proves
+    nothing. Its races and wrong results are real, as it is one execution with more
+    ordering than the device has; a deadlock or a stale read may be the extra order's."""
+    if not reasons:
+        return outcome
+    dropped = (FindingKind.DEADLOCK, FindingKind.STALE_READ)
+    return dataclasses.replace(
+        outcome,
+        findings=tuple(f for f in outcome.findings if f.kind not in dropped),
+        unknown=outcome.unknown or reasons[0],
     )
 
 

@@ -198,3 +198,206 @@ def test_witness_steps_of_a_rank_running_one_task_at_a_time_name_no_task() -> No
     ).results
     assert result.findings
     assert {step.task for finding in result.findings for step in finding.witness} == {""}
+
+
+def test_submit_deps_order_a_write_after_read_and_a_wrong_dep_leaves_it_open() -> None:
+    assert _all_pairs("97_receive_then_scrub_submit.py") == [True, True, True]
+    assert _all_pairs("98_receive_then_scrub_submit_bug_wrong_dep.py") == [True, True, False]
+
+
+def test_submit_returns_the_results_then_the_task_id_flat(tmp_path: Path) -> None:
+    source = (EXAMPLES / "97_receive_then_scrub_submit.py").read_text()
+    unpacked = "y, received = pl.submit(self.receive_step, inbox, signal, y, deps=[pushed])"
+    assert unpacked in source
+    whole = tmp_path / "whole_tuple.py"
+    whole.write_text(
+        source.replace(
+            unpacked,
+            "submitted = pl.submit(self.receive_step, inbox, signal, y, deps=[pushed])\n"
+            "        assert len(submitted) == 2 and submitted[0] is y\n"
+            "        received = submitted[1]",
+        )
+    )
+    (result,) = racecheck.verify(str(whole), ranks=[3]).results
+    assert result.verdict is Verdict.PROVED
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("pl.submit(self.per_rank, x, y, inbox, signal)", "takes a kernel written self.<kernel>"),
+        ("pl.submit(self.scrub_step, inbox, predicate=(1,))", "predicate=...) is not modelled"),
+    ],
+)
+def test_submit_refuses_what_it_does_not_model(tmp_path: Path, call: str, message: str) -> None:
+    source = (EXAMPLES / "97_receive_then_scrub_submit.py").read_text()
+    scrub = "pl.submit(self.scrub_step, inbox, deps=[received])"
+    refused = tmp_path / "refused.py"
+    refused.write_text(source.replace(scrub, call))
+    line = refused.read_text().splitlines().index(f"        {call}") + 1
+    report = racecheck.verify(str(refused), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and message in result.message
+    assert any(f"refused.py:{line}:" in error for error in report.errors)
+
+
+SPLIT = "122_matmul_shift_split_aiv.py"
+
+
+def _split_variant(tmp_path: Path, old: str, new: str) -> Path:
+    source = (EXAMPLES / SPLIT).read_text()
+    assert old in source
+    variant = tmp_path / "variant.py"
+    variant.write_text(source.replace(old, new))
+    return variant
+
+
+def _split_line() -> int:
+    lines = (EXAMPLES / SPLIT).read_text().splitlines()
+    return next(n for n, text in enumerate(lines, start=1) if "in pl.split_aiv(" in text)
+
+
+def test_split_aiv_pins_its_communication_to_the_vector_lane() -> None:
+    execution = _run(SPLIT, 2)
+    assert [[task.spec.name for task in tasks] for tasks in execution.tasks] == [
+        ["matmul_shift"],
+        ["matmul_shift"],
+    ]  # no cube lane: the notify, wait and remote_store run inside the region
+    assert execution.inexact == ()
+    kinds = [event.kind for event in execution.trace.events[0]]
+    assert kinds.count(EventKind.NOTIFY) == 1 and kinds.count(EventKind.WAIT) == 1
+
+
+def test_a_sub_lane_after_the_first_that_notifies_is_never_proved(tmp_path: Path) -> None:
+    variant = _split_variant(tmp_path, "if aiv_id == 0:", "if aiv_id == 1:")
+    for result in racecheck.verify(str(variant), ranks=[1, 2, 3]).results:
+        assert result.verdict is Verdict.UNKNOWN
+        assert result.message.startswith(f"pl.split_aiv at line {_split_line()}: its sub-lanes")
+
+
+def test_code_after_a_split_aiv_region_is_never_proved(tmp_path: Path) -> None:
+    variant = _split_variant(
+        tmp_path,
+        "            y = pl.store(recv, [0, 0], y)\n",
+        "    y = pl.store(recv, [0, 0], y)  # @after\n",
+    )
+    after = variant.read_text().splitlines().index("    y = pl.store(recv, [0, 0], y)  # @after")
+    (result,) = racecheck.verify(str(variant), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert f"line {after + 1} runs after it on one AIV sub-lane" in result.message
+
+
+def test_split_aiv_halving_modes_are_refused_at_their_line(tmp_path: Path) -> None:
+    variant = _split_variant(tmp_path, "pl.SplitMode.NONE", "pl.SplitMode.UP_DOWN")
+    report = racecheck.verify(str(variant), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and "halves every tile" in result.message
+    assert any(f"variant.py:{_split_line()}:" in error for error in report.errors)
+
+
+SPMD = "124_ring_shift_spmd_push.py"
+
+
+def test_an_spmd_loop_is_one_task_ordered_before_the_kernel_reading_its_pushes() -> None:
+    execution = _run(SPMD, 2)
+    tasks = execution.tasks[0]
+    assert [task.spec.name for task in tasks] == ["pl.spmd", "receive_step"]
+    blocks = execution.trace.events[0][tasks[0].first : tasks[0].end]
+    assert [event.kind for event in blocks] == [EventKind.LOAD, EventKind.STORE] * 2
+    assert _order(execution, 0, RuntimeOrder.CURRENT) == {("pl.spmd", "receive_step"): True}
+    assert execution.inexact == ()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "for block in pl.spmd(2):",
+            "with pl.spmd(2):\n        block = 0",
+            "outside its kernel calls",
+        ),
+        ("for block in pl.spmd(2):", "for block in pl.spmd(2, predicate=(1,)):", "predicate"),
+    ],
+)
+def test_spmd_forms_it_does_not_model_are_refused_at_their_line(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    source = (EXAMPLES / SPMD).read_text()
+    line = source.splitlines().index(f"    {old}") + 1
+    variant = tmp_path / "variant.py"
+    variant.write_text(source.replace(old, new))
+    report = racecheck.verify(str(variant), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and message in result.message
+    assert any(f"variant.py:{line}:" in error for error in report.errors)
+
+
+CHIP = "126_chip_all_to_all_v.py"
+
+
+def test_a_builtin_in_a_per_device_function_is_a_task_ordered_by_its_directions() -> None:
+    execution = _run(CHIP, 2)
+    assert _order(execution, 0, RuntimeOrder.CURRENT) == {
+        ("stage_step", "pld.tensor.all_to_all_v"): True,  # reads what stage_step writes
+        ("stage_step", "consume_step"): True,
+        ("pld.tensor.all_to_all_v", "consume_step"): True,  # writes what consume_step reads
+    }
+    collective = execution.tasks[0][1]
+    notifies = [
+        event
+        for event in execution.trace.events[0][collective.first : collective.end]
+        if event.kind is EventKind.NOTIFY
+    ]
+    # the host kernel: a Set of the count into each destination, then the barrier and -1
+    assert [event.notify.op.name for event in notifies if event.notify] == [
+        "SET",
+        "SET",
+        "ATOMIC_ADD",
+        "ATOMIC_ADD",
+    ]
+
+
+def test_other_builtins_in_a_per_device_function_are_refused_as_pypto_does(
+    tmp_path: Path,
+) -> None:
+    source = (EXAMPLES / CHIP).read_text()
+    call = "data = pld.tensor.all_to_all_v(stage, data, signal, counts, recv)"
+    assert call in source
+    refused = tmp_path / "barrier.py"
+    refused.write_text(source.replace(call, "pld.tensor.barrier(signal)"))
+    line = source.splitlines().index(f"            {call}") + 1
+    report = racecheck.verify(str(refused), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and "PyPTO lowers only" in result.message
+    assert any(f"barrier.py:{line}:" in error for error in report.errors)
+
+
+def test_the_dispatch_form_of_spmd_runs_its_kernel_once_per_block_index() -> None:
+    execution = _run("128_ring_shift_spmd_dispatch.py", 2)
+    spmd, receive = execution.tasks[0]
+    assert (spmd.spec.name, receive.spec.name) == ("pl.spmd", "receive_step")
+    stores = [
+        event.access
+        for event in execution.trace.events[0][spmd.first : spmd.end]
+        if event.kind is EventKind.STORE and event.access is not None
+    ]
+    half = 32 * 4  # the bytes of HALF FP32 elements
+    assert [region.ranges for region in stores] == [((0, half),), ((half, 2 * half),)]
+    assert execution.inexact == ()
+
+
+def test_spmd_submit_runs_the_kernel_on_each_block_as_one_task(tmp_path: Path) -> None:
+    execution = _run("130_ring_shift_spmd_submit.py", 2)
+    assert [task.spec.name for task in execution.tasks[0]] == ["push_half", "receive_step"]
+    push = execution.tasks[0][0]
+    stores = [e for e in execution.trace.events[0][push.first : push.end] if e.access]
+    assert len(stores) == 4 and execution.inexact == ()  # a load and a store per block
+    source = (EXAMPLES / "130_ring_shift_spmd_submit.py").read_text()
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if "= pl.spmd_submit(" in text)
+    same_half = tmp_path / "same_half.py"
+    same_half.write_text(source.replace("pl.tile.get_block_idx() * HALF", "0"))
+    for result in racecheck.verify(str(same_half), ranks=[2, 3]).results:
+        assert result.verdict is Verdict.UNKNOWN
+        assert result.message == (
+            f"pl.spmd at line {line}: its blocks 0 and 1 access the same bytes, and one writes"
+        )

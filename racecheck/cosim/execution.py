@@ -132,3 +132,4 @@ class Execution:
     flow: DataFlow = field(default_factory=DataFlow)
     tasks: tuple[tuple[TaskRecord, ...], ...] = ()  # each rank's tasks, as they ran
     notes: tuple[str, ...] = ()  # what the host said about constructs it did not run
+    inexact: tuple[str, ...] = ()  # why this run's order may hide executions (no proof)

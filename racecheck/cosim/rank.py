@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from racecheck.cosim.execution import FlowRecorder
-from racecheck.cosim.tasks import TaskLog, cube_lane_spec
+from racecheck.cosim.tasks import TaskLog, concurrent_inexact, cube_lane_spec
 from racecheck.dsl.location import (
     user_location,
 )
@@ -76,28 +76,30 @@ class RankContext:
         self.task_depth = 0
         self.mixed = False
         self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
+        self.sublanes_at: SourceLocation | None = None  # unjoined parts may still run
+        self.inexact: list[str] = []  # why this trace cannot prove (`Execution.inexact`)
         self.notes: list[str] = []
 
     # -- tasks (racecheck.dsl.scopes, racecheck.cosim.tasks)
 
     def call_task(
         self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
-    ) -> Any:
+    ) -> tuple[Any, int]:
         """Run a kernel call as a task, or keep it for the end of the dispatch when this
-        dispatch runs its tasks in a given order. The index after its own is kept for
-        its cube lane (`racecheck.dsl.lanes`)."""
+        dispatch runs its tasks in a given order (its result is then None). The index
+        after its own is kept for its cube lane (`racecheck.dsl.lanes`)."""
         index = self.tasks.open(self.events)
         self.tasks.reserve()
         if self.tasks.plan is not None:
             self.tasks.deferred.append((index, spec, body))
             if index + 1 in self.tasks.plan:
                 self.tasks.deferred.append((index + 1, cube_lane_spec(spec, index), cube_lane))
-            return None
+            return None, index
         self.mixed = False
         result = self._run_task(index, spec, body)
         if self.mixed:
             self._run_task(index + 1, cube_lane_spec(spec, index), cube_lane)
-        return result
+        return result, index
 
     def mark_mixed(self) -> bool:
         """A kernel task mixes cube ops with communication: it gets a cube lane."""
@@ -126,7 +128,7 @@ class RankContext:
         return index
 
     def end_task(self) -> None:
-        self.deferred_at = None
+        self._new_task_state()
         index, spec, first = self.tasks.regions.pop()
         self.task_depth -= 1
         self.tasks.record(index, spec, first, self.events)
@@ -135,7 +137,7 @@ class RankContext:
         self, name: str, comm: bool, tags: tuple[TaskTag, ...], plan: tuple[int, ...] | None
     ) -> None:
         self.tasks.dispatch += 1
-        self.deferred_at = None
+        self._new_task_state()
         self.tasks.dispatch_name = name
         self.tasks.dispatch_tags = tags
         self.tasks.comm_dispatch = comm
@@ -144,7 +146,7 @@ class RankContext:
         self.tasks.glue_from = len(self.events)
 
     def finish_dispatch(self) -> None:
-        self.deferred_at = None
+        self._new_task_state()
         self.tasks.close_glue(self.events)
         plan = self.tasks.plan or ()
         position = {index: n for n, index in enumerate(plan)}
@@ -157,13 +159,40 @@ class RankContext:
     def _run_task(self, index: int, spec: TaskSpec, body: Callable[[], Any]) -> Any:
         first = len(self.events)
         self.task_depth += 1
-        self.deferred_at = None
+        self._new_task_state()
         try:
             return body()
         finally:
             self.task_depth -= 1
-            self.deferred_at = None
+            self._new_task_state()
             self.tasks.record(index, spec, first, self.events)
+
+    def _new_task_state(self) -> None:
+        self.deferred_at = None
+        self.sublanes_at = None
+
+    def close_concurrent(
+        self,
+        construct: str,
+        parts: str,
+        spans: Sequence[Sequence[tuple[int, int]]],
+        where: SourceLocation,
+        *,
+        joined: bool,
+    ) -> None:
+        """The concurrent `parts` of `construct` at `where` (`pl.split_aiv` sub-lanes,
+        `pl.spmd` blocks) ran one after another, as the events [first, end) of each
+        range of each; unless `joined`, each part goes on with what follows once its
+        own run ends."""
+        reason = concurrent_inexact(self.events, spans, parts)
+        if reason is not None:
+            self._inexact(f"{construct} at line {where.line}: {reason}")
+        if not joined and any(end > first for ranges in spans for first, end in ranges):
+            self.sublanes_at = where
+
+    def _inexact(self, reason: str) -> None:
+        if reason not in self.inexact:
+            self.inexact.append(reason)
 
     # -- the RankContext protocol
 
@@ -295,6 +324,12 @@ class RankContext:
                 file=where.file,
                 line=where.line,
             )
+        if self.sublanes_at is not None:
+            self._inexact(
+                f"pl.split_aiv at line {self.sublanes_at.line}: line {user_location().line} "
+                "runs after it on one AIV sub-lane while another may still be inside it"
+            )
+            self.sublanes_at = None
         return Event(
             rank=self.rank,
             index=len(self.events),

@@ -169,6 +169,7 @@ def simulate(
         notes=tuple(
             dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
         ),
+        inexact=tuple(dict.fromkeys(reason for state in run.states for reason in state.inexact)),
     )
 
 

@@ -186,6 +186,26 @@ def _matters(first: Sequence[Event], second: Sequence[Event], others: Accesses) 
     return _conflict(first, second)
 
 
+def concurrent_inexact(
+    events: Sequence[Event], spans: Sequence[Sequence[tuple[int, int]]], parts: str
+) -> str | None:
+    """Why running concurrent `parts` (the sub-lanes of a `pl.split_aiv` region, the
+    blocks of a `pl.spmd`) one after another, as the events [first, end) of each range,
+    may hide executions in which they overlap: a part after the first does something,
+    and one of them notifies or waits, or two touch the same bytes with a conflicting
+    access. None when every overlap is equivalent."""
+    runs = [[event for first, end in ranges for event in events[first:end]] for ranges in spans]
+    if not any(runs[1:]):
+        return None
+    if any(event.is_sync for run in runs for event in run):
+        return f"its {parts} notify or wait, and racecheck runs them one after another"
+    for j, second in enumerate(runs):
+        for i, first in enumerate(runs[:j]):
+            if _conflict(first, second):
+                return f"its {parts} {i} and {j} access the same bytes, and one writes"
+    return None
+
+
 def overlaps(
     rank: int,
     tasks: Sequence[TaskRecord],

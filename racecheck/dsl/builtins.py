@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from racecheck.dsl import lanes, lowering
+from racecheck.dsl import lanes, lowering, scopes
 from racecheck.dsl.context import HostContext, current, is_rank_context, rank_context
 from racecheck.dsl.dist_ops import _window, window
 from racecheck.dsl.dtypes import INT32
@@ -28,7 +28,7 @@ from racecheck.dsl.local_ops import require_view
 from racecheck.dsl.location import pinned, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
-from racecheck.dsl.types import ReduceOp
+from racecheck.dsl.types import Direction, ReduceOp
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import SourceLocation, WaitCmp
 
@@ -74,6 +74,10 @@ def _launch(
     the host, the first operand holds the data, in one of `host_dtypes`."""
     window = next(operand for operand in operands if operand.is_window)
     host = _host()
+    chip = scopes.chip_tasks()
+    if host is None and chip is not None:
+        _chip_task(chip, label, lower, operands, window, options)
+        return
     if host is None:
         lanes.note_comm(label)
         context = in_group(rank_context(label), window)
@@ -97,6 +101,55 @@ def _launch(
     task = functools.partial(_on_rank, user_location(), label, lower)
     for rank in group:
         host.dispatch(rank, task, operands, dict(options))
+
+
+_CHIP_RAIL = {
+    "pld.tensor.all_to_all_v": (
+        Direction.IN,
+        Direction.INOUT,
+        Direction.INOUT,
+        Direction.IN,
+        Direction.INOUT,
+    ),
+}
+"""The builtins PyPTO lowers in a CHIP orchestration body, with the directions of the
+kernel it synthesizes for them (docs/model.md)."""
+
+
+def _chip_task(
+    tasks: scopes.TaskContext,
+    label: str,
+    lower: Lower,
+    operands: tuple[TensorView, ...],
+    window: TensorView,
+    options: dict[str, Any],
+) -> None:
+    """A builtin in a CHIP orchestration body: one task of the rank running the
+    builtin's host kernel, tagged with its operands in the kernel's directions."""
+    directions = _CHIP_RAIL.get(label)
+    if directions is None or len(directions) != len(operands):
+        raise _unsupported(
+            f"{label} in a per-device (CHIP orchestration) function: PyPTO lowers only "
+            "pld.tensor.all_to_all_v with both counts there and rejects it; call it in a "
+            "kernel or in the host function"
+        )
+    where = user_location()
+    context = in_group(rank_context(label), window)
+
+    def body() -> None:
+        with pinned(where):
+            lower(context, lowering.Lowering.HOST, *operands, label=label, **options)
+
+    spec = scopes.TaskSpec(
+        name=label,
+        location=where,
+        tags=tuple(
+            scopes.TaskTag(memory=operand.memory, direction=direction)
+            for operand, direction in zip(operands, directions, strict=True)
+        ),
+        manual=scopes.in_manual_scope(),
+    )
+    tasks.call_task(spec, body, lambda: None)
 
 
 def _require_distinct_windows(label: str, operands: tuple[TensorView, ...]) -> None:

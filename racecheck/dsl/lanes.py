@@ -9,19 +9,30 @@ lane), which keeps only its notify, wait and remote_load. Anywhere else (a dispa
 kernel, a `pl.at` region) the mix is reported as unsupported at the line of the later
 of the two, never checked as if it ran once. A kernel body is the innermost frame of
 the user's file that makes the call.
+
+`for aiv_id in pl.split_aiv(n, mode=pl.SplitMode.NONE)` pins its body to the vector
+lane (the cube lane skips it, and its communication makes no mix), and runs it once per
+AIV sub-lane with that lane's `aiv_id`, the sub-lanes concurrent (docs/model.md).
+racecheck runs them one after another and hands the rank context their events; where
+that order may hide an execution the device has, the run proves nothing
+(`racecheck.cosim.tasks.concurrent_inexact`), and neither does one with events after a
+region that had any: every sub-lane runs that code, after its own part of the region
+only. The halving modes are not modelled.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from racecheck.dsl.context import RankContextProxy, current
+from racecheck.dsl.context import RankContextProxy, current, is_rank_context
 from racecheck.dsl.location import innermost_user_frame, location_of, user_location
+from racecheck.dsl.scalars import as_index
+from racecheck.dsl.types import SplitMode
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, SourceLocation
 
@@ -41,7 +52,7 @@ def _frames(kind: str) -> dict[int, tuple[FrameType, SourceLocation]]:
 
 
 def _note(kind: str, other: str, construct: str) -> None:
-    if isinstance(current(), AicLane):
+    if isinstance(current(), AicLane) or (kind == "comm" and in_vector_region()):
         return
     frame = innermost_user_frame()
     if frame is None:
@@ -78,6 +89,55 @@ def note_comm(construct: str) -> None:
 _REMOTE_LOAD = "pld.tile.remote_load"
 
 
+def in_vector_region() -> bool:
+    """Inside a `pl.split_aiv` region, which runs on the vector lane only."""
+    return bool(getattr(_seen, "vector_region", False))
+
+
+def split_aiv(n: object = 2, mode: object = SplitMode.NONE) -> Iterator[int]:
+    """`pl.split_aiv(n, mode=...)`: each AIV sub-lane's `aiv_id`, its body run once for
+    each, or once on the cube lane with nothing of it recorded."""
+    where = user_location()
+    if mode is not SplitMode.NONE:
+        raise UnsupportedConstruct(
+            f"pl.split_aiv(mode={mode}) halves every tile between the sub-lanes, which "
+            "racecheck does not model; mode=pl.SplitMode.NONE is",
+            file=where.file,
+            line=where.line,
+        )
+    context = current()
+    close = getattr(context, "close_concurrent", None)
+    if not is_rank_context(context) or close is None:
+        raise UnsupportedConstruct(
+            "pl.split_aiv is modelled in a kernel that a rank runs, not here",
+            file=where.file,
+            line=where.line,
+        )
+    return _sublanes(context, as_index(n), where, close)
+
+
+def crossing(tile: object) -> object:
+    """`pl.aiv_shard(x)` / `pl.aic_gather(x)`: a tile crossing between the cube lane and
+    a `mode=NONE` region, which passes it whole (docs/model.md)."""
+    return tile
+
+
+def _sublanes(context: Any, count: int, where: SourceLocation, close: Any) -> Iterator[int]:
+    lanes = 1 if isinstance(context, AicLane) else count
+    spans: list[list[tuple[int, int]]] = []
+    try:
+        for aiv_id in range(lanes):
+            first = len(context.events)
+            _seen.vector_region = True
+            yield aiv_id
+            _seen.vector_region = False
+            spans.append([(first, len(context.events))])
+    finally:
+        _seen.vector_region = False
+    if not isinstance(context, AicLane):
+        close("pl.split_aiv", "sub-lanes", spans, where, joined=False)
+
+
 class AicLane(RankContextProxy):
     """The cube lane of a mixed kernel: its notify, wait and remote_load are events of
     the rank; its other loads read memory unrecorded and its stores do nothing, the
@@ -91,13 +151,21 @@ class AicLane(RankContextProxy):
         extent: Sequence[int],
         label: str,
     ) -> tuple[np.ndarray, EventRef]:
-        if label == _REMOTE_LOAD:
+        if label == _REMOTE_LOAD and not in_vector_region():
             return super().load(view, owner, offsets, extent, label)
         values = self.inner.peek(view, owner, offsets, extent)  # type: ignore[attr-defined]
         return values, EventRef(rank=self.rank, index=-1)
 
     def store(self, *args: Any, **kwargs: Any) -> None:
         return None
+
+    def notify(self, *args: Any, **kwargs: Any) -> None:
+        if not in_vector_region():
+            self.inner.notify(*args, **kwargs)
+
+    def wait(self, *args: Any, **kwargs: Any) -> None:
+        if not in_vector_region():
+            self.inner.wait(*args, **kwargs)
 
     def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
         recorded = frozenset(ref for ref in sources if ref.index >= 0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import typing
 from collections.abc import Callable, Iterator
 from enum import Enum
 from types import CodeType, FrameType
@@ -22,7 +23,13 @@ from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.declared import as_declared
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import as_index
-from racecheck.dsl.scopes import kernel_call
+from racecheck.dsl.scopes import (
+    dep_indexes,
+    kernel_call,
+    note_orchestration,
+    spmd_blocks,
+    submitted,
+)
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, FunctionType, Level, Role, TensorType
 from racecheck.errors import UnsupportedConstruct
@@ -41,6 +48,8 @@ class DslFunction:
     def __init__(self, function: Callable[..., Any], role: FunctionRole) -> None:
         self.function = function
         self.role = role
+        if role is FunctionRole.PER_DEVICE:
+            note_orchestration(function)
         self.__name__ = getattr(function, "__name__", "function")
         self.__qualname__ = getattr(function, "__qualname__", self.__name__)
         self.__doc__ = getattr(function, "__doc__", None)
@@ -116,6 +125,52 @@ class DslFunction:
 
     def __repr__(self) -> str:
         return f"<{self.role.value} function {self.__qualname__}>"
+
+
+def submit(
+    kernel: object,
+    *args: Any,
+    deps: object = None,
+    dumps: object = None,
+    allow_early_resolve: bool = False,
+    timing_slot: object = None,
+    predicate: object = None,
+) -> tuple[Any, ...]:
+    """`pl.submit(self.kernel, *args, deps=[...])`: the kernel call as a task ordered
+    after `deps` too, returning the kernel's results and then its `TaskId`, flat."""
+    del dumps, allow_early_resolve, timing_slot
+    if not isinstance(kernel, DslFunction) or kernel.role is not FunctionRole.KERNEL:
+        raise _refused(f"pl.submit takes a kernel written self.<kernel>; got {kernel!r}")
+    if predicate is not None:
+        raise _refused("pl.submit(predicate=...) is not modelled")
+    with submitted(dep_indexes(deps)) as ids:
+        result = kernel(*args)
+    (task,) = ids
+    if result is None:  # no results, or a task kept for a later run order
+        return (*[None] * _declared_results(kernel.function), task)
+    return (*result, task) if isinstance(result, tuple) else (result, task)
+
+
+def spmd_submit(
+    kernel: object, *args: Any, core_num: object, sync_start: bool = False, **options: Any
+) -> tuple[Any, ...]:
+    """`pl.spmd_submit(self.kernel, *args, core_num=N, ...)`: `pl.submit` of the kernel
+    run on N concurrent blocks, one task."""
+    del sync_start
+    with spmd_blocks(core_num):
+        return submit(kernel, *args, **options)
+
+
+def _declared_results(function: Callable[..., Any]) -> int:
+    declared = inspect.signature(function).return_annotation
+    if declared in (inspect.Signature.empty, None, "None"):
+        return 0
+    return len(typing.get_args(declared)) if typing.get_origin(declared) is tuple else 1
+
+
+def _refused(message: str) -> UnsupportedConstruct:
+    where = user_location()
+    return UnsupportedConstruct(message, file=where.file, line=where.line)
 
 
 def _not_run(name: str) -> UnsupportedConstruct:

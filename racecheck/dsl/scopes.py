@@ -11,8 +11,10 @@ plain Python, part of its caller's task.
 
 from __future__ import annotations
 
+import inspect
 import threading
-from collections.abc import Callable, Iterable, Iterator
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -20,7 +22,8 @@ from typing import Any, Protocol
 from racecheck.dsl.context import activated, current, is_rank_context
 from racecheck.dsl.declared import signature_of
 from racecheck.dsl.lanes import AicLane
-from racecheck.dsl.location import user_location
+from racecheck.dsl.location import innermost_user_frame, user_location
+from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, TensorType
 from racecheck.errors import UnsupportedConstruct
@@ -61,14 +64,31 @@ class TaskContext(Protocol):
 
     def call_task(
         self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
-    ) -> Any:
+    ) -> tuple[Any, int]:
         """Run a kernel call; if it turns out to mix cube ops with communication, also
-        run `cube_lane` as a task nothing orders with it."""
+        run `cube_lane` as a task nothing orders with it. Returns the call's result and
+        the task's index."""
         ...
 
     def begin_task(self, spec: TaskSpec) -> int: ...
 
     def end_task(self) -> None: ...
+
+    @property
+    def events(self) -> Sequence[object]: ...
+
+    def close_concurrent(
+        self,
+        construct: str,
+        parts: str,
+        spans: Sequence[Sequence[tuple[int, int]]],
+        where: SourceLocation,
+        *,
+        joined: bool,
+    ) -> None:
+        """`parts` of `construct` that the device runs concurrently ran one after
+        another, as the events [first, end) of each (`racecheck.cosim.rank`)."""
+        ...
 
 
 _scope = threading.local()
@@ -86,22 +106,57 @@ def _task_context() -> TaskContext | None:
 def kernel_call(
     name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """Call a kernel: a task of its own when a per-device function calls it."""
+    """Call a kernel: a task of its own when a per-device function calls it, ordered
+    after the tasks a `submitted` block names too, on the blocks of a `pl.spmd`
+    dispatch or of `spmd_blocks`."""
+    deps, ids = getattr(_scope, "submit", ((), None))
+    blocks: Spmd | None = getattr(_scope, "spmd_next", None)
+    _scope.submit, _scope.spmd_next = ((), None), None  # this call's, not its inner calls'
     context = _task_context()
     if context is None:
+        if blocks is not None:
+            raise _refused("pl.spmd_submit is modelled in a per-device function only", blocks.where)
+        if ids is not None:
+            ids.append(TaskId(index=-1))
+        spmd: Spmd | None = getattr(_scope, "spmd", None)
+        if spmd is not None:
+            return spmd.run(lambda: function(*args, **kwargs))
         return function(*args, **kwargs)
     spec = TaskSpec(
         name=name,
         location=user_location(),
         tags=tags_of(function, args, kwargs),
-        manual=_in_manual_scope(),
+        deps=deps,
+        manual=in_manual_scope(),
     )
 
     def cube_lane() -> Any:
         with activated(AicLane(context)):  # type: ignore[arg-type]
             return function(*args, **kwargs)
 
-    return context.call_task(spec, lambda: function(*args, **kwargs), cube_lane)
+    tasks = context
+
+    def body() -> Any:
+        if blocks is None:
+            return function(*args, **kwargs)
+        return blocks.launch(tasks, lambda: function(*args, **kwargs))
+
+    result, index = context.call_task(spec, body, cube_lane)
+    if ids is not None:
+        ids.append(TaskId(index=index))
+    return result
+
+
+@contextmanager
+def submitted(deps: tuple[int, ...]) -> Iterator[list[TaskId]]:
+    """The kernel call made inside is ordered after the tasks `deps` too (`pl.submit`);
+    its `TaskId` is added to the list yielded."""
+    ids: list[TaskId] = []
+    _scope.submit = (deps, ids)
+    try:
+        yield ids
+    finally:
+        _scope.submit = ((), None)
 
 
 def tags_of(
@@ -132,7 +187,24 @@ def _views(values: Iterable[Any]) -> Iterator[TensorView]:
             yield from _views(value)
 
 
-def _in_manual_scope() -> bool:
+_orchestrations: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
+
+
+def note_orchestration(function: Callable[..., Any]) -> None:
+    """`function` is a per-device function: its body is a CHIP orchestration body."""
+    _orchestrations.add(inspect.unwrap(getattr(function, "__func__", function)))
+
+
+def chip_tasks() -> TaskContext | None:
+    """The running rank's tasks when this call is made in a CHIP orchestration body:
+    the body of a per-device function itself, outside its kernel calls and regions."""
+    frame = innermost_user_frame()
+    if frame is None or not any(body.__code__ is frame.f_code for body in _orchestrations):
+        return None
+    return _task_context()
+
+
+def in_manual_scope() -> bool:
     return bool(getattr(_scope, "manual", False))
 
 
@@ -171,8 +243,8 @@ def at(
         location=user_location(),
         tags=(),
         untracked=tuple(sorted(dropped)),
-        deps=_dep_indexes(deps),
-        manual=_in_manual_scope(),
+        deps=dep_indexes(deps),
+        manual=in_manual_scope(),
         region=True,
     )
     index = context.begin_task(spec)
@@ -182,13 +254,145 @@ def at(
         context.end_task()
 
 
+class Spmd:
+    """`pl.spmd(core_num, ...)`: one task of `core_num` concurrent blocks. In the loop
+    form `for block in pl.spmd(n)` a block runs the body; in the dispatch form
+    `with pl.spmd(n) as tid:` it runs the body's kernel calls. racecheck runs the blocks
+    one after another (each kernel call for every block in turn), and where that may
+    hide an execution the run proves nothing (`racecheck.cosim.tasks.concurrent_inexact`).
+    `pl.tile.get_block_idx()` is the running block's number."""
+
+    def __init__(
+        self,
+        core_num: object,
+        *,
+        deps: object = None,
+        predicate: object = None,
+        allow_early_resolve: bool = False,
+        name_hint: str = "",
+        sync_start: bool = False,
+    ) -> None:
+        del allow_early_resolve, sync_start
+        self.where = user_location()
+        if predicate is not None:
+            raise _refused("pl.spmd(predicate=...) is not modelled", self.where)
+        self.deps = dep_indexes(deps)
+        self.name = name_hint or "pl.spmd"
+        self.parts: list[list[tuple[int, int]]] = [[] for _ in range(as_index(core_num))]
+        self.context: TaskContext | None = None
+        self.first = 0
+
+    def _begin(self) -> TaskContext:
+        context = _task_context()
+        if context is None:
+            raise _refused("pl.spmd is modelled in a per-device function only", self.where)
+        spec = TaskSpec(
+            name=self.name,
+            location=self.where,
+            tags=(),
+            deps=self.deps,
+            manual=in_manual_scope(),
+            region=True,
+        )
+        self.context = context
+        self.first = len(context.events)
+        self.index = context.begin_task(spec)
+        return context
+
+    def _close(self, context: TaskContext) -> None:
+        context.close_concurrent("pl.spmd", "blocks", self.parts, self.where, joined=True)
+
+    def __iter__(self) -> Iterator[int]:
+        return self._blocks(self._begin())
+
+    def _blocks(self, context: TaskContext) -> Iterator[int]:
+        try:
+            for block, ranges in enumerate(self.parts):
+                first = len(context.events)
+                _scope.block = block
+                yield block
+                ranges.append((first, len(context.events)))
+        finally:
+            _scope.block = None
+            context.end_task()
+        self._close(context)
+
+    def __enter__(self) -> TaskId:
+        self._begin()
+        _scope.spmd = self
+        return TaskId(index=self.index)
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        _scope.spmd = None
+        context = self.context
+        assert context is not None
+        covered = sum(end - first for ranges in self.parts for first, end in ranges)
+        uncovered = len(context.events) - self.first - covered
+        context.end_task()
+        if kind is not None:
+            return
+        if uncovered:
+            raise _refused(
+                "this `with pl.spmd(...)` body accesses memory outside its kernel calls, "
+                "which racecheck does not run once per block",
+                self.where,
+            )
+        self._close(context)
+
+    def run(self, call: Callable[[], Any]) -> Any:
+        """A kernel call of the dispatch form's body, once per block."""
+        assert self.context is not None
+        context = self.context
+        outer = getattr(_scope, "spmd", None)
+        _scope.spmd = None  # the kernel's own calls are plain calls
+        result = None
+        try:
+            for block, ranges in enumerate(self.parts):
+                first = len(context.events)
+                _scope.block = block
+                result = call()
+                ranges.append((first, len(context.events)))
+        finally:
+            _scope.block = None
+            _scope.spmd = outer
+        return result
+
+    def launch(self, context: TaskContext, call: Callable[[], Any]) -> Any:
+        """A kernel task of `pl.spmd_submit`: the kernel once per block."""
+        self.context = context
+        result = self.run(call)
+        self._close(context)
+        return result
+
+
+@contextmanager
+def spmd_blocks(core_num: object) -> Iterator[None]:
+    """The kernel call made inside runs on `core_num` concurrent blocks, as one task
+    (`pl.spmd_submit`)."""
+    _scope.spmd_next = Spmd(core_num)
+    try:
+        yield
+    finally:
+        _scope.spmd_next = None
+
+
+def block_index() -> int:
+    """`pl.tile.get_block_idx()`: the running `pl.spmd` block, 0 outside one."""
+    block = getattr(_scope, "block", None)
+    return 0 if block is None else int(block)
+
+
+def _refused(message: str, where: SourceLocation) -> UnsupportedConstruct:
+    return UnsupportedConstruct(message, file=where.file, line=where.line)
+
+
 def _listed(value: object) -> tuple[Any, ...]:
     if value is None:
         return ()
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
-def _dep_indexes(deps: object) -> tuple[int, ...]:
+def dep_indexes(deps: object) -> tuple[int, ...]:
     indexes: list[int] = []
     for dep in _listed(deps):
         if not isinstance(dep, TaskId):
@@ -206,7 +410,7 @@ def _dep_indexes(deps: object) -> tuple[int, ...]:
 @contextmanager
 def manual_scope() -> Iterator[None]:
     """`pl.manual_scope()`: the tasks started inside get no inferred edges, only `deps=`."""
-    if _in_manual_scope():
+    if in_manual_scope():
         where = user_location()
         raise UnsupportedConstruct(
             "pl.manual_scope() cannot be nested (docs/model.md)", file=where.file, line=where.line

@@ -251,6 +251,12 @@ class Role(Enum):
     SubWorker = "SubWorker"
 
 
+class SplitMode(Enum):
+    NONE = "NONE"
+    UP_DOWN = "UP_DOWN"
+    LEFT_RIGHT = "LEFT_RIGHT"
+
+
 class MemorySpace(Enum):
     DDR = "DDR"
     Vec = "Vec"

@@ -1,0 +1,102 @@
+"""Multiply then shift in a ``pl.split_aiv`` region whose push and notify are unguarded.
+
+122_matmul_shift_split_aiv.py without its ``if aiv_id == 0:``. A
+``mode=NONE`` region runs on both AIV sub-lanes, so each pushes the product and
+notifies: the neighbour's counter reaches 1 after one sub-lane's notify, and the other
+sub-lane's push can still be writing ``inbox`` while the neighbour copies it out
+(docs/model.md; PyPTO does not diagnose it). At one rank both sub-lanes notify and
+wait on the same cell, which racecheck does not run overlapped.
+
+racecheck expects:
+    ranks 1: unknown
+    ranks 2..4: bug race write-after-read at @fetch, @push
+"""
+
+import argparse
+
+import pypto.language as pl
+import pypto.language.distributed as pld
+import torch
+from pypto.ir.distributed_compiled_program import DistributedConfig
+from pypto.runtime import RunConfig
+
+NR = pl.dynamic("NR")
+SIZE = 16
+
+
+@pl.jit.incore
+def matmul_shift(
+    x: pl.Tensor[[SIZE, SIZE], pl.FP32],
+    w: pl.Tensor[[SIZE, SIZE], pl.FP32],
+    y: pl.Out[pl.Tensor[[SIZE, SIZE], pl.FP32]],
+    inbox: pld.DistributedTensor[[SIZE, SIZE], pl.FP32],
+    signal: pld.DistributedTensor[[1, 1], pl.INT32],
+):
+    ctx = pld.get_comm_ctx(inbox)
+    right = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+    local = pl.load(x, [0, 0], [SIZE, SIZE])
+    weights = pl.load(w, [0, 0], [SIZE, SIZE])
+    left = pl.move(local, target_memory=pl.Mem.Left)
+    product = pl.matmul(left, pl.move(weights, target_memory=pl.Mem.Right))
+    for _ in pl.split_aiv(2, mode=pl.SplitMode.NONE):
+        out = pl.aiv_shard(product)
+        pld.tile.remote_store(out, inbox, peer=right, offsets=[0, 0])  # @push
+        pld.system.notify(signal, peer=right, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+        pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
+        recv = pl.load(inbox, [0, 0], [SIZE, SIZE])  # @fetch
+        y = pl.store(recv, [0, 0], y)
+    return y
+
+
+@pl.jit
+def per_rank(
+    x: pl.Tensor[[SIZE, SIZE], pl.FP32],
+    w: pl.Tensor[[SIZE, SIZE], pl.FP32],
+    y: pl.Out[pl.Tensor[[SIZE, SIZE], pl.FP32]],
+    inbox: pld.DistributedTensor[[SIZE, SIZE], pl.FP32],
+    signal: pld.DistributedTensor[[1, 1], pl.INT32],
+):
+    return matmul_shift(x, w, y, inbox, signal)
+
+
+@pl.jit.host
+def shift_and_multiply(
+    x: pl.Tensor[[NR, SIZE, SIZE], pl.FP32],
+    w: pl.Tensor[[NR, SIZE, SIZE], pl.FP32],
+    y: pl.Out[pl.Tensor[[NR, SIZE, SIZE], pl.FP32]],
+):
+    inbox_buf = pld.alloc_window_buffer([SIZE, SIZE], dtype=pl.FP32)
+    signal_buf = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        inbox = pld.window(inbox_buf, [SIZE, SIZE], dtype=pl.FP32)
+        signal = pld.window(signal_buf, [1, 1], dtype=pl.INT32)
+        per_rank(x[r], w[r], y[r], inbox, signal, device=r)
+
+
+def expected(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.roll(x @ w, shifts=1, dims=0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="unguarded split_aiv region")
+    parser.add_argument("-p", "--platform", default="a2a3sim")
+    parser.add_argument("-d", "--device", default="0,1,2,3", help="comma-separated device ids")
+    args = parser.parse_args()
+
+    device_ids = [int(d) for d in args.device.split(",")]
+    nr = len(device_ids)
+    x = torch.randn((nr, SIZE, SIZE), dtype=torch.float32)
+    w = torch.randn((nr, SIZE, SIZE), dtype=torch.float32)
+    y = torch.zeros((nr, SIZE, SIZE), dtype=torch.float32)
+    config = RunConfig(
+        platform=args.platform,
+        distributed_config=DistributedConfig(device_ids=device_ids, num_sub_workers=0),
+    )
+    compiled = shift_and_multiply.compile(x, w, y, config=config)
+    compiled(x, w, y, config=config)
+    print("OK" if torch.allclose(y, expected(x, w), atol=1e-4) else "MISMATCH")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
