@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 
@@ -109,7 +109,7 @@ def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.in
     if stuck is not None:
         hazards.append(stuck)
     cells = list(signal_cells(trace).values())
-    hazards.extend(races(trace, oracle, racing_pairs(oracle, accessed, deadline=deadline), cells))
+    hazards.extend(races(trace, oracle, accessed, cells, deadline=deadline))
     hazards.extend(set_add_mixes(trace, oracle))
     if not crashed:
         blocked = stuck.events if stuck is not None else ()
@@ -241,11 +241,26 @@ def _is_set(event: Event) -> bool:
 class Segment:
     """Bytes of one instance that the same accesses cover (between two consecutive
     range boundaries); two accesses overlap iff they cover a common segment. The
-    accesses covering it, per rank, in program order."""
+    accesses covering it, per rank, in program order, with the sweep position of the
+    range of each that covers it."""
 
     number: int
     by_rank: dict[int, list[Event]]
+    positions: dict[int, list[int]]  # parallel to by_rank
     writers: dict[int, list[Event]]  # the ranks that write it only
+
+
+def _segment(number: int, covering: dict[int, list[tuple[int, int, Event]]]) -> Segment:
+    by_rank, positions, writers = {}, {}, {}
+    for rank, entries in covering.items():
+        entries.sort(key=itemgetter(0))
+        events = [event for _, _, event in entries]
+        by_rank[rank] = events
+        positions[rank] = [position for _, position, _ in entries]
+        written = [event for event in events if _writes(event)]
+        if written:
+            writers[rank] = written
+    return Segment(number=number, by_rank=by_rank, positions=positions, writers=writers)
 
 
 class Instance:
@@ -253,31 +268,26 @@ class Instance:
     sweep over start offsets meets them, and the segments they cover."""
 
     def __init__(self, items: list[tuple[int, int, Event]]) -> None:
-        items.sort(key=lambda item: item[0])
+        items.sort(key=itemgetter(0))
         access = items[0][2].access
         assert access is not None
         self.key = (access.memory, access.owner)
         self.spans: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
         bounds = sorted({offset for start, end, _ in items for offset in (start, end)})
-        self.segments = [
-            Segment(number=number, by_rank=defaultdict(list), writers={})
-            for number in range(max(len(bounds) - 1, 0))
+        covering: list[dict[int, list[tuple[int, int, Event]]]] = [
+            defaultdict(list) for _ in range(max(len(bounds) - 1, 0))
         ]
-        self.segments_of: dict[tuple[int, int], list[Segment]] = defaultdict(list)
+        numbers: dict[tuple[int, int], list[int]] = defaultdict(list)
         for position, (start, end, event) in enumerate(items):
             key = (event.rank, event.index)
             self.spans.setdefault(key, []).append((position, start, end))
-            joined = self.segments_of[key]
             for number in range(bisect_left(bounds, start), bisect_left(bounds, end)):
-                segment = self.segments[number]
-                joined.append(segment)
-                segment.by_rank[event.rank].append(event)
-        for segment in self.segments:
-            for rank, events in segment.by_rank.items():
-                events.sort(key=lambda event: event.index)
-                writers = [event for event in events if _writes(event)]
-                if writers:
-                    segment.writers[rank] = writers
+                numbers[key].append(number)
+                covering[number][event.rank].append((event.index, position, event))
+        self.segments = [_segment(number, by_rank) for number, by_rank in enumerate(covering)]
+        self.segments_of = {
+            key: [self.segments[number] for number in found] for key, found in numbers.items()
+        }
 
     def sweep_key(self, a: Event, b: Event) -> tuple[int, int] | None:
         """Where a sweep over start offsets first meets `a` and `b` overlapping: (the
@@ -312,86 +322,154 @@ def instances(trace: Trace) -> list[Instance]:
     return [Instance(items) for items in groups.values()]
 
 
-def racing_pairs(
-    oracle: OrderOracle, accessed: list[Instance], *, deadline: float = math.inf
-) -> list[tuple[Event, Event]]:
-    """Every pair of overlapping accesses of two ranks, at least one writing, that can
-    run in either order, in the order a sweep over each instance's start offsets meets
-    them. Near-linear in events: `can_precede(x, y)` only turns true as `y` moves later
-    in its rank and only turns false as `x` does, so among the accesses of one segment,
-    the partners that can run in either order with one access form a window of the
-    other rank's accesses, and both ends of the window only move forward through the
-    first rank's accesses."""
-    found: list[tuple[Event, Event]] = []
-    for instance in accessed:
-        keyed: list[tuple[tuple[int, int], Event, Event]] = []
-        for segment in instance.segments:
-            if time.monotonic() > deadline:
-                raise EngineUnknown("the analysis did not finish within --timeout")
-            keyed.extend(_segment_pairs(oracle, instance, segment))
-        keyed.sort(key=itemgetter(0))
-        previous = None  # a pair of accesses that share several segments comes once each
-        for key, a, b in keyed:
-            if key != previous:
-                found.append((a, b))
-            previous = key
-    return found
+class _Side:
+    """One rank's accesses of a segment, in groups that any partner treats alike (line,
+    kind, mode, notify and bytes): a group's accesses share their start offset, so
+    its sweep positions grow with program order and its first access in a window of
+    the rank's accesses is the one a sweep meets first."""
+
+    def __init__(self, segment: Segment, rank: int) -> None:
+        self.events = segment.by_rank[rank]
+        self.positions = segment.positions[rank]
+        self.refs = [event.ref for event in self.events]
+        numbering: dict[tuple[object, ...], int] = {}
+        self.group_of = [
+            numbering.setdefault(_likeness(event), len(numbering)) for event in self.events
+        ]
+        self.groups: list[list[int]] = [[] for _ in numbering]
+        for place, group in enumerate(self.group_of):
+            self.groups[group].append(place)
+
+    def firsts(self, low: int, high: int) -> Iterator[int]:
+        """The first access of each group among events[low:high + 1]."""
+        if high - low < len(self.groups):
+            seen = set()
+            for place in range(low, high + 1):
+                if self.group_of[place] not in seen:
+                    seen.add(self.group_of[place])
+                    yield place
+            return
+        for places in self.groups:
+            found = bisect_left(places, low)
+            if found < len(places) and places[found] <= high:
+                yield places[found]
 
 
-def _segment_pairs(
-    oracle: OrderOracle, instance: Instance, segment: Segment
-) -> Iterator[tuple[tuple[int, int], Event, Event]]:
-    ranks = sorted(segment.by_rank)
-    for place, rank in enumerate(ranks):
-        for other in ranks[place + 1 :]:
-            if rank not in segment.writers and other not in segment.writers:
-                continue
-            for a, b in _either_order(oracle, segment.by_rank[rank], segment.by_rank[other]):
-                if _writes(a) or _writes(b):
-                    key = instance.sweep_key(a, b)
-                    if key is not None:
-                        yield key, a, b
-
-
-def _either_order(
-    oracle: OrderOracle, ours: list[Event], theirs: list[Event]
-) -> Iterator[tuple[Event, Event]]:
-    """Pairs of `ours` and `theirs` (two ranks, program order) that run in either order."""
-    low, high = 0, -1  # theirs[low:high + 1]: the window of the current access
-    for event in ours:
-        while low < len(theirs) and not oracle.can_precede(event.ref, theirs[low].ref):
-            low += 1
-        while high + 1 < len(theirs) and oracle.can_precede(theirs[high + 1].ref, event.ref):
-            high += 1
-        for partner in theirs[low : high + 1]:
-            yield event, partner
+def _likeness(event: Event) -> tuple[object, ...]:
+    assert event.access is not None
+    return (event.location, event.kind, event.mode, event.notify, event.access.ranges)
 
 
 def races(
     trace: Trace,
     oracle: OrderOracle,
-    pairs: list[tuple[Event, Event]],
+    accessed: list[Instance],
     cells: list[SignalCell],
+    *,
+    deadline: float = math.inf,
 ) -> list[Hazard]:
-    """Races among `pairs`, which run in either order (`racing_pairs`)."""
-    found: dict[tuple[str, SourceLocation, SourceLocation], Hazard] = {}
-    settled: set[tuple[SourceLocation, SourceLocation]] = set()
-    writes_by_instance = _writes_by_instance(trace)
-    for a, b in pairs:
-        if not _conflict(a, b):
-            continue
-        first, second = _ordered_pair(a, b)
-        lines = (first.location, second.location)
-        if lines in settled:
-            continue
-        hazard = _race(trace, oracle, first, second, writes_by_instance, cells)
-        found.setdefault((hazard.detail, *lines), hazard)
-        if _writes(first) or all((d.value, *lines) in found for d in _READ_DETAILS):
-            settled.add(lines)
-    return list(found.values())
+    """Races among the overlapping accesses of two ranks, at least one writing, that can
+    run in either order (and conflict): per pair of lines and detail, the pair a sweep
+    over each instance's start offsets meets first (instances in the order the trace
+    first touches them), in that order. A pair of lines is settled by its first pair
+    with a writer first, or once both read details showed: later pairs do not count.
+
+    Near-linear in events: `can_precede(x, y)` only turns true as `y` moves later in
+    its rank and only turns false as `x` does, so among the accesses of one segment,
+    the partners that run in either order with one access form a window of the other
+    rank's accesses, and both ends of the window only move forward through the first
+    rank's accesses. Per access and group of partners (`_Side`) only the window's
+    first one can be the first pair of its lines and detail: a read's detail depends
+    on the read and the bytes it shares with the write alone (`_Details`)."""
+    by_lines: dict[tuple[SourceLocation, SourceLocation], list[_Candidate]] = defaultdict(list)
+    for number, instance in enumerate(accessed):
+        for segment in instance.segments:
+            if time.monotonic() > deadline:
+                raise EngineUnknown("the analysis did not finish within --timeout")
+            for key, first, second in _segment_candidates(oracle, segment):
+                by_lines[(first.location, second.location)].append(((number, *key), first, second))
+    details = _Details(trace, oracle)
+    chosen = [found for candidates in by_lines.values() for found in _settle(candidates, details)]
+    chosen.sort(key=itemgetter(0))
+    return [_race(trace, first, second, detail, cells) for _, detail, first, second in chosen]
+
+
+_Candidate = tuple[tuple[int, int, int], Event, Event]  # (instance, sweep key), first, second
+
+
+def _settle(
+    candidates: list[_Candidate], details: _Details
+) -> Iterator[tuple[tuple[int, int, int], RaceDetail, Event, Event]]:
+    """The pairs one pair of lines reports, walking its candidates in sweep order."""
+    candidates.sort(key=itemgetter(0))
+    seen: set[RaceDetail] = set()
+    for order, first, second in candidates:
+        if _writes(first):
+            yield order, RaceDetail.WRITE_AFTER_WRITE, first, second
+            return
+        detail = details.of(first, second)
+        if detail not in seen:
+            seen.add(detail)
+            yield order, detail, first, second
+            if len(seen) == len(_READ_DETAILS):
+                return
 
 
 _READ_DETAILS = (RaceDetail.READ_AFTER_WRITE, RaceDetail.WRITE_AFTER_READ)
+
+
+def _segment_candidates(
+    oracle: OrderOracle, segment: Segment
+) -> Iterator[tuple[tuple[int, int], Event, Event]]:
+    """(sweep key in this segment, first, second) of the conflicting pairs of the
+    segment that run in either order, the first of each group in each window, seen
+    from the side of the pair's first access."""
+    ranks = sorted(segment.by_rank)
+    sides = {rank: _Side(segment, rank) for rank in ranks}
+    for place, rank in enumerate(ranks):
+        for other in ranks[place + 1 :]:
+            if rank not in segment.writers and other not in segment.writers:
+                continue
+            ours, theirs = sides[rank], sides[other]
+            lows, highs = _windows(oracle, ours, theirs)
+            yield from _candidates(ours, theirs, zip(lows, highs, strict=True))
+            back = (
+                (bisect_left(highs, index), bisect_right(lows, index) - 1)
+                for index in range(len(theirs.events))
+            )
+            yield from _candidates(theirs, ours, back)
+
+
+def _windows(oracle: OrderOracle, ours: _Side, theirs: _Side) -> tuple[list[int], list[int]]:
+    """Per access of `ours`, the window theirs[low:high + 1] that runs in either order
+    with it (empty when high < low)."""
+    lows, highs = [], []
+    low, high, count = 0, -1, len(theirs.refs)
+    for ref in ours.refs:
+        while low < count and not oracle.can_precede(ref, theirs.refs[low]):
+            low += 1
+        while high + 1 < count and oracle.can_precede(theirs.refs[high + 1], ref):
+            high += 1
+        lows.append(low)
+        highs.append(high)
+    return lows, highs
+
+
+def _candidates(
+    ours: _Side, theirs: _Side, windows: Iterable[tuple[int, int]]
+) -> Iterator[tuple[tuple[int, int], Event, Event]]:
+    for place, (low, high) in enumerate(windows):
+        if high < low:
+            continue
+        event, position = ours.events[place], ours.positions[place]
+        for partner_place in theirs.firsts(low, high):
+            partner = theirs.events[partner_place]
+            if not _conflict(event, partner):
+                continue
+            first, second = _ordered_pair(event, partner)
+            if first is event:
+                other = theirs.positions[partner_place]
+                yield ((position, other) if position > other else (other, position)), first, second
 
 
 def _ordered_pair(a: Event, b: Event) -> tuple[Event, Event]:
@@ -435,35 +513,50 @@ def _published_to(trace: Trace, oracle: OrderOracle, write: Event, read: Event) 
     return all(event.kind is not EventKind.WAIT for event in events[write.index + 1 : low + 1])
 
 
-def _race(
-    trace: Trace,
-    oracle: OrderOracle,
-    first: Event,
-    second: Event,
-    writes_by_instance: dict[tuple[int, int], list[Event]],
-    cells: list[SignalCell],
-) -> Hazard:
-    assert first.access is not None and second.access is not None
-    overlap = intersect_ranges(first.access.ranges, second.access.ranges)
-    if _writes(first):
-        detail = RaceDetail.WRITE_AFTER_WRITE
-    else:
-        instance = (first.access.memory, first.access.owner)
+class _Details:
+    """The detail of a read racing with a write: write-after-read when other writes of
+    all the racing bytes (same `--repeat` call) always precede the read and were
+    published to it, else read-after-write. It depends on the read and the bytes it
+    shares with the write only: the racing write can run after the read, so it is
+    never one of those others. Kept per read and bytes."""
+
+    def __init__(self, trace: Trace, oracle: OrderOracle) -> None:
+        self.trace = trace
+        self.oracle = oracle
+        self.writes = _writes_by_instance(trace)
+        self.known: dict[tuple[int, int, tuple[tuple[int, int], ...]], RaceDetail] = {}
+
+    def of(self, read: Event, write: Event) -> RaceDetail:
+        assert read.access is not None and write.access is not None
+        overlap = intersect_ranges(read.access.ranges, write.access.ranges)
+        key = (read.rank, read.index, overlap)
+        if key not in self.known:
+            self.known[key] = self._detail(read, overlap)
+        return self.known[key]
+
+    def _detail(self, read: Event, overlap: tuple[tuple[int, int], ...]) -> RaceDetail:
+        assert read.access is not None
         published = [
             span
-            for other in writes_by_instance[instance]
-            if other is not second
-            and other.access is not None
-            and other.repeat == first.repeat
+            for other in self.writes[(read.access.memory, read.access.owner)]
+            if other.access is not None
+            and other.repeat == read.repeat
             and intersect_ranges(other.access.ranges, overlap)
-            and _always_before(oracle, other, first)
-            and _published_to(trace, oracle, other, first)
+            and _always_before(self.oracle, other, read)
+            and _published_to(self.trace, self.oracle, other, read)
             for span in intersect_ranges(other.access.ranges, overlap)
         ]
         # Write-after-read only when published writes cover every racing byte: a byte
-        # only `second` provides is one the read was meant to see (read-after-write).
+        # only the racing write provides is one the read was meant to see.
         shadowed = not subtract_ranges(overlap, union_ranges(published))
-        detail = RaceDetail.WRITE_AFTER_READ if shadowed else RaceDetail.READ_AFTER_WRITE
+        return RaceDetail.WRITE_AFTER_READ if shadowed else RaceDetail.READ_AFTER_WRITE
+
+
+def _race(
+    trace: Trace, first: Event, second: Event, detail: RaceDetail, cells: list[SignalCell]
+) -> Hazard:
+    assert first.access is not None and second.access is not None
+    overlap = intersect_ranges(first.access.ranges, second.access.ranges)
     shared = Region(memory=first.access.memory, owner=first.access.owner, ranges=overlap)
     if detail is RaceDetail.READ_AFTER_WRITE:
         bad_first, bad_second = first, second

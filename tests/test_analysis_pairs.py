@@ -1,19 +1,32 @@
 """The near-linear pair search of the analysis finds exactly what checking every pair finds.
 
 On random protocols (tests/strategies.py), against the brute force's ordering answers:
-`racing_pairs` returns every pair of overlapping accesses of two ranks, at least one
-writing, that can run in either order, each once; `stale_reads` reports one stale read
-per source line of the loads some bytes of which no write can reach first; the cell
-index of the set-add-mix search finds every signal cell an event writes.
+`races` reports exactly what a walk over every pair of overlapping accesses of two ranks
+that runs in either order reports, on protocols whose events share a few source lines
+(the walk uses the analysis's own rules for one pair: the search is under test);
+`stale_reads` reports one stale read per source line of the loads some bytes of which
+no write can reach first; the cell index of the set-add-mix search finds every signal
+cell an event writes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from operator import itemgetter
+
 from bruteforce import BruteForce
 from hypothesis import HealthCheck, given, settings
-from strategies import monotone_traces, traces
+from hypothesis import strategies as st
+from strategies import MAX_EVENTS_PER_RANK, monotone_traces, traces
 
-from racecheck.analysis import instances, racing_pairs, stale_reads
+from racecheck.analysis import (
+    _conflict,
+    _Details,
+    _ordered_pair,
+    instances,
+    races,
+    stale_reads,
+)
 from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
     AccessMode,
@@ -22,11 +35,15 @@ from racecheck.events import (
     EventKind,
     EventRef,
     MemoryKind,
+    SourceLocation,
     Trace,
     cell_effect,
     intersect_ranges,
     subtract_ranges,
 )
+from racecheck.findings import RaceDetail
+
+MAX_EVENTS = max(MAX_EVENTS_PER_RANK.values())
 
 PAIRS = settings(
     max_examples=150,
@@ -54,28 +71,80 @@ def _overlap(a: Event, b: Event) -> bool:
     )
 
 
-def _every_racing_pair(trace: Trace, truth: BruteForce) -> set[frozenset[tuple[int, int]]]:
-    events = _events(trace)
-    return {
-        frozenset({(a.rank, a.index), (b.rank, b.index)})
-        for a in events
-        for b in events
-        if a.rank < b.rank
-        and _overlap(a, b)
-        and (_writes(a) or _writes(b))
-        and truth.can_precede(a.ref, b.ref)
-        and truth.can_precede(b.ref, a.ref)
-    }
+def _shared_lines(trace: Trace, lines: list[int]) -> Trace:
+    """The trace with its events' source lines drawn from a few, so that many pairs of
+    events share a pair of lines and one line both reads and writes."""
+    events = iter(lines)
+    return dataclasses.replace(
+        trace,
+        events=tuple(
+            tuple(
+                dataclasses.replace(
+                    event, location=SourceLocation(file="gen.py", line=next(events), text="")
+                )
+                for event in rank_events
+            )
+            for rank_events in trace.events
+        ),
+    )
+
+
+def _walk_every_pair(trace: Trace, truth: BruteForce) -> list[tuple[str, EventRef, EventRef]]:
+    """The races of every conflicting pair of overlapping accesses of two ranks that
+    runs in either order, met in sweep order (instances in trace order): per pair of
+    lines and detail the first, a pair of lines settled by its first writer-first pair
+    or once both read details showed."""
+    details = _Details(trace, truth)
+    met = []
+    for number, instance in enumerate(instances(trace)):
+        events = [
+            event
+            for event in _events(trace)
+            if event.access is not None
+            and (event.access.memory, event.access.owner) == instance.key
+        ]
+        for a in events:
+            for b in events:
+                key = instance.sweep_key(a, b)
+                if (
+                    a.rank < b.rank
+                    and key is not None
+                    and _conflict(a, b)
+                    and truth.can_precede(a.ref, b.ref)
+                    and truth.can_precede(b.ref, a.ref)
+                ):
+                    met.append(((number, *key), a, b))
+    met.sort(key=itemgetter(0))
+    found: dict[tuple[RaceDetail, SourceLocation, SourceLocation], tuple[str, EventRef, EventRef]]
+    found, settled = {}, set()
+    for _, a, b in met:
+        first, second = _ordered_pair(a, b)
+        lines = (first.location, second.location)
+        if lines in settled:
+            continue
+        detail = RaceDetail.WRITE_AFTER_WRITE if _writes(first) else details.of(first, second)
+        found.setdefault((detail, *lines), (detail.value, first.ref, second.ref))
+        if _writes(first) or all((d, *lines) in found for d in READ_DETAILS):
+            settled.add(lines)
+    return list(found.values())
+
+
+READ_DETAILS = (RaceDetail.READ_AFTER_WRITE, RaceDetail.WRITE_AFTER_READ)
 
 
 @PAIRS
-@given(trace=traces())
-def test_racing_pairs_are_every_pair_that_runs_in_either_order(trace: Trace) -> None:
+@given(
+    trace=traces(),
+    lines=st.lists(st.integers(1, 3), min_size=4 * MAX_EVENTS, max_size=4 * MAX_EVENTS),
+)
+def test_races_are_the_first_pairs_of_every_pair_that_runs_in_either_order(
+    trace: Trace, lines: list[int]
+) -> None:
+    trace = _shared_lines(trace, lines)
     truth = BruteForce(trace)
-    found = racing_pairs(truth, instances(trace))
-    keys = [frozenset({(a.rank, a.index), (b.rank, b.index)}) for a, b in found]
-    assert len(keys) == len(set(keys))
-    assert set(keys) == _every_racing_pair(trace, truth)
+    cells = list(signal_cells(trace).values())
+    found = races(trace, truth, instances(trace), cells)
+    assert [(h.detail, *h.events) for h in found] == _walk_every_pair(trace, truth)
 
 
 def _stale_loads(trace: Trace, truth: BruteForce) -> set[tuple[int, int]]:
