@@ -241,26 +241,11 @@ def _is_set(event: Event) -> bool:
 class Segment:
     """Bytes of one instance that the same accesses cover (between two consecutive
     range boundaries); two accesses overlap iff they cover a common segment. The
-    accesses covering it, per rank, in program order, with the sweep position of the
-    range of each that covers it."""
+    accesses covering it, per rank, in program order."""
 
     number: int
     by_rank: dict[int, list[Event]]
-    positions: dict[int, list[int]]  # parallel to by_rank
     writers: dict[int, list[Event]]  # the ranks that write it only
-
-
-def _segment(number: int, covering: dict[int, list[tuple[int, int, Event]]]) -> Segment:
-    by_rank, positions, writers = {}, {}, {}
-    for rank, entries in covering.items():
-        entries.sort(key=itemgetter(0))
-        events = [event for _, _, event in entries]
-        by_rank[rank] = events
-        positions[rank] = [position for _, position, _ in entries]
-        written = [event for event in events if _writes(event)]
-        if written:
-            writers[rank] = written
-    return Segment(number=number, by_rank=by_rank, positions=positions, writers=writers)
 
 
 class Instance:
@@ -268,26 +253,38 @@ class Instance:
     sweep over start offsets meets them, and the segments they cover."""
 
     def __init__(self, items: list[tuple[int, int, Event]]) -> None:
-        items.sort(key=itemgetter(0))
+        items.sort(key=lambda item: item[0])
         access = items[0][2].access
         assert access is not None
         self.key = (access.memory, access.owner)
         self.spans: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
         bounds = sorted({offset for start, end, _ in items for offset in (start, end)})
-        covering: list[dict[int, list[tuple[int, int, Event]]]] = [
-            defaultdict(list) for _ in range(max(len(bounds) - 1, 0))
+        self.bounds = bounds
+        self.segments = [
+            Segment(number=number, by_rank=defaultdict(list), writers={})
+            for number in range(max(len(bounds) - 1, 0))
         ]
-        numbers: dict[tuple[int, int], list[int]] = defaultdict(list)
+        self.segments_of: dict[tuple[int, int], list[Segment]] = defaultdict(list)
         for position, (start, end, event) in enumerate(items):
             key = (event.rank, event.index)
             self.spans.setdefault(key, []).append((position, start, end))
+            joined = self.segments_of[key]
             for number in range(bisect_left(bounds, start), bisect_left(bounds, end)):
-                numbers[key].append(number)
-                covering[number][event.rank].append((event.index, position, event))
-        self.segments = [_segment(number, by_rank) for number, by_rank in enumerate(covering)]
-        self.segments_of = {
-            key: [self.segments[number] for number in found] for key, found in numbers.items()
-        }
+                segment = self.segments[number]
+                joined.append(segment)
+                segment.by_rank[event.rank].append(event)
+        for segment in self.segments:
+            for rank, events in segment.by_rank.items():
+                events.sort(key=lambda event: event.index)
+                writers = [event for event in events if _writes(event)]
+                if writers:
+                    segment.writers[rank] = writers
+
+    def position(self, event: Event, segment: Segment) -> int:
+        """The sweep position of the range of `event` that covers `segment`."""
+        start = self.bounds[segment.number]
+        spans = self.spans[(event.rank, event.index)]
+        return next(place for place, low, high in spans if low <= start < high)
 
     def sweep_key(self, a: Event, b: Event) -> tuple[int, int] | None:
         """Where a sweep over start offsets first meets `a` and `b` overlapping: (the
@@ -323,36 +320,44 @@ def instances(trace: Trace) -> list[Instance]:
 
 
 class _Side:
-    """One rank's accesses of a segment, in groups that any partner treats alike (line,
-    kind, mode, notify and bytes): a group's accesses share their start offset, so
-    its sweep positions grow with program order and its first access in a window of
-    the rank's accesses is the one a sweep meets first."""
+    """One rank's accesses of a segment, as the partners in windows. Of a group of alike
+    accesses (line, kind, mode, notify, bytes) only the first in a window can make
+    the first pair of its lines and detail: alike accesses share their start offset,
+    so their sweep positions grow with program order. Narrow windows are walked
+    whole; the groups are made when a wide window first needs them."""
 
-    def __init__(self, segment: Segment, rank: int) -> None:
+    def __init__(self, instance: Instance, segment: Segment, rank: int) -> None:
+        self.instance = instance
+        self.segment = segment
         self.events = segment.by_rank[rank]
-        self.positions = segment.positions[rank]
         self.refs = [event.ref for event in self.events]
-        numbering: dict[tuple[object, ...], int] = {}
-        self.group_of = [
-            numbering.setdefault(_likeness(event), len(numbering)) for event in self.events
-        ]
-        self.groups: list[list[int]] = [[] for _ in numbering]
-        for place, group in enumerate(self.group_of):
-            self.groups[group].append(place)
+        self.groups: list[list[int]] = []
 
-    def firsts(self, low: int, high: int) -> Iterator[int]:
-        """The first access of each group among events[low:high + 1]."""
-        if high - low < len(self.groups):
-            seen = set()
-            for place in range(low, high + 1):
-                if self.group_of[place] not in seen:
-                    seen.add(self.group_of[place])
-                    yield place
-            return
+    def position(self, place: int) -> int:
+        return self.instance.position(self.events[place], self.segment)
+
+    def firsts(self, low: int, high: int) -> Iterable[int]:
+        """Places among events[low:high + 1] that include the first of each group: all
+        of them when they are few (another pair of a group adds no finding)."""
+        if high - low < _FEW:
+            return range(low, high + 1)
+        if not self.groups:
+            self._group()
+        firsts = []
         for places in self.groups:
-            found = bisect_left(places, low)
-            if found < len(places) and places[found] <= high:
-                yield places[found]
+            at = bisect_left(places, low)
+            if at < len(places) and places[at] <= high:
+                firsts.append(places[at])
+        return firsts
+
+    def _group(self) -> None:
+        grouped: dict[tuple[object, ...], list[int]] = defaultdict(list)
+        for place, event in enumerate(self.events):
+            grouped[_likeness(event)].append(place)
+        self.groups = list(grouped.values())
+
+
+_FEW = 16  # a window this wide or narrower is walked whole
 
 
 def _likeness(event: Event) -> tuple[object, ...]:
@@ -386,7 +391,7 @@ def races(
         for segment in instance.segments:
             if time.monotonic() > deadline:
                 raise EngineUnknown("the analysis did not finish within --timeout")
-            for key, first, second in _segment_candidates(oracle, segment):
+            for key, first, second in _segment_candidates(oracle, instance, segment):
                 by_lines[(first.location, second.location)].append(((number, *key), first, second))
     details = _Details(trace, oracle)
     chosen = [found for candidates in by_lines.values() for found in _settle(candidates, details)]
@@ -419,19 +424,24 @@ _READ_DETAILS = (RaceDetail.READ_AFTER_WRITE, RaceDetail.WRITE_AFTER_READ)
 
 
 def _segment_candidates(
-    oracle: OrderOracle, segment: Segment
+    oracle: OrderOracle, instance: Instance, segment: Segment
 ) -> Iterator[tuple[tuple[int, int], Event, Event]]:
     """(sweep key in this segment, first, second) of the conflicting pairs of the
     segment that run in either order, the first of each group in each window, seen
     from the side of the pair's first access."""
     ranks = sorted(segment.by_rank)
-    sides = {rank: _Side(segment, rank) for rank in ranks}
+    sides: dict[int, _Side] = {}
     for place, rank in enumerate(ranks):
         for other in ranks[place + 1 :]:
             if rank not in segment.writers and other not in segment.writers:
                 continue
+            for side in (rank, other):
+                if side not in sides:
+                    sides[side] = _Side(instance, segment, side)
             ours, theirs = sides[rank], sides[other]
             lows, highs = _windows(oracle, ours, theirs)
+            if all(high < low for low, high in zip(lows, highs, strict=True)):
+                continue
             yield from _candidates(ours, theirs, zip(lows, highs, strict=True))
             back = (
                 (bisect_left(highs, index), bisect_right(lows, index) - 1)
@@ -461,14 +471,14 @@ def _candidates(
     for place, (low, high) in enumerate(windows):
         if high < low:
             continue
-        event, position = ours.events[place], ours.positions[place]
+        event = ours.events[place]
         for partner_place in theirs.firsts(low, high):
             partner = theirs.events[partner_place]
             if not _conflict(event, partner):
                 continue
             first, second = _ordered_pair(event, partner)
             if first is event:
-                other = theirs.positions[partner_place]
+                position, other = ours.position(place), theirs.position(partner_place)
                 yield ((position, other) if position > other else (other, position)), first, second
 
 

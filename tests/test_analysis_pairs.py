@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 from operator import itemgetter
+from unittest.mock import patch
 
 from bruteforce import BruteForce
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import MAX_EVENTS_PER_RANK, monotone_traces, traces
+from tracebuild import TraceBuilder
 
+from racecheck import analysis
 from racecheck.analysis import (
     _conflict,
     _Details,
@@ -71,21 +74,33 @@ def _overlap(a: Event, b: Event) -> bool:
     )
 
 
-def _shared_lines(trace: Trace, lines: list[int]) -> Trace:
-    """The trace with its events' source lines drawn from a few, so that many pairs of
-    events share a pair of lines and one line both reads and writes."""
-    events = iter(lines)
+def _called_twice(trace: Trace, lines: list[int]) -> Trace:
+    """The trace run twice (as `--repeat 2` does) with its events' source lines drawn
+    from a few: many pairs of events share a pair of lines, one line both reads and
+    writes, and a window holds alike accesses of both calls."""
+    drawn = iter(lines)
+    located = [
+        [
+            dataclasses.replace(
+                event, location=SourceLocation(file="gen.py", line=next(drawn), text="")
+            )
+            for event in rank_events
+        ]
+        for rank_events in trace.events
+    ]
     return dataclasses.replace(
         trace,
         events=tuple(
-            tuple(
-                dataclasses.replace(
-                    event, location=SourceLocation(file="gen.py", line=next(events), text="")
-                )
-                for event in rank_events
+            (
+                *events,
+                *(
+                    dataclasses.replace(event, index=event.index + len(events), repeat=1)
+                    for event in events
+                ),
             )
-            for rank_events in trace.events
+            for events in located
         ),
+        repeat=2,
     )
 
 
@@ -134,17 +149,38 @@ READ_DETAILS = (RaceDetail.READ_AFTER_WRITE, RaceDetail.WRITE_AFTER_READ)
 
 @PAIRS
 @given(
-    trace=traces(),
-    lines=st.lists(st.integers(1, 3), min_size=4 * MAX_EVENTS, max_size=4 * MAX_EVENTS),
+    trace=traces(max_ranks=3),
+    lines=st.lists(st.integers(1, 3), min_size=3 * MAX_EVENTS, max_size=3 * MAX_EVENTS),
 )
 def test_races_are_the_first_pairs_of_every_pair_that_runs_in_either_order(
     trace: Trace, lines: list[int]
 ) -> None:
-    trace = _shared_lines(trace, lines)
+    _assert_races_are_the_walk(_called_twice(trace, lines))
+
+
+def test_of_alike_writes_the_one_the_sweep_meets_first_races() -> None:
+    """Two writes of one line start at different bytes: the one later in program order
+    starts first, so its pair with the read is the one the sweep meets first."""
+    build = TraceBuilder(2)
+    data = build.window("data", 16)
+    build.load(0, data, 0, 4, 12, line=1)
+    build.store(1, data, 0, 4, 12, line=2)
+    build.store(1, data, 0, 0, 8, line=2)
+    trace = build.build()
+    _assert_races_are_the_walk(trace)
+    (race,) = races(trace, BruteForce(trace), instances(trace), [])
+    assert race.events == (EventRef(rank=0, index=0), EventRef(rank=1, index=1))
+
+
+def _assert_races_are_the_walk(trace: Trace) -> None:
     truth = BruteForce(trace)
     cells = list(signal_cells(trace).values())
+    expected = _walk_every_pair(trace, truth)
     found = races(trace, truth, instances(trace), cells)
-    assert [(h.detail, *h.events) for h in found] == _walk_every_pair(trace, truth)
+    assert [(h.detail, *h.events) for h in found] == expected
+    with patch.object(analysis, "_FEW", 0):  # every window by its groups of alike accesses
+        found = races(trace, truth, instances(trace), cells)
+    assert [(h.detail, *h.events) for h in found] == expected
 
 
 def _stale_loads(trace: Trace, truth: BruteForce) -> set[tuple[int, int]]:
