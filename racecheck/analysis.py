@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 
+from racecheck.cosim.simulate import collector_paused
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.errors import EngineUnknown
@@ -101,7 +102,14 @@ def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.in
     """Every hazard of the trace. A rank stopped by an out-of-bounds access never ran
     its remaining events, so waits on it and reads of what it would have written are
     consequences, not findings: only races among the events that did run are added.
-    Past `deadline` (`time.monotonic()`) it raises EngineUnknown."""
+    Past `deadline` (`time.monotonic()`) it raises EngineUnknown. The collector is
+    paused meanwhile: the index of the accesses is many containers that live until
+    the end, which collections would walk again and again."""
+    with collector_paused():
+        return _hazards(trace, oracle, deadline)
+
+
+def _hazards(trace: Trace, oracle: OrderOracle, deadline: float) -> list[Hazard]:
     hazards = out_of_bounds(trace)
     accessed = instances(trace)
     crashed = bool(trace.out_of_bounds)
