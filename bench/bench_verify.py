@@ -8,9 +8,11 @@ Each cell runs `racecheck verify FILE --ranks P --engine E --format json` in a f
 process `--repeats` times and records the median wall time and the largest peak RSS
 (from the child's rusage). First the hard cases of issue 13, each against its target
 (`HARD_CASES`) and `--jobs 1` against `--jobs 2` on one file at many P (`--hard-only`
-stops there); then every protocol of `PROTOCOLS` for
-growing P, a row stopping once a run exceeds `--budget` seconds, with the growth of
-the checking time in P and in events.
+stops there); then every example at P = 2..8 with
+`--repeat 3`, one process per file, against the 2 s target per P (`--examples-only`
+runs just that table); then every protocol of `PROTOCOLS` for growing P, a row
+stopping once a run exceeds `--budget` seconds, with the growth of the checking time
+in P and in events.
 SPIN, when installed, runs on racecheck's Promela export of the mesh all-reduce (the
 same trace racecheck decides) until one P exceeds 300 s or 8 GB; next to it, racecheck
 `auto` on the same P, in the same run.
@@ -28,6 +30,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -42,6 +45,9 @@ PROTOCOLS = (
 )
 FULL_RANKS = (2, 4, 8, 16, 32, 64, 128)
 SET_RESET = "05_shift_counter_barrier_bug_set_reset.py"
+EXAMPLE_RANKS = "2..8"
+EXAMPLE_REPEAT = 3
+EXAMPLE_SECONDS = 2.0  # target: each P's own checking time
 SINGLE_SLOT = "16_allreduce_ring_outbox_bug_single_slot.py"
 MESH = "08_allreduce_mesh.py"
 JOBS_RANGES = ("2..8", "2..64")  # start-up against the gain
@@ -127,16 +133,16 @@ class Measurement:
     events: int = 0  # events of the trace (summed over the run's programs)
 
 
-def run_once(
+def run_json(
     path: Path,
     ranks: int | str,
     engine: str,
     args: tuple[str, ...],
     repeat: int = 1,
     jobs: int | None = None,
-) -> tuple[float, float, str, float, int]:
-    """(wall seconds, peak RSS in MiB, verdicts, checking seconds, events) of one whole
-    `racecheck verify` process; checking excludes interpreter start-up and imports."""
+) -> tuple[float, float, list[dict[str, Any]] | str]:
+    """(wall seconds, peak RSS in MiB, the JSON results or an error line) of one whole
+    `racecheck verify` process."""
     command = [sys.executable, "-m", "racecheck", "verify", str(path), "--ranks", str(ranks)]
     command += ["--engine", engine, "--format", "json", "--repeat", str(repeat)]
     command += [] if jobs is None else ["--jobs", str(jobs)]
@@ -150,13 +156,29 @@ def run_once(
     elapsed = time.perf_counter() - started
     child.returncode = 0  # reaped by wait4 above
     try:
-        results = json.loads(stdout)["results"]
-        verdict = "/".join(sorted({result["verdict"] for result in results}))
-        checking = sum(result["seconds"] for result in results)
-        events = sum(result["events"] or 0 for result in results)
+        results: list[dict[str, Any]] | str = json.loads(stdout)["results"]
     except (json.JSONDecodeError, KeyError):
-        verdict, checking, events = f"error: {stderr.strip()[:80]}", 0.0, 0
-    return elapsed, usage.ru_maxrss / 1024, verdict, checking, events
+        results = f"error: {stderr.strip()[:80]}"
+    return elapsed, usage.ru_maxrss / 1024, results
+
+
+def run_once(
+    path: Path,
+    ranks: int | str,
+    engine: str,
+    args: tuple[str, ...],
+    repeat: int = 1,
+    jobs: int | None = None,
+) -> tuple[float, float, str, float, int]:
+    """(wall seconds, peak RSS in MiB, verdicts, checking seconds, events) of one whole
+    `racecheck verify` process; checking excludes interpreter start-up and imports."""
+    elapsed, peak, results = run_json(path, ranks, engine, args, repeat, jobs)
+    if isinstance(results, str):
+        return elapsed, peak, results, 0.0, 0
+    verdict = "/".join(sorted({result["verdict"] for result in results}))
+    checking = sum(result["seconds"] for result in results)
+    events = sum(result["events"] or 0 for result in results)
+    return elapsed, peak, verdict, checking, events
 
 
 def measure(
@@ -247,6 +269,51 @@ def jobs_rows(repeats: int) -> list[JobsRow]:
                 f"{row.protocol:54} {row.seconds:7.2f} s {row.peak_mib:7.1f} MiB  load {load:.1f}",
                 flush=True,
             )
+    return rows
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExampleRun:
+    """One example at P = 2..8 with `--repeat 3`: its slowest P and that P's time."""
+
+    file: str
+    seconds: float  # wall time of the whole process (every P)
+    slowest: int  # the P with the longest checking time
+    checking: float  # that P's own checking time (its programs summed)
+    events: int  # that P's events
+    verdicts: str
+
+
+def examples_table() -> list[ExampleRun]:
+    rows = []
+    for path in sorted(EXAMPLES.glob("*.py")):
+        elapsed, _, results = run_json(path, EXAMPLE_RANKS, "auto", (), EXAMPLE_REPEAT)
+        per_p: dict[int, tuple[float, int]] = {}
+        for result in results if not isinstance(results, str) else ():
+            seconds, events = per_p.get(result["ranks"], (0.0, 0))
+            per_p[result["ranks"]] = (seconds + result["seconds"], events + (result["events"] or 0))
+        slowest = max(per_p, key=lambda ranks: per_p[ranks][0], default=0)
+        checking, events = per_p.get(slowest, (0.0, 0))
+        verdicts = (
+            results
+            if isinstance(results, str)
+            else "/".join(sorted({result["verdict"] for result in results}))
+        )
+        row = ExampleRun(
+            file=path.name,
+            seconds=elapsed,
+            slowest=slowest,
+            checking=checking,
+            events=events,
+            verdicts=verdicts,
+        )
+        rows.append(row)
+        print(
+            f"{row.file:58} {row.seconds:6.2f} s  slowest P={row.slowest}: {row.checking:6.3f} s"
+            f" {row.events:6} events  {row.verdicts}"
+            f"  {'met' if row.checking < EXAMPLE_SECONDS else 'MISSED'}",
+            flush=True,
+        )
     return rows
 
 
@@ -376,6 +443,29 @@ def growth_exponent(
     return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
 
 
+def growth_steps(rows: list[Measurement]) -> list[str]:
+    """Per protocol (`auto`), from each P >= 32 to the next one measured: how much the
+    events and the checking time grew."""
+    lines = [
+        "| protocol | P | events | × events | checking s | × checking time |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for label in dict.fromkeys(row.protocol for row in rows):
+        by_ranks = {
+            row.ranks: row
+            for row in rows
+            if row.protocol == label and row.engine == "auto" and row.checking > 0
+        }
+        series = [by_ranks[ranks] for ranks in sorted(by_ranks) if ranks >= 32]
+        for before, after in zip(series, series[1:], strict=False):
+            lines.append(
+                f"| {label} | {before.ranks} → {after.ranks} | {after.events}"
+                f" | {after.events / before.events:.2f} | {after.checking:.3f}"
+                f" | {after.checking / before.checking:.2f} |"
+            )
+    return lines
+
+
 def jobs_markdown(rows: list[JobsRow]) -> list[str]:
     lines = [
         "",
@@ -405,6 +495,7 @@ def jobs_markdown(rows: list[JobsRow]) -> list[str]:
 def markdown(
     hard: list[tuple[HardCase, Measurement]],
     jobs: list[JobsRow],
+    examples: list[ExampleRun],
     rows: list[Measurement],
     command: str,
 ) -> str:
@@ -436,6 +527,23 @@ def markdown(
     lines += jobs_markdown(jobs)
     lines += [
         "",
+        f"## Every example at P = {EXAMPLE_RANKS} with `--repeat {EXAMPLE_REPEAT}`",
+        "",
+        f"One process per file; the slowest P's own checking time against the"
+        f" {EXAMPLE_SECONDS:g} s target (one run each).",
+        "",
+        "| example | seconds (whole process) | slowest P | its events | its checking s"
+        " | verdicts | met |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    for example in examples:
+        lines.append(
+            f"| {example.file} | {example.seconds:.2f} | {example.slowest} | {example.events}"
+            f" | {example.checking:.3f} | {example.verdicts}"
+            f" | {'yes' if example.checking < EXAMPLE_SECONDS else '**no**'} |"
+        )
+    lines += [
+        "",
         "## Growth in P",
         "",
         "| protocol | engine | P | events | seconds (median) | checking s | peak MiB | verdict |",
@@ -458,6 +566,8 @@ def markdown(
             in_events = growth_exponent(rows, label, engine, in_events=True)
             if slope is not None and in_events is not None:
                 lines.append(f"- {label}, {engine}: time ∝ P^{slope:.2f} ∝ events^{in_events:.2f}")
+    lines += ["", "Growth in events, step by step (with the hard cases' mesh P = 256):", ""]
+    lines += growth_steps([*rows, *(row for _, row in hard)])
     return "\n".join(lines) + "\n"
 
 
@@ -470,16 +580,23 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
     parser.add_argument("--no-spin", action="store_true", help="skip the SPIN comparison")
     parser.add_argument("--hard-only", action="store_true", help="only issue 13's table")
+    parser.add_argument(
+        "--examples-only", action="store_true", help="only print the examples' table"
+    )
     options = parser.parse_args()
+    if options.examples_only:
+        examples_table()
+        return 0
     ranks = tuple(p for p in FULL_RANKS if p <= 16) if options.quick else FULL_RANKS
     engines = tuple(options.engines.split(","))
     hard = hard_cases(options.repeats)
     jobs = jobs_rows(options.repeats)
+    examples = [] if options.hard_only else examples_table()
     rows = [] if options.hard_only else sweep(engines, ranks, options.repeats, options.budget)
     if not (options.no_spin or options.hard_only):
         rows += spin_sweep(limit_seconds=300.0, limit_mib=8192)
     out = Path(options.out)
-    out.write_text(markdown(hard, jobs, rows, " ".join(["python", *sys.argv])))
+    out.write_text(markdown(hard, jobs, examples, rows, " ".join(["python", *sys.argv])))
     plot(rows or [row for _, row in hard], out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
     return 0

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 
+from racecheck.cosim.simulate import collector_paused
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.errors import EngineUnknown
@@ -101,7 +102,14 @@ def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.in
     """Every hazard of the trace. A rank stopped by an out-of-bounds access never ran
     its remaining events, so waits on it and reads of what it would have written are
     consequences, not findings: only races among the events that did run are added.
-    Past `deadline` (`time.monotonic()`) it raises EngineUnknown."""
+    Past `deadline` (`time.monotonic()`) it raises EngineUnknown. The collector is
+    paused meanwhile: the index of the accesses is many containers that live until
+    the end, which collections would walk again and again."""
+    with collector_paused():
+        return _hazards(trace, oracle, deadline)
+
+
+def _hazards(trace: Trace, oracle: OrderOracle, deadline: float) -> list[Hazard]:
     hazards = out_of_bounds(trace)
     accessed = instances(trace)
     crashed = bool(trace.out_of_bounds)
@@ -109,7 +117,7 @@ def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.in
     if stuck is not None:
         hazards.append(stuck)
     cells = list(signal_cells(trace).values())
-    hazards.extend(races(trace, oracle, racing_pairs(oracle, accessed, deadline=deadline), cells))
+    hazards.extend(races(trace, oracle, accessed, cells, deadline=deadline))
     hazards.extend(set_add_mixes(trace, oracle))
     if not crashed:
         blocked = stuck.events if stuck is not None else ()
@@ -259,6 +267,7 @@ class Instance:
         self.key = (access.memory, access.owner)
         self.spans: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
         bounds = sorted({offset for start, end, _ in items for offset in (start, end)})
+        self.bounds = bounds
         self.segments = [
             Segment(number=number, by_rank=defaultdict(list), writers={})
             for number in range(max(len(bounds) - 1, 0))
@@ -278,6 +287,12 @@ class Instance:
                 writers = [event for event in events if _writes(event)]
                 if writers:
                     segment.writers[rank] = writers
+
+    def position(self, event: Event, segment: Segment) -> int:
+        """The sweep position of the range of `event` that covers `segment`."""
+        start = self.bounds[segment.number]
+        spans = self.spans[(event.rank, event.index)]
+        return next(place for place, low, high in spans if low <= start < high)
 
     def sweep_key(self, a: Event, b: Event) -> tuple[int, int] | None:
         """Where a sweep over start offsets first meets `a` and `b` overlapping: (the
@@ -312,86 +327,167 @@ def instances(trace: Trace) -> list[Instance]:
     return [Instance(items) for items in groups.values()]
 
 
-def racing_pairs(
-    oracle: OrderOracle, accessed: list[Instance], *, deadline: float = math.inf
-) -> list[tuple[Event, Event]]:
-    """Every pair of overlapping accesses of two ranks, at least one writing, that can
-    run in either order, in the order a sweep over each instance's start offsets meets
-    them. Near-linear in events: `can_precede(x, y)` only turns true as `y` moves later
-    in its rank and only turns false as `x` does, so among the accesses of one segment,
-    the partners that can run in either order with one access form a window of the
-    other rank's accesses, and both ends of the window only move forward through the
-    first rank's accesses."""
-    found: list[tuple[Event, Event]] = []
-    for instance in accessed:
-        keyed: list[tuple[tuple[int, int], Event, Event]] = []
-        for segment in instance.segments:
-            if time.monotonic() > deadline:
-                raise EngineUnknown("the analysis did not finish within --timeout")
-            keyed.extend(_segment_pairs(oracle, instance, segment))
-        keyed.sort(key=itemgetter(0))
-        previous = None  # a pair of accesses that share several segments comes once each
-        for key, a, b in keyed:
-            if key != previous:
-                found.append((a, b))
-            previous = key
-    return found
+class _Side:
+    """One rank's accesses of a segment, as the partners in windows. Of a group of alike
+    accesses (line, kind, mode, notify, bytes) only the first in a window can make
+    the first pair of its lines and detail: alike accesses share their start offset,
+    so their sweep positions grow with program order. Narrow windows are walked
+    whole; the groups are made when a wide window first needs them."""
+
+    def __init__(self, instance: Instance, segment: Segment, rank: int) -> None:
+        self.instance = instance
+        self.segment = segment
+        self.events = segment.by_rank[rank]
+        self.refs = [event.ref for event in self.events]
+        self.groups: list[list[int]] = []
+
+    def position(self, place: int) -> int:
+        return self.instance.position(self.events[place], self.segment)
+
+    def firsts(self, low: int, high: int) -> Iterable[int]:
+        """Places among events[low:high + 1] that include the first of each group: all
+        of them when they are few (another pair of a group adds no finding)."""
+        if high - low < _FEW:
+            return range(low, high + 1)
+        if not self.groups:
+            self._group()
+        firsts = []
+        for places in self.groups:
+            at = bisect_left(places, low)
+            if at < len(places) and places[at] <= high:
+                firsts.append(places[at])
+        return firsts
+
+    def _group(self) -> None:
+        grouped: dict[tuple[object, ...], list[int]] = defaultdict(list)
+        for place, event in enumerate(self.events):
+            grouped[_likeness(event)].append(place)
+        self.groups = list(grouped.values())
 
 
-def _segment_pairs(
-    oracle: OrderOracle, instance: Instance, segment: Segment
-) -> Iterator[tuple[tuple[int, int], Event, Event]]:
-    ranks = sorted(segment.by_rank)
-    for place, rank in enumerate(ranks):
-        for other in ranks[place + 1 :]:
-            if rank not in segment.writers and other not in segment.writers:
-                continue
-            for a, b in _either_order(oracle, segment.by_rank[rank], segment.by_rank[other]):
-                if _writes(a) or _writes(b):
-                    key = instance.sweep_key(a, b)
-                    if key is not None:
-                        yield key, a, b
+_FEW = 16  # a window this wide or narrower is walked whole
 
 
-def _either_order(
-    oracle: OrderOracle, ours: list[Event], theirs: list[Event]
-) -> Iterator[tuple[Event, Event]]:
-    """Pairs of `ours` and `theirs` (two ranks, program order) that run in either order."""
-    low, high = 0, -1  # theirs[low:high + 1]: the window of the current access
-    for event in ours:
-        while low < len(theirs) and not oracle.can_precede(event.ref, theirs[low].ref):
-            low += 1
-        while high + 1 < len(theirs) and oracle.can_precede(theirs[high + 1].ref, event.ref):
-            high += 1
-        for partner in theirs[low : high + 1]:
-            yield event, partner
+def _likeness(event: Event) -> tuple[object, ...]:
+    assert event.access is not None
+    return (event.location, event.kind, event.mode, event.notify, event.access.ranges)
 
 
 def races(
     trace: Trace,
     oracle: OrderOracle,
-    pairs: list[tuple[Event, Event]],
+    accessed: list[Instance],
     cells: list[SignalCell],
+    *,
+    deadline: float = math.inf,
 ) -> list[Hazard]:
-    """Races among `pairs`, which run in either order (`racing_pairs`)."""
-    found: dict[tuple[str, SourceLocation, SourceLocation], Hazard] = {}
-    settled: set[tuple[SourceLocation, SourceLocation]] = set()
-    writes_by_instance = _writes_by_instance(trace)
-    for a, b in pairs:
-        if not _conflict(a, b):
-            continue
-        first, second = _ordered_pair(a, b)
-        lines = (first.location, second.location)
-        if lines in settled:
-            continue
-        hazard = _race(trace, oracle, first, second, writes_by_instance, cells)
-        found.setdefault((hazard.detail, *lines), hazard)
-        if _writes(first) or all((d.value, *lines) in found for d in _READ_DETAILS):
-            settled.add(lines)
-    return list(found.values())
+    """Races among the overlapping accesses of two ranks, at least one writing, that can
+    run in either order (and conflict): per pair of lines and detail, the pair a sweep
+    over each instance's start offsets meets first (instances in the order the trace
+    first touches them), in that order. A pair of lines is settled by its first pair
+    with a writer first, or once both read details showed: later pairs do not count.
+
+    Near-linear in events: `can_precede(x, y)` only turns true as `y` moves later in
+    its rank and only turns false as `x` does, so among the accesses of one segment,
+    the partners that run in either order with one access form a window of the other
+    rank's accesses, and both ends of the window only move forward through the first
+    rank's accesses. Per access and group of partners (`_Side`) only the window's
+    first one can be the first pair of its lines and detail: a read's detail depends
+    on the read and the bytes it shares with the write alone (`_Details`)."""
+    by_lines: dict[tuple[SourceLocation, SourceLocation], list[_Candidate]] = defaultdict(list)
+    for number, instance in enumerate(accessed):
+        for segment in instance.segments:
+            if time.monotonic() > deadline:
+                raise EngineUnknown("the analysis did not finish within --timeout")
+            for key, first, second in _segment_candidates(oracle, instance, segment):
+                by_lines[(first.location, second.location)].append(((number, *key), first, second))
+    details = _Details(trace, oracle)
+    chosen = [found for candidates in by_lines.values() for found in _settle(candidates, details)]
+    chosen.sort(key=itemgetter(0))
+    return [_race(trace, first, second, detail, cells) for _, detail, first, second in chosen]
+
+
+_Candidate = tuple[tuple[int, int, int], Event, Event]  # (instance, sweep key), first, second
+
+
+def _settle(
+    candidates: list[_Candidate], details: _Details
+) -> Iterator[tuple[tuple[int, int, int], RaceDetail, Event, Event]]:
+    """The pairs one pair of lines reports, walking its candidates in sweep order."""
+    candidates.sort(key=itemgetter(0))
+    seen: set[RaceDetail] = set()
+    for order, first, second in candidates:
+        if _writes(first):
+            yield order, RaceDetail.WRITE_AFTER_WRITE, first, second
+            return
+        detail = details.of(first, second)
+        if detail not in seen:
+            seen.add(detail)
+            yield order, detail, first, second
+            if len(seen) == len(_READ_DETAILS):
+                return
 
 
 _READ_DETAILS = (RaceDetail.READ_AFTER_WRITE, RaceDetail.WRITE_AFTER_READ)
+
+
+def _segment_candidates(
+    oracle: OrderOracle, instance: Instance, segment: Segment
+) -> Iterator[tuple[tuple[int, int], Event, Event]]:
+    """(sweep key in this segment, first, second) of the conflicting pairs of the
+    segment that run in either order, the first of each group in each window, seen
+    from the side of the pair's first access."""
+    ranks = sorted(segment.by_rank)
+    sides: dict[int, _Side] = {}
+    for place, rank in enumerate(ranks):
+        for other in ranks[place + 1 :]:
+            if rank not in segment.writers and other not in segment.writers:
+                continue
+            for side in (rank, other):
+                if side not in sides:
+                    sides[side] = _Side(instance, segment, side)
+            ours, theirs = sides[rank], sides[other]
+            lows, highs = _windows(oracle, ours, theirs)
+            if all(high < low for low, high in zip(lows, highs, strict=True)):
+                continue
+            yield from _candidates(ours, theirs, zip(lows, highs, strict=True))
+            back = (
+                (bisect_left(highs, index), bisect_right(lows, index) - 1)
+                for index in range(len(theirs.events))
+            )
+            yield from _candidates(theirs, ours, back)
+
+
+def _windows(oracle: OrderOracle, ours: _Side, theirs: _Side) -> tuple[list[int], list[int]]:
+    """Per access of `ours`, the window theirs[low:high + 1] that runs in either order
+    with it (empty when high < low)."""
+    lows, highs = [], []
+    low, high, count = 0, -1, len(theirs.refs)
+    for ref in ours.refs:
+        while low < count and not oracle.can_precede(ref, theirs.refs[low]):
+            low += 1
+        while high + 1 < count and oracle.can_precede(theirs.refs[high + 1], ref):
+            high += 1
+        lows.append(low)
+        highs.append(high)
+    return lows, highs
+
+
+def _candidates(
+    ours: _Side, theirs: _Side, windows: Iterable[tuple[int, int]]
+) -> Iterator[tuple[tuple[int, int], Event, Event]]:
+    for place, (low, high) in enumerate(windows):
+        if high < low:
+            continue
+        event = ours.events[place]
+        for partner_place in theirs.firsts(low, high):
+            partner = theirs.events[partner_place]
+            if not _conflict(event, partner):
+                continue
+            first, second = _ordered_pair(event, partner)
+            if first is event:
+                position, other = ours.position(place), theirs.position(partner_place)
+                yield ((position, other) if position > other else (other, position)), first, second
 
 
 def _ordered_pair(a: Event, b: Event) -> tuple[Event, Event]:
@@ -435,35 +531,50 @@ def _published_to(trace: Trace, oracle: OrderOracle, write: Event, read: Event) 
     return all(event.kind is not EventKind.WAIT for event in events[write.index + 1 : low + 1])
 
 
-def _race(
-    trace: Trace,
-    oracle: OrderOracle,
-    first: Event,
-    second: Event,
-    writes_by_instance: dict[tuple[int, int], list[Event]],
-    cells: list[SignalCell],
-) -> Hazard:
-    assert first.access is not None and second.access is not None
-    overlap = intersect_ranges(first.access.ranges, second.access.ranges)
-    if _writes(first):
-        detail = RaceDetail.WRITE_AFTER_WRITE
-    else:
-        instance = (first.access.memory, first.access.owner)
+class _Details:
+    """The detail of a read racing with a write: write-after-read when other writes of
+    all the racing bytes (same `--repeat` call) always precede the read and were
+    published to it, else read-after-write. It depends on the read and the bytes it
+    shares with the write only: the racing write can run after the read, so it is
+    never one of those others. Kept per read and bytes."""
+
+    def __init__(self, trace: Trace, oracle: OrderOracle) -> None:
+        self.trace = trace
+        self.oracle = oracle
+        self.writes = _writes_by_instance(trace)
+        self.known: dict[tuple[int, int, tuple[tuple[int, int], ...]], RaceDetail] = {}
+
+    def of(self, read: Event, write: Event) -> RaceDetail:
+        assert read.access is not None and write.access is not None
+        overlap = intersect_ranges(read.access.ranges, write.access.ranges)
+        key = (read.rank, read.index, overlap)
+        if key not in self.known:
+            self.known[key] = self._detail(read, overlap)
+        return self.known[key]
+
+    def _detail(self, read: Event, overlap: tuple[tuple[int, int], ...]) -> RaceDetail:
+        assert read.access is not None
         published = [
             span
-            for other in writes_by_instance[instance]
-            if other is not second
-            and other.access is not None
-            and other.repeat == first.repeat
+            for other in self.writes[(read.access.memory, read.access.owner)]
+            if other.access is not None
+            and other.repeat == read.repeat
             and intersect_ranges(other.access.ranges, overlap)
-            and _always_before(oracle, other, first)
-            and _published_to(trace, oracle, other, first)
+            and _always_before(self.oracle, other, read)
+            and _published_to(self.trace, self.oracle, other, read)
             for span in intersect_ranges(other.access.ranges, overlap)
         ]
         # Write-after-read only when published writes cover every racing byte: a byte
-        # only `second` provides is one the read was meant to see (read-after-write).
+        # only the racing write provides is one the read was meant to see.
         shadowed = not subtract_ranges(overlap, union_ranges(published))
-        detail = RaceDetail.WRITE_AFTER_READ if shadowed else RaceDetail.READ_AFTER_WRITE
+        return RaceDetail.WRITE_AFTER_READ if shadowed else RaceDetail.READ_AFTER_WRITE
+
+
+def _race(
+    trace: Trace, first: Event, second: Event, detail: RaceDetail, cells: list[SignalCell]
+) -> Hazard:
+    assert first.access is not None and second.access is not None
+    overlap = intersect_ranges(first.access.ranges, second.access.ranges)
     shared = Region(memory=first.access.memory, owner=first.access.owner, ranges=overlap)
     if detail is RaceDetail.READ_AFTER_WRITE:
         bad_first, bad_second = first, second

@@ -1,19 +1,35 @@
 """The near-linear pair search of the analysis finds exactly what checking every pair finds.
 
 On random protocols (tests/strategies.py), against the brute force's ordering answers:
-`racing_pairs` returns every pair of overlapping accesses of two ranks, at least one
-writing, that can run in either order, each once; `stale_reads` reports one stale read
-per source line of the loads some bytes of which no write can reach first; the cell
-index of the set-add-mix search finds every signal cell an event writes.
+`races` reports exactly what a walk over every pair of overlapping accesses of two ranks
+that runs in either order reports, on protocols whose events share a few source lines
+(the walk uses the analysis's own rules for one pair: the search is under test);
+`stale_reads` reports one stale read per source line of the loads some bytes of which
+no write can reach first; the cell index of the set-add-mix search finds every signal
+cell an event writes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from operator import itemgetter
+from unittest.mock import patch
+
 from bruteforce import BruteForce
 from hypothesis import HealthCheck, given, settings
-from strategies import monotone_traces, traces
+from hypothesis import strategies as st
+from strategies import MAX_EVENTS_PER_RANK, monotone_traces, traces
+from tracebuild import TraceBuilder
 
-from racecheck.analysis import instances, racing_pairs, stale_reads
+from racecheck import analysis
+from racecheck.analysis import (
+    _conflict,
+    _Details,
+    _ordered_pair,
+    instances,
+    races,
+    stale_reads,
+)
 from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
     AccessMode,
@@ -22,11 +38,15 @@ from racecheck.events import (
     EventKind,
     EventRef,
     MemoryKind,
+    SourceLocation,
     Trace,
     cell_effect,
     intersect_ranges,
     subtract_ranges,
 )
+from racecheck.findings import RaceDetail
+
+MAX_EVENTS = max(MAX_EVENTS_PER_RANK.values())
 
 PAIRS = settings(
     max_examples=150,
@@ -54,28 +74,113 @@ def _overlap(a: Event, b: Event) -> bool:
     )
 
 
-def _every_racing_pair(trace: Trace, truth: BruteForce) -> set[frozenset[tuple[int, int]]]:
-    events = _events(trace)
-    return {
-        frozenset({(a.rank, a.index), (b.rank, b.index)})
-        for a in events
-        for b in events
-        if a.rank < b.rank
-        and _overlap(a, b)
-        and (_writes(a) or _writes(b))
-        and truth.can_precede(a.ref, b.ref)
-        and truth.can_precede(b.ref, a.ref)
-    }
+def _called_twice(trace: Trace, lines: list[int]) -> Trace:
+    """The trace run twice (as `--repeat 2` does) with its events' source lines drawn
+    from a few: many pairs of events share a pair of lines, one line both reads and
+    writes, and a window holds alike accesses of both calls."""
+    drawn = iter(lines)
+    located = [
+        [
+            dataclasses.replace(
+                event, location=SourceLocation(file="gen.py", line=next(drawn), text="")
+            )
+            for event in rank_events
+        ]
+        for rank_events in trace.events
+    ]
+    return dataclasses.replace(
+        trace,
+        events=tuple(
+            (
+                *events,
+                *(
+                    dataclasses.replace(event, index=event.index + len(events), repeat=1)
+                    for event in events
+                ),
+            )
+            for events in located
+        ),
+        repeat=2,
+    )
+
+
+def _walk_every_pair(trace: Trace, truth: BruteForce) -> list[tuple[str, EventRef, EventRef]]:
+    """The races of every conflicting pair of overlapping accesses of two ranks that
+    runs in either order, met in sweep order (instances in trace order): per pair of
+    lines and detail the first, a pair of lines settled by its first writer-first pair
+    or once both read details showed."""
+    details = _Details(trace, truth)
+    met = []
+    for number, instance in enumerate(instances(trace)):
+        events = [
+            event
+            for event in _events(trace)
+            if event.access is not None
+            and (event.access.memory, event.access.owner) == instance.key
+        ]
+        for a in events:
+            for b in events:
+                key = instance.sweep_key(a, b)
+                if (
+                    a.rank < b.rank
+                    and key is not None
+                    and _conflict(a, b)
+                    and truth.can_precede(a.ref, b.ref)
+                    and truth.can_precede(b.ref, a.ref)
+                ):
+                    met.append(((number, *key), a, b))
+    met.sort(key=itemgetter(0))
+    found: dict[tuple[RaceDetail, SourceLocation, SourceLocation], tuple[str, EventRef, EventRef]]
+    found, settled = {}, set()
+    for _, a, b in met:
+        first, second = _ordered_pair(a, b)
+        lines = (first.location, second.location)
+        if lines in settled:
+            continue
+        detail = RaceDetail.WRITE_AFTER_WRITE if _writes(first) else details.of(first, second)
+        found.setdefault((detail, *lines), (detail.value, first.ref, second.ref))
+        if _writes(first) or all((d, *lines) in found for d in READ_DETAILS):
+            settled.add(lines)
+    return list(found.values())
+
+
+READ_DETAILS = (RaceDetail.READ_AFTER_WRITE, RaceDetail.WRITE_AFTER_READ)
 
 
 @PAIRS
-@given(trace=traces())
-def test_racing_pairs_are_every_pair_that_runs_in_either_order(trace: Trace) -> None:
+@given(
+    trace=traces(max_ranks=3),
+    lines=st.lists(st.integers(1, 3), min_size=3 * MAX_EVENTS, max_size=3 * MAX_EVENTS),
+)
+def test_races_are_the_first_pairs_of_every_pair_that_runs_in_either_order(
+    trace: Trace, lines: list[int]
+) -> None:
+    _assert_races_are_the_walk(_called_twice(trace, lines))
+
+
+def test_of_alike_writes_the_one_the_sweep_meets_first_races() -> None:
+    """Two writes of one line start at different bytes: the one later in program order
+    starts first, so its pair with the read is the one the sweep meets first."""
+    build = TraceBuilder(2)
+    data = build.window("data", 16)
+    build.load(0, data, 0, 4, 12, line=1)
+    build.store(1, data, 0, 4, 12, line=2)
+    build.store(1, data, 0, 0, 8, line=2)
+    trace = build.build()
+    _assert_races_are_the_walk(trace)
+    (race,) = races(trace, BruteForce(trace), instances(trace), [])
+    assert race.events == (EventRef(rank=0, index=0), EventRef(rank=1, index=1))
+
+
+def _assert_races_are_the_walk(trace: Trace) -> None:
     truth = BruteForce(trace)
-    found = racing_pairs(truth, instances(trace))
-    keys = [frozenset({(a.rank, a.index), (b.rank, b.index)}) for a, b in found]
-    assert len(keys) == len(set(keys))
-    assert set(keys) == _every_racing_pair(trace, truth)
+    cells = list(signal_cells(trace).values())
+    expected = _walk_every_pair(trace, truth)
+    found = races(trace, truth, instances(trace), cells)
+    assert [(h.detail, *h.events) for h in found] == expected
+    with patch.object(analysis, "_FEW", 0):  # every window by its groups of alike accesses
+        found = races(trace, truth, instances(trace), cells)
+    assert [(h.detail, *h.events) for h in found] == expected
 
 
 def _stale_loads(trace: Trace, truth: BruteForce) -> set[tuple[int, int]]:

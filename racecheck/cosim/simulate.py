@@ -85,7 +85,7 @@ FREEZE_FROM_EVENTS = 20_000  # below this the collector has little to walk
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Most of what tracing allocates lives as long as the trace, so collections during
     tracing would walk it again and again for little: the collector is off meanwhile
     (and left as it was found)."""
@@ -121,7 +121,7 @@ def simulate(
     """Run `instance` once under `policy` and record what every rank did."""
     started = time.monotonic()
     memory = MemoryState(instance.ranks)
-    with installed(), _collector_paused():
+    with installed(), collector_paused():
         try:
             host, tensors = _run_host(instance, memory, seed, timeout)
         except HostCrash as crash:
