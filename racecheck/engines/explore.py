@@ -1,85 +1,95 @@
-"""The `explore` engine: exhaustive exploration of a trace's executions, reduced by partial order.
+"""The `explore` engine: exhaustive exploration of a trace's executions.
 
 What it decides: the three questions of `racecheck.engines.base` (can_precede, witness,
 stuck) exactly, under the execution semantics stated there, from a search over the
-trace's sync steps (`racecheck.engines.syncprogram`) that covers every maximal
-Mazurkiewicz trace by at least one execution and records, per step, its causal past as
-a vector clock (`racecheck.engines.por`, where the argument is).
+trace's sync steps (`racecheck.engines.syncprogram`): data events commute with
+everything, so each rank's data events between two sync steps may have run in any
+combination, and can_precede((s, j), (r, i)) holds iff some execution has run f sync
+steps of s (f = those up to j) while r has run at most m (m = those before i). A
+witness is such an execution, each sync step preceded by its rank's data events, then
+`first`'s rank run up to `first`. Stuck: a deadlock with the fewest sync steps run (the
+blocked ranks sit at disabled WAITs; the others run to their end).
 
-can_precede((s, j), (r, i)) holds iff some execution has run the f-th sync step of s
-(f = sync steps of s up to j) while r has run at most m sync steps (m = sync steps of r
-before i): data events commute with everything, so each rank's data events between two
-sync steps may run in any combination. That is iff the least causal past of step
-(s, f - 1) over the explored traces holds at most m steps of r (or f = 0: nothing need
-run). A witness is that past, in the order its execution ran it, each sync step preceded
-by its rank's data events, then `first`'s rank run up to `first`. Stuck: the deadlock
-with the fewest sync steps run (the blocked ranks sit at disabled WAITs; the others run
-to their end).
+Two exact searches answer those from different facts; they run in turns, by time spent
+(`first_to_finish`), and the first that finishes within its budget answers:
+
+1. every reachable macro state, breadth-first (`racecheck.engines.macrostates`),
+   within `macro_states` states: small when the ranks are tightly
+   coupled, however many traces their interleavings form;
+2. the partial-order-reduced search (`racecheck.engines.por`: persistent sets and
+   sleep sets, one execution per maximal Mazurkiewicz trace at least, each step's
+   causal past as a vector clock), within `reduced_steps` steps:
+   small when few traces exist, however many states their interleavings reach (one
+   trace, run once, for the mesh all-reduce at every P).
 
 Model boundary: Set and Add effects on cells, wrapping at 32 bits; a trace with an
 opaque effect is refused. Symmetry reduction is deliberately not used: rank relabelling
 is not a symmetry of a trace in general (peers, offsets and roots break it).
 
-Unknown policy: past `max_states` executed steps or past the deadline the engine raises
-EngineUnknown; it never answers from a partial exploration.
+Unknown policy: when both searches pass their budgets, or the deadline passes, the
+engine raises EngineUnknown naming why; it never answers from a partial exploration.
 
-Limitations: the search is stateless, so its cost grows with the number of maximal
-traces (each run once, sleep sets cut the repeats) rather than with the states: cheap
-when waits are each fed by known notifies (one trace for the mesh all-reduce at every
-P), expensive when many Sets or Eq waits race for one cell.
+Limitations: a protocol with both many states and many traces (many ranks racing Sets
+or Eq waits on shared cells) is unknown.
 """
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_left, bisect_right
+from collections.abc import Generator
+from typing import Protocol
 
-from racecheck.engines.por import ExploredTraces, explore
+from racecheck.engines.macrostates import explore_states
+from racecheck.engines.por import explore
 from racecheck.engines.skeleton import ADD, SET, SyncSkeleton
 from racecheck.engines.syncprogram import SyncProgram, compile_sync_program
+from racecheck.errors import EngineUnknown
 from racecheck.events import EventRef, Schedule, SignalCell, Stuck, wrap_int32
+
+REDUCED_STEP_COST = 10  # a step of the reduced search costs about as much as 10 macro states
+
+
+class Exploration(Protocol):
+    """What a search over a sync program found; ranks and sync-step counts throughout."""
+
+    def reaches(self, first: int, fewest: int, second: int, most: int) -> bool:
+        """Whether some execution has run `fewest` sync steps of `first` while `second`
+        has run at most `most`."""
+        ...
+
+    def movers_to(self, first: int, fewest: int, second: int, most: int) -> list[int] | None:
+        """The ranks whose sync steps run, in order, in such an execution, or None."""
+        ...
+
+    def deadlock(self) -> tuple[tuple[int, ...], list[int]] | None:
+        """A deadlocked state with the fewest sync steps run (steps run per rank) and
+        the ranks whose sync steps reach it, in order; None if there is none."""
+        ...
 
 
 class ExploreOracle:
-    """Answers from the explored traces; see the module docstring for the conditions."""
+    """Answers from an exploration; see the module docstring for the conditions."""
 
-    def __init__(
-        self, skeleton: SyncSkeleton, program: SyncProgram, explored: ExploredTraces
-    ) -> None:
+    def __init__(self, skeleton: SyncSkeleton, program: SyncProgram, explored: Exploration) -> None:
         self._skeleton = skeleton
         self._trace = skeleton.trace
         self._program = program
         self._explored = explored
         self._sync_indices = [[step.index for step in steps] for steps in program.steps]
 
-    def _bounds(self, first: EventRef, second: EventRef) -> tuple[int, int]:
-        """(most sync steps `second`'s rank may have run, fewest `first`'s rank must have)."""
+    def _query(self, first: EventRef, second: EventRef) -> tuple[int, int, int, int]:
+        """(first's rank, fewest sync steps it must have run, second's rank, most sync
+        steps it may have run)."""
         most = bisect_left(self._sync_indices[second.rank], second.index)
         fewest = bisect_right(self._sync_indices[first.rank], first.index)
-        return most, fewest
-
-    def _least_past(self, first: EventRef, second: EventRef) -> list[int] | None:
-        """The ranks that move, in run order, in an execution that runs `first`'s last
-        sync step with as few of `second`'s rank's sync steps as possible; None if no
-        execution runs `first` without `second`."""
-        most, fewest = self._bounds(first, second)
-        if fewest == 0:
-            return []
-        past = self._explored.least_past[first.rank][fewest - 1][second.rank]
-        if past is None or past.clock[second.rank] > most:
-            return None
-        ran = [0] * self._trace.ranks
-        movers = []
-        for rank in self._explored.path(past.node):
-            if ran[rank] < past.clock[rank]:
-                movers.append(rank)
-            ran[rank] += 1
-        return movers
+        return first.rank, fewest, second.rank, most
 
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
-        return self._least_past(first, second) is not None
+        return self._explored.reaches(*self._query(first, second))
 
     def witness(self, first: EventRef, second: EventRef) -> Schedule:
-        movers = self._least_past(first, second)
+        movers = self._explored.movers_to(*self._query(first, second))
         if movers is None:
             raise ValueError(f"{first} cannot precede {second}: no witness")
         schedule, positions = self._concrete_path(movers)
@@ -87,11 +97,11 @@ class ExploreOracle:
         return tuple(schedule[: schedule.index(first) + 1])
 
     def stuck(self) -> Stuck | None:
-        deadlocks = self._explored.deadlocks
-        if not deadlocks:
+        found = self._explored.deadlock()
+        if found is None:
             return None
-        executed = min(deadlocks, key=lambda state: (sum(state), state))
-        schedule, positions = self._concrete_path(self._explored.path(deadlocks[executed]))
+        executed, movers = found
+        schedule, positions = self._concrete_path(movers)
         blocked: list[EventRef] = []
         for rank, rank_events in enumerate(self._trace.events):
             rank_steps = self._program.steps[rank]
@@ -155,16 +165,52 @@ def _run_rank(rank: int, positions: list[int], stop: int) -> list[EventRef]:
 class ExploreEngine:
     name = "explore"
 
-    def __init__(self, *, max_states: int = 2_000_000, reduce: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        max_states: int = 2_000_000,
+        macro_states: int | None = None,
+        reduced_steps: int | None = None,
+    ) -> None:
+        """Budgets: `macro_states` (default `max_states`) for the first search,
+        `reduced_steps` (default `max_states / REDUCED_STEP_COST`) for the second."""
         self.max_states = max_states
-        self.reduce = reduce  # False: every interleaving, the reference for the reduction
+        self.macro_states = max_states if macro_states is None else macro_states
+        self.reduced_steps = (
+            max(1, max_states // REDUCED_STEP_COST) if reduced_steps is None else reduced_steps
+        )
 
     def unsupported(self, skeleton: SyncSkeleton) -> str | None:
         return skeleton.refusal()
 
     def order(self, skeleton: SyncSkeleton, *, deadline: float) -> ExploreOracle:
         program = compile_sync_program(skeleton)
-        explored = explore(
-            program, reduce=self.reduce, max_states=self.max_states, deadline=deadline
-        )
-        return ExploreOracle(skeleton, program, explored)
+        searches: list[Generator[None, None, Exploration]] = [
+            explore_states(program, max_states=self.macro_states),
+            explore(program, max_states=self.reduced_steps),
+        ]
+        return ExploreOracle(skeleton, program, first_to_finish(searches, deadline))
+
+
+def first_to_finish(
+    searches: list[Generator[None, None, Exploration]], deadline: float
+) -> Exploration:
+    """Run the searches in turns, the one that has used the least time so far next,
+    until one finishes: at most twice the time of the faster one."""
+    spent = [0.0] * len(searches)
+    running = list(range(len(searches)))
+    stopped: list[str] = []
+    while running:
+        if time.monotonic() > deadline:
+            raise EngineUnknown("explore: deadline passed")
+        turn = min(running, key=spent.__getitem__)
+        started = time.perf_counter()
+        try:
+            next(searches[turn])
+        except StopIteration as finished:
+            return finished.value
+        except EngineUnknown as unknown:
+            stopped.append(unknown.reason)
+            running.remove(turn)
+        spent[turn] += time.perf_counter() - started
+    raise EngineUnknown("; ".join(stopped))

@@ -37,21 +37,22 @@ With `reduce=False` every enabled rank is explored at every state and nothing sl
 the plain enumeration of every interleaving, the reference the reduction is tested
 against.
 
-Unknown policy: past `max_states` executed steps or past the deadline the search raises
-EngineUnknown; nothing is answered from a partial exploration.
+Unknown policy: past `max_states` executed steps the search raises EngineUnknown;
+nothing is answered from a partial exploration. It pauses every few steps (a
+generator), so that its caller can watch the clock and run another search in turns.
 """
 
 from __future__ import annotations
 
-import time
 from array import array
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 
-from racecheck.engines.syncprogram import Access, SyncProgram, SyncStep, conflict
+from racecheck.engines.syncprogram import ADDS, READS, SETS, SyncProgram, SyncStep, conflict
 from racecheck.errors import EngineUnknown
 
-DEADLINE_CHECK_INTERVAL = 2048  # executed steps between two looks at the clock
-UNREACHED = 2**62  # past size of a step no execution contains
+SLICE = 256  # steps between two pauses of the search
+KINDS = (READS, ADDS, SETS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,7 +73,39 @@ class ExploredTraces:
     movers: array  # search node -> the rank whose step led to it, -1 at the root
     nodes: int  # steps executed by the search
 
-    def path(self, node: int) -> list[int]:
+    def reaches(self, first: int, fewest: int, second: int, most: int) -> bool:
+        """Whether some execution runs `fewest` sync steps of rank `first` while rank
+        `second` has run at most `most`."""
+        return self._least(first, fewest, second, most) is not None
+
+    def movers_to(self, first: int, fewest: int, second: int, most: int) -> list[int] | None:
+        """The ranks that move, in run order, in such an execution (the causal past of
+        the step), or None."""
+        past = self._least(first, fewest, second, most)
+        if past is None:
+            return None
+        ran = [0] * len(past.clock)
+        movers = []
+        for rank in self._path(past.node):
+            if ran[rank] < past.clock[rank]:
+                movers.append(rank)
+            ran[rank] += 1
+        return movers
+
+    def deadlock(self) -> tuple[tuple[int, ...], list[int]] | None:
+        """The deadlocked state with the fewest steps run, and the ranks that move to it."""
+        if not self.deadlocks:
+            return None
+        state = min(self.deadlocks, key=lambda counts: (sum(counts), counts))
+        return state, self._path(self.deadlocks[state])
+
+    def _least(self, first: int, fewest: int, second: int, most: int) -> Past | None:
+        if fewest == 0:
+            return Past(clock=(0,) * len(self.least_past), node=0)
+        past = self.least_past[first][fewest - 1][second]
+        return past if past is not None and past.clock[second] <= most else None
+
+    def _path(self, node: int) -> list[int]:
         """The ranks that move, in order, from the initial state to `node`."""
         movers: list[int] = []
         while node > 0:
@@ -95,27 +128,25 @@ class _Frame:
 class _Undo:
     rank: int
     clock: tuple[int, ...]  # the rank's clock before the step
-    cells: tuple[tuple[int, Access, int, tuple[int, ...]], ...]  # (cell, kind, value, joined)
+    cells: tuple[tuple[int, int, int, tuple[int, ...]], ...]  # (cell, kind, value, joined)
 
 
 class Search:
     """The depth-first search; `run` returns what it found."""
 
-    def __init__(
-        self, program: SyncProgram, *, reduce: bool, max_states: int, deadline: float
-    ) -> None:
+    def __init__(self, program: SyncProgram, *, reduce: bool, max_states: int) -> None:
         self._steps = program.steps
         self._ranks = len(program.steps)
         self._reduce = reduce
         self._max_states = max_states
-        self._deadline = deadline
         zero = (0,) * self._ranks
         self._positions = [0] * self._ranks
         self._values = [0] * len(program.cells)
         self._clocks = [zero] * self._ranks  # each rank's last step's clock
         # per cell and access kind: the join of the clocks of the steps that touched it so
-        self._touched = [dict.fromkeys(Access, zero) for _ in program.cells]
+        self._touched = [dict.fromkeys(KINDS, zero) for _ in program.cells]
         self._writers = _last_writes(program)
+        self._spans = [_spans(steps) for steps in program.steps]
         self._least: tuple[tuple[list[Past | None], ...], ...] = tuple(
             tuple([None] * self._ranks for _ in steps) for steps in program.steps
         )
@@ -124,9 +155,12 @@ class Search:
         self._movers = array("q", [-1])
         self._undo: list[_Undo] = []
 
-    def run(self) -> ExploredTraces:
+    def run(self) -> Generator[None, None, ExploredTraces]:
+        """The search, pausing (yielding) every `SLICE` steps."""
         stack = [_Frame(node=0, choices=self._choices([]), sleep=[], done=[])]
         while stack:
+            if len(self._parents) % SLICE == 0:
+                yield
             frame = stack[-1]
             if not frame.choices:
                 stack.pop()
@@ -160,9 +194,9 @@ class Search:
     def _execute(self, rank: int, parent: int) -> int:
         node = len(self._parents)
         if node > self._max_states:
-            raise EngineUnknown(f"explore: more than {self._max_states} states")
-        if node % DEADLINE_CHECK_INTERVAL == 1 and time.monotonic() > self._deadline:
-            raise EngineUnknown(f"explore: deadline passed after {node} states")
+            raise EngineUnknown(
+                f"explore: more than {self._max_states} steps of the partial-order-reduced search"
+            )
         self._parents.append(parent)
         self._movers.append(rank)
         step = self._next(rank)
@@ -244,14 +278,14 @@ class Search:
     def _persistent_set(self, seed: int) -> set[int]:
         """The closure of {seed}: see the module docstring."""
         members = {seed}
-        demand: dict[int, Access] = {}
+        demand: dict[int, int] = {}
         grew = [seed]
         while grew:
             for rank in grew:
                 step = self._next(rank)
                 assert step is not None, "a finished rank never joins a persistent set"
                 for cell, access in step.access:
-                    demand[cell] = demand.get(cell, Access(0)) | access
+                    demand[cell] = demand.get(cell, 0) | access
             grew = [
                 rank
                 for rank in range(self._ranks)
@@ -260,21 +294,23 @@ class Search:
             members.update(grew)
         return members
 
-    def _horizon_conflicts(self, rank: int, members: set[int], demand: dict[int, Access]) -> bool:
+    def _horizon_conflicts(self, rank: int, members: set[int], demand: dict[int, int]) -> bool:
         """Whether `rank`, while no member of the set moves, can reach a step dependent
-        with some member's next step."""
-        for step in self._steps[rank][self._positions[rank] :]:
+        with some member's next step; from one WAIT to the next at a time."""
+        steps, spans, position = self._steps[rank], self._spans[rank], self._positions[rank]
+        while position < len(steps):
+            step = steps[position]
             guard = step.guard
-            if (
-                guard is not None
-                and not guard.holds(self._values)
-                and not self._written_outside(guard.cell, members)
-            ):
-                return False
-            for cell, access in step.access:
-                wanted = demand.get(cell)
-                if wanted is not None and conflict(access, wanted):
+            if guard is None:
+                if _conflicts(step.access, demand):
                     return True
+                position += 1
+                continue
+            if not guard.holds(self._values) and not self._written_outside(guard.cell, members):
+                return False
+            reached, position = spans[position]
+            if _conflicts(reached, demand):
+                return True
         return False
 
     def _written_outside(self, cell: int, members: set[int]) -> bool:
@@ -286,15 +322,45 @@ class Search:
         )
 
 
+def _conflicts(access: Iterable[tuple[int, int]], demand: dict[int, int]) -> bool:
+    for cell, kinds in access:
+        wanted = demand.get(cell)
+        if wanted is not None and conflict(kinds, wanted):
+            return True
+    return False
+
+
+def _spans(steps: tuple[SyncStep, ...]) -> dict[int, tuple[tuple[tuple[int, int], ...], int]]:
+    """Per WAIT position: how the steps from it up to the next WAIT touch each cell, and
+    the position of that next WAIT (or the end)."""
+    spans: dict[int, tuple[tuple[tuple[int, int], ...], int]] = {}
+    union: dict[int, int] = {}
+    for position in range(len(steps) - 1, -1, -1):
+        for cell, kinds in steps[position].access:
+            union[cell] = union.get(cell, 0) | kinds
+        if steps[position].guard is not None:
+            spans[position] = (tuple(union.items()), position + 1 + _run_length(steps, position))
+            union = {}
+    return spans
+
+
+def _run_length(steps: tuple[SyncStep, ...], position: int) -> int:
+    """How many steps after `position` come before the next WAIT."""
+    count = 0
+    while position + 1 + count < len(steps) and steps[position + 1 + count].guard is None:
+        count += 1
+    return count
+
+
 def _dependent(one: SyncStep, other: SyncStep) -> bool:
     """Dependency of two next steps of different ranks (see the module docstring)."""
     touched = dict(one.access)
     return any(cell in touched and conflict(touched[cell], access) for cell, access in other.access)
 
 
-def _single_kinds(step: SyncStep) -> list[tuple[int, Access]]:
+def _single_kinds(step: SyncStep) -> list[tuple[int, int]]:
     """The (cell, kind) pairs of a step, one per access kind it has on each cell."""
-    return [(cell, kind) for cell, access in step.access for kind in Access if kind in access]
+    return [(cell, kind) for cell, access in step.access for kind in KINDS if kind & access]
 
 
 def _last_writes(program: SyncProgram) -> list[list[tuple[int, int]]]:
@@ -308,6 +374,7 @@ def _last_writes(program: SyncProgram) -> list[list[tuple[int, int]]]:
 
 
 def explore(
-    program: SyncProgram, *, reduce: bool = True, max_states: int, deadline: float
-) -> ExploredTraces:
-    return Search(program, reduce=reduce, max_states=max_states, deadline=deadline).run()
+    program: SyncProgram, *, reduce: bool = True, max_states: int
+) -> Generator[None, None, ExploredTraces]:
+    """The search as a generator: it pauses now and then, and returns what it found."""
+    return Search(program, reduce=reduce, max_states=max_states).run()

@@ -6,35 +6,34 @@ compiles the effects; all of one event's effects are one atomic step). Every oth
 event is always enabled and changes nothing a wait reads, so an exploration may leave
 it out and put it back anywhere between its rank's sync steps.
 
-Each step also states how it touches each live cell (`Access`), the one input of the
+Each step also states how it touches each live cell (`READS`, `ADDS`, `SETS`), the one input of the
 dependency relation the partial-order reduction (`racecheck.engines.por`) rests on.
+A cell that only ever receives Adds of values >= 0 and cannot wrap has a saturation cap
+(one more than the largest value any wait compares it with: every larger value
+satisfies and falsifies the same waits, and stays larger), which the search over
+macro states (`racecheck.engines.macrostates`) uses to merge states.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntFlag
 
 from racecheck.engines.skeleton import ADD, SyncSkeleton, wait_holds
 from racecheck.events import SignalCell, wrap_int32
 
-
-class Access(IntFlag):
-    """How a step touches one cell; a step may both Add to and Set one cell."""
-
-    READ = 1  # a WAIT
-    ADD = 2
-    SET = 4
+# How a step touches one cell, as bits (ints: the search tests them per step): a WAIT
+# reads; an event may both Add to and Set one cell.
+READS = 1
+ADDS = 2
+SETS = 4
 
 
-COMMUTING = frozenset({Access.READ, Access.ADD})  # reads commute, and so do Adds
-
-
-def conflict(one: Access, other: Access) -> bool:
+def conflict(one: int, other: int) -> bool:
     """Whether two steps of different ranks touching one cell this way are dependent:
     they commute and neither enables or disables the other unless one writes and the
     other reads or Sets (int32 Adds commute, wrap-around included)."""
-    return (one | other) not in COMMUTING
+    both = one | other
+    return both != READS and both != ADDS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,7 +60,7 @@ class SyncStep:
     index: int
     guard: Guard | None  # WAITs only
     effects: tuple[CellEffect, ...]  # writers of live cells only
-    access: tuple[tuple[int, Access], ...]  # (live cell, how this step touches it)
+    access: tuple[tuple[int, int], ...]  # (live cell, how this step touches it: bits)
 
     def apply(self, values: list[int]) -> None:
         for effect in self.effects:
@@ -75,6 +74,7 @@ class SyncProgram:
 
     steps: tuple[tuple[SyncStep, ...], ...]
     cells: tuple[SignalCell, ...]
+    caps: tuple[int | None, ...]  # saturation value per live cell, None if not monotone
 
 
 def compile_sync_program(skeleton: SyncSkeleton) -> SyncProgram:
@@ -88,7 +88,11 @@ def compile_sync_program(skeleton: SyncSkeleton) -> SyncProgram:
     )
     number = {cell: position for position, cell in enumerate(waited)}
     steps = tuple(_rank_program(skeleton, rank, number) for rank in range(skeleton.ranks))
-    return SyncProgram(steps=steps, cells=tuple(skeleton.cells[cell] for cell in waited))
+    wrapping = skeleton.wrapping_cells()
+    caps = tuple(
+        None if cell in wrapping else _saturation_cap(number[cell], steps) for cell in waited
+    )
+    return SyncProgram(steps=steps, cells=tuple(skeleton.cells[cell] for cell in waited), caps=caps)
 
 
 def _rank_program(
@@ -113,11 +117,22 @@ def _rank_program(
     )
 
 
+def _saturation_cap(cell: int, steps: tuple[tuple[SyncStep, ...], ...]) -> int | None:
+    """One past every threshold, if the cell only grows; else None (no saturation)."""
+    thresholds: list[int] = []
+    for rank_steps in steps:
+        for step in rank_steps:
+            if step.guard is not None and step.guard.cell == cell:
+                thresholds.append(step.guard.expected)
+            if any(e.cell == cell and (not e.add or e.value < 0) for e in step.effects):
+                return None
+    return max(0, *thresholds) + 1
+
+
 def _step(index: int, guard: Guard | None, effects: tuple[CellEffect, ...]) -> SyncStep:
-    access: dict[int, Access] = {}
+    access: dict[int, int] = {}
     if guard is not None:
-        access[guard.cell] = Access.READ
+        access[guard.cell] = READS
     for effect in effects:
-        kind = Access.ADD if effect.add else Access.SET
-        access[effect.cell] = access.get(effect.cell, Access(0)) | kind
+        access[effect.cell] = access.get(effect.cell, 0) | (ADDS if effect.add else SETS)
     return SyncStep(index=index, guard=guard, effects=effects, access=tuple(access.items()))
