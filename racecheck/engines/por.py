@@ -22,16 +22,26 @@ at least one execution, recording each step's past as a vector clock, computes b
 answers exactly — although it visits only a few of the reachable states.
 
 The reduction: a stateless depth-first search with persistent sets and sleep sets
-(Godefroid, "Partial-Order Methods for the Verification of Concurrent Systems", 1996):
-it covers at least one execution of every maximal trace (acyclic state space: every
-step moves a rank forward). A persistent set T of ranks at a state s is closed: no
-rank outside T can, before some rank of T moves, take a step dependent with the next
-step of a rank in T. A rank outside T can only run up to its *horizon*: up to the first
-WAIT that is false at s and whose cell no rank outside T ever writes (ranks of T do not
-move, so that cell keeps its value). A rank of T that sits at a disabled WAIT thus stays
-there, and the others' steps commute with the next steps of T. Only T's enabled ranks
-not asleep are explored. The seed rank whose closure has the fewest ranks to explore
-wins.
+(Godefroid, "Partial-Order Methods for the Verification of Concurrent Systems", 1996;
+the state space is acyclic: every step moves a rank forward). At a state s it runs only
+the enabled, awake ranks of a *persistent set* T: a set of ranks such that, on every
+path from s on which no rank of T moves, every step is independent of the next step of
+every rank of T. Then every maximal trace from s has a linearisation that starts with
+the next step of a rank of T (the first step of T on it commutes to the front; a path
+with none would leave T's enabled steps enabled, so it is not maximal). A rank run from
+s sleeps in its later siblings' subtrees until a step dependent with its next step
+runs: a trace that could start with it was covered from s already. By induction on the
+trace's length, every maximal trace is covered by one explored execution at least, and
+each explored execution is a real one.
+
+T is closed from one seed rank: a rank q joins T when, with the ranks of T held still,
+q can reach a step dependent with the next step (enabled or not) of a rank of T. q can
+run at most up to its *horizon*: up to its first WAIT that is false at s and whose cell
+no rank outside T has a write still to run (the ranks of T do not move, so that cell
+keeps its value; a WAIT whose cell an outside rank may write counts as passable). A
+disabled WAIT of T conflicts with every write to its cell, so no outside rank can
+enable it, and those ranks indeed stay put. Each enabled rank is tried as the seed,
+and the set with the fewest awake ranks to run wins.
 
 With `reduce=False` every enabled rank is explored at every state and nothing sleeps:
 the plain enumeration of every interleaving, the reference the reduction is tested
