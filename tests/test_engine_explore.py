@@ -388,7 +388,7 @@ def test_each_search_of_the_engine_is_exact(alone: dict[str, int], trace: Trace)
 
 
 def searched(search: Generator[None, None, ExploredTraces]) -> ExploredTraces:
-    explored = first_to_finish([search], deadline=time.monotonic() + 60)
+    explored = first_to_finish([(1, search)], deadline=time.monotonic() + 60)
     assert isinstance(explored, ExploredTraces)
     return explored
 

@@ -10,7 +10,7 @@ witness is such an execution, each sync step preceded by its rank's data events,
 `first`'s rank run up to `first`. Stuck: a deadlock with the fewest sync steps run (the
 blocked ranks sit at disabled WAITs; the others run to their end).
 
-Two exact searches answer those from different facts; they run in turns, by time spent
+Two exact searches answer those from different facts; they run in turns, by work done
 (`first_to_finish`), and the first that finishes within its budget answers:
 
 1. every reachable macro state, breadth-first (`racecheck.engines.macrostates`),
@@ -185,32 +185,34 @@ class ExploreEngine:
 
     def order(self, skeleton: SyncSkeleton, *, deadline: float) -> ExploreOracle:
         program = compile_sync_program(skeleton)
-        searches: list[Generator[None, None, Exploration]] = [
-            explore_states(program, max_states=self.macro_states),
-            explore(program, max_states=self.reduced_steps),
+        searches: list[tuple[int, Generator[None, None, Exploration]]] = [
+            (1, explore_states(program, max_states=self.macro_states)),
+            (REDUCED_STEP_COST, explore(program, max_states=self.reduced_steps)),
         ]
         return ExploreOracle(skeleton, program, first_to_finish(searches, deadline))
 
 
 def first_to_finish(
-    searches: list[Generator[None, None, Exploration]], deadline: float
+    searches: list[tuple[int, Generator[None, None, Exploration]]], deadline: float
 ) -> Exploration:
-    """Run the searches in turns, the one that has used the least time so far next,
-    until one finishes: at most twice the time of the faster one."""
-    spent = [0.0] * len(searches)
+    """Run the searches in turns until one finishes, the one that has done the least work
+    so far next (each pause of a search costs its weight: its slice of work in macro
+    states). Deterministic, so the answering search and its witnesses do not depend on
+    the machine's load; the time is at most about twice the faster search's."""
+    spent = [0] * len(searches)
     running = list(range(len(searches)))
     stopped: list[str] = []
     while running:
         if time.monotonic() > deadline:
             raise EngineUnknown("explore: deadline passed")
         turn = min(running, key=spent.__getitem__)
-        started = time.perf_counter()
+        weight, search = searches[turn]
         try:
-            next(searches[turn])
+            next(search)
         except StopIteration as finished:
             return finished.value
         except EngineUnknown as unknown:
             stopped.append(unknown.reason)
             running.remove(turn)
-        spent[turn] += time.perf_counter() - started
+        spent[turn] += weight
     raise EngineUnknown("; ".join(stopped))

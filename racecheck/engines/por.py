@@ -169,8 +169,6 @@ class Search:
         """The search, pausing (yielding) every `SLICE` steps."""
         stack = [_Frame(node=0, choices=self._choices([]), sleep=[], done=[])]
         while stack:
-            if len(self._parents) % SLICE == 0:
-                yield
             frame = stack[-1]
             if not frame.choices:
                 stack.pop()
@@ -182,6 +180,8 @@ class Search:
             frame.done.append(rank)
             node = self._execute(rank, frame.node)
             stack.append(_Frame(node=node, choices=self._choices(sleep), sleep=sleep, done=[]))
+            if node % SLICE == 0:
+                yield
         return ExploredTraces(
             least_past=self._least,
             deadlocks=self._deadlocks,
