@@ -40,8 +40,8 @@ run at most up to its *horizon*: up to its first WAIT that is false at s and who
 no rank outside T has a write still to run (the ranks of T do not move, so that cell
 keeps its value; a WAIT whose cell an outside rank may write counts as passable). A
 disabled WAIT of T conflicts with every write to its cell, so no outside rank can
-enable it, and those ranks indeed stay put. Each enabled rank is tried as the seed,
-and the set with the fewest awake ranks to run wins.
+enable it, and those ranks indeed stay put. Each enabled rank not already in a tried
+set is tried as the seed, and the set with the fewest awake ranks to run wins.
 
 With `reduce=False` every enabled rank is explored at every state and nothing sleeps:
 the plain enumeration of every interleaving, the reference the reduction is tested
@@ -265,10 +265,14 @@ class Search:
             return enabled
         awake = [rank for rank in enabled if rank not in sleep]
         best = awake
+        tried: set[int] = set()
         for seed in enabled:
             if len(best) <= 1:
                 break
+            if seed in tried:  # its closure would rarely be smaller than the one it is in
+                continue
             persistent = self._persistent_set(seed)
+            tried |= persistent
             chosen = [rank for rank in awake if rank in persistent]
             if len(chosen) < len(best):
                 best = chosen
