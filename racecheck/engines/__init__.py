@@ -21,6 +21,7 @@ from racecheck.events import Trace
 from racecheck.options import EngineChoice
 
 AUTO_EXPLORE_STATES = 50_000
+AUTO_REDUCED_PASSES = 2  # explore's reduced search, a cheap try here: about two traces' worth
 
 
 def smt_engine() -> Engine:
@@ -39,7 +40,7 @@ ENGINES: Mapping[str, Callable[[], Engine]] = {
 
 AUTO_ROUTE: tuple[Callable[[], Engine], ...] = (
     MonotoneEngine,
-    lambda: ExploreEngine(max_states=AUTO_EXPLORE_STATES),
+    lambda: ExploreEngine(max_states=AUTO_EXPLORE_STATES, reduced_passes=AUTO_REDUCED_PASSES),
     smt_engine,
 )
 
