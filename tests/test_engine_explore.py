@@ -405,7 +405,7 @@ def least_pasts(explored: ExploredTraces) -> list[list[list[int | None]]]:
 
 
 def test_the_auto_routes_budget_decides_the_mesh_at_p8_by_reduction() -> None:
-    """50,000 macro states are far too few at P=8; two passes of the reduced search do."""
+    """50,000 macro states are far too few at P=8; one pass of the reduced search does."""
     engine = AUTO_ROUTE[1]()
     assert isinstance(engine, ExploreEngine)
     oracle = engine.order(SyncSkeleton(mesh_allreduce(8).trace()), deadline=time.monotonic() + 30)

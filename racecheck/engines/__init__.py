@@ -21,7 +21,7 @@ from racecheck.events import Trace
 from racecheck.options import EngineChoice
 
 AUTO_EXPLORE_STATES = 50_000
-AUTO_REDUCED_PASSES = 2  # explore's reduced search, a cheap try here: about two traces' worth
+AUTO_REDUCED_PASSES = 1  # explore's reduced search, a cheap try here: one trace's worth
 
 
 def smt_engine() -> Engine:

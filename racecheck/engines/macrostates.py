@@ -31,8 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from racecheck.engines.skeleton import wait_holds
 from racecheck.engines.syncprogram import SyncProgram
 from racecheck.errors import EngineUnknown
+from racecheck.events import wrap_int32
 
 SLICE = 256  # expanded states between two pauses of the search
 
@@ -121,17 +123,17 @@ def _successor(
     if executed == len(rank_steps):
         return None
     step = rank_steps[executed]
-    values = list(state[ranks:])
-    if step.guard is not None and not step.guard.holds(values):
+    guard = step.guard
+    if guard is not None and not wait_holds(guard.kind, state[ranks + guard.cell], guard.expected):
         return None
-    step.apply(values)
+    successor = list(state)
+    successor[rank] = executed + 1
     for effect in step.effects:
+        slot = ranks + effect.cell
+        value = wrap_int32(successor[slot] + effect.value) if effect.add else effect.value
         cap = program.caps[effect.cell]
-        if cap is not None and values[effect.cell] > cap:
-            values[effect.cell] = cap
-    counts = list(state[:ranks])
-    counts[rank] = executed + 1
-    return (*counts, *values)
+        successor[slot] = value if cap is None else min(value, cap)
+    return tuple(successor)
 
 
 def _unfinished(program: SyncProgram, state: tuple[int, ...]) -> bool:

@@ -290,8 +290,12 @@ class Search:
         ]
 
     def _persistent_set(self, seed: int) -> set[int]:
-        """The closure of {seed}: see the module docstring."""
+        """The closure of {seed}: see the module docstring. Horizons are taken with
+        {seed} held still; they only shrink as the set grows, so they stay sound."""
         members = {seed}
+        horizons = {
+            rank: self._horizon(rank, members) for rank in range(self._ranks) if rank != seed
+        }
         demand: dict[int, int] = {}
         grew = [seed]
         while grew:
@@ -302,30 +306,30 @@ class Search:
                     demand[cell] = demand.get(cell, 0) | access
             grew = [
                 rank
-                for rank in range(self._ranks)
-                if rank not in members and self._horizon_conflicts(rank, members, demand)
+                for rank, horizon in horizons.items()
+                if rank not in members and _conflicts(demand.items(), horizon)
             ]
             members.update(grew)
         return members
 
-    def _horizon_conflicts(self, rank: int, members: set[int], demand: dict[int, int]) -> bool:
-        """Whether `rank`, while no member of the set moves, can reach a step dependent
-        with some member's next step; from one WAIT to the next at a time."""
+    def _horizon(self, rank: int, members: set[int]) -> dict[int, int]:
+        """How the steps `rank` can reach while no member of the set moves touch each
+        cell; from one WAIT to the next at a time."""
         steps, spans, position = self._steps[rank], self._spans[rank], self._positions[rank]
+        reached: dict[int, int] = {}
         while position < len(steps):
             step = steps[position]
             guard = step.guard
             if guard is None:
-                if _conflicts(step.access, demand):
-                    return True
+                span: Iterable[tuple[int, int]] = step.access
                 position += 1
-                continue
-            if not guard.holds(self._values) and not self._written_outside(guard.cell, members):
-                return False
-            reached, position = spans[position]
-            if _conflicts(reached, demand):
-                return True
-        return False
+            elif guard.holds(self._values) or self._written_outside(guard.cell, members):
+                span, position = spans[position]
+            else:
+                break
+            for cell, kinds in span:
+                reached[cell] = reached.get(cell, 0) | kinds
+        return reached
 
     def _written_outside(self, cell: int, members: set[int]) -> bool:
         """Whether a rank outside `members` has a write to `cell` still to run."""
@@ -336,10 +340,10 @@ class Search:
         )
 
 
-def _conflicts(access: Iterable[tuple[int, int]], demand: dict[int, int]) -> bool:
-    for cell, kinds in access:
-        wanted = demand.get(cell)
-        if wanted is not None and conflict(kinds, wanted):
+def _conflicts(demand: Iterable[tuple[int, int]], reached: dict[int, int]) -> bool:
+    for cell, kinds in demand:
+        touched = reached.get(cell)
+        if touched is not None and conflict(kinds, touched):
             return True
     return False
 
