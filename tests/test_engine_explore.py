@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from strategies import DATA, HOST, MEMORIES, SIGNAL, traces
 from test_engines_conformance import assert_conforms
 
-from racecheck.engines import AUTO_ROUTE
 from racecheck.engines.explore import ExploreEngine, ExploreOracle, first_to_finish
 from racecheck.engines.por import ExploredTraces, explore
 from racecheck.engines.skeleton import SyncSkeleton
@@ -402,15 +401,3 @@ def least_pasts(explored: ExploredTraces) -> list[list[list[int | None]]]:
         ]
         for steps in explored.least_past
     ]
-
-
-def test_the_auto_routes_budget_decides_the_mesh_at_p8_by_reduction() -> None:
-    """50,000 macro states are far too few at P=8; one pass of the reduced search does."""
-    engine = AUTO_ROUTE[1]()
-    assert isinstance(engine, ExploreEngine)
-    oracle = engine.order(SyncSkeleton(mesh_allreduce(8).trace()), deadline=time.monotonic() + 30)
-    assert oracle.stuck() is None
-    with pytest.raises(EngineUnknown, match="macro states"):
-        ExploreEngine(max_states=50_000, reduced_steps=0).order(
-            SyncSkeleton(mesh_allreduce(8).trace()), deadline=time.monotonic() + 30
-        )

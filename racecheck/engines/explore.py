@@ -171,18 +171,14 @@ class ExploreEngine:
         max_states: int = 2_000_000,
         macro_states: int | None = None,
         reduced_steps: int | None = None,
-        reduced_passes: int | None = None,
     ) -> None:
         """Budgets: `macro_states` (default `max_states`) for the first search,
-        `reduced_steps` (default `max_states / REDUCED_STEP_COST`) for the second, and
-        at most `reduced_passes` times the trace's sync steps if given (a cheap try:
-        one pass runs a single trace)."""
+        `reduced_steps` (default `max_states / REDUCED_STEP_COST`) for the second."""
         self.max_states = max_states
         self.macro_states = max_states if macro_states is None else macro_states
         self.reduced_steps = (
             max(1, max_states // REDUCED_STEP_COST) if reduced_steps is None else reduced_steps
         )
-        self.reduced_passes = reduced_passes
 
     def unsupported(self, skeleton: SyncSkeleton) -> str | None:
         return skeleton.refusal()
@@ -191,15 +187,9 @@ class ExploreEngine:
         program = compile_sync_program(skeleton)
         searches: list[tuple[int, Generator[None, None, Exploration]]] = [
             (1, explore_states(program, max_states=self.macro_states)),
-            (REDUCED_STEP_COST, explore(program, max_states=self._reduced_budget(program))),
+            (REDUCED_STEP_COST, explore(program, max_states=self.reduced_steps)),
         ]
         return ExploreOracle(skeleton, program, first_to_finish(searches, deadline))
-
-    def _reduced_budget(self, program: SyncProgram) -> int:
-        if self.reduced_passes is None:
-            return self.reduced_steps
-        steps = sum(len(rank_steps) for rank_steps in program.steps)
-        return min(self.reduced_steps, self.reduced_passes * steps)
 
 
 def first_to_finish(
