@@ -90,6 +90,13 @@ HARD_CASES = (
         for p in range(2, 9)
     ),
     HardCase(
+        label="allgather threshold bug (deadlock), --engine explore",
+        file="18_allgather_bug_threshold.py",
+        ranks=8,
+        seconds=10.0,
+        engine="explore",
+    ),
+    HardCase(
         label="400 rounds through one slot (example 16 --repeat 67)",
         file=SINGLE_SLOT,
         ranks=4,
