@@ -171,7 +171,9 @@ _COMPATIBLE: dict[AccessMode | None, frozenset[AccessMode | None]] = {
 """The access modes of another task that never conflict with an access of this mode."""
 
 
-def _matters(first: Sequence[Event], second: Sequence[Event], others: Accesses) -> bool:
+def _matters(
+    first: Sequence[Event], second: Sequence[Event], others: Callable[[], Sequence[Accesses]]
+) -> bool:
     """Whether running `second` after `first` could decide something the runtime leaves
     open. A wait of `first` can order `second` after other ranks' events, which matters
     only when `second` synchronises or touches bytes another rank accesses in a
@@ -181,7 +183,10 @@ def _matters(first: Sequence[Event], second: Sequence[Event], others: Accesses) 
     if any(event.kind is EventKind.NOTIFY for event in second):
         return True
     waits = any(event.kind is EventKind.WAIT for event in first)
-    if waits and (any(event.is_sync for event in second) or _conflicts_with(others, second)):
+    if waits and (
+        any(event.is_sync for event in second)
+        or any(_conflicts_with(accesses, second) for accesses in others())
+    ):
         return True
     return _conflict(first, second)
 
@@ -212,10 +217,10 @@ def overlaps(
     events: Sequence[Event],
     rules: RuntimeOrder,
     memories: Sequence[Memory],
-    others: Accesses,
+    others: Callable[[], Sequence[Accesses]],
 ) -> list[Overlap]:
     """The pairs of `rank`'s tasks the runtime leaves unordered and whose order matters;
-    `others` holds the other ranks' accesses."""
+    `others()` gives the other ranks' accesses, one table per rank."""
     before = ordered_pairs(tasks, events, rules, memories)
     found: list[Overlap] = []
     for j, second in enumerate(tasks):
@@ -255,16 +260,21 @@ def task_overlaps(
     rules: RuntimeOrder,
     memories: Sequence[Memory],
 ) -> list[Overlap]:
-    """Every rank's `overlaps`."""
+    """Every rank's `overlaps`. The ranks' access tables are built once, on first use:
+    a rank of one task, or tasks that never wait, never ask for them."""
+    tables: list[Accesses] = []
+
+    def others_of(rank: int) -> Callable[[], Sequence[Accesses]]:
+        def others() -> Sequence[Accesses]:
+            if not tables:
+                tables.extend(_accesses(rank_events) for rank_events in events)
+            return [table for other, table in enumerate(tables) if other != rank]
+
+        return others
+
     found: list[Overlap] = []
     for rank, rank_tasks in enumerate(tasks):
-        others = _accesses(
-            event
-            for other, rank_events in enumerate(events)
-            if other != rank
-            for event in rank_events
-        )
-        found.extend(overlaps(rank, rank_tasks, events[rank], rules, memories, others))
+        found.extend(overlaps(rank, rank_tasks, events[rank], rules, memories, others_of(rank)))
     return found
 
 
