@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from racecheck.dsl.context import activated, current, is_rank_context
 from racecheck.dsl.declared import signature_of
 from racecheck.dsl.lanes import AicLane
-from racecheck.dsl.location import innermost_user_frame, user_location
+from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, TensorType
@@ -115,7 +115,9 @@ def kernel_call(
     context = _task_context()
     if context is None:
         if blocks is not None:
-            raise _refused("pl.spmd_submit is modelled in a per-device function only", blocks.where)
+            raise unsupported(
+                "pl.spmd_submit is modelled in a per-device function only", blocks.where
+            )
         if ids is not None:
             ids.append(TaskId(index=-1))
         spmd: Spmd | None = getattr(_scope, "spmd", None)
@@ -275,7 +277,7 @@ class Spmd:
         del allow_early_resolve, sync_start
         self.where = user_location()
         if predicate is not None:
-            raise _refused("pl.spmd(predicate=...) is not modelled", self.where)
+            raise unsupported("pl.spmd(predicate=...) is not modelled", self.where)
         self.deps = dep_indexes(deps)
         self.name = name_hint or "pl.spmd"
         self.parts: list[list[tuple[int, int]]] = [[] for _ in range(as_index(core_num))]
@@ -285,7 +287,7 @@ class Spmd:
     def _begin(self) -> TaskContext:
         context = _task_context()
         if context is None:
-            raise _refused("pl.spmd is modelled in a per-device function only", self.where)
+            raise unsupported("pl.spmd is modelled in a per-device function only", self.where)
         spec = TaskSpec(
             name=self.name,
             location=self.where,
@@ -332,7 +334,7 @@ class Spmd:
         if kind is not None:
             return
         if uncovered:
-            raise _refused(
+            raise unsupported(
                 "this `with pl.spmd(...)` body accesses memory outside its kernel calls, "
                 "which racecheck does not run once per block",
                 self.where,
@@ -380,10 +382,6 @@ def block_index() -> int:
     """`pl.tile.get_block_idx()`: the running `pl.spmd` block, 0 outside one."""
     block = getattr(_scope, "block", None)
     return 0 if block is None else int(block)
-
-
-def _refused(message: str, where: SourceLocation) -> UnsupportedConstruct:
-    return UnsupportedConstruct(message, file=where.file, line=where.line)
 
 
 def _listed(value: object) -> tuple[Any, ...]:
