@@ -26,7 +26,6 @@ from racecheck.dsl.location import innermost_user_frame, unsupported, user_locat
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, TensorType
-from racecheck.errors import UnsupportedConstruct
 from racecheck.events import SourceLocation
 
 
@@ -228,12 +227,9 @@ def at(
     del optimizations, dumps, allow_early_resolve, windowize, role
     on_host = current()
     if on_host is not None and not is_rank_context(on_host):
-        where = user_location()
-        raise UnsupportedConstruct(
+        raise unsupported(
             f"pl.at(level={level}) inline in the host function is not modelled; write the"
-            " region as a per-device function the host dispatches",
-            file=where.file,
-            line=where.line,
+            " region as a per-device function the host dispatches"
         )
     context = _task_context()
     if context is None:
@@ -394,11 +390,8 @@ def dep_indexes(deps: object) -> tuple[int, ...]:
     indexes: list[int] = []
     for dep in _listed(deps):
         if not isinstance(dep, TaskId):
-            where = user_location()
-            raise UnsupportedConstruct(
-                f"pl.at(deps=...) takes the ids bound by `with pl.at(...) as tid`; got {dep!r}",
-                file=where.file,
-                line=where.line,
+            raise unsupported(
+                f"pl.at(deps=...) takes the ids bound by `with pl.at(...) as tid`; got {dep!r}"
             )
         if dep.index >= 0:
             indexes.append(dep.index)
@@ -409,10 +402,7 @@ def dep_indexes(deps: object) -> tuple[int, ...]:
 def manual_scope() -> Iterator[None]:
     """`pl.manual_scope()`: the tasks started inside get no inferred edges, only `deps=`."""
     if in_manual_scope():
-        where = user_location()
-        raise UnsupportedConstruct(
-            "pl.manual_scope() cannot be nested (docs/model.md)", file=where.file, line=where.line
-        )
+        raise unsupported("pl.manual_scope() cannot be nested (docs/model.md)")
     _scope.manual = True
     try:
         yield
