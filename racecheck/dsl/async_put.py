@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from racecheck.dsl import dist_ops
 from racecheck.dsl.context import RankContextProxy, current, is_rank_context, rank_context
 from racecheck.dsl.local_ops import require_view
-from racecheck.dsl.location import attributed, user_location
-from racecheck.errors import UnsupportedConstruct
+from racecheck.dsl.location import attributed, unsupported, user_location
 from racecheck.events import AccessMode, Event, EventKind, SourceLocation
 
 LABEL = "pld.tensor.put_async"
@@ -59,22 +58,21 @@ def _in_flight(context: object) -> list[AsyncEvent]:
     return _pending.setdefault(context, [])
 
 
-def _refuse(message: str, where: SourceLocation | None = None) -> UnsupportedConstruct:
-    where = where or user_location()
-    return UnsupportedConstruct(message, file=where.file, line=where.line)
-
-
 def async_session(*, sync_id: int = 0, block_bytes: int = 0) -> AsyncSession:
     rank_context("pld.system.async_session")
     if sync_id not in SYNC_IDS:
-        raise _refuse(f"pld.system.async_session(sync_id={sync_id!r}) needs 0..7: PyPTO rejects it")
+        raise unsupported(
+            f"pld.system.async_session(sync_id={sync_id!r}) needs 0..7: PyPTO rejects it"
+        )
     return AsyncSession(sync_id=sync_id)
 
 
 def put_async(dst: object, peer: object, src: object, session: object) -> AsyncEvent:
     context = rank_context(LABEL)
     if not isinstance(session, AsyncSession):
-        raise _refuse(f"{LABEL} needs the session of pld.system.async_session(), got {session!r}")
+        raise unsupported(
+            f"{LABEL} needs the session of pld.system.async_session(), got {session!r}"
+        )
     require_view(src, LABEL, "src")
     dist_ops._window(require_view(dst, LABEL, "dst"), LABEL, "dst")
     event = AsyncEvent(
@@ -93,11 +91,11 @@ def wait_async_event(event: object, session: object) -> bool:
     context = rank_context("pld.system.wait_async_event")
     pending = _in_flight(context)
     if not isinstance(event, AsyncEvent) or event not in pending:
-        raise _refuse(
+        raise unsupported(
             f"pld.system.wait_async_event needs a put_async event not yet drained, got {event!r}"
         )
     if session is not event.session:
-        raise _refuse(
+        raise unsupported(
             f"pld.system.wait_async_event drains the put_async at line {event.location.line} "
             "through another session than the one that issued it: the transfer is not drained"
         )
@@ -115,7 +113,7 @@ def _check_window(event: AsyncEvent, between: list[Event], read: Event, write: E
     """Refuse what the late placement of the transfer would not check exactly."""
     for other in between:
         if other.kind is EventKind.WAIT:
-            raise _refuse(
+            raise unsupported(
                 f"a wait at line {other.location.line} while the put_async at line "
                 f"{event.location.line} is in flight: racecheck places the transfer at its "
                 "drain, which this wait could order; drain it before waiting",
@@ -125,7 +123,7 @@ def _check_window(event: AsyncEvent, between: list[Event], read: Event, write: E
             continue
         hits_read = other.mode is not AccessMode.READ and other.access.overlaps(read.access)  # type: ignore[arg-type]
         if hits_read or other.access.overlaps(write.access):  # type: ignore[arg-type]
-            raise _refuse(
+            raise unsupported(
                 f"line {other.location.line} touches bytes of the put_async at line "
                 f"{event.location.line} while it is in flight: the transfer may read or write "
                 "them before or after; drain it first",
@@ -144,7 +142,7 @@ def drained_by_the_end() -> Iterator[None]:
     yield
     left = [event for event in _in_flight(context) if event not in before]
     if left:
-        raise _refuse(
+        raise unsupported(
             f"the put_async at line {left[0].location.line} is never drained: call "
             "pld.system.wait_async_event on its event before the kernel ends",
             left[0].location,

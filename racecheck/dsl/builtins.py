@@ -25,11 +25,10 @@ from racecheck.dsl.dist_ops import _window, window
 from racecheck.dsl.dtypes import INT32
 from racecheck.dsl.groups import in_group, members
 from racecheck.dsl.local_ops import require_view
-from racecheck.dsl.location import pinned, user_location
+from racecheck.dsl.location import pinned, unsupported, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, ReduceOp
-from racecheck.errors import UnsupportedConstruct
 from racecheck.events import SourceLocation, WaitCmp
 
 HOST_MAX_RANKS = 16
@@ -39,11 +38,6 @@ Lower = Callable[..., None]
 _signal_less_sites: weakref.WeakKeyDictionary[object, set[SourceLocation]] = (
     weakref.WeakKeyDictionary()
 )
-
-
-def _unsupported(message: str) -> UnsupportedConstruct:
-    where = user_location()
-    return UnsupportedConstruct(message, file=where.file, line=where.line)
 
 
 def _host() -> HostContext | None:
@@ -84,14 +78,14 @@ def _launch(
         lower(context, lowering.Lowering.INCORE, *operands, label=label, **options)
         return
     if host.ranks > HOST_MAX_RANKS:
-        raise _unsupported(
+        raise unsupported(
             f"{label} in the host function at {host.ranks} ranks: PyPTO's host kernels "
             f"return at once above {HOST_MAX_RANKS} ranks, with no synchronisation and no data"
         )
     _require_distinct_windows(label, operands)
     data = operands[0]
     if host_dtypes and data.dtype.name not in host_dtypes:
-        raise _unsupported(
+        raise unsupported(
             f"{label} in the host function on {data!r}: PyPTO's host kernel takes "
             f"{' or '.join(sorted(host_dtypes))} data only"
         )
@@ -128,7 +122,7 @@ def _chip_task(
     builtin's host kernel, tagged with its operands in the kernel's directions."""
     directions = _CHIP_RAIL.get(label)
     if directions is None or len(directions) != len(operands):
-        raise _unsupported(
+        raise unsupported(
             f"{label} in a per-device (CHIP orchestration) function: PyPTO lowers only "
             "pld.tensor.all_to_all_v with both counts there and rejects it; call it in a "
             "kernel or in the host function"
@@ -156,12 +150,12 @@ def _require_distinct_windows(label: str, operands: tuple[TensorView, ...]) -> N
     """The host lowering takes its operands as distinct windows (docs/model.md)."""
     for operand in operands:
         if not operand.is_window:
-            raise _unsupported(
+            raise unsupported(
                 f"{label} in the host function needs windows, got {operand!r}: PyPTO rejects it"
             )
     memories = [operand.memory for operand in operands]
     if len(set(memories)) != len(memories):
-        raise _unsupported(
+        raise unsupported(
             f"{label} in the host function needs distinct windows, got "
             f"{', '.join(map(repr, operands))}: PyPTO rejects it"
         )
@@ -170,7 +164,7 @@ def _require_distinct_windows(label: str, operands: tuple[TensorView, ...]) -> N
 def _require_separate(label: str, source: TensorView, target: TensorView) -> None:
     """docs/guide.md: the source of allgather/all_to_all is not its target."""
     if source.memory == target.memory:
-        raise _unsupported(
+        raise unsupported(
             f"{label}: {source!r} and {target!r} are views of one buffer; the builtin "
             "needs a source separate from its target"
         )
@@ -195,7 +189,7 @@ def allreduce(
     label = "pld.tensor.allreduce"
     data_view = _window(data, label, "data")
     if mode not in ("mesh", "ring"):
-        raise _unsupported(f"{label}: mode={mode!r} is not 'mesh' or 'ring'")
+        raise unsupported(f"{label}: mode={mode!r} is not 'mesh' or 'ring'")
     cores = as_index(core_num)
     signal_view = (
         _window(signal, label, "the signal")
@@ -221,11 +215,11 @@ def _private_signal(label: str, cores: int) -> TensorView:
     PyPTO rejects it inside a loop (docs/model.md)."""
     host = _host()
     if host is None:
-        raise _unsupported(f"{label} without a signal is modelled in the host function only")
+        raise unsupported(f"{label} without a signal is modelled in the host function only")
     where = user_location()
     sites = _signal_less_sites.setdefault(host, set())
     if where in sites:
-        raise _unsupported(
+        raise unsupported(
             f"{label} without a signal runs again from the same line: PyPTO rejects a "
             "signal-less allreduce inside a for/while loop; pass a signal window"
         )
@@ -246,7 +240,7 @@ def allgather(
 ) -> object:
     label = "pld.tensor.allgather"
     if defer and (out is not None or _host() is not None):
-        raise _unsupported(
+        raise unsupported(
             f"{label}(defer=True) is the three-argument InCore composite: PyPTO splits it "
             "inside a kernel's task, not in the host function or with an out tensor"
         )
@@ -255,7 +249,7 @@ def allgather(
     signal_view = _window(signal, label, "the signal")
     _require_separate(label, local_view, target_view)
     if local_view.is_window and _host() is None:
-        raise _unsupported(
+        raise unsupported(
             f"{label} in a kernel needs a plain tensor as local data, got the window "
             f"{local_view!r}: PyPTO's InCore lowering rejects it"
         )
@@ -273,7 +267,7 @@ def allgather(
 def reduce_scatter(target: object, signal: object, *, op: ReduceOp = ReduceOp.Sum) -> object:
     label = "pld.tensor.reduce_scatter"
     if op is not ReduceOp.Sum:
-        raise _unsupported(f"{label} supports op=pld.ReduceOp.Sum only")
+        raise unsupported(f"{label} supports op=pld.ReduceOp.Sum only")
     operands = (_window(target, label, "target"), _window(signal, label, "the signal"))
     _launch(label, lowering.reduce_scatter, operands)
     return target
@@ -288,7 +282,7 @@ def all_to_all(source: object, target: object, signal: object, out: object = Non
         _launch(label, lowering.all_to_all, operands)
         return target
     if _host() is not None:
-        raise _unsupported(f"{label} with an out tensor is the InCore intrinsic, not a host call")
+        raise unsupported(f"{label} with an out tensor is the InCore intrinsic, not a host call")
     _launch(label, lowering.all_to_all_into, (*operands, require_view(out, label, "out")))
     return out
 
@@ -305,7 +299,7 @@ def all_to_all_v(
     """With both counts, or (the first InCore form) neither; on one core (docs/model.md)."""
     label = "pld.tensor.all_to_all_v"
     if as_index(core_num) != 1:
-        raise _unsupported(f"{label} with core_num={core_num!r}: racecheck models one core")
+        raise unsupported(f"{label} with core_num={core_num!r}: racecheck models one core")
     source_view = require_view(source, label, "input")
     operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
     if send_counts is not None and recv_counts is not None:
@@ -317,7 +311,7 @@ def all_to_all_v(
     elif send_counts is None and recv_counts is None and _host() is None:
         _launch(label, lowering.all_to_all_v, operands)
     else:
-        raise _unsupported(
+        raise unsupported(
             f"{label} takes send_counts and recv_counts together (in the host function, always)"
         )
     return target

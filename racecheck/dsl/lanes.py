@@ -30,10 +30,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from racecheck.dsl.context import RankContextProxy, current, is_rank_context
-from racecheck.dsl.location import innermost_user_frame, location_of, user_location
+from racecheck.dsl.location import innermost_user_frame, location_of, unsupported, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.types import SplitMode
-from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, SourceLocation
 
 if TYPE_CHECKING:
@@ -66,15 +65,12 @@ def _note(kind: str, other: str, construct: str) -> None:
     mark = getattr(context, "mark_mixed", None)
     if mark is not None and mark():
         return
-    where = user_location()
     cube = construct if kind == "cube" else f"the cube op at line {earlier[1].line}"
     comm = construct if kind == "comm" else f"the communication at line {earlier[1].line}"
-    raise UnsupportedConstruct(
+    raise unsupported(
         f"this kernel mixes {cube} with {comm}: PyPTO splits it into AIC and AIV lanes "
         "that both run its notify, wait and remote_load (docs/model.md), which racecheck "
-        "does not model",
-        file=where.file,
-        line=where.line,
+        "does not model"
     )
 
 
@@ -99,20 +95,15 @@ def split_aiv(n: object = 2, mode: object = SplitMode.NONE) -> Iterator[int]:
     each, or once on the cube lane with nothing of it recorded."""
     where = user_location()
     if mode is not SplitMode.NONE:
-        raise UnsupportedConstruct(
+        raise unsupported(
             f"pl.split_aiv(mode={mode}) halves every tile between the sub-lanes, which "
             "racecheck does not model; mode=pl.SplitMode.NONE is",
-            file=where.file,
-            line=where.line,
+            where,
         )
     context = current()
     close = getattr(context, "close_concurrent", None)
     if not is_rank_context(context) or close is None:
-        raise UnsupportedConstruct(
-            "pl.split_aiv is modelled in a kernel that a rank runs, not here",
-            file=where.file,
-            line=where.line,
-        )
+        raise unsupported("pl.split_aiv is modelled in a kernel that a rank runs, not here", where)
     return _sublanes(context, as_index(n), where, close)
 
 

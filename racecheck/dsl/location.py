@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from racecheck.errors import UnsupportedConstruct
 from racecheck.events import SourceLocation
 
 _display_names: dict[str, str] = {}
@@ -111,6 +112,12 @@ def user_location(frame: FrameType | None = None) -> SourceLocation:
     if found is not None:
         return location_of(found)
     return getattr(_pinned, "location", UNKNOWN_LOCATION)
+
+
+def unsupported(message: str, where: SourceLocation | None = None) -> UnsupportedConstruct:
+    """The refusal of a construct at `where` (default: the user's line running now)."""
+    where = where or user_location()
+    return UnsupportedConstruct(message, file=where.file, line=where.line)
 
 
 def traceback_location(tb: object) -> SourceLocation | None:

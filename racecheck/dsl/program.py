@@ -21,7 +21,7 @@ from typing import Any
 from racecheck.dsl.async_put import drained_by_the_end
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.declared import as_declared
-from racecheck.dsl.location import user_location
+from racecheck.dsl.location import unsupported, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.scopes import (
     dep_indexes,
@@ -140,9 +140,9 @@ def submit(
     after `deps` too, returning the kernel's results and then its `TaskId`, flat."""
     del dumps, allow_early_resolve, timing_slot
     if not isinstance(kernel, DslFunction) or kernel.role is not FunctionRole.KERNEL:
-        raise _refused(f"pl.submit takes a kernel written self.<kernel>; got {kernel!r}")
+        raise unsupported(f"pl.submit takes a kernel written self.<kernel>; got {kernel!r}")
     if predicate is not None:
-        raise _refused("pl.submit(predicate=...) is not modelled")
+        raise unsupported("pl.submit(predicate=...) is not modelled")
     with submitted(dep_indexes(deps)) as ids:
         result = kernel(*args)
     (task,) = ids
@@ -166,11 +166,6 @@ def _declared_results(function: Callable[..., Any]) -> int:
     if declared in (inspect.Signature.empty, None, "None"):
         return 0
     return len(typing.get_args(declared)) if typing.get_origin(declared) is tuple else 1
-
-
-def _refused(message: str) -> UnsupportedConstruct:
-    where = user_location()
-    return UnsupportedConstruct(message, file=where.file, line=where.line)
 
 
 def _not_run(name: str) -> UnsupportedConstruct:

@@ -22,11 +22,10 @@ from typing import Any, Protocol
 from racecheck.dsl.context import activated, current, is_rank_context
 from racecheck.dsl.declared import signature_of
 from racecheck.dsl.lanes import AicLane
-from racecheck.dsl.location import innermost_user_frame, user_location
+from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, TensorType
-from racecheck.errors import UnsupportedConstruct
 from racecheck.events import SourceLocation
 
 
@@ -115,7 +114,9 @@ def kernel_call(
     context = _task_context()
     if context is None:
         if blocks is not None:
-            raise _refused("pl.spmd_submit is modelled in a per-device function only", blocks.where)
+            raise unsupported(
+                "pl.spmd_submit is modelled in a per-device function only", blocks.where
+            )
         if ids is not None:
             ids.append(TaskId(index=-1))
         spmd: Spmd | None = getattr(_scope, "spmd", None)
@@ -226,12 +227,9 @@ def at(
     del optimizations, dumps, allow_early_resolve, windowize, role
     on_host = current()
     if on_host is not None and not is_rank_context(on_host):
-        where = user_location()
-        raise UnsupportedConstruct(
+        raise unsupported(
             f"pl.at(level={level}) inline in the host function is not modelled; write the"
-            " region as a per-device function the host dispatches",
-            file=where.file,
-            line=where.line,
+            " region as a per-device function the host dispatches"
         )
     context = _task_context()
     if context is None:
@@ -275,7 +273,7 @@ class Spmd:
         del allow_early_resolve, sync_start
         self.where = user_location()
         if predicate is not None:
-            raise _refused("pl.spmd(predicate=...) is not modelled", self.where)
+            raise unsupported("pl.spmd(predicate=...) is not modelled", self.where)
         self.deps = dep_indexes(deps)
         self.name = name_hint or "pl.spmd"
         self.parts: list[list[tuple[int, int]]] = [[] for _ in range(as_index(core_num))]
@@ -285,7 +283,7 @@ class Spmd:
     def _begin(self) -> TaskContext:
         context = _task_context()
         if context is None:
-            raise _refused("pl.spmd is modelled in a per-device function only", self.where)
+            raise unsupported("pl.spmd is modelled in a per-device function only", self.where)
         spec = TaskSpec(
             name=self.name,
             location=self.where,
@@ -332,7 +330,7 @@ class Spmd:
         if kind is not None:
             return
         if uncovered:
-            raise _refused(
+            raise unsupported(
                 "this `with pl.spmd(...)` body accesses memory outside its kernel calls, "
                 "which racecheck does not run once per block",
                 self.where,
@@ -382,10 +380,6 @@ def block_index() -> int:
     return 0 if block is None else int(block)
 
 
-def _refused(message: str, where: SourceLocation) -> UnsupportedConstruct:
-    return UnsupportedConstruct(message, file=where.file, line=where.line)
-
-
 def _listed(value: object) -> tuple[Any, ...]:
     if value is None:
         return ()
@@ -396,11 +390,8 @@ def dep_indexes(deps: object) -> tuple[int, ...]:
     indexes: list[int] = []
     for dep in _listed(deps):
         if not isinstance(dep, TaskId):
-            where = user_location()
-            raise UnsupportedConstruct(
-                f"pl.at(deps=...) takes the ids bound by `with pl.at(...) as tid`; got {dep!r}",
-                file=where.file,
-                line=where.line,
+            raise unsupported(
+                f"pl.at(deps=...) takes the ids bound by `with pl.at(...) as tid`; got {dep!r}"
             )
         if dep.index >= 0:
             indexes.append(dep.index)
@@ -411,10 +402,7 @@ def dep_indexes(deps: object) -> tuple[int, ...]:
 def manual_scope() -> Iterator[None]:
     """`pl.manual_scope()`: the tasks started inside get no inferred edges, only `deps=`."""
     if in_manual_scope():
-        where = user_location()
-        raise UnsupportedConstruct(
-            "pl.manual_scope() cannot be nested (docs/model.md)", file=where.file, line=where.line
-        )
+        raise unsupported("pl.manual_scope() cannot be nested (docs/model.md)")
     _scope.manual = True
     try:
         yield

@@ -34,7 +34,6 @@ import numpy as np
 from racecheck.engines.skeleton import wait_holds
 from racecheck.engines.syncprogram import SyncProgram
 from racecheck.errors import EngineUnknown
-from racecheck.events import wrap_int32
 
 SLICE = 256  # expanded states between two pauses of the search
 
@@ -130,7 +129,7 @@ def _successor(
     successor[rank] = executed + 1
     for effect in step.effects:
         slot = ranks + effect.cell
-        value = wrap_int32(successor[slot] + effect.value) if effect.add else effect.value
+        value = effect.after(successor[slot])
         cap = program.caps[effect.cell]
         successor[slot] = value if cap is None else min(value, cap)
     return tuple(successor)

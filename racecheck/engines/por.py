@@ -218,17 +218,18 @@ class Search:
                     clock = [max(a, b) for a, b in zip(clock, joined, strict=True)]
         clock[rank] += 1
         past = tuple(clock)
+        kinds = _single_kinds(step)
         self._undo.append(
             _Undo(
                 rank=rank,
                 clock=self._clocks[rank],
                 cells=tuple(
                     (cell, kind, self._values[cell], self._touched[cell][kind])
-                    for cell, kind in _single_kinds(step)
+                    for cell, kind in kinds
                 ),
             )
         )
-        for cell, access in _single_kinds(step):
+        for cell, access in kinds:
             joined = self._touched[cell][access]
             self._touched[cell][access] = tuple(map(max, joined, past))
         step.apply(self._values)
@@ -353,27 +354,20 @@ def _spans(steps: tuple[SyncStep, ...]) -> dict[int, tuple[tuple[tuple[int, int]
     the position of that next WAIT (or the end)."""
     spans: dict[int, tuple[tuple[tuple[int, int], ...], int]] = {}
     union: dict[int, int] = {}
+    next_wait = len(steps)
     for position in range(len(steps) - 1, -1, -1):
         for cell, kinds in steps[position].access:
             union[cell] = union.get(cell, 0) | kinds
         if steps[position].guard is not None:
-            spans[position] = (tuple(union.items()), position + 1 + _run_length(steps, position))
+            spans[position] = (tuple(union.items()), next_wait)
             union = {}
+            next_wait = position
     return spans
-
-
-def _run_length(steps: tuple[SyncStep, ...], position: int) -> int:
-    """How many steps after `position` come before the next WAIT."""
-    count = 0
-    while position + 1 + count < len(steps) and steps[position + 1 + count].guard is None:
-        count += 1
-    return count
 
 
 def _dependent(one: SyncStep, other: SyncStep) -> bool:
     """Dependency of two next steps of different ranks (see the module docstring)."""
-    touched = dict(one.access)
-    return any(cell in touched and conflict(touched[cell], access) for cell, access in other.access)
+    return _conflicts(other.access, dict(one.access))
 
 
 def _single_kinds(step: SyncStep) -> list[tuple[int, int]]:

@@ -42,6 +42,10 @@ class CellEffect:
     add: bool  # Add if true, else Set
     value: int
 
+    def after(self, old: int) -> int:
+        """The cell's value once the effect has run on `old`."""
+        return wrap_int32(old + self.value) if self.add else self.value
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Guard:
@@ -64,8 +68,7 @@ class SyncStep:
 
     def apply(self, values: list[int]) -> None:
         for effect in self.effects:
-            old = values[effect.cell]
-            values[effect.cell] = wrap_int32(old + effect.value) if effect.add else effect.value
+            values[effect.cell] = effect.after(values[effect.cell])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
