@@ -206,3 +206,41 @@ def test_a_factory_sized_by_a_module_dynamic_dim_takes_it_as_an_arg_and_as_a_num
     assert finding.kind is FindingKind.OUT_OF_BOUNDS
     assert [location.line for location in finding.locations] == [load]
     assert "exceeds" in finding.reason and "in dim 1" in finding.reason
+
+
+EQ_WAIT = FIXTURES / "eq_wait_two_adds.py"
+
+
+def test_a_wait_a_later_write_falsifies_is_disabled_again() -> None:
+    """Rank 0's `== 1` wait is enabled by rank 1's Add and disabled by rank 2's: it
+    stalls, as on the device, where it may never read the 1."""
+    specs = {spec.name: spec for spec in discover(load_file(str(EQ_WAIT)))}
+    instance = specs["build[eq_first=True]"].instantiate(3)
+    put_then_add = [EventRef(rank=1, index=index) for index in range(3)]
+    adds = (*put_then_add, EventRef(rank=2, index=0))
+    execution = simulate(instance, policy=ReplayPolicy(adds), force_waits=False)
+    assert execution.stalled == (EventRef(rank=0, index=0),)
+    assert execution.trace.size == 4
+
+
+@pytest.mark.parametrize("engine", ["explore", "smt"])
+def test_an_eq_wait_stepped_past_is_a_replayed_deadlock(engine: str) -> None:
+    report = racecheck.verify(str(EQ_WAIT), ranks=[2, 3, 4], engine=engine)
+    verdicts = {(r.program, r.ranks): r.verdict for r in report.results}
+    assert verdicts == {
+        ("build[eq_first=True]", 2): Verdict.PROVED,
+        ("build[eq_first=True]", 3): Verdict.BUG,
+        ("build[eq_first=True]", 4): Verdict.BUG,
+        ("build[eq_first=False]", 2): Verdict.PROVED,
+        ("build[eq_first=False]", 3): Verdict.PROVED,
+        ("build[eq_first=False]", 4): Verdict.PROVED,
+    }
+    first = next(
+        n for n, text in enumerate(EQ_WAIT.read_text().splitlines(), 1) if "# @first" in text
+    )
+    for result in report.results:
+        if result.verdict is Verdict.BUG:
+            (deadlock,) = result.findings
+            assert deadlock.kind is FindingKind.DEADLOCK and deadlock.confirmed
+            assert [location.line for location in deadlock.locations] == [first]
+            assert deadlock.ranks == (0,)

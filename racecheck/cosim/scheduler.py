@@ -91,9 +91,10 @@ class BatonScheduler:
             self.forced.append(event.ref)
         state.events.append(event)
         self.schedule.append(event.ref)
-        # a wait is on the waiter's own cell: only a write to the owner's bytes can unblock
+        # a wait is on the waiter's own cell: only a write to the owner's bytes can enable
+        # it, or disable it again (an Eq wait the second Add steps past, a Set, a reset)
         owner = event.access.owner if event.access is not None else HOST_OWNER
-        if owner in self.blocked and event.mode is not AccessMode.READ:
+        if owner in self.pending and event.mode is not AccessMode.READ:
             self._recheck(owner)
 
     def finished(self, state: RankContext) -> None:
@@ -114,9 +115,14 @@ class BatonScheduler:
 
     def _recheck(self, rank: int) -> None:
         wait = self.pending[rank].wait
-        if wait is not None and self._satisfied(wait):
+        if wait is None or self.states[rank].force_next:
+            return
+        if self._satisfied(wait):
             self.blocked.discard(rank)
             self.runnable.add(rank)
+        else:
+            self.runnable.discard(rank)
+            self.blocked.add(rank)
 
     def _pass_baton(self, current: int | None) -> None:
         if self.unprimed:
