@@ -287,6 +287,29 @@ def all_to_all(source: object, target: object, signal: object, out: object = Non
     return out
 
 
+def _admitted_cores(label: str, core_num: object, signal: TensorView) -> dict[str, int]:
+    """`core_num=` of a host call: PyPTO's kernel launches `admitted_blocks` blocks, each
+    on its own lane of the signal, and refuses a signal with fewer lanes before launch
+    (docs/model.md). Elsewhere one core is what racecheck models."""
+    cores = as_index(core_num)
+    if cores == 1:
+        return {}
+    host = _host()
+    if host is None or cores < 1:
+        raise unsupported(
+            f"{label} with core_num={core_num!r}: racecheck models more than one core for "
+            "the host function's call only"
+        )
+    blocks = lowering.admitted_blocks(len(members(signal, host.ranks)), cores)
+    lanes = signal.shape[1] if signal.ndim > 1 else 1
+    if lanes < blocks:
+        raise unsupported(
+            f"{label} with core_num={cores} launches {blocks} blocks, one signal lane each, "
+            f"but {signal!r} has {lanes} lane(s) per rank: PyPTO rejects it before launch"
+        )
+    return {"core_num": cores}
+
+
 def all_to_all_v(
     source: object,
     target: object,
@@ -298,16 +321,17 @@ def all_to_all_v(
 ) -> object:
     """With both counts, or (the first InCore form) neither; on one core (docs/model.md)."""
     label = "pld.tensor.all_to_all_v"
-    if as_index(core_num) != 1:
-        raise unsupported(f"{label} with core_num={core_num!r}: racecheck models one core")
     source_view = require_view(source, label, "input")
     operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
+    cores = _admitted_cores(label, core_num, operands[2])
     if send_counts is not None and recv_counts is not None:
         counts = (
             require_view(send_counts, label, "send_counts"),
             _window(recv_counts, label, "recv_counts"),
         )
-        _launch(label, lowering.all_to_all_v, (*operands, *counts))
+        _launch(
+            label, lowering.all_to_all_v, (*operands, *counts), host_dtypes=frozenset(), **cores
+        )
     elif send_counts is None and recv_counts is None and _host() is None:
         _launch(label, lowering.all_to_all_v, operands)
     else:

@@ -8,11 +8,11 @@ every peer and waits until each peer's cell in its own instance reaches g; an
 epilogue adds -total to those own cells, so the signal ends all-zero.
 
 Every event carries the builtin's name as its label and the user's line of the call.
-Data moves with real values. Model boundaries: the host all-reduce's blocks run one
-after another (they share no cell and no element); transfers read exactly the
-elements they use (the 32-byte rounding of a transfer reads bytes whose values are
-dropped); a host ring that PyPTO's kernel would refuse returns at once, as the
-kernel does.
+Data moves with real values. Model boundaries: the blocks of the host all-reduce and
+all_to_all_v run one after another (they share no cell and no element written);
+transfers read exactly the elements they use (the 32-byte rounding of a transfer reads
+bytes whose values are dropped); a host ring that PyPTO's kernel would refuse returns
+at once, as the kernel does.
 """
 
 from __future__ import annotations
@@ -555,13 +555,18 @@ def all_to_all_v(
     signal: TensorView,
     *counts: TensorView,
     label: str,
+    core_num: int = 1,
 ) -> None:
     """Per destination d, self included: rows = min(send_counts[d], M); Set-notify rows
     into d's recv_counts[me] before the data; put the full M-row block d of input into
     block `me` of d's target. Then B1 and -1 (docs/model.md). Without `counts` (the
-    first InCore form, `all_to_all_v(input, target, signal)`), the blocks alone."""
+    first InCore form, `all_to_all_v(input, target, signal)`), the blocks alone. The
+    host kernel on `core_num` > 1 cores runs `admitted_blocks` blocks instead."""
     divisor = signal.shape[0] if lowering is Lowering.INCORE else context.ranks
     block = target.shape[0] // divisor
+    if core_num > 1:
+        _all_to_all_v_blocks(context, source, target, signal, counts, block, core_num, label)
+        return
     for destination in range(context.ranks):
         if counts:
             send_counts, recv_counts = counts
@@ -578,6 +583,62 @@ def all_to_all_v(
     cells = mesh_cells(signal)
     generation(context, signal, 1, cells, label)
     epilogue(context, signal, 1, cells, label)
+
+
+def admitted_blocks(ranks: int, core_num: int) -> int:
+    """The blocks PyPTO's host `all_to_all_v` kernel launches on `core_num` cores: all of
+    them below the rank count, else the largest multiple of it (docs/model.md)."""
+    return core_num if core_num < ranks else core_num // ranks * ranks
+
+
+def _all_to_all_v_blocks(
+    context: RankContext,
+    source: TensorView,
+    target: TensorView,
+    signal: TensorView,
+    counts: tuple[TensorView, ...],
+    block: int,
+    core_num: int,
+    label: str,
+) -> None:
+    """Block b on lane b (cells `[p, b]`): B1, its share of the destinations' pushes
+    (a count first where the share starts a block), B2, -2 (docs/model.md)."""
+    blocks = admitted_blocks(context.ranks, core_num)
+    sources, targets = flat(source), flat(target)
+    width = block * math.prod(target.shape[1:])
+    for lane in range(blocks):
+
+        def cells(rank: int, lane: int = lane) -> list[int]:
+            return lane_cell(signal, rank, lane)
+
+        generation(context, signal, 1, cells, label)
+        for destination, (start, stop) in _lane_shares(context.ranks, blocks, lane, width, target):
+            if counts and start == 0:
+                send_counts, recv_counts = counts
+                _publish_count(context, destination, block, send_counts, recv_counts, label)
+            at = destination * width + start, context.rank * width + start
+            extent = [stop - start]
+            _copy(
+                context, sources, ([at[0]], extent), targets, destination, ([at[1]], extent), label
+            )
+        generation(context, signal, 2, cells, label)
+        epilogue(context, signal, 2, cells, label)
+
+
+def _lane_shares(
+    ranks: int, blocks: int, lane: int, width: int, target: TensorView
+) -> list[tuple[int, tuple[int, int]]]:
+    """The (destination, [start, stop) of its `width`-element block) that `lane` moves:
+    below the rank count lane b serves destinations b, b + blocks, ...; at or above it,
+    `blocks / ranks` lanes split each destination's block at 32-byte boundaries."""
+    if blocks < ranks:
+        return [(destination, (0, width)) for destination in range(lane, ranks, blocks)]
+    split = blocks // ranks
+    align = max(1, 32 // target.dtype.nbytes)
+    share = -(-width // split // align) * align if width else 0
+    start = min(width, lane % split * share)
+    stop = min(width, start + share)
+    return [(lane // split, (start, stop))] if stop > start else []
 
 
 def _publish_count(

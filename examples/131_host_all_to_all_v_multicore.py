@@ -1,0 +1,157 @@
+"""Variable-length all-to-all from the host function on several cores, with a flag
+riding on a spare lane of its signal.
+
+``pld.tensor.all_to_all_v(..., core_num=L)`` launches B blocks of PyPTO's host
+kernel on every device: B = L below the rank count, else the largest multiple of it
+(``core_num=2`` at 2..4 ranks: 2 blocks). Block b synchronises on its own lane, the
+cells ``[p, b]`` of a ``[N, stride]`` signal: a start barrier, its share of the
+pushes (each destination's count first, with a ``Set``), a completion barrier, and
+an epilogue taking both credits back. The signal must have at least B lanes, or
+PyPTO refuses the call before launch (docs/model.md).
+
+Here the signal has one lane more than the builtin uses (``stride = 3``), and the
+program uses that spare lane for a hand-rolled flag: each rank ``Set``s its peers'
+``[me, 2]`` once it has staged, and the consumer waits for every peer's flag before
+it copies out the rows it received. The flag's cells are not the builtin's, so the
+copy runs after the collective is complete on this rank (the buggy twin,
+132_host_all_to_all_v_multicore_bug_shared_lane.py, puts the flag on a builtin lane).
+With ``--arg core_num=5`` at 2 ranks the kernel would launch 4 blocks on a 3-lane
+signal, which PyPTO refuses before launch: racecheck says so (``unknown``).
+
+racecheck expects:
+    ranks 2..4: proved all_to_all
+"""
+
+import argparse
+
+import pypto.language as pl
+import pypto.language.distributed as pld
+import torch
+from pypto import ir
+from pypto.ir import DistributedConfig
+
+SIZE = 16
+MAX_RECV = 4
+
+
+def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 3):
+    total = nr * MAX_RECV
+    flag = stride - 1  # the last lane: spare only if the builtin uses fewer
+
+    @pl.program
+    class HostAllToAllVMulticore:
+        @pl.function(type=pl.FunctionType.InCore)
+        def stage_step(
+            self,
+            inp: pl.Tensor[[total, SIZE], pl.FP32],
+            stage: pl.Out[pld.DistributedTensor[[total, SIZE], pl.FP32]],
+            counts: pl.Out[pld.DistributedTensor[[nr, 1], pl.INT32]],
+            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+        ):
+            for row in pl.range(total):
+                chunk = pl.load(inp, [row, 0], [1, SIZE])
+                stage = pl.store(chunk, [row, 0], stage)
+            for d in pl.range(nr):
+                pl.write(counts, [d, 0], nr - d)
+            me = pld.rank(pld.get_comm_ctx(signal))
+            for peer in pl.range(nr):
+                if peer != me:
+                    pld.system.notify(  # @flag
+                        signal, peer=peer, offsets=[me, flag], value=1, op=pld.NotifyOp.Set
+                    )
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def stage_orch(
+            self,
+            inp: pl.Tensor[[total, SIZE], pl.FP32],
+            stage: pl.Out[pld.DistributedTensor[[total, SIZE], pl.FP32]],
+            counts: pl.Out[pld.DistributedTensor[[nr, 1], pl.INT32]],
+            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+        ):
+            self.stage_step(inp, stage, counts, signal)
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def consume_step(
+            self,
+            data: pld.DistributedTensor[[total, SIZE], pl.FP32],
+            recv_counts: pld.DistributedTensor[[nr, 1], pl.INT32],
+            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+            out: pl.Out[pl.Tensor[[total, SIZE], pl.FP32]],
+        ) -> pl.Tensor[[total, SIZE], pl.FP32]:
+            me = pld.rank(pld.get_comm_ctx(signal))
+            for src in pl.range(nr):
+                if src != me:
+                    pld.system.wait(signal, offsets=[src, flag], expected=1, cmp=pld.WaitCmp.Ge)
+            for src in pl.range(nr):
+                n_rows = pl.cast(pl.read(recv_counts, [src, 0]), pl.INDEX)
+                for r in pl.range(n_rows):
+                    chunk = pl.load(data, [src * MAX_RECV + r, 0], [1, SIZE])  # @consume
+                    out = pl.store(chunk, [src * MAX_RECV + r, 0], out)
+                for r in pl.range(n_rows, MAX_RECV):
+                    chunk = pl.load(data, [src * MAX_RECV + r, 0], [1, SIZE])
+                    out = pl.store(chunk, [src * MAX_RECV + r, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def consume_orch(
+            self,
+            data: pld.DistributedTensor[[total, SIZE], pl.FP32],
+            recv_counts: pld.DistributedTensor[[nr, 1], pl.INT32],
+            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+            out: pl.Out[pl.Tensor[[total, SIZE], pl.FP32]],
+        ) -> pl.Tensor[[total, SIZE], pl.FP32]:
+            return self.consume_step(data, recv_counts, signal, out)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def host_orch(
+            self,
+            inputs: pl.Tensor[[nr, total, SIZE], pl.FP32],
+            outputs: pl.Out[pl.Tensor[[nr, total, SIZE], pl.FP32]],
+        ) -> pl.Tensor[[nr, total, SIZE], pl.FP32]:
+            input_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
+            data_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
+            signal_buf = pld.alloc_window_buffer(nr * stride * pl.INT32.get_byte())
+            counts_buf = pld.alloc_window_buffer(nr * pl.INT32.get_byte())
+            recv_buf = pld.alloc_window_buffer(nr * pl.INT32.get_byte())
+            signal = pld.window(signal_buf, [nr, stride], dtype=pl.INT32)
+            for r in pl.range(pld.world_size()):
+                stage = pld.window(input_buf, [total, SIZE], dtype=pl.FP32)
+                counts = pld.window(counts_buf, [nr, 1], dtype=pl.INT32)
+                self.stage_orch(inputs[r], stage, counts, signal, device=r)
+            stage = pld.window(input_buf, [total, SIZE], dtype=pl.FP32)
+            data = pld.window(data_buf, [total, SIZE], dtype=pl.FP32)
+            counts = pld.window(counts_buf, [nr, 1], dtype=pl.INT32)
+            recv = pld.window(recv_buf, [nr, 1], dtype=pl.INT32)
+            data = pld.tensor.all_to_all_v(  # @exchange
+                stage, data, signal, counts, recv, core_num=core_num
+            )
+            for r in pl.range(pld.world_size()):
+                self.consume_orch(data, recv, signal, outputs[r], device=r)
+            return outputs
+
+    return HostAllToAllVMulticore
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="host-level all_to_all_v on several cores")
+    parser.add_argument("-p", "--platform", default="a2a3sim")
+    parser.add_argument("-d", "--device", default="0,1,2,3")
+    args = parser.parse_args()
+    device_ids = [int(d) for d in args.device.split(",")]
+    nr = len(device_ids)
+    compiled = ir.compile(
+        build_host_all_to_all_v_multicore(nr),
+        platform=args.platform,
+        distributed_config=DistributedConfig(device_ids=device_ids, num_sub_workers=0),
+    )
+    total = nr * MAX_RECV
+    inputs = torch.randn((nr, total, SIZE), dtype=torch.float32)
+    outputs = torch.zeros((nr, total, SIZE), dtype=torch.float32)
+    compiled(inputs, outputs)
+    golden = inputs.reshape(nr, nr, MAX_RECV, SIZE).transpose(0, 1).reshape(nr, total, SIZE)
+    print("OK" if torch.allclose(outputs, golden) else "MISMATCH")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
