@@ -226,7 +226,14 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
         "file", metavar="FILE", nargs=files, help="the Python file that holds the collective"
     )
     parser.add_argument("--program", action="append", default=[], metavar="NAME")
-    parser.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--arg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a factory or entry parameter; VALUE is a Python literal, else an expression"
+        " over the file's names (e.g. 'shape=make_shape(2, 64)'), else a string",
+    )
     parser.add_argument(
         "--rank-param", metavar="NAME", help="the factory parameter that receives P"
     )

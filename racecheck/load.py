@@ -326,7 +326,9 @@ def _entry_of(value: Any, name: str, loaded: LoadedFile) -> DslFunction:
 
 
 def parse_arg(text: str, loaded: LoadedFile) -> Any:
-    """`--arg` VALUE: a Python literal, else an expression over the file, else a string."""
+    """`--arg` VALUE: a Python literal, else an expression over the file, else a string.
+    An expression that calls a function is meant to be evaluated: if that fails, the
+    value is an error naming why, never a string."""
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
@@ -334,8 +336,21 @@ def parse_arg(text: str, loaded: LoadedFile) -> Any:
     try:
         with installed():
             return eval(text, dict(loaded.namespace))  # noqa: S307 - the user's own expression
-    except Exception:  # noqa: BLE001 - anything else is taken as a plain string
+    except Exception as error:  # noqa: BLE001 - anything else is taken as a plain string
+        if _calls(text):
+            raise UsageError(
+                f"--arg value {text!r} is evaluated over the file's names and {raised(error)}",
+                file=loaded.path,
+            ) from None
         return text
+
+
+def _calls(text: str) -> bool:
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.Call) for node in ast.walk(tree))
 
 
 def _dotted(node: ast.expr) -> str:

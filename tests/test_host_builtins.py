@@ -11,6 +11,7 @@ import pytest
 
 import racecheck
 from racecheck.cosim import simulate
+from racecheck.errors import UsageError
 from racecheck.events import Event, EventKind, NotifyOp
 from racecheck.load import discover, load_file
 
@@ -282,3 +283,37 @@ def test_host_all_to_all_v_with_fewer_signal_lanes_than_blocks_is_refused_as_pyp
     (error,) = report.errors
     assert error.startswith(f"{MULTICORE}:{line}: error:")
     assert "core_num=5 launches 4 blocks" in error and "PyPTO rejects it before launch" in error
+
+
+INT8 = ROOT / "tests" / "fixtures" / "host_all_to_all_v_int8_shape.py"
+
+
+@pytest.mark.parametrize("core_num", ["1", "4"])
+def test_host_all_to_all_v_moves_int8_rows_for_a_factory_given_a_shape_object(
+    core_num: str,
+) -> None:
+    args = {"shape": "make_shape(2, 24)", "core_num": core_num}
+    report = racecheck.verify(str(INT8), ranks="2", args=args)
+    assert [(r.verdict, r.model) for r in report.results] == [
+        (racecheck.Verdict.PROVED, "all_to_all")
+    ]
+    (spec,) = discover(load_file(str(INT8)), args=args)
+    execution = simulate(spec.instantiate(2))
+    staged = [
+        sum(stop - start for start, stop in e.access.ranges)
+        for e in execution.trace.events[0]
+        if e.label == "pl.load" and e.location.line == _line_of(INT8, "pl.load(inp,")
+    ]
+    assert staged == [16, 8] * 4  # a [1, 16] tile reads only its valid [1, 8] at column 16
+
+
+def test_an_arg_expression_that_calls_a_function_and_fails_is_an_error_not_a_string() -> None:
+    for text, why in [
+        ("make_shape(1, 24)", "raised ValueError: need at least 2 ranks, got 1"),
+        ("make_shap(2, 24)", "raised NameError: name 'make_shap' is not defined"),
+    ]:
+        with pytest.raises(UsageError) as raised:
+            discover(load_file(str(INT8)), args={"shape": text})
+        assert raised.value.message == (
+            f"--arg value {text!r} is evaluated over the file's names and {why}"
+        )
