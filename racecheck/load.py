@@ -578,9 +578,23 @@ def _single_device_host(loaded: LoadedFile, entry: DslFunction) -> bool:
     owner = getattr(entry.function, "__self__", None)
     scope = vars(type(owner)) if owner is not None else loaded.namespace
     return any(
-        isinstance(member := scope.get(_dotted(call.func).removeprefix("self.")), DslFunction)
+        _is_chip_region(call)
+        or isinstance(member := scope.get(_dotted(call.func).removeprefix("self.")), DslFunction)
         and member.role is FunctionRole.PER_DEVICE
         for call in calls
+    )
+
+
+def _is_chip_region(call: ast.Call) -> bool:
+    """`pl.at(level=pl.Level.CHIP, ...)`: a region PyPTO outlines into a CHIP
+    orchestration the host calls without `device=` (racecheck.dsl.host_regions)."""
+    level = next((keyword.value for keyword in call.keywords if keyword.arg == "level"), None)
+    if level is None and call.args:
+        level = call.args[0]
+    return (
+        _dotted(call.func).endswith(".at")
+        and level is not None
+        and _dotted(level).endswith(".CHIP")
     )
 
 

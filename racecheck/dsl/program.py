@@ -92,11 +92,8 @@ class DslFunction:
         return self.function(*args, **kwargs)
 
     def _sub_worker_call(self) -> None:
-        """A host callback runs on the host, on host tensors. One that only reads them
-        cannot change what any device computes or when: it is not run. One that writes
-        a host tensor (`pl.Out`, `pl.InOut`, or a type racecheck cannot read) is not
-        modelled."""
-        host = host_context(f"{self.__name__}()")
+        """A host callback that writes a host tensor (`pl.Out`, `pl.InOut`, or a type
+        racecheck cannot read) is not modelled; one that only reads them is not run."""
         parameters = inspect.signature(self.function).parameters.values()
         written = [
             parameter.name
@@ -107,24 +104,32 @@ class DslFunction:
                 and parameter.annotation.direction is not Direction.IN
             )
         ]
-        if written:
-            where = user_location()
-            raise UnsupportedConstruct(
-                f"{self.__name__} is a host sub-worker callback that writes "
-                f"{', '.join(written)}; racecheck does not run sub-workers",
-                file=where.file,
-                line=where.line,
-            )
-        host.note(
-            f"{self.__name__}() is a host sub-worker callback that only reads host tensors:"
-            " not run (it cannot change what the devices compute)"
-        )
+        run_sub_worker(f"{self.__name__}()", written)
 
     def compile(self, *args: Any, **kwargs: Any) -> Any:
         raise _not_run(self.__name__)
 
     def __repr__(self) -> str:
         return f"<{self.role.value} function {self.__qualname__}>"
+
+
+def run_sub_worker(name: str, written: list[str]) -> None:
+    """A host sub-worker callback (a function or an inline region) runs on the host, on
+    host tensors. One that only reads them cannot change what any device computes or
+    when: it is not run. One that writes any of `written` is not modelled."""
+    host = host_context(name)
+    if written:
+        where = user_location()
+        raise UnsupportedConstruct(
+            f"{name} is a host sub-worker callback that writes {', '.join(written)};"
+            " racecheck does not run sub-workers",
+            file=where.file,
+            line=where.line,
+        )
+    host.note(
+        f"{name} is a host sub-worker callback that only reads host tensors:"
+        " not run (it cannot change what the devices compute)"
+    )
 
 
 def submit(

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from racecheck.dsl.context import activated, current, is_rank_context
+from racecheck.dsl.context import activated, current
 from racecheck.dsl.declared import signature_of
 from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
@@ -222,15 +222,10 @@ def at(
     name_hint: str = "",
     windowize: bool = False,
 ) -> Iterator[TaskId]:
-    """`pl.at(level, ...)`: one task, ordered after `deps` and by what its body accesses
-    (less the tensors in `no_dep_args`); inside a task it is part of that task."""
+    """`pl.at(level, ...)` in a rank's code: one task, ordered after `deps` and by what
+    its body accesses (less the tensors in `no_dep_args`); inside a task it is part of
+    that task. In the host function it is `racecheck.dsl.host_regions.at`."""
     del optimizations, dumps, allow_early_resolve, windowize, role
-    on_host = current()
-    if on_host is not None and not is_rank_context(on_host):
-        raise unsupported(
-            f"pl.at(level={level}) inline in the host function is not modelled; write the"
-            " region as a per-device function the host dispatches"
-        )
     context = _task_context()
     if context is None:
         yield TaskId(index=-1)

@@ -1,0 +1,221 @@
+"""`with pl.at(...)` regions written inline in the host function (docs/model.md).
+
+PyPTO outlines each such region into a function of its level and role, called where
+the region stood (its OutlineHierarchyScopes pass): its parameters are the names the
+body uses from before it, its results the names it assigns that are used after it.
+racecheck does the same with the body's source: it compiles the `with` body into a
+function of those names, at the body's own lines, takes their values from the host
+function at that point, and skips the body in place.
+
+- A `pl.Level.CHIP` region is a CHIP orchestration the host calls without `device=`:
+  it runs as a per-device function called that way (in a one-device program, the
+  dispatch to device 0), its kernel calls and `pl.at(level=CORE_GROUP)` regions being
+  its tasks.
+- A `pl.Level.HOST` `pl.Role.Worker` region is a host sub-worker callback
+  (`racecheck.dsl.program.run_sub_worker`): not run if it only reads what it is given,
+  refused if it assigns a name used after it or stores into one of its values.
+
+Other levels in the host function are refused. Anywhere else `pl.at` is
+`racecheck.dsl.scopes.at`.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import ctypes
+import functools
+import linecache
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from racecheck.dsl import scopes
+from racecheck.dsl.context import current, is_rank_context
+from racecheck.dsl.location import innermost_user_frame, unsupported
+from racecheck.dsl.program import DslFunction, FunctionRole, run_sub_worker
+from racecheck.dsl.types import Level, Role
+
+
+class _SkipBody(Exception):
+    """Raised at the first line of an outlined `with` body, and caught by its `at`."""
+
+
+@contextmanager
+def at(level: object = None, role: object = None, **options: Any) -> Iterator[object]:
+    """`pl.at(level, role, ...)`: in the host function, an outlined region; elsewhere a
+    task region (`racecheck.dsl.scopes.at`)."""
+    context = current()
+    if context is None or is_rank_context(context):
+        with scopes.at(level, role, **options) as task:
+            yield task
+        return
+    frame = innermost_user_frame()
+    region = _region_at(frame) if frame is not None else None
+    if frame is None or region is None:
+        raise unsupported(f"pl.at(level={level}) in the host function: its source is not readable")
+    function, enclosing = region
+    if level is Level.CHIP:
+        _run_chip_region(frame, function, enclosing)
+    elif level is Level.HOST and role is Role.Worker:
+        run_sub_worker(
+            f"the pl.at(level=HOST, role=Worker) region at line {function.lineno}",
+            _written(function, enclosing),
+        )
+    else:
+        raise unsupported(
+            f"pl.at(level={level}, role={role}) inline in the host function is not modelled;"
+            " PyPTO outlines CHIP regions and HOST Worker regions there"
+        )
+    with _body_skipped(frame):
+        yield scopes.TaskId(index=-1)
+
+
+def _run_chip_region(frame: FrameType, region: ast.With, enclosing: ast.AST) -> None:
+    """Call the outlined CHIP orchestration; its results, like those of any per-device
+    call the host makes, are not the host's to use: they are bound to None."""
+    names = sorted(_loaded(region.body) & set(frame.f_locals))
+    outlined = _compiled(frame, region, names)
+    chip = DslFunction(outlined, FunctionRole.PER_DEVICE)
+    chip(*(frame.f_locals[name] for name in names))
+    _bind(frame, _results(region, enclosing))
+
+
+def _bind(frame: FrameType, names: list[str]) -> None:
+    """Set `names` to None in the running `frame`."""
+    variables = frame.f_locals
+    for name in names:
+        variables[name] = None
+    if sys.version_info < (3, 13):  # later, f_locals writes through (PEP 667)
+        ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
+
+
+def _compiled(frame: FrameType, region: ast.With, names: list[str]) -> Callable[..., Any]:
+    """The `with` body as a function of `names`, at its own lines of the user's file."""
+    name = f"{frame.f_code.co_name}_chip_region_{region.lineno}"
+    arguments = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=argument) for argument in names],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
+    definition = ast.FunctionDef(
+        name=name,
+        args=arguments,
+        body=copy.deepcopy(region.body),
+        decorator_list=[],
+        returns=None,
+        lineno=region.lineno,
+        col_offset=0,
+        end_lineno=region.end_lineno,
+        end_col_offset=0,
+    )
+    module = ast.fix_missing_locations(ast.Module(body=[definition], type_ignores=[]))
+    scope: dict[str, Any] = {}
+    exec(compile(module, frame.f_code.co_filename, "exec"), frame.f_globals, scope)  # noqa: S102 - the user's own body
+    function: Callable[..., Any] = scope[name]
+    return function
+
+
+@contextmanager
+def _body_skipped(frame: FrameType) -> Iterator[None]:
+    """Skip the rest of the `with` block running in `frame`: a line trace on that frame
+    raises `_SkipBody` at the body's first line, and it is swallowed here."""
+    previous = sys.gettrace()
+    previous_local = frame.f_trace
+
+    def trace(traced: FrameType, event: str, argument: object) -> Any:
+        if traced is frame and event == "line":
+            raise _SkipBody
+        return trace
+
+    sys.settrace(previous or _no_trace)
+    frame.f_trace = trace
+    try:
+        yield
+    except _SkipBody:
+        pass
+    finally:
+        frame.f_trace = previous_local
+        sys.settrace(previous)
+
+
+def _no_trace(frame: FrameType, event: str, argument: object) -> None:
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(filename: str) -> ast.Module | None:
+    try:
+        return ast.parse("".join(linecache.getlines(filename)), filename=filename)
+    except SyntaxError:
+        return None
+
+
+def _region_at(frame: FrameType) -> tuple[ast.With, ast.AST] | None:
+    """The `with` statement whose header holds the frame's line, and the function that
+    encloses it."""
+    tree = _parsed(frame.f_code.co_filename)
+    if tree is None:
+        return None
+    line = frame.f_lineno
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if function.name != frame.f_code.co_name:
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.With) and node.lineno <= line < node.body[0].lineno:
+                return node, function
+    return None
+
+
+def _loaded(nodes: list[ast.stmt]) -> set[str]:
+    return {
+        node.id
+        for statement in nodes
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+
+
+def _results(region: ast.With, enclosing: ast.AST) -> list[str]:
+    """The names a region assigns that its function uses after it: its results."""
+    assigned = {
+        node.id
+        for statement in region.body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
+    after = {
+        node.id
+        for node in ast.walk(enclosing)
+        if isinstance(node, ast.Name)
+        and isinstance(node.ctx, ast.Load)
+        and node.lineno > (region.end_lineno or region.lineno)
+    }
+    return sorted(assigned & after)
+
+
+def _written(region: ast.With, enclosing: ast.AST) -> list[str]:
+    """What a region writes that the host can see: its results, and values it stores
+    into (`x[i] = ...`, `x.attr = ...`, `x.copy_(...)`)."""
+    stored = set(_results(region, enclosing))
+    for statement in region.body:
+        for node in ast.walk(statement):
+            target = None
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                target = node.value
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr.endswith("_")
+                and not node.func.attr.startswith("_")
+            ):
+                target = node.func.value  # torch's in-place methods end in "_"
+            if isinstance(target, ast.Name):
+                stored.add(target.id)
+    return sorted(stored)
