@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import racecheck
 from racecheck.cosim import simulate
 from racecheck.dsl.declared import as_declared, signature_of
@@ -282,3 +284,47 @@ def test_postponed_annotations_are_evaluated_with_the_factory_locals_the_body_us
     annotation = signature_of(kernel).parameters["x"].annotation
     assert isinstance(annotation, TensorType) and annotation.dims == (1, 8)
     assert isinstance(signature_of(opaque).parameters["x"].annotation, str)
+
+
+INLINE = Path(__file__).resolve().parent / "fixtures" / "host_inline_regions.py"
+
+
+def test_an_inline_chip_region_is_a_chip_orchestration_on_the_one_device() -> None:
+    report = racecheck.verify(str(INLINE), ranks="1..3", programs=["NestedCoreGroup"])
+    assert [(r.ranks, r.verdict) for r in report.results] == [(1, Verdict.PROVED)]
+    (spec,) = discover(load_file(str(INLINE)), programs=("NestedCoreGroup",))
+    events = simulate(spec.instantiate(1)).trace.events[0]
+    lines = INLINE.read_text().splitlines()
+    add = next(n for n, line in enumerate(lines, 1) if "out = pl.add(a, b)" in line)
+    assemble = add + 1
+    assert [(e.kind.value, e.location.line) for e in events] == [
+        ("load", add),
+        ("load", add),
+        ("store", assemble),
+    ]
+    worker = next(n for n, line in enumerate(lines, 1) if "role=pl.Role.Worker" in line)
+    assert any(
+        f"region at line {worker} is a host sub-worker callback that only reads" in note
+        for note in report.results[0].notes
+    )
+
+
+@pytest.mark.parametrize(
+    ("program", "ranks", "message"),
+    [
+        ("WorkerResultUsed", 1, "is a host sub-worker callback that writes scaled"),
+        ("ChipRegionBesideDispatches", 2, "racecheck models that in a one-device program only"),
+    ],
+)
+def test_inline_host_regions_racecheck_cannot_run_are_refused_naming_the_region(
+    program: str, ranks: int, message: str
+) -> None:
+    report = racecheck.verify(str(INLINE), ranks=[ranks], programs=[program])
+    (result,) = [r for r in report.results if r.ranks == ranks]
+    assert result.verdict is Verdict.UNKNOWN
+    assert message in result.message
+    region = "role=pl.Role.Worker" if program == "WorkerResultUsed" else "level=pl.Level.CHIP"
+    lines = INLINE.read_text().splitlines()
+    start = next(n for n, line in enumerate(lines, 1) if f"class {program}" in line)
+    line = next(n for n, text in enumerate(lines, 1) if n > start and region in text)
+    assert f"region at line {line}" in result.message

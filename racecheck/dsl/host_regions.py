@@ -33,7 +33,7 @@ from types import FrameType
 from typing import Any
 
 from racecheck.dsl import scopes
-from racecheck.dsl.context import current, is_rank_context
+from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.location import innermost_user_frame, unsupported
 from racecheck.dsl.program import DslFunction, FunctionRole, run_sub_worker
 from racecheck.dsl.types import Level, Role
@@ -76,6 +76,12 @@ def at(level: object = None, role: object = None, **options: Any) -> Iterator[ob
 def _run_chip_region(frame: FrameType, region: ast.With, enclosing: ast.AST) -> None:
     """Call the outlined CHIP orchestration; its results, like those of any per-device
     call the host makes, are not the host's to use: they are bound to None."""
+    if host_context("pl.at(level=CHIP)").ranks != 1:
+        raise unsupported(
+            f"the pl.at(level=CHIP) region at line {region.lineno} is a CHIP orchestration"
+            " the host calls without device=; racecheck models that in a one-device"
+            " program only"
+        )
     names = sorted(_loaded(region.body) & set(frame.f_locals))
     outlined = _compiled(frame, region, names)
     chip = DslFunction(outlined, FunctionRole.PER_DEVICE)
