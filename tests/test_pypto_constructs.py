@@ -13,6 +13,7 @@ from racecheck.dsl.declared import as_declared, signature_of
 from racecheck.dsl.dtypes import FP32
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import DistributedTensor, Tensor, TensorType
+from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventKind, MemoryKind, WaitCmp
 from racecheck.findings import Verdict
 from racecheck.load import discover, load_file
@@ -250,14 +251,14 @@ def _kernel(
     """A kernel signature: one window parameter, one plain tensor parameter."""
 
 
-def test_a_window_is_seen_in_its_declared_shape_only_when_the_sizes_match() -> None:
+def test_a_window_is_seen_in_its_declared_shape_and_another_size_is_refused() -> None:
     flat, host = _view((64,)), _view((64,), MemoryKind.HOST)
     (window, plain), _ = as_declared(_kernel, (flat, host), {})
     assert window.shape == (1, 64) and window.memory == flat.memory and window.base == 0
     assert plain is host  # only windows are re-viewed
     short = _view((32,))
-    (window, _), _ = as_declared(_kernel, (short, host), {})
-    assert window is short  # another size: passed as it is
+    with pytest.raises(UnsupportedConstruct, match="another size than its parameter"):
+        as_declared(_kernel, (short, host), {})
 
 
 def test_a_put_async_left_in_flight_inside_pl_parallel_is_refused(tmp_path: Path) -> None:
@@ -328,3 +329,17 @@ def test_inline_host_regions_racecheck_cannot_run_are_refused_naming_the_region(
     start = next(n for n, line in enumerate(lines, 1) if f"class {program}" in line)
     line = next(n for n, text in enumerate(lines, 1) if n > start and region in text)
     assert f"region at line {line}" in result.message
+
+
+def test_a_window_of_another_size_than_its_parameter_is_unknown_naming_the_parameter() -> None:
+    path = Path(__file__).resolve().parent / "fixtures" / "window_of_another_size.py"
+    report = racecheck.verify(str(path), ranks="2")
+    assert [result.verdict for result in report.results] == [Verdict.UNKNOWN]
+    declared = "w: pld.DistributedTensor[[1, SIZE], pl.FP32]"
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if declared in text)
+    (error,) = report.errors
+    assert error == (
+        f"{path}:{line}: error: step() declares w as FP32[1, 8] (8 elements) but is passed"
+        " buf[16]:FP32 (16 elements): racecheck does not model a window argument of another"
+        " size than its parameter; pass a pld.window view of the declared shape"
+    )

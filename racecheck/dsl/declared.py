@@ -9,8 +9,10 @@ the declared shape is re-viewed in that shape; any other argument is passed as i
 
 from __future__ import annotations
 
+import ast
 import inspect
 import math
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 from racecheck.dsl.context import dim_bindings
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import TensorKind, TensorType, resolve_dim
+from racecheck.errors import UnsupportedConstruct
 
 
 def signature_of(function: Callable[..., Any]) -> inspect.Signature:
@@ -48,13 +51,16 @@ def as_declared(
     for name, value in bound.arguments.items():
         annotation = signature.parameters[name].annotation
         reviewed = _reviewed(value, annotation, bindings)
+        if reviewed is None:
+            raise _other_size(function, name, annotation, value)
         if reviewed is not value:
             bound.arguments[name] = reviewed
             changed = True
     return (tuple(bound.args), dict(bound.kwargs)) if changed else (args, kwargs)
 
 
-def _reviewed(value: object, annotation: object, bindings: Mapping[str, int]) -> object:
+def _reviewed(value: object, annotation: object, bindings: Mapping[str, int]) -> object | None:
+    """`value` in the declared shape; None for a window of another size than declared."""
     if not isinstance(value, TensorView) or not value.is_window:
         return value
     if not isinstance(annotation, TensorType) or annotation.kind is not TensorKind.DISTRIBUTED:
@@ -66,5 +72,40 @@ def _reviewed(value: object, annotation: object, bindings: Mapping[str, int]) ->
     if shape == value.shape or annotation.dtype != value.dtype:
         return value
     if math.prod(shape) != math.prod(value.shape):
-        return value
+        return None
     return replace(value, shape=shape)
+
+
+def _other_size(
+    function: Callable[..., Any], name: str, annotation: TensorType, value: TensorView
+) -> UnsupportedConstruct:
+    """PyPTO compiles the function against its declared type; whether it accepts a window
+    of another size, or how its body then addresses it, is not documented
+    (docs/model.md): neither a bug nor a proof, but this answer, at the parameter."""
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    declared = [resolve_dim(dim, dim_bindings() or {}) for dim in annotation.dims]
+    return UnsupportedConstruct(
+        f"{function.__name__}() declares {name} as {annotation.dtype.name}{declared}"
+        f" ({math.prod(declared)} elements) but is passed {value!r}"
+        f" ({math.prod(value.shape)} elements): racecheck does not model a window argument"
+        " of another size than its parameter; pass a pld.window view of the declared shape",
+        file=None if code is None else code.co_filename,
+        line=_parameter_line(function, name),
+    )
+
+
+def _parameter_line(function: Callable[..., Any], name: str) -> int | None:
+    """The line that declares `function`'s parameter `name`."""
+    try:
+        lines, first = inspect.getsourcelines(inspect.unwrap(function))
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    return next(
+        (
+            first + node.lineno - 1
+            for node in ast.walk(tree)
+            if isinstance(node, ast.arg) and node.arg == name
+        ),
+        None,
+    )

@@ -153,10 +153,14 @@ def _no_trace(frame: FrameType, event: str, argument: object) -> None:
     return None
 
 
-@functools.lru_cache(maxsize=64)
 def _parsed(filename: str) -> ast.Module | None:
+    return _parsed_source("".join(linecache.getlines(filename)), filename)
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_source(source: str, filename: str) -> ast.Module | None:
     try:
-        return ast.parse("".join(linecache.getlines(filename)), filename=filename)
+        return ast.parse(source, filename=filename)
     except SyntaxError:
         return None
 
