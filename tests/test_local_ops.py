@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import racecheck
+from racecheck.cosim import simulate
 from racecheck.dsl import dist_ops, local_ops, tile_ops, types
 from racecheck.dsl.context import activated
 from racecheck.dsl.dtypes import FP32, INT32
@@ -22,6 +23,7 @@ from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import AtomicType, MemorySpace
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, MemoryKind, NotifyOp, WaitCmp
+from racecheck.load import discover, load_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -301,3 +303,16 @@ def test_parallel_iterations_share_kernel_local_tensors_made_before_the_loop() -
                 rows = tile_ops.assemble(rows, tile_ops.tile_full([1, 8], FP32, 1.0), [0, 0])
     np.testing.assert_array_equal(rows.data[3], np.arange(24, 32))
     assert len(recorder.log) == 4
+
+
+def test_a_tile_wider_than_its_tensor_reads_and_writes_its_valid_block_only() -> None:
+    """PyPTO's multicore tests stage an `[N, 2]` signal through an `[N, 8]` tile with
+    `valid_shape=[N, 2]` (32-byte rows): no access past the tensor's end."""
+    fixture = Path(__file__).resolve().parent / "fixtures" / "wide_tile.py"
+    report = racecheck.verify(str(fixture), ranks="2")
+    assert [result.verdict for result in report.results] == [racecheck.Verdict.PROVED]
+    (spec,) = discover(load_file(str(fixture)))
+    events = simulate(spec.instantiate(2)).trace.events[0]
+    load, store = (e for e in events if e.label in ("pl.load", "pl.store"))
+    assert load.access.ranges == ((0, 16),)  # the [2, 2] window, not 2 rows of 8
+    assert store.access.ranges == ((0, 16),)

@@ -55,7 +55,10 @@ def at(level: object = None, role: object = None, **options: Any) -> Iterator[ob
     frame = innermost_user_frame()
     region = _region_at(frame) if frame is not None else None
     if frame is None or region is None:
-        raise unsupported(f"pl.at(level={level}) in the host function: its source is not readable")
+        raise unsupported(
+            f"pl.at(level={level}) in the host function: racecheck reads the `with` statement"
+            " from the source file and needs its body on lines of its own"
+        )
     function, enclosing = region
     if level is Level.CHIP:
         _run_chip_region(frame, function, enclosing)
