@@ -88,16 +88,15 @@ def test_a_sub_worker_that_writes_a_host_tensor_is_not_modelled() -> None:
     report, results = _results("WritingSubWorker")
     assert [result.verdict for result in results] == [Verdict.UNKNOWN]
     assert report.errors == (
-        f"{SINGLE}:{_line(SINGLE, 'self.fill(x)')}: error: fill is a host sub-worker callback"
+        f"{SINGLE}:{_line(SINGLE, 'self.fill(x)')}: error: fill() is a host sub-worker callback"
         " that writes x; racecheck does not run sub-workers",
     )
 
 
-def test_an_inline_chip_region_in_the_host_is_named_as_unsupported() -> None:
+def test_an_inline_chip_region_in_the_host_makes_a_single_device_program() -> None:
     report, results = _results("InlineChipRegion")
-    assert {result.verdict for result in results} == {Verdict.UNKNOWN}
-    line = _line(SINGLE, "with pl.at(level=pl.Level.CHIP")
-    assert report.errors[0].startswith(f"{SINGLE}:{line}: error: pl.at(level=Level.CHIP) inline")
+    assert [(result.ranks, result.verdict) for result in results] == [(1, Verdict.PROVED)]
+    assert not report.errors
 
 
 def test_a_host_slice_past_its_tensor_is_an_out_of_bounds_bug_at_the_host_line() -> None:
