@@ -315,6 +315,7 @@ def test_an_inline_chip_region_is_a_chip_orchestration_on_the_one_device() -> No
     [
         ("WorkerResultUsed", 1, "is a host sub-worker callback that writes scaled"),
         ("ChipRegionBesideDispatches", 2, "racecheck models that in a one-device program only"),
+        ("WorkerStoresIntoInput", 1, "is a host sub-worker callback that writes a, f"),
     ],
 )
 def test_inline_host_regions_racecheck_cannot_run_are_refused_naming_the_region(
@@ -324,7 +325,7 @@ def test_inline_host_regions_racecheck_cannot_run_are_refused_naming_the_region(
     (result,) = [r for r in report.results if r.ranks == ranks]
     assert result.verdict is Verdict.UNKNOWN
     assert message in result.message
-    region = "role=pl.Role.Worker" if program == "WorkerResultUsed" else "level=pl.Level.CHIP"
+    region = "level=pl.Level.CHIP" if program == "ChipRegionBesideDispatches" else "Role.Worker"
     lines = INLINE.read_text().splitlines()
     start = next(n for n, line in enumerate(lines, 1) if f"class {program}" in line)
     line = next(n for n, text in enumerate(lines, 1) if n > start and region in text)
