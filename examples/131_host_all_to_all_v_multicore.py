@@ -12,7 +12,8 @@ PyPTO refuses the call before launch (docs/model.md).
 Here the signal has one lane more than the builtin uses (``stride = 3``), and the
 program uses that spare lane for a hand-rolled flag: each rank ``Set``s its peers'
 ``[me, 2]`` once it has staged, and the consumer waits for every peer's flag before
-it copies out the rows it received. The flag's cells are not the builtin's, so the
+it copies out the blocks it received and the counts that say how many of their
+rows are valid. The flag's cells are not the builtin's, so the
 copy runs after the collective is complete on this rank (the buggy twin,
 132_host_all_to_all_v_multicore_bug_shared_lane.py, puts the flag on a builtin lane).
 With ``--arg core_num=5`` at 2 ranks the kernel would launch 4 blocks on a 3-lane
@@ -48,9 +49,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             counts: pl.Out[pld.DistributedTensor[[nr, 1], pl.INT32]],
             signal: pld.DistributedTensor[[nr, stride], pl.INT32],
         ):
-            for row in pl.range(total):
-                chunk = pl.load(inp, [row, 0], [1, SIZE])
-                stage = pl.store(chunk, [row, 0], stage)
+            stage = pl.store(pl.load(inp, [0, 0], [total, SIZE]), [0, 0], stage)
             for d in pl.range(nr):
                 pl.write(counts, [d, 0], nr - d)
             me = pld.rank(pld.get_comm_ctx(signal))
@@ -77,6 +76,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             recv_counts: pld.DistributedTensor[[nr, 1], pl.INT32],
             signal: pld.DistributedTensor[[nr, stride], pl.INT32],
             out: pl.Out[pl.Tensor[[total, SIZE], pl.FP32]],
+            received: pl.Out[pl.Tensor[[nr, 1], pl.INT32]],
         ) -> pl.Tensor[[total, SIZE], pl.FP32]:
             me = pld.rank(pld.get_comm_ctx(signal))
             for src in pl.range(nr):
@@ -84,12 +84,9 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
                     pld.system.wait(signal, offsets=[src, flag], expected=1, cmp=pld.WaitCmp.Ge)
             for src in pl.range(nr):
                 n_rows = pl.cast(pl.read(recv_counts, [src, 0]), pl.INDEX)
-                for r in pl.range(n_rows):
-                    chunk = pl.load(data, [src * MAX_RECV + r, 0], [1, SIZE])  # @consume
-                    out = pl.store(chunk, [src * MAX_RECV + r, 0], out)
-                for r in pl.range(n_rows, MAX_RECV):
-                    chunk = pl.load(data, [src * MAX_RECV + r, 0], [1, SIZE])
-                    out = pl.store(chunk, [src * MAX_RECV + r, 0], out)
+                block = pl.load(data, [src * MAX_RECV, 0], [MAX_RECV, SIZE])  # @consume
+                out = pl.store(block, [src * MAX_RECV, 0], out)  # rows past n_rows: stale
+                pl.write(received, [src, 0], n_rows)
             return out
 
         @pl.function(type=pl.FunctionType.Orchestration)
@@ -99,14 +96,16 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             recv_counts: pld.DistributedTensor[[nr, 1], pl.INT32],
             signal: pld.DistributedTensor[[nr, stride], pl.INT32],
             out: pl.Out[pl.Tensor[[total, SIZE], pl.FP32]],
+            received: pl.Out[pl.Tensor[[nr, 1], pl.INT32]],
         ) -> pl.Tensor[[total, SIZE], pl.FP32]:
-            return self.consume_step(data, recv_counts, signal, out)
+            return self.consume_step(data, recv_counts, signal, out, received)
 
         @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
         def host_orch(
             self,
             inputs: pl.Tensor[[nr, total, SIZE], pl.FP32],
             outputs: pl.Out[pl.Tensor[[nr, total, SIZE], pl.FP32]],
+            received: pl.Out[pl.Tensor[[nr, nr, 1], pl.INT32]],
         ) -> pl.Tensor[[nr, total, SIZE], pl.FP32]:
             input_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
             data_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
@@ -126,7 +125,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
                 stage, data, signal, counts, recv, core_num=core_num
             )
             for r in pl.range(pld.world_size()):
-                self.consume_orch(data, recv, signal, outputs[r], device=r)
+                self.consume_orch(data, recv, signal, outputs[r], received[r], device=r)
             return outputs
 
     return HostAllToAllVMulticore
@@ -147,7 +146,7 @@ def main() -> int:
     total = nr * MAX_RECV
     inputs = torch.randn((nr, total, SIZE), dtype=torch.float32)
     outputs = torch.zeros((nr, total, SIZE), dtype=torch.float32)
-    compiled(inputs, outputs)
+    compiled(inputs, outputs, torch.zeros((nr, nr, 1), dtype=torch.int32))
     golden = inputs.reshape(nr, nr, MAX_RECV, SIZE).transpose(0, 1).reshape(nr, total, SIZE)
     print("OK" if torch.allclose(outputs, golden) else "MISMATCH")
     return 0

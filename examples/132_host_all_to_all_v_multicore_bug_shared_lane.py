@@ -35,9 +35,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             counts: pl.Out[pld.DistributedTensor[[nr, 1], pl.INT32]],
             signal: pld.DistributedTensor[[nr, stride], pl.INT32],
         ):
-            for row in pl.range(total):
-                chunk = pl.load(inp, [row, 0], [1, SIZE])
-                stage = pl.store(chunk, [row, 0], stage)
+            stage = pl.store(pl.load(inp, [0, 0], [total, SIZE]), [0, 0], stage)
             for d in pl.range(nr):
                 pl.write(counts, [d, 0], nr - d)
             me = pld.rank(pld.get_comm_ctx(signal))
@@ -64,6 +62,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             recv_counts: pld.DistributedTensor[[nr, 1], pl.INT32],
             signal: pld.DistributedTensor[[nr, stride], pl.INT32],
             out: pl.Out[pl.Tensor[[total, SIZE], pl.FP32]],
+            received: pl.Out[pl.Tensor[[nr, 1], pl.INT32]],
         ) -> pl.Tensor[[total, SIZE], pl.FP32]:
             me = pld.rank(pld.get_comm_ctx(signal))
             for src in pl.range(nr):
@@ -71,12 +70,9 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
                     pld.system.wait(signal, offsets=[src, flag], expected=1, cmp=pld.WaitCmp.Ge)
             for src in pl.range(nr):
                 n_rows = pl.cast(pl.read(recv_counts, [src, 0]), pl.INDEX)
-                for r in pl.range(n_rows):
-                    chunk = pl.load(data, [src * MAX_RECV + r, 0], [1, SIZE])  # @consume
-                    out = pl.store(chunk, [src * MAX_RECV + r, 0], out)
-                for r in pl.range(n_rows, MAX_RECV):
-                    chunk = pl.load(data, [src * MAX_RECV + r, 0], [1, SIZE])
-                    out = pl.store(chunk, [src * MAX_RECV + r, 0], out)
+                block = pl.load(data, [src * MAX_RECV, 0], [MAX_RECV, SIZE])  # @consume
+                out = pl.store(block, [src * MAX_RECV, 0], out)  # rows past n_rows: stale
+                pl.write(received, [src, 0], n_rows)
             return out
 
         @pl.function(type=pl.FunctionType.Orchestration)
@@ -86,14 +82,16 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             recv_counts: pld.DistributedTensor[[nr, 1], pl.INT32],
             signal: pld.DistributedTensor[[nr, stride], pl.INT32],
             out: pl.Out[pl.Tensor[[total, SIZE], pl.FP32]],
+            received: pl.Out[pl.Tensor[[nr, 1], pl.INT32]],
         ) -> pl.Tensor[[total, SIZE], pl.FP32]:
-            return self.consume_step(data, recv_counts, signal, out)
+            return self.consume_step(data, recv_counts, signal, out, received)
 
         @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
         def host_orch(
             self,
             inputs: pl.Tensor[[nr, total, SIZE], pl.FP32],
             outputs: pl.Out[pl.Tensor[[nr, total, SIZE], pl.FP32]],
+            received: pl.Out[pl.Tensor[[nr, nr, 1], pl.INT32]],
         ) -> pl.Tensor[[nr, total, SIZE], pl.FP32]:
             input_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
             data_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
@@ -113,7 +111,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
                 stage, data, signal, counts, recv, core_num=core_num
             )
             for r in pl.range(pld.world_size()):
-                self.consume_orch(data, recv, signal, outputs[r], device=r)
+                self.consume_orch(data, recv, signal, outputs[r], received[r], device=r)
             return outputs
 
     return HostAllToAllVMulticore
@@ -134,7 +132,7 @@ def main() -> int:
     total = nr * MAX_RECV
     inputs = torch.randn((nr, total, SIZE), dtype=torch.float32)
     outputs = torch.zeros((nr, total, SIZE), dtype=torch.float32)
-    compiled(inputs, outputs)
+    compiled(inputs, outputs, torch.zeros((nr, nr, 1), dtype=torch.int32))
     golden = inputs.reshape(nr, nr, MAX_RECV, SIZE).transpose(0, 1).reshape(nr, total, SIZE)
     print("OK" if torch.allclose(outputs, golden) else "MISMATCH")
     return 0
