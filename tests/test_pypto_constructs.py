@@ -311,25 +311,30 @@ def test_an_inline_chip_region_is_a_chip_orchestration_on_the_one_device() -> No
 
 
 @pytest.mark.parametrize(
-    ("program", "ranks", "message"),
+    ("program", "ranks", "region", "message"),
     [
-        ("WorkerResultUsed", 1, "is a host sub-worker callback that writes scaled"),
-        ("ChipRegionBesideDispatches", 2, "racecheck models that in a one-device program only"),
-        ("WorkerStoresIntoInput", 1, "is a host sub-worker callback that writes a, f"),
+        ("WorkerResultUsed", 1, "Role.Worker", "is a host sub-worker callback that writes scaled"),
+        (
+            "ChipRegionBesideDispatches",
+            2,
+            "level=pl.Level.CHIP",
+            "racecheck models that in a one-device program only",
+        ),
+        ("WorkerStoresIntoInput", 1, "Role.Worker", "sub-worker callback that writes a, f"),
+        ("OneWithTwoRegions", 1, "), pl.at(", "write each region as its own, nested `with`"),
     ],
 )
-def test_inline_host_regions_racecheck_cannot_run_are_refused_naming_the_region(
-    program: str, ranks: int, message: str
+def test_inline_host_regions_racecheck_cannot_run_are_refused_naming_the_line(
+    program: str, ranks: int, region: str, message: str
 ) -> None:
     report = racecheck.verify(str(INLINE), ranks=[ranks], programs=[program])
     (result,) = [r for r in report.results if r.ranks == ranks]
     assert result.verdict is Verdict.UNKNOWN
     assert message in result.message
-    region = "level=pl.Level.CHIP" if program == "ChipRegionBesideDispatches" else "Role.Worker"
     lines = INLINE.read_text().splitlines()
     start = next(n for n, line in enumerate(lines, 1) if f"class {program}" in line)
     line = next(n for n, text in enumerate(lines, 1) if n > start and region in text)
-    assert f"region at line {line}" in result.message
+    assert f"at line {line}" in result.message
 
 
 def test_a_window_of_another_size_than_its_parameter_is_unknown_naming_the_parameter() -> None:

@@ -60,6 +60,11 @@ def at(level: object = None, role: object = None, **options: Any) -> Iterator[ob
             " from the source file and needs its body on lines of its own"
         )
     function, enclosing = region
+    if len(function.items) > 1:
+        raise unsupported(
+            f"the `with` statement at line {function.lineno} enters pl.at(level={level}) and"
+            " other contexts: write each region as its own, nested `with` statement"
+        )
     if level is Level.CHIP:
         _run_chip_region(frame, function, enclosing)
     elif level is Level.HOST and role is Role.Worker:
