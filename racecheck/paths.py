@@ -149,12 +149,20 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
             )
             break
         outcome = check_path(pending.path, deadline)
-        results.append(outcome.outcome)
+        results.append(_with_inputs(outcome.outcome, pending.path))
         if not _realised(pending, outcome):
             why = "its other path could not be realised"
             unsettled.append(Unsettled(opened=pending.reason, why=why))
         todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline))
     return merged(results, tuple(unsettled))
+
+
+def _with_inputs(outcome: Outcome, path: Path) -> Outcome:
+    """The path's findings, naming the inputs chosen for it."""
+    if not path.inputs:
+        return outcome
+    findings = tuple(dataclasses.replace(f, inputs=path.inputs) for f in outcome.findings)
+    return dataclasses.replace(outcome, findings=findings)
 
 
 def _branches(
@@ -211,13 +219,12 @@ def _inputs(
     )
     if not inputs or not outcome.decisions:
         return []
-    from racecheck.engines.inputs_smt import Answer, solve  # z3 only when inputs steer
+    from racecheck.engines.inputs_smt import Answer, flips  # z3 only when inputs steer
 
     made = [decided.decision for decided in outcome.decisions]
     branches: list[_Pending] = []
-    for n in range(len(path.forced), len(made)):
+    for n, solution in flips(made, len(path.forced), deadline=deadline):
         reason = _reason(inputs, outcome.decisions[n])
-        solution = solve(made[:n], made[n], seconds=deadline - time.monotonic())
         if solution.answer is Answer.UNDECIDED:
             unsettled.append(Unsettled(opened=reason, why="the solver could not pick inputs"))
         elif solution.answer is Answer.FOUND:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -12,10 +12,14 @@ from racecheck.cosim.tasks import TaskRecord
 from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.types import Direction
 from racecheck.events import (
+    AccessMode,
+    Event,
+    EventKind,
     EventRef,
     Schedule,
     SourceLocation,
     Trace,
+    intersect_ranges,
 )
 
 
@@ -53,6 +57,43 @@ class Decided:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Pin:
+    """A notify value computed from loads: data, unless the engines use it (a wait
+    on its cell, or another write of the cell's bytes), when it steers and is pinned
+    to its value (`decision`, None without a symbolic form) from `at` on."""
+
+    notify: Event
+    sources: frozenset[EventRef]
+    decision: Decision | None
+    at: tuple[int, int]
+    where: SourceLocation
+
+
+def pinned(pin: Pin, events: Sequence[Sequence[Event]]) -> bool:
+    """Do the engines use the value `pin`'s notify writes (`racecheck.engines.skeleton`
+    uses a cell's values for its waits, `racecheck.analysis` compares two Sets)?"""
+    assert pin.notify.notify is not None and pin.notify.access is not None
+    cell = pin.notify.notify.cell
+    mine = pin.notify.access
+    for rank_events in events:
+        for event in rank_events:
+            if event.wait is not None and event.wait.cell.key == cell.key:
+                return True
+            if event.ref == pin.notify.ref or event.access is None or _reads_only(event):
+                continue
+            region = event.access
+            if (region.memory, region.owner) == (mine.memory, mine.owner) and intersect_ranges(
+                region.ranges, mine.ranges
+            ):
+                return True
+    return False
+
+
+def _reads_only(event: Event) -> bool:
+    return event.kind is EventKind.WAIT or event.mode is AccessMode.READ
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DataFlow:
     """Where the values of a run came from, beyond the events themselves.
 
@@ -80,6 +121,7 @@ class FlowRecorder:
         self.inexact_adds: set[EventRef] = set()
         self.decisions: list[Decided] = []
         self.opaque: set[EventRef] = set()
+        self.pins: list[Pin] = []
 
     def stored(self, write: EventRef, sources: frozenset[EventRef] | None, inexact: bool) -> None:
         if sources is None or sources:
@@ -98,6 +140,17 @@ class FlowRecorder:
             self.opaque |= sources
         else:
             self.decisions.append(Decided(decision=decision, sources=sources, at=at))
+
+    def settle(self, events: Sequence[Sequence[Event]]) -> frozenset[EventRef]:
+        """Decide the pins once the run is over; the loads that steered through them."""
+        steering: set[EventRef] = set()
+        for pin in self.pins:
+            if pinned(pin, events):
+                steering |= pin.sources
+                self.steered_by(pin.sources, pin.where)
+                self.decided(pin.sources, pin.decision, pin.at)
+        self.pins = []
+        return frozenset(steering)
 
 
 def merged_flow(recorders: Iterable[FlowRecorder]) -> DataFlow:

@@ -137,6 +137,8 @@ def simulate(
         )
         remaining = max(timeout - (time.monotonic() - started), 0.001)
         _execute_ranks(run, host, repeat, remaining, instance.name)
+    for state in run.states:
+        state.settle_pins([other.events for other in run.states])
     trace = Trace(
         ranks=instance.ranks,
         events=tuple(tuple(state.events) for state in run.states),
