@@ -214,6 +214,25 @@ def test_min_and_max_of_a_value_read_back_decide_by_comparison(tmp_path) -> None
     assert made == [(Op.GT, (COUNT, Const(4)), False), (Op.LT, (COUNT, Const(0)), True)]
 
 
+PEER = """me = pld.rank(pld.get_comm_ctx(box))
+            pl.write(box, [0, 0], pl.read(count, [0]) if me == 0 else 2)
+            pld.system.notify(box, 1 - me, [1, 0], 1, op=pld.NotifyOp.AtomicAdd)
+            pld.system.wait(box, offsets=[1, 0], expected=1, cmp=pld.WaitCmp.Ge)
+            if me == 0:
+                got = pld.tile.remote_load(box, 1, [0, 0], [1, 1])
+                for r in pl.range(got[0, 0]):
+                    pass
+            """
+
+
+def test_a_peers_bytes_are_read_with_their_own_forms_not_the_readers(tmp_path) -> None:
+    # rank 0's own box holds the count's form; rank 1's holds a plain 2
+    execution = _run(_program(tmp_path, PEER), 5, ranks=2)
+    assert execution.flow.decisions == ()
+    (result,) = check(str(_program(tmp_path, PEER)), Options(ranks=(2,))).results
+    assert result.verdict is Verdict.PROVED, result.message
+
+
 NOTIFY = """pld.system.notify(box, 0, [0, 0], pl.read(count, [0]), op=pld.NotifyOp.Set)
             """
 

@@ -76,7 +76,9 @@ def load_region(
     extent = indices(valid_shape) if valid_shape is not None else tile_shape
     start = indices(offsets)
     values, ref = context.load(view, owner, start, extent, label)
-    symbols = context.input_symbols(view, start, extent)
+    # the forms a rank context keeps are those of its own instance (a peer's: opaque)
+    own = owner == local_owner(view, context.rank)
+    symbols = context.input_symbols(view, start, extent) if own else None
     return make_tile(values, view.dtype, tile_shape, frozenset({ref}), symbols)
 
 
