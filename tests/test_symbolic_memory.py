@@ -29,9 +29,11 @@ from racecheck.events import EventKind, MemoryKind, SignalCell
 from racecheck.findings import FindingKind, Verdict
 from racecheck.load import discover, load_file
 from racecheck.options import EngineChoice, Options
+from racecheck.report.phrases import describe_finding
 from racecheck.steering import Cause, open_reads
 
 COUNT = Var("count", 0, is_float=False)
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _memory() -> tuple[MemoryState, int]:
@@ -279,6 +281,18 @@ def test_the_one_count_a_program_misbehaves_on_is_found(
     line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "@bad" in text)
     assert finding.kind is FindingKind.OUT_OF_BOUNDS
     assert [location.line for location in finding.locations] == [line]
+    for name, index, value in finding.inputs:  # none if the --seed draw showed it
+        assert (name, index) == ("count", 0)
+        assert min(max(int(value), 0), 4) == bad
+
+
+def test_a_finding_on_a_path_with_chosen_inputs_names_them() -> None:
+    path = EXAMPLES / "132_all_to_all_v_input_count_bug_negative.py"
+    (result,) = check(str(path), Options(ranks=(2,))).results
+    (finding,) = result.findings
+    ((name, index, value),) = finding.inputs
+    assert (name, index) == ("count", 0) and value < 0
+    assert f"with the input count.flat[0] = {int(value)} (the other" in describe_finding(finding)
 
 
 def test_each_decision_flips_with_the_ones_before_it_kept() -> None:

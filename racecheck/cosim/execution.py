@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -69,24 +70,35 @@ class Pin:
     where: SourceLocation
 
 
-def pinned(pin: Pin, events: Sequence[Sequence[Event]]) -> bool:
-    """Do the engines use the value `pin`'s notify writes (`racecheck.engines.skeleton`
-    uses a cell's values for its waits, `racecheck.analysis` compares two Sets)?"""
-    assert pin.notify.notify is not None and pin.notify.access is not None
-    cell = pin.notify.notify.cell
-    mine = pin.notify.access
-    for rank_events in events:
-        for event in rank_events:
-            if event.wait is not None and event.wait.cell.key == cell.key:
-                return True
-            if event.ref == pin.notify.ref or event.access is None or _reads_only(event):
-                continue
-            region = event.access
-            if (region.memory, region.owner) == (mine.memory, mine.owner) and intersect_ranges(
-                region.ranges, mine.ranges
-            ):
-                return True
-    return False
+Ranges = tuple[tuple[int, int], ...]
+
+
+class CellUses:
+    """What the engines read of a run's signal cells: the cells waits target
+    (`racecheck.engines.skeleton` uses their values) and the writes of each instance
+    (`racecheck.analysis` compares two Sets of one cell)."""
+
+    def __init__(self, events: Sequence[Sequence[Event]]) -> None:
+        self.waited = {
+            event.wait.cell.key for rank in events for event in rank if event.wait is not None
+        }
+        self.writes: dict[tuple[int, int], list[tuple[EventRef, Ranges]]] = defaultdict(list)
+        for rank_events in events:
+            for event in rank_events:
+                region = event.access
+                if region is not None and not _reads_only(event):
+                    self.writes[(region.memory, region.owner)].append((event.ref, region.ranges))
+
+    def pinned(self, pin: Pin) -> bool:
+        """Do the engines use the value `pin`'s notify writes?"""
+        assert pin.notify.notify is not None and pin.notify.access is not None
+        if pin.notify.notify.cell.key in self.waited:
+            return True
+        mine = pin.notify.access
+        return any(
+            ref != pin.notify.ref and intersect_ranges(ranges, mine.ranges)
+            for ref, ranges in self.writes[(mine.memory, mine.owner)]
+        )
 
 
 def _reads_only(event: Event) -> bool:
@@ -141,11 +153,11 @@ class FlowRecorder:
         else:
             self.decisions.append(Decided(decision=decision, sources=sources, at=at))
 
-    def settle(self, events: Sequence[Sequence[Event]]) -> frozenset[EventRef]:
+    def settle(self, uses: CellUses) -> frozenset[EventRef]:
         """Decide the pins once the run is over; the loads that steered through them."""
         steering: set[EventRef] = set()
         for pin in self.pins:
-            if pinned(pin, events):
+            if uses.pinned(pin):
                 steering |= pin.sources
                 self.steered_by(pin.sources, pin.where)
                 self.decided(pin.sources, pin.decision, pin.at)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from racecheck.cosim.execution import FlowRecorder, Pin
+from racecheck.cosim.execution import CellUses, FlowRecorder, Pin
 from racecheck.cosim.tasks import TaskLog, concurrent_inexact, cube_lane_spec
 from racecheck.dsl.location import (
     user_location,
@@ -288,9 +288,9 @@ class RankContext:
             )
         )
 
-    def settle_pins(self, events: Sequence[Sequence[Event]]) -> None:
+    def settle_pins(self, uses: CellUses) -> None:
         """Once every rank has run: the notify values the engines use steer."""
-        self.run.control_reads.update(self.flow.settle(events))
+        self.run.control_reads.update(self.flow.settle(uses))
 
     def wait(
         self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
