@@ -67,7 +67,6 @@ class Pin:
     sources: frozenset[EventRef]
     decision: Decision | None
     at: tuple[int, int]
-    where: SourceLocation
 
 
 Ranges = tuple[tuple[int, int], ...]
@@ -159,7 +158,7 @@ class FlowRecorder:
         for pin in self.pins:
             if uses.pinned(pin):
                 steering |= pin.sources
-                self.steered_by(pin.sources, pin.where)
+                self.steered_by(pin.sources, pin.notify.location)
                 self.decided(pin.sources, pin.decision, pin.at)
         self.pins = []
         return frozenset(steering)

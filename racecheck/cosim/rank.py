@@ -12,6 +12,7 @@ import numpy as np
 
 from racecheck.cosim.execution import CellUses, FlowRecorder, Pin
 from racecheck.cosim.tasks import TaskLog, concurrent_inexact, cube_lane_spec
+from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import (
     user_location,
 )
@@ -21,7 +22,6 @@ from racecheck.dsl.symbolic import Decision, Var, decision
 from racecheck.dsl.tensors import TensorView, region_problem, region_runs
 from racecheck.errors import TracingError, UnsupportedConstruct
 from racecheck.events import (
-    HOST_OWNER,
     AccessMode,
     Event,
     EventKind,
@@ -284,7 +284,6 @@ class RankContext:
                 sources=sources,
                 decision=made,
                 at=(len(self.run.schedule), self.rank),
-                where=event.location,
             )
         )
 
@@ -322,8 +321,7 @@ class RankContext:
         memory = self.run.memory
         name = memory.inputs.get(view.memory)
         if name is None or view.memory in memory.written:
-            owner = self.rank if view.is_window else HOST_OWNER
-            return memory.forms_at(view, owner, offsets, extent)
+            return memory.forms_at(view, local_owner(view, self.rank), offsets, extent)
         if view.dtype.name == "BOOL":
             return None
         size = view.dtype.nbytes

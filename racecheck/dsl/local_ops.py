@@ -303,15 +303,15 @@ def div(lhs: object, rhs: object) -> Any:
     return _elementwise(lambda a, b: a / b, lhs, rhs)
 
 
-def maximum(lhs: object, rhs: object) -> Any:
+def maximum(lhs: Any, rhs: Any) -> Any:
     if _scalar_from_memory(lhs, rhs):
-        return max(lhs, rhs)  # type: ignore[call-overload]  # decides by comparison
+        return max(lhs, rhs)  # decides by comparison
     return _elementwise(np.maximum, lhs, rhs)
 
 
-def minimum(lhs: object, rhs: object) -> Any:
+def minimum(lhs: Any, rhs: Any) -> Any:
     if _scalar_from_memory(lhs, rhs):
-        return min(lhs, rhs)  # type: ignore[call-overload]  # decides by comparison
+        return min(lhs, rhs)  # decides by comparison
     return _elementwise(np.minimum, lhs, rhs)
 
 

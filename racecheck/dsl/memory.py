@@ -14,6 +14,7 @@ unchanged, whatever the input (a sum could wrap, a float round).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeGuard
 
 import numpy as np
 
@@ -26,7 +27,7 @@ Runs = tuple[tuple[int, int], ...]
 _CELL = 4  # bytes of a signal cell (INT32)
 
 
-def _kept(expr: object, dtype: DType) -> bool:
+def _kept(expr: object, dtype: DType) -> TypeGuard[Var]:
     """Does an element of `dtype` hold the value of `expr` for every input?"""
     signed = dtype.storage.kind == "i" and not dtype.is_float and dtype.nbytes >= _CELL
     return signed and isinstance(expr, Var) and not expr.is_float
@@ -149,7 +150,7 @@ class MemoryState:
         key = (cell.memory, cell.owner)
         self._forget(key, ((cell.offset, cell.offset + _CELL),))
         if _kept(form, INT32):
-            self.forms.setdefault(key, {})[cell.offset] = (INT32, form)  # type: ignore[assignment]
+            self.forms.setdefault(key, {})[cell.offset] = (INT32, form)
 
     def snapshot(self, view: TensorView) -> np.ndarray:
         return view.dtype.decode(self._elements(view, HOST_OWNER))
