@@ -2,10 +2,10 @@
 
 Given the decisions a run made (`racecheck.dsl.symbolic`), `flips` finds, for each in
 turn, input element values under which the ones before it go the same way and it goes
-the other way. Float elements are reals (the run rounds the chosen value to the tensor's dtype;
-the explorer checks that the branch really flipped), integer elements integers. This
-is the only module that imports z3 for inputs; it is imported only when a run has an
-input-dependent decision.
+the other way. Float elements are reals (the run rounds the chosen value to the
+tensor's dtype; the explorer checks that the branch really flipped), integer elements
+integers. This is the only module that imports z3 for inputs; it is imported only when
+a run has an input-dependent decision.
 """
 
 from __future__ import annotations
