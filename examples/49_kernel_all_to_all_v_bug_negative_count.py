@@ -13,14 +13,11 @@ loops after a round trip through the builtin's ``Set``: racecheck keeps the coun
 symbolic form on the way and flips the comparisons the builtin's clamp and the loops
 made. The builtin clamps only from above (``min(count, M)``): a negative count passes,
 the receiver's second loop starts at it, and row ``src * M + count`` of source 0 is
-outside ``target``. At P = 1..2 the exploration reaches a negative count within its
-budget of 16 paths; at P = 3..4 the ``P * P`` counts take more paths than that before
-one does, and the honest verdict is unknown, naming the budget. Example
+outside ``target``; the finding names the count. Example
 ``131_all_to_all_v_input_count.py`` clamps its count to ``0..M`` and is proved.
 
 racecheck expects:
-    ranks 1..2: bug out-of-bounds at @rest
-    ranks 3..4: unknown
+    ranks 1..4: bug out-of-bounds at @rest
 """
 
 import argparse

@@ -4,8 +4,11 @@ Given the decisions a run made (`racecheck.dsl.symbolic`), `flips` finds, for ea
 turn, input element values under which the ones before it go the same way and it goes
 the other way. Float elements are reals (the run rounds the chosen value to the
 tensor's dtype; the explorer checks that the branch really flipped), integer elements
-integers. This is the only module that imports z3 for inputs; it is imported only when
-a run has an input-dependent decision.
+integers. Any inputs on the other side would do; for the integer elements of the
+flipped decision a negative value is asked for first, as a value a program forgot to
+clamp from below is a usual bug (a negative count, docs/model.md), and boundary values
+come from later flips anyway. This is the only module that imports z3 for inputs; it
+is imported only when a run has an input-dependent decision.
 """
 
 from __future__ import annotations
@@ -59,14 +62,20 @@ def flips(
         solver.set("timeout", max(1, int(min(seconds * 1000, _SOLVER_MS))))
         solver.push()
         solver.add(z3.Not(terms[n]))
-        yield n, _solution(solver, {var: symbols[var] for var in involved})
+        negative = [symbols[var] < 0 for var in _vars(made[n].condition) if not var.is_float]
+        yield n, _solution(solver, {var: symbols[var] for var in involved}, negative)
         solver.pop()
         solver.add(terms[n])
         before.add(made[n])
 
 
-def _solution(solver: z3.Solver, symbols: dict[Var, z3.ArithRef]) -> Solution:
-    result = solver.check()
+def _solution(
+    solver: z3.Solver, symbols: dict[Var, z3.ArithRef], preferred: list[z3.BoolRef]
+) -> Solution:
+    """A model of the solver's constraints, one that also meets `preferred` if any does."""
+    result = solver.check(*preferred) if preferred else solver.check()
+    if preferred and result == z3.unsat:
+        result = solver.check()
     if result == z3.unsat:
         return Solution(answer=Answer.INFEASIBLE)
     if result != z3.sat:
