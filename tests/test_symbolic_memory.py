@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tracebuild import TraceBuilder
 
 from racecheck.check import check
 from racecheck.cosim import Execution, simulate
@@ -25,7 +26,9 @@ from racecheck.dsl.symbolic import Apply, Const, Decision, Op, Var
 from racecheck.dsl.tensors import TensorView
 from racecheck.engines import prepare
 from racecheck.engines.inputs_smt import Answer, flips
-from racecheck.events import EventKind, MemoryKind, SignalCell
+from racecheck.engines.monotone import MonotoneEngine
+from racecheck.engines.skeleton import SyncSkeleton
+from racecheck.events import EventKind, MemoryKind, NotifyOp, SignalCell
 from racecheck.findings import FindingKind, Verdict
 from racecheck.load import discover, load_file
 from racecheck.options import EngineChoice, Options
@@ -304,3 +307,19 @@ def test_each_decision_flips_with_the_ones_before_it_kept() -> None:
     assert found[2].answer is Answer.INFEASIBLE  # the same decision, made before
     first = dict(flips([above, below], 1, deadline=float("inf")))
     assert list(first) == [1]
+
+
+@pytest.mark.parametrize("waited", [False, True])
+def test_monotone_ignores_the_writes_of_a_cell_no_wait_reads(waited: bool) -> None:
+    # rank 0 publishes a negative count into rank 1's counts cell, then both meet in a
+    # barrier; a negative Set matters to the monotone engine only on a cell waited on
+    builder = TraceBuilder(2)
+    counts, signal = builder.window("counts", 4), builder.window("signal", 8)
+    builder.notify(0, counts, 1, 0, 10, value=-1, op=NotifyOp.SET)
+    for rank in range(2):
+        builder.notify(rank, signal, 1 - rank, 0, 20)
+        builder.wait(rank, signal, 0, 30)
+    if waited:
+        builder.wait(1, counts, 0, 40, expected=0)
+    reason = MonotoneEngine().unsupported(SyncSkeleton(builder.build()))
+    assert (reason is not None and "negative Set" in reason) is waited
