@@ -74,7 +74,7 @@ def _solution(
 ) -> Solution:
     """A model of the solver's constraints, one that also meets `preferred` if any does."""
     result = solver.check(*preferred) if preferred else solver.check()
-    if preferred and result == z3.unsat:
+    if preferred and result != z3.sat:
         result = solver.check()
     if result == z3.unsat:
         return Solution(answer=Answer.INFEASIBLE)
