@@ -14,7 +14,7 @@ symbolic form on the way and flips the comparisons the builtin's clamp and the l
 made. The builtin clamps only from above (``min(count, M)``): a negative count passes,
 the receiver's second loop starts at it, and row ``src * M + count`` of source 0 is
 outside ``target``; the finding names the count. Example
-``131_all_to_all_v_input_count.py`` clamps its count to ``0..M`` and is proved.
+``135_all_to_all_v_input_count.py`` clamps its count to ``0..M`` and is proved.
 
 racecheck expects:
     ranks 1..4: bug out-of-bounds at @rest

@@ -290,7 +290,7 @@ def test_the_one_count_a_program_misbehaves_on_is_found(
 
 
 def test_a_finding_on_a_path_with_chosen_inputs_names_them() -> None:
-    path = EXAMPLES / "132_all_to_all_v_input_count_bug_negative.py"
+    path = EXAMPLES / "136_all_to_all_v_input_count_bug_negative.py"
     (result,) = check(str(path), Options(ranks=(2,))).results
     (finding,) = result.findings
     ((name, index, value),) = finding.inputs

@@ -13,7 +13,7 @@ builtin's ``Set`` writes. racecheck keeps its symbolic form on the way, records 
 clamps and the loop bounds compared it with, and checks the other sides with inputs
 z3 picks: a count above ``M``, below 0, and each of ``0..M`` (five paths at every P).
 On every one the rows copied are those of the block, so the verdict covers every count.
-``132_all_to_all_v_input_count_bug_negative.py`` leaves the lower clamp out.
+``136_all_to_all_v_input_count_bug_negative.py`` leaves the lower clamp out.
 
 racecheck expects:
     ranks 1: proved

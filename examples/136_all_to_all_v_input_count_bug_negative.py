@@ -1,4 +1,4 @@
-"""The all-to-all-v of ``131_all_to_all_v_input_count.py`` without the lower clamp.
+"""The all-to-all-v of ``135_all_to_all_v_input_count.py`` without the lower clamp.
 
 The program clamps the count it reads from the input only from above
 (``pl.min(c, M)``), as PyPTO's builtin does (``rows = min(send_counts[d], M)``, no lower
