@@ -1,15 +1,15 @@
-"""The kernel all_to_all_v of ``49_kernel_all_to_all_v.py``, called twice in a loop.
+"""The kernel all_to_all_v of ``49_kernel_all_to_all_v_bug_negative_count.py``, twice.
 
 PyPTO accepts ``pld.tensor.all_to_all_v`` in a kernel loop and its signal clears
 itself, but nothing tells a sender that its receiver has finished copying out the
 previous round: the second round's puts into ``target`` (and ``Set``s of
 ``recv_counts``) can land while a slower receiver still copies the first round
 (docs/model.md). racecheck reports the write-after-read race between the builtin
-and the copy. At P=1 there is no peer to race with, and the input counts make the
-verdict unknown, as in example 49.
+and the copy. At P=1 there is no peer to race with; the negative count of example 49
+is out of bounds there too.
 
 racecheck expects:
-    ranks 1: unknown
+    ranks 1: bug out-of-bounds at @rest
     ranks 2..3: bug race write-after-read at @copy, @exchange
 """
 
@@ -53,7 +53,7 @@ def build_all_to_all_v(nr: int):
                         row = pl.load(target, [src * MAX_RECV + r, 0], [1, SIZE])  # @copy
                         y = pl.store(row, [src * MAX_RECV + r, 0], y)
                     for r in pl.range(rows, MAX_RECV):
-                        row = pl.load(target, [src * MAX_RECV + r, 0], [1, SIZE])
+                        row = pl.load(target, [src * MAX_RECV + r, 0], [1, SIZE])  # @rest
                         y = pl.store(row, [src * MAX_RECV + r, 0], y)
             return y
 

@@ -188,6 +188,9 @@ class Finding:
     confirmed: bool = False  # the co-simulation replayed the witness to the bad state
     diff: OutputDiff | None = None
     severity: Severity = Severity.ERROR
+    # the input elements chosen for the path it showed on (tensor, flat index, value);
+    # the others are as --seed draws them (`racecheck.paths`)
+    inputs: tuple[tuple[str, int, float], ...] = ()
 
     @property
     def code(self) -> FindingCode:

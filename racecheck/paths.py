@@ -137,7 +137,7 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
     results = [first.outcome]
     unsettled: list[Unsettled] = []
     seen = {FIRST.key}
-    todo = _branches(FIRST, first, unsettled, seen, deadline)
+    todo = _branches(FIRST, first, unsettled, seen, deadline, BUDGET - 1)
     while todo:
         pending = todo.pop(0)
         if len(results) >= BUDGET or time.monotonic() > deadline:
@@ -149,12 +149,21 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
             )
             break
         outcome = check_path(pending.path, deadline)
-        results.append(outcome.outcome)
+        results.append(_with_inputs(outcome.outcome, pending.path))
         if not _realised(pending, outcome):
             why = "its other path could not be realised"
             unsettled.append(Unsettled(opened=pending.reason, why=why))
-        todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline))
+        room = BUDGET - len(results) - len(todo)
+        todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline, room))
     return merged(results, tuple(unsettled))
+
+
+def _with_inputs(outcome: Outcome, path: Path) -> Outcome:
+    """The path's findings, naming the inputs chosen for it."""
+    if not path.inputs:
+        return outcome
+    findings = tuple(dataclasses.replace(f, inputs=path.inputs) for f in outcome.findings)
+    return dataclasses.replace(outcome, findings=findings)
 
 
 def _branches(
@@ -163,16 +172,21 @@ def _branches(
     unsettled: list[Unsettled],
     seen: set[PathKey],
     deadline: float,
+    room: int,
 ) -> list[_Pending]:
     """The alternatives of every open value of `outcome` not branched on before; an
-    open value that cannot be branched on is unsettled."""
-    branches = _orders(path, outcome, unsettled) + _inputs(path, outcome, unsettled, deadline)
-    fresh = []
-    for branch in branches:
-        if branch.path.key not in seen:
-            seen.add(branch.path.key)
-            fresh.append(branch)
-    return fresh
+    open value that cannot be branched on is unsettled. `room` paths of the budget are
+    left after those already waiting: once one more alternative than that is found,
+    the verdict cannot be proved, and the inputs of the others are not solved for."""
+
+    def fresh(branch: _Pending) -> bool:
+        if branch.path.key in seen:
+            return False
+        seen.add(branch.path.key)
+        return True
+
+    orders = [branch for branch in _orders(path, outcome, unsettled) if fresh(branch)]
+    return orders + _inputs(path, outcome, unsettled, deadline, fresh, room - len(orders))
 
 
 def _orders(path: Path, outcome: PathOutcome, unsettled: list[Unsettled]) -> list[_Pending]:
@@ -198,32 +212,41 @@ def _orders(path: Path, outcome: PathOutcome, unsettled: list[Unsettled]) -> lis
 
 
 def _inputs(
-    path: Path, outcome: PathOutcome, unsettled: list[Unsettled], deadline: float
+    path: Path,
+    outcome: PathOutcome,
+    unsettled: list[Unsettled],
+    deadline: float,
+    fresh: Callable[[_Pending], bool],
+    room: int,
 ) -> list[_Pending]:
     """Input alternatives (concolic): for each decision after the forced ones, inputs
-    that keep the decisions before it and flip it. An input dependence without a
-    symbolic form cannot be followed: it is unsettled."""
+    that keep the decisions before it and flip it, until more `fresh` ones than `room`
+    are found. An input dependence without a symbolic form cannot be followed: it is
+    unsettled."""
     inputs = [opened for opened in outcome.opened if opened.cause is Cause.INPUT]
     unsettled.extend(
         Unsettled(opened=opened, why="its dependence on the input has no symbolic form")
         for opened in inputs
         if not opened.symbolic
     )
-    if not inputs or not outcome.decisions:
+    if not inputs or not outcome.decisions or room < 0:
         return []
-    from racecheck.engines.inputs_smt import Answer, solve  # z3 only when inputs steer
+    from racecheck.engines.inputs_smt import Answer, flips  # z3 only when inputs steer
 
     made = [decided.decision for decided in outcome.decisions]
     branches: list[_Pending] = []
-    for n in range(len(path.forced), len(made)):
+    for n, solution in flips(made, len(path.forced), deadline=deadline):
         reason = _reason(inputs, outcome.decisions[n])
-        solution = solve(made[:n], made[n], seconds=deadline - time.monotonic())
         if solution.answer is Answer.UNDECIDED:
             unsettled.append(Unsettled(opened=reason, why="the solver could not pick inputs"))
         elif solution.answer is Answer.FOUND:
             flipped = Decision(condition=made[n].condition, taken=not made[n].taken)
             child = dataclasses.replace(path, inputs=solution.values, forced=(*made[:n], flipped))
-            branches.append(_Pending(path=child, reason=reason))
+            pending = _Pending(path=child, reason=reason)
+            if fresh(pending):
+                branches.append(pending)
+            if len(branches) > room:
+                break
     return branches
 
 

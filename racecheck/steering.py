@@ -14,7 +14,9 @@ whose value steered is *open* when
 
 A load that can run before or after a write of its bytes is a race finding already.
 Dependence travels through memory: a write's data carries the loads it was computed
-from (`DataFlow.stored_from`), and a load of those bytes depends on them in turn.
+from (`DataFlow.stored_from`), and a load of those bytes depends on them in turn. An
+input dependence is followed (concolic) where every steering use of it had a symbolic
+form, also through memory: which write such a load read is the order cause's question.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class OpenRead:
     read: EventRef  # the load whose own value is open (input, or unordered writers)
     read_at: SourceLocation
     used_at: SourceLocation  # where the (derived) value steered the program
-    symbolic: bool = False  # INPUT: its value steered only directly, in symbolic form
+    symbolic: bool = False  # INPUT: its value steered only in symbolic form
     writers: tuple[EventRef, ...] = ()  # ORDER: the unordered writes of its bytes
     last_wins: bool = False  # ORDER: the value is set by whichever of `writers` lands last
 
@@ -82,9 +84,12 @@ def open_reads(execution: Execution, oracle: OrderOracle) -> list[OpenRead]:
     used: dict[EventRef, SourceLocation] = {}
     indirect: set[EventRef] = set()  # loads whose values steered through memory
     for steering, used_at, direct in _steering(trace, flow):
+        # a load revealed only in symbolic form carries what it read from memory in
+        # that form (`MemoryState.forms_at`): the loads upstream of it steered in it too
+        in_form = direct and steering not in flow.opaque
         for load in _upstream(trace, flow, feeders, steering):
             used.setdefault(load, used_at)
-            if load != steering or not direct:
+            if not direct or (load != steering and not in_form):
                 indirect.add(load)
     found: dict[tuple[Cause, SourceLocation, bool], OpenRead] = {}
     for load in sorted(used, key=lambda ref: (ref.rank, ref.index)):

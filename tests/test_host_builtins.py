@@ -143,7 +143,7 @@ def test_host_ring_barriers_every_row_and_clears_all_of_them() -> None:
 
 
 def test_all_to_all_v_publishes_the_clamped_count_with_set_before_its_data() -> None:
-    path = ROOT / "examples" / "49_kernel_all_to_all_v.py"
+    path = ROOT / "examples" / "49_kernel_all_to_all_v_bug_negative_count.py"
     spec = discover(load_file(str(path)))[0]
     execution = simulate(spec.instantiate(2))
     counts = next(t for t in execution.tensors if t.name == "send_counts").initial
@@ -163,14 +163,16 @@ def test_all_to_all_v_publishes_the_clamped_count_with_set_before_its_data() -> 
             assert put.access.ranges[0][1] - put.access.ranges[0][0] == 2 * 16 * 4  # M rows
 
 
-def test_kernel_all_to_all_v_moves_whole_blocks_and_input_counts_are_unknown() -> None:
+def test_kernel_all_to_all_v_moves_whole_blocks_and_follows_its_input_counts() -> None:
     report = racecheck.verify(
         str(FIXTURE), ranks="2..3", programs=["build_kernel_all_to_all_v"], expect="all_to_all"
     )
-    # The counts are input data published as signal values: other counts could move
-    # other waits, and racecheck cannot follow them symbolically through the builtin.
-    assert {result.verdict for result in report.results} == {racecheck.Verdict.UNKNOWN}
-    assert all("input" in result.message for result in report.results)
+    # The counts are input data the builtin clamps (count > M: a branch) and publishes
+    # into cells nothing waits on: data, not a steering value. At P=2 the 2**4 clamp
+    # paths fit the path budget; at P=3 the 2**9 do not.
+    verdicts = [result.verdict for result in report.results]
+    assert verdicts == [racecheck.Verdict.PROVED, racecheck.Verdict.UNKNOWN]
+    assert "past the budget of 16 paths" in report.results[1].message
     execution = simulate(SPECS["build_kernel_all_to_all_v"].instantiate(2))
     x = next(t for t in execution.tensors if t.name == "x").initial
     y = next(t for t in execution.tensors if t.name == "y").final

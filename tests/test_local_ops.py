@@ -60,19 +60,20 @@ class Recorder:
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
+        forms: np.ndarray | None = None,
     ) -> None:
         self.log.append(("atomic" if accumulate else "store", view.memory, owner, tuple(offsets)))
         if accumulate:
             self.memory.accumulate(view, owner, offsets, values)
         else:
-            self.memory.write(view, owner, offsets, values)
+            self.memory.write(view, owner, offsets, values, forms)
 
     def notify(
         self,
         view: TensorView,
         peer: int,
         offsets: Sequence[int],
-        value: int,
+        value: object,
         op: NotifyOp,
         label: str,
     ) -> None:

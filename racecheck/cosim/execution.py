@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -12,10 +13,14 @@ from racecheck.cosim.tasks import TaskRecord
 from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.types import Direction
 from racecheck.events import (
+    AccessMode,
+    Event,
+    EventKind,
     EventRef,
     Schedule,
     SourceLocation,
     Trace,
+    intersect_ranges,
 )
 
 
@@ -53,6 +58,53 @@ class Decided:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Pin:
+    """A notify value computed from loads: data, unless the engines use it (a wait
+    on its cell, or another write of the cell's bytes), when it steers and is pinned
+    to its value (`decision`, None without a symbolic form) from `at` on."""
+
+    notify: Event
+    sources: frozenset[EventRef]
+    decision: Decision | None
+    at: tuple[int, int]
+
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+class CellUses:
+    """What the engines read of a run's signal cells: the cells waits target
+    (`racecheck.engines.skeleton` uses their values) and the writes of each instance
+    (`racecheck.analysis` compares two Sets of one cell)."""
+
+    def __init__(self, events: Sequence[Sequence[Event]]) -> None:
+        self.waited = {
+            event.wait.cell.key for rank in events for event in rank if event.wait is not None
+        }
+        self.writes: dict[tuple[int, int], list[tuple[EventRef, Ranges]]] = defaultdict(list)
+        for rank_events in events:
+            for event in rank_events:
+                region = event.access
+                if region is not None and not _reads_only(event):
+                    self.writes[(region.memory, region.owner)].append((event.ref, region.ranges))
+
+    def pinned(self, pin: Pin) -> bool:
+        """Do the engines use the value `pin`'s notify writes?"""
+        assert pin.notify.notify is not None and pin.notify.access is not None
+        if pin.notify.notify.cell.key in self.waited:
+            return True
+        mine = pin.notify.access
+        return any(
+            ref != pin.notify.ref and intersect_ranges(ranges, mine.ranges)
+            for ref, ranges in self.writes[(mine.memory, mine.owner)]
+        )
+
+
+def _reads_only(event: Event) -> bool:
+    return event.kind is EventKind.WAIT or event.mode is AccessMode.READ
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DataFlow:
     """Where the values of a run came from, beyond the events themselves.
 
@@ -80,6 +132,7 @@ class FlowRecorder:
         self.inexact_adds: set[EventRef] = set()
         self.decisions: list[Decided] = []
         self.opaque: set[EventRef] = set()
+        self.pins: list[Pin] = []
 
     def stored(self, write: EventRef, sources: frozenset[EventRef] | None, inexact: bool) -> None:
         if sources is None or sources:
@@ -98,6 +151,17 @@ class FlowRecorder:
             self.opaque |= sources
         else:
             self.decisions.append(Decided(decision=decision, sources=sources, at=at))
+
+    def settle(self, uses: CellUses) -> frozenset[EventRef]:
+        """Decide the pins once the run is over; the loads that steered through them."""
+        steering: set[EventRef] = set()
+        for pin in self.pins:
+            if uses.pinned(pin):
+                steering |= pin.sources
+                self.steered_by(pin.sources, pin.notify.location)
+                self.decided(pin.sources, pin.decision, pin.at)
+        self.pins = []
+        return frozenset(steering)
 
 
 def merged_flow(recorders: Iterable[FlowRecorder]) -> DataFlow:

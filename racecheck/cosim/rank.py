@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from racecheck.cosim.execution import FlowRecorder
+from racecheck.cosim.execution import CellUses, FlowRecorder, Pin
 from racecheck.cosim.tasks import TaskLog, concurrent_inexact, cube_lane_spec
+from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import (
     user_location,
 )
+from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.scopes import TaskSpec, TaskTag
-from racecheck.dsl.symbolic import Decision, Var
+from racecheck.dsl.symbolic import Decision, Var, decision
 from racecheck.dsl.tensors import TensorView, region_problem, region_runs
 from racecheck.errors import TracingError, UnsupportedConstruct
 from racecheck.events import (
@@ -221,6 +223,7 @@ class RankContext:
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
+        forms: np.ndarray | None = None,
     ) -> None:
         values = _fit(np.asarray(values), len(offsets))
         region = self._region(view, owner, offsets, values.shape)
@@ -236,7 +239,8 @@ class RankContext:
         if accumulate:
             memory.accumulate(view, owner, offsets, values)
         else:
-            memory.write(view, owner, offsets, values)
+            kept = None if forms is None else forms.reshape(values.shape)
+            memory.write(view, owner, offsets, values, kept)
         if view.is_window:
             event = replace(event, written=_written(view, region, values, memory, accumulate))
         self.run.executed(self, event)
@@ -246,22 +250,46 @@ class RankContext:
         view: TensorView,
         peer: int,
         offsets: Sequence[int],
-        value: int,
+        value: int | Tainted,
         op: NotifyOp,
         label: str,
     ) -> None:
+        """A notify; a value read from memory (a `Tainted` integer) is data the Set
+        leaves in the cell, and steers only if the engines use it (`Pin`)."""
+        amount = int(value.value) if isinstance(value, Tainted) else value
         cell = self._cell(view, peer, offsets)
         event = self._event(
             EventKind.NOTIFY,
             _cell_region(cell),
             AccessMode.ATOMIC,
             label,
-            notify=Notify(cell=cell, op=op, value=value),
+            notify=Notify(cell=cell, op=op, value=amount),
         )
+        form = None
+        if isinstance(value, Tainted):
+            form = value.symbolic if op is NotifyOp.SET else None
+            self._pin(event, value, amount)
         self.run.checkpoint(self, event)
         memory = self.run.memory
-        memory.set_cell(cell, value if op is NotifyOp.SET else memory.cell(cell) + value)
+        memory.set_cell(cell, amount if op is NotifyOp.SET else memory.cell(cell) + amount, form)
         self.run.executed(self, event)
+
+    def _pin(self, event: Event, value: Tainted, amount: int) -> None:
+        sources = frozenset(ref for ref in value.sources if ref.index >= 0)
+        made = None if value.symbolic is None else decision(value.symbolic, amount, as_bool=False)
+        self.flow.stored(event.ref, sources, inexact=False)
+        self.flow.pins.append(
+            Pin(
+                notify=event,
+                sources=sources,
+                decision=made,
+                at=(len(self.run.schedule), self.rank),
+            )
+        )
+
+    def settle_pins(self, uses: CellUses) -> None:
+        """Once every rank has run: the notify values the engines use steer."""
+        self.run.control_reads.update(self.flow.settle(uses))
 
     def wait(
         self, view: TensorView, offsets: Sequence[int], expected: int, cmp: WaitCmp, label: str
@@ -292,7 +320,9 @@ class RankContext:
     ) -> np.ndarray | None:
         memory = self.run.memory
         name = memory.inputs.get(view.memory)
-        if name is None or view.memory in memory.written or view.dtype.name == "BOOL":
+        if name is None or view.memory in memory.written:
+            return memory.forms_at(view, local_owner(view, self.rank), offsets, extent)
+        if view.dtype.name == "BOOL":
             return None
         size = view.dtype.nbytes
         runs = region_runs(view, offsets, extent)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from racecheck.cosim.classify import call_user, classify, located
-from racecheck.cosim.execution import Execution, HostTensorRecord, merged_flow
+from racecheck.cosim.execution import CellUses, Execution, HostTensorRecord, merged_flow
 from racecheck.cosim.host import HostContext, HostCrash
 from racecheck.cosim.inputs import HostTensor, create_host_arguments
 from racecheck.cosim.policies import (
@@ -137,6 +137,10 @@ def simulate(
         )
         remaining = max(timeout - (time.monotonic() - started), 0.001)
         _execute_ranks(run, host, repeat, remaining, instance.name)
+    if any(state.flow.pins for state in run.states):
+        uses = CellUses([state.events for state in run.states])
+        for state in run.states:
+            state.settle_pins(uses)
     trace = Trace(
         ranks=instance.ranks,
         events=tuple(tuple(state.events) for state in run.states),

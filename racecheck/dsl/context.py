@@ -20,6 +20,7 @@ from racecheck.errors import UnsupportedConstruct
 from racecheck.events import Event, EventRef, NotifyOp, WaitCmp
 
 if TYPE_CHECKING:
+    from racecheck.dsl.scalars import Tainted
     from racecheck.dsl.tensors import TensorView, WindowBuffer
 
 
@@ -80,9 +81,10 @@ class RankContext(Protocol):
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
+        forms: np.ndarray | None = None,
     ) -> None:
         """Write `values`, computed from the loads `sources` (None: from any load this
-        rank made before)."""
+        rank made before), with their symbolic `forms` (None where there is none)."""
         ...
 
     def notify(
@@ -90,7 +92,7 @@ class RankContext(Protocol):
         view: TensorView,
         peer: int,
         offsets: Sequence[int],
-        value: int,
+        value: int | Tainted,
         op: NotifyOp,
         label: str,
     ) -> None: ...
@@ -104,7 +106,9 @@ class RankContext(Protocol):
     def input_symbols(
         self, view: TensorView, offsets: Sequence[int], extent: Sequence[int]
     ) -> np.ndarray | None:
-        """The elements' `Var`s if `view` is an input nothing has written yet, else None."""
+        """The elements' symbolic forms (None where there is none): their `Var`s if
+        `view` is an input nothing has written yet, else what `MemoryState.forms_at`
+        kept; None if no element has one."""
         ...
 
     def fail_bounds(self, message: str) -> None:
@@ -158,9 +162,10 @@ class RankContextProxy:
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
+        forms: np.ndarray | None = None,
     ) -> None:
         self.inner.store(
-            view, owner, offsets, values, label, accumulate=accumulate, sources=sources
+            view, owner, offsets, values, label, accumulate=accumulate, sources=sources, forms=forms
         )
 
     def notify(
@@ -168,7 +173,7 @@ class RankContextProxy:
         view: TensorView,
         peer: int,
         offsets: Sequence[int],
-        value: int,
+        value: int | Tainted,
         op: NotifyOp,
         label: str,
     ) -> None:

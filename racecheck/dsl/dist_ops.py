@@ -18,7 +18,7 @@ from racecheck.dsl.context import RankContext, current, host_context, rank_conte
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.groups import in_group, world_peer
 from racecheck.dsl.local_ops import indices, load_region, local_owner, require_view, tile_values
-from racecheck.dsl.scalars import DeviceInt, as_index, sources_of
+from racecheck.dsl.scalars import DeviceInt, Tainted, as_index, sources_of
 from racecheck.dsl.tensors import TensorView, Tile, WindowBuffer
 from racecheck.dsl.types import AtomicType, NotifyOp, WaitCmp
 from racecheck.errors import UnsupportedConstruct
@@ -126,7 +126,12 @@ def notify(
     lanes.note_comm(label)
     context = rank_context(label)
     target_rank = world_peer(context, view, as_index(peer))
-    context.notify(view, target_rank, indices(offsets), as_index(value), event_op, label)
+    amount: int | Tainted
+    if isinstance(value, Tainted) and isinstance(value.value, int):
+        amount = value  # data the rank context follows (`cosim.execution.Pin`)
+    else:
+        amount = as_index(value)
+    context.notify(view, target_rank, indices(offsets), amount, event_op, label)
 
 
 def _wait_call(

@@ -18,6 +18,7 @@ import numpy as np
 
 from racecheck.dsl.context import RankContext, RankContextProxy
 from racecheck.dsl.location import user_location
+from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, NotifyOp
@@ -104,16 +105,19 @@ class GroupContext(RankContextProxy):
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
+        forms: np.ndarray | None = None,
     ) -> None:
         world = self._world(view, owner)
-        super().store(view, world, offsets, values, label, accumulate=accumulate, sources=sources)
+        super().store(
+            view, world, offsets, values, label, accumulate=accumulate, sources=sources, forms=forms
+        )
 
     def notify(
         self,
         view: TensorView,
         peer: int,
         offsets: Sequence[int],
-        value: int,
+        value: int | Tainted,
         op: NotifyOp,
         label: str,
     ) -> None:

@@ -76,7 +76,9 @@ def load_region(
     extent = indices(valid_shape) if valid_shape is not None else tile_shape
     start = indices(offsets)
     values, ref = context.load(view, owner, start, extent, label)
-    symbols = context.input_symbols(view, start, extent)
+    # the forms a rank context keeps are those of its own instance (a peer's: opaque)
+    own = owner == local_owner(view, context.rank)
+    symbols = context.input_symbols(view, start, extent) if own else None
     return make_tile(values, view.dtype, tile_shape, frozenset({ref}), symbols)
 
 
@@ -209,6 +211,19 @@ def tile_values(tile: object, dtype: DType) -> np.ndarray:
     return np.asarray(as_data(tile), dtype=dtype.compute).reshape(1, 1)
 
 
+def tile_forms(tile: object) -> np.ndarray | None:
+    """The symbolic forms of what `tile_values` gives (None: none has one)."""
+    if isinstance(tile, Tile):
+        if tile.symbols is None:
+            return None
+        return tile.symbols[tuple(slice(0, extent) for extent in tile.valid)]
+    if isinstance(tile, Tainted) and tile.symbolic is not None:
+        forms = np.empty((1, 1), dtype=object)
+        forms[0, 0] = tile.symbolic
+        return forms
+    return None
+
+
 def store(tile: object, offsets: Sequence[object], output_tensor: object) -> TensorView | Tile:
     if isinstance(output_tensor, Tile):
         values = tile_values(tile, output_tensor.dtype)
@@ -217,7 +232,15 @@ def store(tile: object, offsets: Sequence[object], output_tensor: object) -> Ten
     context = rank_context("pl.store")
     values = tile_values(tile, view.dtype)
     owner = local_owner(view, context.rank)
-    context.store(view, owner, indices(offsets), values, "pl.store", sources=sources_of(tile))
+    context.store(
+        view,
+        owner,
+        indices(offsets),
+        values,
+        "pl.store",
+        sources=sources_of(tile),
+        forms=tile_forms(tile),
+    )
     return view
 
 
@@ -238,7 +261,16 @@ def write(tensor: object, offsets: Sequence[object], value: object) -> None:
     context = rank_context("pl.write")
     values = np.full([1] * len(offsets), as_data(value), dtype=view.dtype.compute)
     owner = local_owner(view, context.rank)
-    context.store(view, owner, indices(offsets), values, "pl.write", sources=sources_of(value))
+    forms = tile_forms(value)
+    context.store(
+        view,
+        owner,
+        indices(offsets),
+        values,
+        "pl.write",
+        sources=sources_of(value),
+        forms=None if forms is None else forms.reshape(values.shape),
+    )
 
 
 def _elementwise(function: Callable[..., Any], *raw_operands: object) -> Any:
@@ -271,12 +303,23 @@ def div(lhs: object, rhs: object) -> Any:
     return _elementwise(lambda a, b: a / b, lhs, rhs)
 
 
-def maximum(lhs: object, rhs: object) -> Any:
+def maximum(lhs: Any, rhs: Any) -> Any:
+    if _scalar_from_memory(lhs, rhs):
+        return max(lhs, rhs)  # decides by comparison
     return _elementwise(np.maximum, lhs, rhs)
 
 
-def minimum(lhs: object, rhs: object) -> Any:
+def minimum(lhs: Any, rhs: Any) -> Any:
+    if _scalar_from_memory(lhs, rhs):
+        return min(lhs, rhs)  # decides by comparison
     return _elementwise(np.minimum, lhs, rhs)
+
+
+def _scalar_from_memory(*operands: object) -> bool:
+    """Scalars, one of them read from memory: a choice between them is a comparison
+    (`Tainted` records it), and the result is one of them, with its symbolic form."""
+    scalar = all(isinstance(operand, (int, float, Tainted)) for operand in operands)
+    return scalar and any(isinstance(operand, Tainted) for operand in operands)
 
 
 def neg(value: object) -> Any:
@@ -303,7 +346,10 @@ def cast(
         return Tile(data=data, dtype=target, valid=value.valid, sources=value.sources)
     plain = as_data(value)
     converted = float(plain) if target.is_float else int(plain)
-    return Tainted(converted, value.sources) if isinstance(value, Tainted) else converted
+    if not isinstance(value, Tainted):
+        return converted
+    unchanged = isinstance(plain, int) and not target.is_float  # an integer stays itself
+    return Tainted(converted, value.sources, value.symbolic if unchanged else None)
 
 
 class _CarriedLoop:
@@ -323,20 +369,38 @@ def _carried_stack() -> list[_CarriedLoop]:
     return stack
 
 
-def _loop_indices(args: tuple[object, ...]) -> range:
-    bounds = indices(args)
-    if not 1 <= len(bounds) <= 3:
-        raise TypeError(f"pl.range takes 1 to 3 bounds, got {len(bounds)}")
-    return range(*bounds)
+def _loop_indices(args: tuple[object, ...]) -> Iterator[object]:
+    if not 1 <= len(args) <= 3:
+        raise TypeError(f"pl.range takes 1 to 3 bounds, got {len(args)}")
+    if any(isinstance(bound, Tainted) and bound.symbolic is not None for bound in args[:2]):
+        return _compared(args)
+    return (DeviceInt(index) for index in range(*indices(args)))
 
 
-def _carried_iteration(steps: range, init: tuple[object, ...]) -> Iterator[tuple[object, ...]]:
+def _compared(args: tuple[object, ...]) -> Iterator[object]:
+    """A loop with a bound that has a symbolic form: each test of the index against the
+    stop is a comparison the run records (iterations while true, then the false one
+    that ends it), not one pinned value of the bound. An index counted from a symbolic
+    start has a form of its own."""
+    start, stop = (0, args[0]) if len(args) == 1 else (args[0], args[1])
+    step = as_index(args[2]) if len(args) == 3 else 1
+    if step == 0:
+        raise ValueError("pl.range() arg 3 must not be zero")
+    index: Any = start if isinstance(start, Tainted) else DeviceInt(as_index(start))
+    while index < stop if step > 0 else index > stop:
+        yield index
+        index = index + step
+
+
+def _carried_iteration(
+    steps: Iterator[object], init: tuple[object, ...]
+) -> Iterator[tuple[object, ...]]:
     stack = _carried_stack()
     loop = _CarriedLoop(init)
     stack.append(loop)
     try:
         for index in steps:
-            yield DeviceInt(index), loop.values
+            yield index, loop.values
     finally:
         stack.remove(loop)
 
@@ -344,10 +408,11 @@ def _carried_iteration(steps: range, init: tuple[object, ...]) -> Iterator[tuple
 def range_(
     *args: object, init_values: Sequence[object] | None = None, **hints: object
 ) -> Iterator[Any]:
-    """`pl.range`: unrolled by Python; indices are device ints."""
+    """`pl.range`: unrolled by Python; indices are device ints (or, counted from a start
+    read from memory, `Tainted`)."""
     steps = _loop_indices(args)
     if init_values is None:
-        return (DeviceInt(index) for index in steps)
+        return steps
     return _carried_iteration(steps, tuple(init_values))
 
 

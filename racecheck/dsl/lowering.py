@@ -27,6 +27,7 @@ import numpy as np
 from racecheck.dsl.context import RankContext
 from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import user_location
+from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import ReduceOp
 from racecheck.errors import UnsupportedConstruct
@@ -650,11 +651,17 @@ def _publish_count(
     label: str,
 ) -> None:
     offsets, extent = row(send_counts, destination)
-    count, ref = context.load(
+    loaded, ref = context.load(
         send_counts, local_owner(send_counts, context.rank), offsets, extent, label
     )
-    context.note_control(frozenset({ref}), None)  # the count is published as a signal value
-    published = min(int(np.asarray(count).reshape(-1)[0]), block)
+    forms = context.input_symbols(send_counts, offsets, extent)
+    count = Tainted(
+        np.asarray(loaded).reshape(-1)[0],
+        frozenset({ref}),
+        None if forms is None else forms.reshape(-1)[0],
+    )
+    # min(count, M), no lower clamp; the choice is a comparison the run records
+    published = block if count > block else count
     context.notify(
         recv_counts,
         destination,

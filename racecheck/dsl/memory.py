@@ -3,17 +3,34 @@
 Memory ids are indices into `memories` (and into `Trace.memories`). A window buffer
 has one zero-initialised byte array per rank; a host tensor has one shared array
 (owner `HOST_OWNER`). Views are read and written through numpy views of those bytes.
+
+Beside the bytes, an element written with a symbolic form (`dsl.symbolic`) keeps it
+(concolic: it is what this run wrote there); a read of exactly that element, as the
+same type, gets it back. Any other write of any of its bytes forgets it. Only a bare
+integer input element in a signed integer of 4 bytes or more is kept: it is stored
+unchanged, whatever the input (a sum could wrap, a float round).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeGuard
 
 import numpy as np
 
-from racecheck.dsl.dtypes import DType
-from racecheck.dsl.tensors import TensorView, element_slices
+from racecheck.dsl.dtypes import INT32, DType
+from racecheck.dsl.symbolic import Expr, Var
+from racecheck.dsl.tensors import TensorView, element_slices, region_runs
 from racecheck.events import HOST_OWNER, Memory, MemoryKind, SignalCell
+
+Runs = tuple[tuple[int, int], ...]
+_CELL = 4  # bytes of a signal cell (INT32)
+
+
+def _kept(expr: object, dtype: DType) -> TypeGuard[Var]:
+    """Does an element of `dtype` hold the value of `expr` for every input?"""
+    signed = dtype.storage.kind == "i" and not dtype.is_float and dtype.nbytes >= _CELL
+    return signed and isinstance(expr, Var) and not expr.is_float
 
 
 class MemoryState:
@@ -23,6 +40,8 @@ class MemoryState:
         self.instances: dict[tuple[int, int], np.ndarray] = {}
         self.inputs: dict[int, str] = {}  # host tensors the run starts from: id -> name
         self.written: set[int] = set()  # memories some write has changed
+        # (memory, owner) -> first byte of an element -> (its dtype, its symbolic form)
+        self.forms: dict[tuple[int, int], dict[int, tuple[DType, Expr]]] = {}
 
     def add_window(self, name: str, nbytes: int) -> Memory:
         memory = Memory(id=len(self.memories), kind=MemoryKind.WINDOW, name=name, nbytes=nbytes)
@@ -57,11 +76,61 @@ class MemoryState:
         return view.dtype.decode(self._elements(view, owner)[element_slices(offsets, extent)])
 
     def write(
-        self, view: TensorView, owner: int, offsets: Sequence[int], values: np.ndarray
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        values: np.ndarray,
+        forms: np.ndarray | None = None,
     ) -> None:
+        """Write `values`; `forms` (same shape, None where there is none) are their
+        symbolic forms."""
         target = self._elements(view, owner)[element_slices(offsets, values.shape)]
         target[...] = view.dtype.encode(values)
         self.written.add(view.memory)
+        key = (view.memory, owner)
+        if forms is None and not self.forms.get(key):
+            return  # nothing to forget or remember: the common case, kept fast
+        runs = region_runs(view, offsets, values.shape)
+        self._forget(key, runs)
+        if forms is not None:
+            self._remember(view, owner, runs, forms)
+
+    def forms_at(
+        self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]
+    ) -> np.ndarray | None:
+        """The symbolic forms of the elements of a region (None where an element has
+        none), or None if none has one."""
+        kept = self.forms.get((view.memory, owner))
+        if not kept:
+            return None
+        found = [
+            form[1] if form is not None and form[0] == view.dtype else None
+            for form in (kept.get(at) for at in _starts(view, offsets, extent))
+        ]
+        if all(form is None for form in found):
+            return None
+        forms = np.empty(len(found), dtype=object)
+        forms[:] = found
+        return forms.reshape(tuple(extent))
+
+    def _forget(self, key: tuple[int, int], runs: Runs) -> None:
+        kept = self.forms.get(key)
+        if not kept:
+            return
+        for start, end in runs:
+            for at in [
+                at for at, (dtype, _) in kept.items() if at < end and at + dtype.nbytes > start
+            ]:
+                del kept[at]
+
+    def _remember(self, view: TensorView, owner: int, runs: Runs, forms: np.ndarray) -> None:
+        size = view.dtype.nbytes
+        starts = [at for start, end in runs for at in range(start, end, size)]
+        kept = self.forms.setdefault((view.memory, owner), {})
+        for at, expr in zip(starts, forms.reshape(-1), strict=True):
+            if _kept(expr, view.dtype):
+                kept[at] = (view.dtype, expr)
 
     def accumulate(
         self, view: TensorView, owner: int, offsets: Sequence[int], values: np.ndarray
@@ -73,10 +142,23 @@ class MemoryState:
         raw = self.instances[(cell.memory, cell.owner)]
         return int(raw[cell.offset : cell.offset + 4].view(np.int32)[0])
 
-    def set_cell(self, cell: SignalCell, value: int) -> None:
+    def set_cell(self, cell: SignalCell, value: int, form: Expr | None = None) -> None:
+        """Set the INT32 cell to `value`, whose symbolic form is `form`."""
         raw = self.instances[(cell.memory, cell.owner)]
         wrapped = (value + 2**31) % 2**32 - 2**31
-        raw[cell.offset : cell.offset + 4].view(np.int32)[0] = wrapped
+        raw[cell.offset : cell.offset + _CELL].view(np.int32)[0] = wrapped
+        key = (cell.memory, cell.owner)
+        self._forget(key, ((cell.offset, cell.offset + _CELL),))
+        if _kept(form, INT32):
+            self.forms.setdefault(key, {})[cell.offset] = (INT32, form)
 
     def snapshot(self, view: TensorView) -> np.ndarray:
         return view.dtype.decode(self._elements(view, HOST_OWNER))
+
+
+def _starts(view: TensorView, offsets: Sequence[int], extent: Sequence[int]) -> list[int]:
+    """The first byte of each element of a region, in row-major order."""
+    size = view.dtype.nbytes
+    return [
+        at for start, end in region_runs(view, offsets, extent) for at in range(start, end, size)
+    ]

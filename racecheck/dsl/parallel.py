@@ -28,6 +28,7 @@ from racecheck.dsl.context import (
     make_current,
 )
 from racecheck.dsl.location import user_location
+from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.tensors import TensorView, Tile, region_problem, region_runs
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import AccessMode, EventRef, MemoryKind, NotifyOp, SourceLocation, WaitCmp
@@ -90,18 +91,21 @@ class IterationRecorder(RankContextProxy):
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
+        forms: np.ndarray | None = None,
     ) -> None:
         mode = AccessMode.ATOMIC if accumulate else AccessMode.WRITE
         extent = list(np.shape(values))[-len(offsets) :] if len(offsets) else []
         self.record(view, owner, offsets, _padded(extent, len(offsets)), mode)
-        super().store(view, owner, offsets, values, label, accumulate=accumulate, sources=sources)
+        super().store(
+            view, owner, offsets, values, label, accumulate=accumulate, sources=sources, forms=forms
+        )
 
     def notify(
         self,
         view: TensorView,
         peer: int,
         offsets: Sequence[int],
-        value: int,
+        value: int | Tainted,
         op: NotifyOp,
         label: str,
     ) -> None:

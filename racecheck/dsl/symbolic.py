@@ -1,12 +1,13 @@
 """Symbolic values over input elements, carried beside the concrete values (concolic).
 
 A scalar read from an input host tensor (before anything wrote that tensor) is a
-`Var` naming the element; + - * (and / of floats) of such values and constants build
+`Var` naming the element, and keeps it when written to memory and read back whole
+(`racecheck.dsl.memory`); + - * (and / of floats) of such values and constants build
 `Apply` nodes, and a comparison is a condition. When a symbolic value steers the
 program its `Decision` (condition, outcome) is recorded, so that a solver can pick
 inputs that take the other side. Anything else (integer division, tile arithmetic,
-values through memory) has no symbolic form: the value is then opaque, and the
-steering analysis says so. Plain data, no solver here (see racecheck/engines/inputs_smt.py).
+memory that does not keep the form) has no symbolic form: the value is then opaque,
+and the steering analysis says so. Plain data, no solver here (see racecheck/engines/inputs_smt.py).
 """
 
 from __future__ import annotations

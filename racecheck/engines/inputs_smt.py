@@ -1,16 +1,20 @@
 """Inputs for the other side of a branch: z3 over the symbolic decisions of a run.
 
-Given the decisions a run made (`racecheck.dsl.symbolic`), `solve` finds input
-element values under which the first ones go the same way and the last goes the other
-way. Float elements are reals (the run rounds the chosen value to the tensor's dtype;
-the explorer checks that the branch really flipped), integer elements integers. This
-is the only module that imports z3 for inputs; it is imported only when a run has an
-input-dependent decision.
+Given the decisions a run made (`racecheck.dsl.symbolic`), `flips` finds, for each in
+turn, input element values under which the ones before it go the same way and it goes
+the other way. Float elements are reals (the run rounds the chosen value to the
+tensor's dtype; the explorer checks that the branch really flipped), integer elements
+integers. Any inputs on the other side would do; for the integer elements of the
+flipped decision a negative value is asked for first, as a value a program forgot to
+clamp from below is a usual bug (a negative count, docs/model.md), and boundary values
+come from later flips anyway. This is the only module that imports z3 for inputs; it
+is imported only when a run has an input-dependent decision.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -33,18 +37,45 @@ class Solution:
     values: tuple[tuple[str, int, float], ...] = ()  # (tensor, flat index, value)
 
 
-def solve(kept: Sequence[Decision], flipped: Decision, *, seconds: float) -> Solution:
-    """Inputs under which every `kept` decision goes as it went and `flipped` the other way."""
+def flips(
+    made: Sequence[Decision], first: int, *, deadline: float
+) -> Iterator[tuple[int, Solution]]:
+    """For each decision n >= `first` of a run, in turn: inputs under which the
+    decisions before it go as they went and it goes the other way. One solver holds
+    the decisions before n (incremental); a decision the ones before it already made
+    the same way cannot flip."""
     symbols: dict[Var, z3.ArithRef] = {}
+    terms = [_holds(decided.condition, decided.taken, symbols) for decided in made]
     solver = z3.Solver()
-    solver.set("timeout", max(1, int(min(seconds * 1000, _SOLVER_MS))))
-    for made in kept:
-        solver.add(_holds(made.condition, made.taken, symbols))
-    solver.add(_holds(flipped.condition, not flipped.taken, symbols))
     for var, symbol in symbols.items():
         if not var.is_float:
             solver.add(symbol >= -(2**31), symbol < 2**31)  # INT32 and smaller elements
-    result = solver.check()
+    solver.add(*terms[:first])
+    before = set(made[:first])
+    involved = {var for decided in made[:first] for var in _vars(decided.condition)}
+    for n in range(first, len(made)):
+        involved |= _vars(made[n].condition)
+        if made[n] in before:
+            yield n, Solution(answer=Answer.INFEASIBLE)
+            continue
+        seconds = deadline - time.monotonic()
+        solver.set("timeout", max(1, int(min(seconds * 1000, _SOLVER_MS))))
+        solver.push()
+        solver.add(z3.Not(terms[n]))
+        negative = [symbols[var] < 0 for var in _vars(made[n].condition) if not var.is_float]
+        yield n, _solution(solver, {var: symbols[var] for var in involved}, negative)
+        solver.pop()
+        solver.add(terms[n])
+        before.add(made[n])
+
+
+def _solution(
+    solver: z3.Solver, symbols: dict[Var, z3.ArithRef], preferred: list[z3.BoolRef]
+) -> Solution:
+    """A model of the solver's constraints, one that also meets `preferred` if any does."""
+    result = solver.check(*preferred) if preferred else solver.check()
+    if preferred and result != z3.sat:
+        result = solver.check()
     if result == z3.unsat:
         return Solution(answer=Answer.INFEASIBLE)
     if result != z3.sat:
@@ -58,6 +89,14 @@ def solve(kept: Sequence[Decision], flipped: Decision, *, seconds: float) -> Sol
         for var, value in sorted(chosen.items(), key=lambda item: (item[0].tensor, item[0].index))
     )
     return Solution(answer=Answer.FOUND, values=values)
+
+
+def _vars(expr: Expr) -> frozenset[Var]:
+    if isinstance(expr, Var):
+        return frozenset({expr})
+    if isinstance(expr, Const):
+        return frozenset()
+    return frozenset().union(*(_vars(arg) for arg in expr.args))
 
 
 def _holds(condition: Expr, taken: bool, symbols: dict[Var, z3.ArithRef]) -> z3.BoolRef:

@@ -3,17 +3,18 @@
 Decides: the three questions of `racecheck.engines.base` for monotone traces.
 
 Model boundary: a trace is monotone when every WAIT is Ge (signed, or unsigned on a
-cell that never goes negative), no cell can leave the int32 range (so nothing wraps),
-and each cell is written either only by Adds — negative values only from the cell's
-owner — or only by Sets of one value v >= 0 (any number of writers, by notify or plain
-store: the cell goes 0 → v and stays there). Then (1) cell updates commute, and (2)
-executing an event of another rank never disables a rank's pending wait: that wait
-reads the rank's own cell, which other ranks only increase. So every maximal run from a
-state reaches the same final state (confluence), and "can `first` run while `second` is
-held back?" is answered by one maximal run with `second`'s rank stopped just before it:
-`first` can precede `second` iff that run executes `first`. A rank's hold position only
-matters through the writes it has issued, so one incremental sweep per rank yields every
-frontier: O(P · S) steps for S sync steps in all.
+cell that never goes negative), no waited cell can leave the int32 range (so nothing
+wraps), and each waited cell is written either only by Adds — negative values only from
+the cell's owner — or only by Sets of one value v >= 0 (any number of writers, by
+notify or plain store: the cell goes 0 → v and stays there). A cell no wait reads can
+take any writes: no order of them enables or disables anything. Then (1) cell updates
+commute, and (2) executing an event of another rank never disables a rank's pending
+wait: that wait reads the rank's own cell, which other ranks only increase. So every
+maximal run from a state reaches the same final state (confluence), and "can `first`
+run while `second` is held back?" is answered by one maximal run with `second`'s rank
+stopped just before it: `first` can precede `second` iff that run executes `first`. A
+rank's hold position only matters through the writes it has issued, so one incremental
+sweep per rank yields every frontier: O(P · S) steps for S sync steps in all.
 
 Unknown policy: none — the answer is a deterministic fixpoint; a trace outside the
 boundary is refused by `unsupported` and goes to an exact engine instead.
@@ -54,11 +55,19 @@ def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
     """Why the trace is outside the monotone boundary (module docstring), or None."""
     writes: list[set[tuple[int, int]]] = [set() for _ in skeleton.cells]
     negative = [False] * len(skeleton.cells)
+    waited = {
+        cell
+        for rank in range(skeleton.ranks)
+        for kind, cell, _, _ in _rank_steps(skeleton, rank)
+        if kind not in (ADD, SET)
+    }
     for rank in range(skeleton.ranks):
         for kind, cell, amount, index in _rank_steps(skeleton, rank):
             where = skeleton.trace.events[rank][index].location
             if kind == WAIT_EQ:
                 return f"an Eq wait at {where}"
+            if cell not in waited:
+                continue
             if kind in (ADD, SET):
                 writes[cell].add((kind, amount if kind == SET else 0))
                 negative[cell] = negative[cell] or amount < 0
@@ -68,7 +77,7 @@ def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
                 return f"a negative Add on another rank's cell at {where}"
             if len(writes[cell]) > 1 and any(op == SET for op, _ in writes[cell]):
                 return f"a Set on a cell also written otherwise at {where}"
-    for number in sorted(skeleton.wrapping_cells()):
+    for number in sorted(skeleton.wrapping_cells() & waited):
         name = describe_cell(skeleton.cells[number], skeleton.trace)
         return f"signal cell {name} can wrap at 32 bits"
     for rank in range(skeleton.ranks):

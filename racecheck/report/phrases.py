@@ -139,7 +139,14 @@ def describe_action(step: WitnessStep) -> str:
 
 def describe_finding(finding: Finding) -> str:
     """The finding's one-paragraph message (JSON `message`, text and HTML body)."""
-    return _MESSAGES[finding.kind](finding)
+    text = _MESSAGES[finding.kind](finding)
+    if finding.inputs:
+        chosen = ", ".join(
+            f"{name}.flat[{index}] = {int(value) if value.is_integer() else value}"
+            for name, index, value in finding.inputs
+        )
+        text += f"; it shows with the input {chosen} (the other elements as --seed draws them)"
+    return text
 
 
 def _race_message(finding: Finding) -> str:

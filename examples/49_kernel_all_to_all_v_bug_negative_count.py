@@ -9,13 +9,15 @@ every count back and copies the counted rows, then the rest of each block, so th
 output is the plain all-to-all of the blocks.
 
 The send counts are input data, and the published count steers the receiver's copy
-loop after a round trip through the counts window, where racecheck's concolic
-exploration cannot follow it symbolically: other counts could take other paths, so
-the honest verdict is unknown, naming the loop (docs/model.md). Example 42 publishes
-counts the program computes, and is proved.
+loops after a round trip through the builtin's ``Set``: racecheck keeps the count's
+symbolic form on the way and flips the comparisons the builtin's clamp and the loops
+made. The builtin clamps only from above (``min(count, M)``): a negative count passes,
+the receiver's second loop starts at it, and row ``src * M + count`` of source 0 is
+outside ``target``; the finding names the count. Example
+``135_all_to_all_v_input_count.py`` clamps its count to ``0..M`` and is proved.
 
 racecheck expects:
-    ranks 1..4: unknown
+    ranks 1..4: bug out-of-bounds at @rest
 """
 
 import argparse
@@ -58,7 +60,7 @@ def build_all_to_all_v(nr: int):
                         row = pl.load(target, [src * MAX_RECV + r, 0], [1, SIZE])  # @copy
                         y = pl.store(row, [src * MAX_RECV + r, 0], y)
                     for r in pl.range(rows, MAX_RECV):
-                        row = pl.load(target, [src * MAX_RECV + r, 0], [1, SIZE])
+                        row = pl.load(target, [src * MAX_RECV + r, 0], [1, SIZE])  # @rest
                         y = pl.store(row, [src * MAX_RECV + r, 0], y)
             return y
 
