@@ -51,12 +51,14 @@ from racecheck.allp.views import (
     row_region,
     strides,
 )
-from racecheck.dsl import dist_ops
+from racecheck.dsl import dist_ops, lowering
 from racecheck.dsl.dtypes import DType
+from racecheck.dsl.lowering import Lowering
 from racecheck.dsl.program import FunctionRole, _role_of
 from racecheck.dsl.types import AtomicType, DimExpr, TensorType
 from racecheck.dsl.types import NotifyOp as DslNotifyOp
 from racecheck.dsl.types import WaitCmp as DslWaitCmp
+from racecheck.events import NotifyOp, WaitCmp
 
 _TYPE_NAMES = frozenset(
     {
@@ -77,6 +79,7 @@ class Surface:
         self.rank_dims: frozenset[str] = frozenset()  # pl.dynamic names bound to N
         self.dispatched = False
         self.kernel_calls = 0
+        self.ops = TracedOps(self)
         self.pl = _Namespace("pl", real_pl, self._pl_members())
         self.pld = _Namespace("pld", real_pld, self._pld_members())
 
@@ -192,9 +195,7 @@ class Surface:
     # co-simulation models them (racecheck/dsl/builtins.py).
 
     def barrier(self, signal: object) -> object:
-        view = as_window(signal)
-        self._generation(view)
-        self._epilogue(view)
+        lowering.barrier(self.ops, Lowering.INCORE, as_window(signal), label="pld.tensor.barrier")
         return signal
 
     def broadcast(self, data: object, signal: object, *, root: object = 0) -> object:
@@ -410,11 +411,16 @@ class Surface:
         self, target: object, peer: object, offsets: Sequence[object], value: object, *, op: object
     ) -> None:
         view = as_window(target)
-        footprint = self._footprint(view, to_expr(peer), offsets, [1] * len(view.shape))
         event_op = dist_ops.NOTIFY_OPS.get(op)  # type: ignore[call-overload]
         if event_op is None:
             raise OutsideFragment(f"notify op {op!r}")
-        self.tracer.event(Effect.NOTIFY, footprint, notify_op=event_op, value=to_expr(value))
+        self._notify(view, peer, offsets, value, event_op)
+
+    def _notify(
+        self, view: SymView, peer: object, offsets: Sequence[object], value: object, op: NotifyOp
+    ) -> None:
+        footprint = self._footprint(view, to_expr(peer), offsets, [1] * len(view.shape))
+        self.tracer.event(Effect.NOTIFY, footprint, notify_op=op, value=to_expr(value))
 
     def wait(
         self,
@@ -428,12 +434,17 @@ class Surface:
         view = as_window(signal if signal is not None else target)
         if offsets is None or expected is None:
             raise OutsideFragment("pld.system.wait without offsets= or expected=")
-        owner = Var(self.tracer.rank_var())
-        footprint = self._footprint(view, owner, offsets, [1] * len(view.shape))
         event_cmp = dist_ops.WAIT_CMPS.get(cmp)  # type: ignore[call-overload]
         if event_cmp is None:
             raise OutsideFragment(f"wait cmp {cmp!r}")
-        self.tracer.event(Effect.WAIT, footprint, value=to_expr(expected), cmp=event_cmp)
+        self._wait(view, offsets, expected, event_cmp)
+
+    def _wait(
+        self, view: SymView, offsets: Sequence[object], expected: object, cmp: WaitCmp
+    ) -> None:
+        owner = Var(self.tracer.rank_var())
+        footprint = self._footprint(view, owner, offsets, [1] * len(view.shape))
+        self.tracer.event(Effect.WAIT, footprint, value=to_expr(expected), cmp=cmp)
 
     def _transfer(
         self, dst: object, peer: object, src: object, regions: tuple, *, push: bool, atomic: object
@@ -481,6 +492,76 @@ class Surface:
         **_: object,
     ) -> None:
         self._transfer(dst, peer, src, (dst_offsets, src_offsets, shape), push=False, atomic=None)
+
+
+class TracedOps:
+    """`CollectiveOps` in the symbolic tracer: the builtins' lowering
+    (racecheck/dsl/lowering.py) run with the rank and N symbolic, each operation
+    recording its event templates on the surface's tracer. A loop over the ranks is
+    one symbolic iteration (as a `pl.range` is), so the lowering carries nothing from
+    one iteration to the next."""
+
+    def __init__(self, surface: Surface) -> None:
+        self.surface = surface
+        self.tracer = surface.tracer
+
+    @property
+    def rank(self) -> Sym:
+        return self.surface.rank()
+
+    def peers(self) -> Iterator[Sym]:
+        me = self.rank
+        for other in self.tracer.loop(0, self.tracer.world(), 1):
+            if other != me:
+                yield other
+
+    def each_rank(self) -> Iterator[Sym]:
+        return self.tracer.loop(0, self.tracer.world(), 1)
+
+    def notify(
+        self,
+        view: SymView,
+        peer: Sym,
+        offsets: Sequence[Sym | int],
+        value: int,
+        op: NotifyOp,
+        label: str,
+    ) -> None:
+        self.surface._notify(view, peer, offsets, value, op)
+
+    def wait(
+        self, view: SymView, offsets: Sequence[Sym | int], expected: int, cmp: WaitCmp, label: str
+    ) -> None:
+        self.surface._wait(view, offsets, expected, cmp)
+
+    def put(
+        self,
+        source: SymView,
+        source_region: tuple[Sequence[Sym | int], Sequence[Expr | int]],
+        target: SymView,
+        owner: Sym,
+        target_region: tuple[Sequence[Sym | int], Sequence[Expr | int]],
+        label: str,
+    ) -> None:
+        if product(exprs(source_region[1])) != product(exprs(target_region[1])):
+            raise OutsideFragment(f"{label}: its source and target regions differ in size")
+        surface = self.surface
+        surface._access(Effect.READ, source, surface._local_owner(source), *source_region)
+        surface._access(Effect.WRITE, target, to_expr(owner), *target_region)
+
+    def get(
+        self,
+        data: SymView,
+        owner: Sym,
+        region: tuple[Sequence[Sym | int], Sequence[Expr | int]],
+        label: str,
+    ) -> None:
+        surface = self.surface
+        surface._access(Effect.READ, data, to_expr(owner), *region)
+        surface._access(Effect.WRITE, data, surface._local_owner(data), *region)
+
+    def require_rank(self, index: Sym, what: str) -> None:
+        self.tracer.check(in_range(to_expr(index), Const(0), Var(WORLD)), what)
 
 
 class _Namespace:

@@ -42,6 +42,10 @@ class SymView:
     dtype: DType
     checks: tuple[Cond, ...] = ()  # row selections this view was cut with
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
     def __getitem__(self, index: object) -> SymView:
         if not self.shape or isinstance(index, (tuple, slice)):
             raise OutsideFragment("only x[r] (one leading row) of a host tensor is followed")

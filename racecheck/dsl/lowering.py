@@ -21,9 +21,11 @@ import itertools
 import math
 from collections.abc import Callable
 from enum import Enum
+from typing import TypeVar
 
 import numpy as np
 
+from racecheck.dsl.collective_ops import CollectiveOps, Index, RankOps, Shaped
 from racecheck.dsl.context import RankContext
 from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import user_location
@@ -52,20 +54,18 @@ REDUCERS: dict[ReduceOp, Reducer] = {
 
 Region = tuple[list[int], list[int]]  # offsets, extent
 CellOf = Callable[[int], list[int]]  # the cell a rank announces itself in
+Dim = TypeVar("Dim")  # an extent: int, or an expression in the all-P tracer
+View = TypeVar("View", bound=Shaped[object])
 
 
 # ---------------------------------------------------------------------------- signals
 
 
-def lane_cell(signal: TensorView, row: int, lane: int = 0) -> list[int]:
+def lane_cell(signal: Shaped[object], row: Index, lane: int = 0) -> list[Index | int]:
     """Cell `[row, lane]` of a `[W, stride]` signal, or `[row]` of a flat one."""
     if signal.ndim == 1:
-        return [row + lane]
-    return [row, lane] + [0] * (signal.ndim - 2)
-
-
-def _peers(context: RankContext) -> list[int]:
-    return [other for other in range(context.ranks) if other != context.rank]
+        return [row + lane]  # type: ignore[operator]  # an int or a symbolic integer
+    return [row, lane, *[0] * (signal.ndim - 2)]
 
 
 def returns_at_once(context: RankContext, why: str) -> None:
@@ -76,28 +76,32 @@ def returns_at_once(context: RankContext, why: str) -> None:
 
 
 def generation(
-    context: RankContext,
-    signal: TensorView,
+    ops: CollectiveOps[Index, Dim, View],
+    signal: View,
     expected: int,
-    cell_of: CellOf,
+    cell_of: Callable[[Index], list[Index | int]],
     label: str,
     cmp: WaitCmp = WaitCmp.GE,
 ) -> None:
     """Announce to every peer, then wait for every peer's announcement to reach `expected`."""
-    for peer in _peers(context):
-        context.notify(signal, peer, cell_of(context.rank), 1, NotifyOp.ATOMIC_ADD, label)
-    for source in _peers(context):
-        context.wait(signal, cell_of(source), expected, cmp, label)
+    for peer in ops.peers():
+        ops.notify(signal, peer, cell_of(ops.rank), 1, NotifyOp.ATOMIC_ADD, label)
+    for source in ops.peers():
+        ops.wait(signal, cell_of(source), expected, cmp, label)
 
 
 def epilogue(
-    context: RankContext, signal: TensorView, total: int, cell_of: CellOf, label: str
+    ops: CollectiveOps[Index, Dim, View],
+    signal: View,
+    total: int,
+    cell_of: Callable[[Index], list[Index | int]],
+    label: str,
 ) -> None:
-    for source in _peers(context):
-        context.notify(signal, context.rank, cell_of(source), -total, NotifyOp.ATOMIC_ADD, label)
+    for source in ops.peers():
+        ops.notify(signal, ops.rank, cell_of(source), -total, NotifyOp.ATOMIC_ADD, label)
 
 
-def mesh_cells(signal: TensorView) -> CellOf:
+def mesh_cells(signal: Shaped[object]) -> Callable[[Index], list[Index | int]]:
     return lambda rank: lane_cell(signal, rank)
 
 
@@ -150,20 +154,20 @@ def _reducer(op: object, label: str) -> Reducer:
 
 
 def reduce_over_ranks(
-    context: RankContext, data: TensorView, region: Region, op: object, label: str
+    context: RankOps, data: TensorView, region: Region, op: object, label: str
 ) -> np.ndarray:
     """Own values of `region` combined with every peer's, in rank order of the peers."""
     combine = _reducer(op, label)
     offsets, extent = region
     total, _ = context.load(data, context.rank, offsets, extent, label)
-    for peer in _peers(context):
+    for peer in context.peers():
         values, _ = context.load(data, peer, offsets, extent, label)
         total = combine(total, values)
     return np.asarray(total).astype(data.dtype.compute)
 
 
 def _copy(
-    context: RankContext,
+    context: RankOps,
     source: TensorView,
     source_region: Region,
     target: TensorView,
@@ -185,14 +189,16 @@ def _copy(
 # ---------------------------------------------------------------------------- builtins
 
 
-def barrier(context: RankContext, lowering: Lowering, signal: TensorView, label: str) -> None:
-    cells = mesh_cells(signal)
-    generation(context, signal, 1, cells, label)
-    epilogue(context, signal, 1, cells, label)
+def barrier(
+    ops: CollectiveOps[Index, Dim, View], lowering: Lowering, signal: View, label: str
+) -> None:
+    cells: Callable[[Index], list[Index | int]] = mesh_cells(signal)
+    generation(ops, signal, 1, cells, label)
+    epilogue(ops, signal, 1, cells, label)
 
 
 def allreduce_mesh(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     data: TensorView,
     signal: TensorView,
@@ -210,7 +216,7 @@ def allreduce_mesh(
 
 
 def _incore_allreduce_mesh(
-    context: RankContext, data: TensorView, signal: TensorView, op: object, label: str
+    context: RankOps, data: TensorView, signal: TensorView, op: object, label: str
 ) -> None:
     """Chunks of `chunk_width` elements on the cells [me, 0] (docs/model.md)."""
     elements = flat(data)
@@ -219,7 +225,7 @@ def _incore_allreduce_mesh(
 
 
 def _host_allreduce_block(
-    context: RankContext,
+    context: RankOps,
     data: TensorView,
     signal: TensorView,
     op: object,
@@ -242,7 +248,7 @@ def _host_allreduce_block(
 
 
 def _allreduce_pieces(
-    context: RankContext,
+    context: RankOps,
     elements: TensorView,
     signal: TensorView,
     op: object,
@@ -261,7 +267,7 @@ def _allreduce_pieces(
 
 
 def allreduce_ring(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     data: TensorView,
     signal: TensorView,
@@ -309,7 +315,7 @@ def ring_bounds(data: TensorView, ranks: int) -> list[int]:
 
 
 def _incore_ring(
-    context: RankContext, data: TensorView, signal: TensorView, op: object, label: str
+    context: RankOps, data: TensorView, signal: TensorView, op: object, label: str
 ) -> None:
     """Reduce-scatter step s (row s-1) combines the left rank's segment (me-s-1) mod N
     into the own one, allgather step s (row N-2+s) copies its segment (me-s) mod N.
@@ -345,7 +351,7 @@ def _row_cells(signal: TensorView, signal_row: int) -> CellOf:
 
 
 def _ring_receive(
-    context: RankContext,
+    context: RankOps,
     elements: TensorView,
     part: Region | None,
     reduce: Reducer | None,
@@ -364,7 +370,7 @@ def _ring_receive(
     return np.asarray(reduce(own, received)).astype(elements.dtype.compute)
 
 
-def _host_ring(context: RankContext, elements: TensorView, signal: TensorView, label: str) -> None:
+def _host_ring(context: RankOps, elements: TensorView, signal: TensorView, label: str) -> None:
     """Per round j a barrier on row j; reduce-scatter step s adds the left rank's chunk
     (me-s-1) mod N into the own one, allgather step s copies the left rank's chunk
     (me-s) mod N; a return barrier on row 2(N-1); -1 on every row (docs/model.md)."""
@@ -392,7 +398,7 @@ def _host_ring(context: RankContext, elements: TensorView, signal: TensorView, l
 
 
 def broadcast(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     data: TensorView,
     signal: TensorView,
@@ -420,9 +426,7 @@ def broadcast(
     epilogue(context, signal, len(tiles), cells, label)
 
 
-def _copy_from(
-    context: RankContext, data: TensorView, owner: int, region: Region, label: str
-) -> None:
+def _copy_from(context: RankOps, data: TensorView, owner: int, region: Region, label: str) -> None:
     """`owner`'s `region` of `data` into this rank's (the root re-stores its own)."""
     offsets, extent = region
     values, _ = context.load(data, owner, offsets, extent, label)
@@ -434,7 +438,7 @@ def _first_row(view: TensorView) -> Region:
 
 
 def allgather(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     local: TensorView,
     target: TensorView,
@@ -454,7 +458,7 @@ def allgather(
 
 
 def allgather_into(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     local: TensorView,
     target: TensorView,
@@ -480,7 +484,7 @@ def allgather_into(
 
 
 def reduce_scatter(
-    context: RankContext, lowering: Lowering, target: TensorView, signal: TensorView, label: str
+    context: RankOps, lowering: Lowering, target: TensorView, signal: TensorView, label: str
 ) -> None:
     """B1; reduce row `me` over the ranks; B2; -2. The InCore sequence stores after B2,
     the host kernel before it, and returns at once when target has fewer than N rows."""
@@ -500,7 +504,7 @@ def reduce_scatter(
 
 
 def all_to_all(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     source: TensorView,
     target: TensorView,
@@ -524,7 +528,7 @@ def all_to_all(
 
 
 def all_to_all_into(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     source: TensorView,
     target: TensorView,
@@ -548,7 +552,7 @@ def all_to_all_into(
 
 
 def all_to_all_v(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     source: TensorView,
     target: TensorView,
@@ -581,7 +585,7 @@ def all_to_all_v(
 
 
 def _publish_count(
-    context: RankContext,
+    context: RankOps,
     destination: int,
     block: int,
     send_counts: TensorView,
