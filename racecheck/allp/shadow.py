@@ -199,13 +199,9 @@ class Surface:
         return signal
 
     def broadcast(self, data: object, signal: object, *, root: object = 0) -> object:
-        data_view, signal_view = as_window(data), as_window(signal)
-        self._generation(signal_view)
-        if self.rank() != root:
-            whole = ([0] * len(data_view.shape), list(data_view.shape))
-            self._access(Effect.READ, data_view, to_expr(root), *whole)
-            self._access(Effect.WRITE, data_view, self._local_owner(data_view), *whole)
-        self._epilogue(signal_view)
+        root_rank = self.tracer.sym(to_expr(root))
+        label = "pld.tensor.broadcast"
+        lowering.incore_broadcast(self.ops, as_window(data), as_window(signal), root_rank, label)
         return data
 
     def allgather(

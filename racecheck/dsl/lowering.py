@@ -21,7 +21,7 @@ import itertools
 import math
 from collections.abc import Callable
 from enum import Enum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -55,7 +55,7 @@ REDUCERS: dict[ReduceOp, Reducer] = {
 Region = tuple[list[int], list[int]]  # offsets, extent
 CellOf = Callable[[int], list[int]]  # the cell a rank announces itself in
 Dim = TypeVar("Dim")  # an extent: int, or an expression in the all-P tracer
-View = TypeVar("View", bound=Shaped[object])
+View = TypeVar("View", bound=Shaped[Any])  # a TensorView, or a symbolic view
 
 
 # ---------------------------------------------------------------------------- signals
@@ -108,7 +108,7 @@ def mesh_cells(signal: Shaped[object]) -> Callable[[Index], list[Index | int]]:
 # ---------------------------------------------------------------------------- regions
 
 
-def whole(view: TensorView) -> Region:
+def whole(view: Shaped[Dim]) -> tuple[list[int], list[Dim]]:
     return [0] * view.ndim, list(view.shape)
 
 
@@ -405,32 +405,33 @@ def broadcast(
     root: int,
     label: str,
 ) -> None:
-    if not 0 <= root < context.ranks:
-        context.fail_bounds(f"{label}: root {root} is outside [0, {context.ranks})")
-    cells = mesh_cells(signal)
     if lowering is Lowering.INCORE:
-        generation(context, signal, 1, cells, label)
-        if context.rank != root:
-            _copy_from(context, data, root, whole(data), label)
-        epilogue(context, signal, 1, cells, label)
+        incore_broadcast(context, data, signal, root, label)
         return
+    context.require_rank(root, f"{label}: root")
+    cells = mesh_cells(signal)
     elements = flat(data)
     numel = elements.shape[0]
     tiles = [([start], [min(HOST_TILE, numel - start)]) for start in range(0, numel, HOST_TILE)]
     for number, tile in enumerate(tiles):
         if context.rank == root:
-            _copy_from(context, elements, root, tile, label)
+            context.get(elements, root, tile, label)  # the root re-stores its own tile
         generation(context, signal, 1 + number, cells, label)
         if context.rank != root:
-            _copy_from(context, elements, root, tile, label)
+            context.get(elements, root, tile, label)
     epilogue(context, signal, len(tiles), cells, label)
 
 
-def _copy_from(context: RankOps, data: TensorView, owner: int, region: Region, label: str) -> None:
-    """`owner`'s `region` of `data` into this rank's (the root re-stores its own)."""
-    offsets, extent = region
-    values, _ = context.load(data, owner, offsets, extent, label)
-    context.store(data, context.rank, offsets, values, label)
+def incore_broadcast(
+    ops: CollectiveOps[Index, Dim, View], data: View, signal: View, root: Index, label: str
+) -> None:
+    """B1; every rank but the root copies the root's data into its own; -1."""
+    ops.require_rank(root, f"{label}: root")
+    cells: Callable[[Index], list[Index | int]] = mesh_cells(signal)
+    generation(ops, signal, 1, cells, label)
+    if ops.rank != root:
+        ops.get(data, root, whole(data), label)
+    epilogue(ops, signal, 1, cells, label)
 
 
 def _first_row(view: TensorView) -> Region:
