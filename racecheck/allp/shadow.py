@@ -205,14 +205,24 @@ class Surface:
         return data
 
     def allgather(
-        self, local: object, target: object, signal: object, out: object = None
+        self,
+        local: object,
+        target: object,
+        signal: object,
+        out: object = None,
+        *,
+        defer: object = False,
     ) -> object:
         if out is not None:
             raise OutsideFragment("the four-argument pld.tensor.allgather is outside the fragment")
+        if defer:
+            raise OutsideFragment("pld.tensor.allgather(defer=True) waits unsigned (docs/model.md)")
         local_view, target_view = as_view(local), as_window(target)
-        self._scatter_rows(local_view, target_view, by_row=False)
-        self._generation(as_window(signal))
-        self._epilogue(as_window(signal))
+        label = "pld.tensor.allgather"
+        _require_separate(label, local_view, target_view)
+        lowering.allgather(
+            self.ops, Lowering.INCORE, local_view, target_view, as_window(signal), label
+        )
         return local if local_view.window else target
 
     def all_to_all(self, source: object, target: object, signal: object) -> object:
@@ -488,6 +498,13 @@ class Surface:
         **_: object,
     ) -> None:
         self._transfer(dst, peer, src, (dst_offsets, src_offsets, shape), push=False, atomic=None)
+
+
+def _require_separate(label: str, source: SymView, target: SymView) -> None:
+    """docs/guide.md: the source of allgather/all_to_all is not its target (the
+    co-simulation refuses such a call)."""
+    if source.memory == target.memory:
+        raise OutsideFragment(f"{label}: its source and target are views of one buffer")
 
 
 class TracedOps:

@@ -112,10 +112,10 @@ def whole(view: Shaped[Dim]) -> tuple[list[int], list[Dim]]:
     return [0] * view.ndim, list(view.shape)
 
 
-def row(view: TensorView, index: int) -> Region:
+def row(view: Shaped[Dim], index: Index) -> tuple[list[Index | int], list[Dim | int]]:
     if view.ndim == 1:
         return [index], [1]
-    return [index] + [0] * (view.ndim - 1), [1, *view.shape[1:]]
+    return [index, *[0] * (view.ndim - 1)], [1, *view.shape[1:]]
 
 
 def rows(view: TensorView, first: int, count: int) -> Region:
@@ -164,26 +164,6 @@ def reduce_over_ranks(
         values, _ = context.load(data, peer, offsets, extent, label)
         total = combine(total, values)
     return np.asarray(total).astype(data.dtype.compute)
-
-
-def _copy(
-    context: RankOps,
-    source: TensorView,
-    source_region: Region,
-    target: TensorView,
-    owner: int,
-    target_region: Region,
-    label: str,
-) -> None:
-    """A put: this rank's `source_region` into `owner`'s `target_region` of `target`."""
-    offsets, extent = source_region
-    values, _ = context.load(source, local_owner(source, context.rank), offsets, extent, label)
-    if values.size != math.prod(target_region[1]):
-        raise UnsupportedConstruct(
-            f"{label}: {list(extent)} elements of {source!r} do not fit "
-            f"{list(target_region[1])} of {target!r}"
-        )
-    context.store(target, owner, target_region[0], values.reshape(target_region[1]), label)
 
 
 # ---------------------------------------------------------------------------- builtins
@@ -434,28 +414,26 @@ def incore_broadcast(
     epilogue(ops, signal, 1, cells, label)
 
 
-def _first_row(view: TensorView) -> Region:
+def _first_row(view: Shaped[Dim]) -> tuple[list[int], list[Dim | int]]:
     return row(view, 0) if view.ndim > 1 else whole(view)
 
 
 def allgather(
-    context: RankOps,
+    ops: CollectiveOps[Index, Dim, View],
     lowering: Lowering,
-    local: TensorView,
-    target: TensorView,
-    signal: TensorView,
+    local: View,
+    target: View,
+    signal: View,
     label: str,
     cmp: WaitCmp = WaitCmp.GE,
 ) -> None:
     """Put `local[0, :]` into row `me` of every rank's target, self included; B1; -1.
     `defer=True` waits in B1 with `cmp` (unsigned, as `defer_wait` compares)."""
-    for destination in range(context.ranks):
-        _copy(
-            context, local, _first_row(local), target, destination, row(target, context.rank), label
-        )
-    cells = mesh_cells(signal)
-    generation(context, signal, 1, cells, label, cmp)
-    epilogue(context, signal, 1, cells, label)
+    for destination in ops.each_rank():
+        ops.put(local, _first_row(local), target, destination, row(target, ops.rank), label)
+    cells: Callable[[Index], list[Index | int]] = mesh_cells(signal)
+    generation(ops, signal, 1, cells, label, cmp)
+    epilogue(ops, signal, 1, cells, label)
 
 
 def allgather_into(
@@ -470,7 +448,7 @@ def allgather_into(
     """The four-argument intrinsic `allgather(local, target, signal, out)`: stage `local`
     into row `me` of the own target; B1; read row p of every target[p] into block p of
     the plain tensor `out` (row-major); -1."""
-    _copy(context, local, whole(local), target, context.rank, row(target, context.rank), label)
+    context.put(local, whole(local), target, context.rank, row(target, context.rank), label)
     cells = mesh_cells(signal)
     generation(context, signal, 1, cells, label)
     if math.prod(out.shape) != math.prod(target.shape):
@@ -514,8 +492,7 @@ def all_to_all(
 ) -> None:
     """Put `input[d, :]` into row `me` of rank d's target, for every d; B1; -1."""
     for destination in range(context.ranks):
-        _copy(
-            context,
+        context.put(
             source,
             row(source, destination),
             target,
@@ -540,7 +517,7 @@ def all_to_all_into(
     """The four-argument intrinsic `all_to_all(input, target, signal, out)`: stage
     `input` into the own target; B1; read row `me` of every target[s] into row s of the
     plain tensor `out`; B2, which keeps the next staging off rows still being read; -2."""
-    _copy(context, source, whole(source), target, context.rank, whole(target), label)
+    context.put(source, whole(source), target, context.rank, whole(target), label)
     cells = mesh_cells(signal)
     generation(context, signal, 1, cells, label)
     for source_rank in range(context.ranks):
@@ -571,8 +548,7 @@ def all_to_all_v(
         if counts:
             send_counts, recv_counts = counts
             _publish_count(context, destination, block, send_counts, recv_counts, label)
-        _copy(
-            context,
+        context.put(
             source,
             rows(source, destination * block, block),
             target,
