@@ -7,8 +7,9 @@ either records a template or leaves the fragment (`OutsideFragment`). The modell
 operations: `pld.rank/nranks/world_size/get_comm_ctx`, `alloc_window_buffer`,
 `window`, `pl.load/store` on windows and host rows, `remote_load/remote_store`,
 `notify`, `wait`, `put`, `get`, `pl.range`, element-wise tile arithmetic, and the
-builtin barrier, broadcast, allgather and all_to_all by their lowering. Memory and
-addresses live in `views`; DSL functions and programs in `functions`.
+builtin barrier, broadcast, allgather and all_to_all inside a kernel, by the one
+lowering the co-simulation runs too (`TracedOps` is its symbolic `CollectiveOps`).
+Memory and addresses live in `views`; DSL functions and programs in `functions`.
 """
 
 from __future__ import annotations
@@ -42,13 +43,11 @@ from racecheck.allp.views import (
     as_tile,
     as_view,
     as_window,
-    cell_offsets,
     exprs,
     host_dim,
     in_range,
     mul,
     product,
-    row_region,
     strides,
 )
 from racecheck.dsl import dist_ops, lowering
@@ -56,8 +55,6 @@ from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lowering import Lowering
 from racecheck.dsl.program import FunctionRole, _role_of
 from racecheck.dsl.types import AtomicType, DimExpr, TensorType
-from racecheck.dsl.types import NotifyOp as DslNotifyOp
-from racecheck.dsl.types import WaitCmp as DslWaitCmp
 from racecheck.events import NotifyOp, WaitCmp
 
 _TYPE_NAMES = frozenset(
@@ -190,9 +187,8 @@ class Surface:
 
     # --- builtin collectives ------------------------------------------------------------
 
-    # The builtins by their documented lowering (docs/model.md): one
-    # self-clearing barrier generation around their data movement, as the concrete
-    # co-simulation models them (racecheck/dsl/builtins.py).
+    # The builtins run the co-simulation's own InCore lowering (racecheck/dsl/lowering.py)
+    # through `TracedOps`; these check and convert their arguments only.
 
     def barrier(self, signal: object) -> object:
         lowering.barrier(self.ops, Lowering.INCORE, as_window(signal), label="pld.tensor.barrier")
@@ -225,45 +221,18 @@ class Surface:
         )
         return local if local_view.window else target
 
-    def all_to_all(self, source: object, target: object, signal: object) -> object:
+    def all_to_all(
+        self, source: object, target: object, signal: object, out: object = None
+    ) -> object:
+        if out is not None:
+            raise OutsideFragment("the four-argument pld.tensor.all_to_all is outside the fragment")
         source_view, target_view = as_view(source), as_window(target)
-        self._scatter_rows(source_view, target_view, by_row=True)
-        self._generation(as_window(signal))
-        self._epilogue(as_window(signal))
+        label = "pld.tensor.all_to_all"
+        _require_separate(label, source_view, target_view)
+        lowering.all_to_all(
+            self.ops, Lowering.INCORE, source_view, target_view, as_window(signal), label
+        )
         return source if source_view.window else target
-
-    def _others(self) -> Iterator[Sym]:
-        me = self.rank()
-        for other in self.tracer.loop(0, self.tracer.world(), 1):
-            if other != me:
-                yield other
-
-    def _generation(self, signal: SymView) -> None:
-        me = self.rank()
-        for peer in self._others():
-            self.notify(signal, peer, cell_offsets(signal, me), 1, op=DslNotifyOp.AtomicAdd)
-        for source in self._others():
-            self.wait(signal, cell_offsets(signal, source), 1, cmp=DslWaitCmp.Ge)
-
-    def _epilogue(self, signal: SymView) -> None:
-        me = self.rank()
-        for source in self._others():
-            self.notify(signal, me, cell_offsets(signal, source), -1, op=DslNotifyOp.AtomicAdd)
-
-    def _scatter_rows(self, source: SymView, target: SymView, *, by_row: bool) -> None:
-        """For every rank d: put `source` (or its row d) into row `me` of target[d]."""
-        me = self.rank()
-        offsets, extent = row_region(target, me)
-        for destination in self.tracer.loop(0, self.tracer.world(), 1):
-            region = (
-                row_region(source, destination)
-                if by_row
-                else ([0] * len(source.shape), list(source.shape))
-            )
-            if product(exprs(region[1])) != product(exprs(extent)):
-                raise OutsideFragment("a builtin's source row and target row differ in size")
-            self._access(Effect.READ, source, self._local_owner(source), *region)
-            self._access(Effect.WRITE, target, to_expr(destination), offsets, extent)
 
     # --- context ------------------------------------------------------------------------
 

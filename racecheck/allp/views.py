@@ -99,16 +99,6 @@ def in_range(value: Expr, low: Expr, high: Expr) -> Cond:
     return All((Cmp(Rel.LE, low, value), Cmp(Rel.LT, value, high)))
 
 
-def cell_offsets(view: SymView, index: object) -> list[object]:
-    """The signal cell `[index, 0, ...]` of a view."""
-    return [index] + [0] * (len(view.shape) - 1)
-
-
-def row_region(view: SymView, index: object) -> tuple[list[object], list[object]]:
-    """(offsets, extent) of row `index` of a view."""
-    return [index] + [0] * (len(view.shape) - 1), [1, *view.shape[1:]]
-
-
 def add(left: Expr, right: Expr) -> Expr:
     if isinstance(left, Const) and isinstance(right, Const):
         return Const(left.value + right.value)

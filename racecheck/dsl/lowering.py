@@ -483,26 +483,19 @@ def reduce_scatter(
 
 
 def all_to_all(
-    context: RankOps,
+    ops: CollectiveOps[Index, Dim, View],
     lowering: Lowering,
-    source: TensorView,
-    target: TensorView,
-    signal: TensorView,
+    source: View,
+    target: View,
+    signal: View,
     label: str,
 ) -> None:
     """Put `input[d, :]` into row `me` of rank d's target, for every d; B1; -1."""
-    for destination in range(context.ranks):
-        context.put(
-            source,
-            row(source, destination),
-            target,
-            destination,
-            row(target, context.rank),
-            label,
-        )
-    cells = mesh_cells(signal)
-    generation(context, signal, 1, cells, label)
-    epilogue(context, signal, 1, cells, label)
+    for destination in ops.each_rank():
+        ops.put(source, row(source, destination), target, destination, row(target, ops.rank), label)
+    cells: Callable[[Index], list[Index | int]] = mesh_cells(signal)
+    generation(ops, signal, 1, cells, label)
+    epilogue(ops, signal, 1, cells, label)
 
 
 def all_to_all_into(
