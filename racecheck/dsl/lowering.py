@@ -53,7 +53,7 @@ REDUCERS: dict[ReduceOp, Reducer] = {
 }
 
 Region = tuple[list[int], list[int]]  # offsets, extent
-CellOf = Callable[[int], list[int]]  # the cell a rank announces itself in
+CellOf = Callable[[Index], list[Index | int]]  # the cell a rank announces itself in
 Dim = TypeVar("Dim")  # an extent: int, or an expression in the all-P tracer
 View = TypeVar("View", bound=Shaped[Any])  # a TensorView, or a symbolic view
 
@@ -79,7 +79,7 @@ def generation(
     ops: CollectiveOps[Index, Dim, View],
     signal: View,
     expected: int,
-    cell_of: Callable[[Index], list[Index | int]],
+    cell_of: CellOf[Index],
     label: str,
     cmp: WaitCmp = WaitCmp.GE,
 ) -> None:
@@ -94,7 +94,7 @@ def epilogue(
     ops: CollectiveOps[Index, Dim, View],
     signal: View,
     total: int,
-    cell_of: Callable[[Index], list[Index | int]],
+    cell_of: CellOf[Index],
     label: str,
 ) -> None:
     for source in ops.peers():
@@ -172,7 +172,7 @@ def reduce_over_ranks(
 def barrier(
     ops: CollectiveOps[Index, Dim, View], lowering: Lowering, signal: View, label: str
 ) -> None:
-    cells: Callable[[Index], list[Index | int]] = mesh_cells(signal)
+    cells = mesh_cells(signal)
     generation(ops, signal, 1, cells, label)
     epilogue(ops, signal, 1, cells, label)
 
@@ -233,7 +233,7 @@ def _allreduce_pieces(
     signal: TensorView,
     op: object,
     pieces: list[Region],
-    cells: CellOf,
+    cells: CellOf[int],
     label: str,
 ) -> None:
     """B(1); per piece k: reduce it over the ranks, B(2+k), store the own piece;
@@ -326,7 +326,7 @@ def _incore_ring(
         epilogue(context, signal, 2 * chunks, _row_cells(signal, signal_row), label)
 
 
-def _row_cells(signal: TensorView, signal_row: int) -> CellOf:
+def _row_cells(signal: TensorView, signal_row: int) -> CellOf[int]:
     return lambda rank: lane_cell(signal, signal_row, rank)
 
 
@@ -407,7 +407,7 @@ def incore_broadcast(
 ) -> None:
     """B1; every rank but the root copies the root's data into its own; -1."""
     ops.require_rank(root, f"{label}: root")
-    cells: Callable[[Index], list[Index | int]] = mesh_cells(signal)
+    cells = mesh_cells(signal)
     generation(ops, signal, 1, cells, label)
     if ops.rank != root:
         ops.get(data, root, whole(data), label)
@@ -431,7 +431,7 @@ def allgather(
     `defer=True` waits in B1 with `cmp` (unsigned, as `defer_wait` compares)."""
     for destination in ops.each_rank():
         ops.put(local, _first_row(local), target, destination, row(target, ops.rank), label)
-    cells: Callable[[Index], list[Index | int]] = mesh_cells(signal)
+    cells = mesh_cells(signal)
     generation(ops, signal, 1, cells, label, cmp)
     epilogue(ops, signal, 1, cells, label)
 
@@ -493,7 +493,7 @@ def all_to_all(
     """Put `input[d, :]` into row `me` of rank d's target, for every d; B1; -1."""
     for destination in ops.each_rank():
         ops.put(source, row(source, destination), target, destination, row(target, ops.rank), label)
-    cells: Callable[[Index], list[Index | int]] = mesh_cells(signal)
+    cells = mesh_cells(signal)
     generation(ops, signal, 1, cells, label)
     epilogue(ops, signal, 1, cells, label)
 
