@@ -7,6 +7,12 @@ one signal barrier: for generation g each rank AtomicAdds 1 into the cell it own
 every peer and waits until each peer's cell in its own instance reaches g; an
 epilogue adds -total to those own cells, so the signal ends all-zero.
 
+The barrier, the InCore broadcast, allgather and all_to_all are written against
+`CollectiveOps` (racecheck/dsl/collective_ops.py): the co-simulation runs them on
+`RankOps`, the all-P tracer on symbolic ranks (racecheck/allp/shadow.py), so the
+tracer follows these sequences, not a copy of them. The other builtins take the
+co-simulation's `RankOps` only; the tracer refuses them.
+
 Every event carries the builtin's name as its label and the user's line of the call.
 Data moves with real values. Model boundaries: the host all-reduce's blocks run one
 after another (they share no cell and no element); transfers read exactly the
