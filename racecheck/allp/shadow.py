@@ -209,29 +209,35 @@ class Surface:
         *,
         defer: object = False,
     ) -> object:
-        if out is not None:
-            raise OutsideFragment("the four-argument pld.tensor.allgather is outside the fragment")
         if defer:
             raise OutsideFragment("pld.tensor.allgather(defer=True) waits unsigned (docs/model.md)")
-        local_view, target_view = as_view(local), as_window(target)
-        label = "pld.tensor.allgather"
-        _require_separate(label, local_view, target_view)
-        lowering.allgather(
-            self.ops, Lowering.INCORE, local_view, target_view, as_window(signal), label
+        return self._exchange(
+            "pld.tensor.allgather", lowering.allgather, local, target, signal, out
         )
-        return local if local_view.window else target
 
     def all_to_all(
         self, source: object, target: object, signal: object, out: object = None
     ) -> object:
-        if out is not None:
-            raise OutsideFragment("the four-argument pld.tensor.all_to_all is outside the fragment")
-        source_view, target_view = as_view(source), as_window(target)
         label = "pld.tensor.all_to_all"
-        _require_separate(label, source_view, target_view)
-        lowering.all_to_all(
-            self.ops, Lowering.INCORE, source_view, target_view, as_window(signal), label
-        )
+        return self._exchange(label, lowering.all_to_all, source, target, signal, out)
+
+    def _exchange(
+        self,
+        label: str,
+        lower: Callable[..., None],
+        source: object,
+        target: object,
+        signal: object,
+        out: object,
+    ) -> object:
+        """A builtin that puts `source` (or rows of it) into every rank's `target`."""
+        if out is not None:
+            raise OutsideFragment(f"the four-argument {label} is outside the fragment")
+        source_view, target_view = as_view(source), as_window(target)
+        if source_view.memory == target_view.memory:
+            # docs/guide.md: the source is not the target (the co-simulation refuses it)
+            raise OutsideFragment(f"{label}: its source and target are views of one buffer")
+        lower(self.ops, Lowering.INCORE, source_view, target_view, as_window(signal), label)
         return source if source_view.window else target
 
     # --- context ------------------------------------------------------------------------
@@ -467,13 +473,6 @@ class Surface:
         **_: object,
     ) -> None:
         self._transfer(dst, peer, src, (dst_offsets, src_offsets, shape), push=False, atomic=None)
-
-
-def _require_separate(label: str, source: SymView, target: SymView) -> None:
-    """docs/guide.md: the source of allgather/all_to_all is not its target (the
-    co-simulation refuses such a call)."""
-    if source.memory == target.memory:
-        raise OutsideFragment(f"{label}: its source and target are views of one buffer")
 
 
 class TracedOps:
