@@ -4,8 +4,9 @@ For the agreement test: a template stands for every event of every rank whose va
 of N, the rank and the loop indices satisfy its guard (each loop index bounded by
 its facts `low <= i < high`). Each instance becomes the key an event of the concrete
 trace has too — kind, memory, owner, bytes, notify value or wait threshold — and
-the two sides are compared as one multiset per rank, so the symbolic surface (the
-builtins' lowering included) and the concrete pipeline cannot silently disagree.
+the two sides are compared as one multiset per rank, so the symbolic surface and the
+concrete pipeline cannot silently disagree. The builtins both run one lowering
+(racecheck/dsl/lowering.py); this holds its two interpreters to the same events.
 Windows are named by allocation order (`windowK`), host tensors by parameter name.
 """
 

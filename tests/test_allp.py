@@ -459,6 +459,62 @@ def test_the_templates_at_a_given_p_are_the_events_of_the_concrete_run(name: str
         _agree(spec, range(3, 4))
 
 
+@pytest.mark.parametrize(
+    ("fixture", "program"),
+    [
+        ("incore_builtins.py", "build_barrier"),
+        ("builtin_collectives.py", "build_broadcast"),
+        ("builtin_collectives.py", "build_allgather"),
+        ("incore_builtins.py", "build_all_to_all"),
+    ],
+)
+def test_each_builtin_the_tracer_follows_has_the_co_simulations_events(
+    fixture: str, program: str
+) -> None:
+    """Both sides run the one lowering of racecheck/dsl/lowering.py: the tracer's
+    templates of each builtin, instantiated at P, are the co-simulation's events."""
+    (spec,) = discover(load_file(str(FIXTURES / fixture)), programs=(program,))
+    assert prove_every_p(spec, 2).answer is Answer.PROVED
+    _agree(spec, range(2, 6))
+
+
+@pytest.mark.parametrize(
+    ("program", "builtin"),
+    [
+        ("build_barrier_then_kernel_allreduce", "barrier"),
+        ("build_broadcast", "broadcast"),
+        ("build_allgather", "allgather"),
+        ("build_all_to_all", "all_to_all"),
+    ],
+)
+def test_a_builtin_called_in_the_host_function_gets_no_all_p_answer(
+    program: str, builtin: str
+) -> None:
+    """Its host kernel (tiled, per device) is the co-simulation's only: the tracer
+    follows the InCore lowering inside a kernel and refuses the host call at its line."""
+    path = FIXTURES / "host_builtins.py"
+    (spec,) = discover(load_file(str(path)), programs=(program,))
+    outcome = prove_every_p(spec, 2)
+    assert outcome.answer is Answer.FALLBACK
+    lines = path.read_text().splitlines()
+    start = next(n for n, text in enumerate(lines) if text.startswith(f"def {program}("))
+    call = next(
+        number
+        for number, text in enumerate(lines[start:], start=start + 1)
+        if f"pld.tensor.{builtin}(" in text
+    )
+    assert outcome.reason.startswith("a per-rank operation outside a dispatch at ")
+    assert outcome.reason.endswith(f"host_builtins.py:{call}"), outcome.reason
+
+
+def test_a_builtin_whose_source_is_its_target_gets_no_all_p_answer() -> None:
+    """The co-simulation refuses the call (test_builtins.py); the tracer says why."""
+    (spec,) = discover(load_file(str(FIXTURES / "allgather_same_buffer.py")))
+    outcome = prove_every_p(spec, 2)
+    assert outcome.answer is Answer.FALLBACK
+    assert outcome.reason == "pld.tensor.allgather: its source and target are views of one buffer"
+
+
 @pytest.mark.slow
 def test_every_example_proved_for_every_p_has_the_concrete_events_at_each_p_up_to_6() -> None:
     for path, program in _proved_examples():

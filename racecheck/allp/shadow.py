@@ -7,8 +7,9 @@ either records a template or leaves the fragment (`OutsideFragment`). The modell
 operations: `pld.rank/nranks/world_size/get_comm_ctx`, `alloc_window_buffer`,
 `window`, `pl.load/store` on windows and host rows, `remote_load/remote_store`,
 `notify`, `wait`, `put`, `get`, `pl.range`, element-wise tile arithmetic, and the
-builtin barrier, broadcast, allgather and all_to_all by their lowering. Memory and
-addresses live in `views`; DSL functions and programs in `functions`.
+builtin barrier, broadcast, allgather and all_to_all inside a kernel, by the one
+lowering the co-simulation runs too (`TracedOps` is its symbolic `CollectiveOps`).
+Memory and addresses live in `views`; DSL functions and programs in `functions`.
 """
 
 from __future__ import annotations
@@ -42,21 +43,19 @@ from racecheck.allp.views import (
     as_tile,
     as_view,
     as_window,
-    cell_offsets,
     exprs,
     host_dim,
     in_range,
     mul,
     product,
-    row_region,
     strides,
 )
-from racecheck.dsl import dist_ops
+from racecheck.dsl import dist_ops, lowering
 from racecheck.dsl.dtypes import DType
+from racecheck.dsl.lowering import Lowering
 from racecheck.dsl.program import FunctionRole, _role_of
 from racecheck.dsl.types import AtomicType, DimExpr, TensorType
-from racecheck.dsl.types import NotifyOp as DslNotifyOp
-from racecheck.dsl.types import WaitCmp as DslWaitCmp
+from racecheck.events import NotifyOp, WaitCmp
 
 _TYPE_NAMES = frozenset(
     {
@@ -77,6 +76,7 @@ class Surface:
         self.rank_dims: frozenset[str] = frozenset()  # pl.dynamic names bound to N
         self.dispatched = False
         self.kernel_calls = 0
+        self.ops = TracedOps(self)
         self.pl = _Namespace("pl", real_pl, self._pl_members())
         self.pld = _Namespace("pld", real_pld, self._pld_members())
 
@@ -187,76 +187,58 @@ class Surface:
 
     # --- builtin collectives ------------------------------------------------------------
 
-    # The builtins by their documented lowering (docs/model.md): one
-    # self-clearing barrier generation around their data movement, as the concrete
-    # co-simulation models them (racecheck/dsl/builtins.py).
+    # The builtins run the co-simulation's own InCore lowering (racecheck/dsl/lowering.py)
+    # through `TracedOps`; these check and convert their arguments only.
 
     def barrier(self, signal: object) -> object:
-        view = as_window(signal)
-        self._generation(view)
-        self._epilogue(view)
+        lowering.barrier(self.ops, Lowering.INCORE, as_window(signal), label="pld.tensor.barrier")
         return signal
 
     def broadcast(self, data: object, signal: object, *, root: object = 0) -> object:
-        data_view, signal_view = as_window(data), as_window(signal)
-        self._generation(signal_view)
-        if self.rank() != root:
-            whole = ([0] * len(data_view.shape), list(data_view.shape))
-            self._access(Effect.READ, data_view, to_expr(root), *whole)
-            self._access(Effect.WRITE, data_view, self._local_owner(data_view), *whole)
-        self._epilogue(signal_view)
+        root_rank = self.tracer.sym(to_expr(root))
+        label = "pld.tensor.broadcast"
+        lowering.incore_broadcast(self.ops, as_window(data), as_window(signal), root_rank, label)
         return data
 
     def allgather(
-        self, local: object, target: object, signal: object, out: object = None
+        self,
+        local: object,
+        target: object,
+        signal: object,
+        out: object = None,
+        *,
+        defer: object = False,
     ) -> object:
+        if defer:
+            raise OutsideFragment("pld.tensor.allgather(defer=True) waits unsigned (docs/model.md)")
+        return self._exchange(
+            "pld.tensor.allgather", lowering.allgather, local, target, signal, out
+        )
+
+    def all_to_all(
+        self, source: object, target: object, signal: object, out: object = None
+    ) -> object:
+        label = "pld.tensor.all_to_all"
+        return self._exchange(label, lowering.all_to_all, source, target, signal, out)
+
+    def _exchange(
+        self,
+        label: str,
+        lower: Callable[..., None],
+        source: object,
+        target: object,
+        signal: object,
+        out: object,
+    ) -> object:
+        """A builtin that puts `source` (or rows of it) into every rank's `target`."""
         if out is not None:
-            raise OutsideFragment("the four-argument pld.tensor.allgather is outside the fragment")
-        local_view, target_view = as_view(local), as_window(target)
-        self._scatter_rows(local_view, target_view, by_row=False)
-        self._generation(as_window(signal))
-        self._epilogue(as_window(signal))
-        return local if local_view.window else target
-
-    def all_to_all(self, source: object, target: object, signal: object) -> object:
+            raise OutsideFragment(f"the four-argument {label} is outside the fragment")
         source_view, target_view = as_view(source), as_window(target)
-        self._scatter_rows(source_view, target_view, by_row=True)
-        self._generation(as_window(signal))
-        self._epilogue(as_window(signal))
+        if source_view.memory == target_view.memory:
+            # docs/guide.md: the source is not the target (the co-simulation refuses it)
+            raise OutsideFragment(f"{label}: its source and target are views of one buffer")
+        lower(self.ops, Lowering.INCORE, source_view, target_view, as_window(signal), label)
         return source if source_view.window else target
-
-    def _others(self) -> Iterator[Sym]:
-        me = self.rank()
-        for other in self.tracer.loop(0, self.tracer.world(), 1):
-            if other != me:
-                yield other
-
-    def _generation(self, signal: SymView) -> None:
-        me = self.rank()
-        for peer in self._others():
-            self.notify(signal, peer, cell_offsets(signal, me), 1, op=DslNotifyOp.AtomicAdd)
-        for source in self._others():
-            self.wait(signal, cell_offsets(signal, source), 1, cmp=DslWaitCmp.Ge)
-
-    def _epilogue(self, signal: SymView) -> None:
-        me = self.rank()
-        for source in self._others():
-            self.notify(signal, me, cell_offsets(signal, source), -1, op=DslNotifyOp.AtomicAdd)
-
-    def _scatter_rows(self, source: SymView, target: SymView, *, by_row: bool) -> None:
-        """For every rank d: put `source` (or its row d) into row `me` of target[d]."""
-        me = self.rank()
-        offsets, extent = row_region(target, me)
-        for destination in self.tracer.loop(0, self.tracer.world(), 1):
-            region = (
-                row_region(source, destination)
-                if by_row
-                else ([0] * len(source.shape), list(source.shape))
-            )
-            if product(exprs(region[1])) != product(exprs(extent)):
-                raise OutsideFragment("a builtin's source row and target row differ in size")
-            self._access(Effect.READ, source, self._local_owner(source), *region)
-            self._access(Effect.WRITE, target, to_expr(destination), offsets, extent)
 
     # --- context ------------------------------------------------------------------------
 
@@ -410,11 +392,16 @@ class Surface:
         self, target: object, peer: object, offsets: Sequence[object], value: object, *, op: object
     ) -> None:
         view = as_window(target)
-        footprint = self._footprint(view, to_expr(peer), offsets, [1] * len(view.shape))
         event_op = dist_ops.NOTIFY_OPS.get(op)  # type: ignore[call-overload]
         if event_op is None:
             raise OutsideFragment(f"notify op {op!r}")
-        self.tracer.event(Effect.NOTIFY, footprint, notify_op=event_op, value=to_expr(value))
+        self._notify(view, peer, offsets, value, event_op)
+
+    def _notify(
+        self, view: SymView, peer: object, offsets: Sequence[object], value: object, op: NotifyOp
+    ) -> None:
+        footprint = self._footprint(view, to_expr(peer), offsets, [1] * len(view.shape))
+        self.tracer.event(Effect.NOTIFY, footprint, notify_op=op, value=to_expr(value))
 
     def wait(
         self,
@@ -428,12 +415,17 @@ class Surface:
         view = as_window(signal if signal is not None else target)
         if offsets is None or expected is None:
             raise OutsideFragment("pld.system.wait without offsets= or expected=")
-        owner = Var(self.tracer.rank_var())
-        footprint = self._footprint(view, owner, offsets, [1] * len(view.shape))
         event_cmp = dist_ops.WAIT_CMPS.get(cmp)  # type: ignore[call-overload]
         if event_cmp is None:
             raise OutsideFragment(f"wait cmp {cmp!r}")
-        self.tracer.event(Effect.WAIT, footprint, value=to_expr(expected), cmp=event_cmp)
+        self._wait(view, offsets, expected, event_cmp)
+
+    def _wait(
+        self, view: SymView, offsets: Sequence[object], expected: object, cmp: WaitCmp
+    ) -> None:
+        owner = Var(self.tracer.rank_var())
+        footprint = self._footprint(view, owner, offsets, [1] * len(view.shape))
+        self.tracer.event(Effect.WAIT, footprint, value=to_expr(expected), cmp=cmp)
 
     def _transfer(
         self, dst: object, peer: object, src: object, regions: tuple, *, push: bool, atomic: object
@@ -481,6 +473,76 @@ class Surface:
         **_: object,
     ) -> None:
         self._transfer(dst, peer, src, (dst_offsets, src_offsets, shape), push=False, atomic=None)
+
+
+class TracedOps:
+    """`CollectiveOps` in the symbolic tracer: the builtins' lowering
+    (racecheck/dsl/lowering.py) run with the rank and N symbolic, each operation
+    recording its event templates on the surface's tracer. A loop over the ranks is
+    one symbolic iteration (as a `pl.range` is), so the lowering carries nothing from
+    one iteration to the next."""
+
+    def __init__(self, surface: Surface) -> None:
+        self.surface = surface
+        self.tracer = surface.tracer
+
+    @property
+    def rank(self) -> Sym:
+        return self.surface.rank()
+
+    def peers(self) -> Iterator[Sym]:
+        me = self.rank
+        for other in self.tracer.loop(0, self.tracer.world(), 1):
+            if other != me:
+                yield other
+
+    def each_rank(self) -> Iterator[Sym]:
+        return self.tracer.loop(0, self.tracer.world(), 1)
+
+    def notify(
+        self,
+        view: SymView,
+        peer: Sym,
+        offsets: Sequence[Sym | int],
+        value: int,
+        op: NotifyOp,
+        label: str,
+    ) -> None:
+        self.surface._notify(view, peer, offsets, value, op)
+
+    def wait(
+        self, view: SymView, offsets: Sequence[Sym | int], expected: int, cmp: WaitCmp, label: str
+    ) -> None:
+        self.surface._wait(view, offsets, expected, cmp)
+
+    def put(
+        self,
+        source: SymView,
+        source_region: tuple[Sequence[Sym | int], Sequence[Expr | int]],
+        target: SymView,
+        owner: Sym,
+        target_region: tuple[Sequence[Sym | int], Sequence[Expr | int]],
+        label: str,
+    ) -> None:
+        if product(exprs(source_region[1])) != product(exprs(target_region[1])):
+            raise OutsideFragment(f"{label}: its source and target regions differ in size")
+        surface = self.surface
+        surface._access(Effect.READ, source, surface._local_owner(source), *source_region)
+        surface._access(Effect.WRITE, target, to_expr(owner), *target_region)
+
+    def get(
+        self,
+        data: SymView,
+        owner: Sym,
+        region: tuple[Sequence[Sym | int], Sequence[Expr | int]],
+        label: str,
+    ) -> None:
+        surface = self.surface
+        surface._access(Effect.READ, data, to_expr(owner), *region)
+        surface._access(Effect.WRITE, data, surface._local_owner(data), *region)
+
+    def require_rank(self, index: Sym, what: str) -> None:
+        self.tracer.check(in_range(to_expr(index), Const(0), Var(WORLD)), what)
 
 
 class _Namespace:

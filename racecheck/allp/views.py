@@ -42,6 +42,10 @@ class SymView:
     dtype: DType
     checks: tuple[Cond, ...] = ()  # row selections this view was cut with
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
     def __getitem__(self, index: object) -> SymView:
         if not self.shape or isinstance(index, (tuple, slice)):
             raise OutsideFragment("only x[r] (one leading row) of a host tensor is followed")
@@ -93,16 +97,6 @@ def exprs(values: Sequence[object]) -> tuple[Expr, ...]:
 
 def in_range(value: Expr, low: Expr, high: Expr) -> Cond:
     return All((Cmp(Rel.LE, low, value), Cmp(Rel.LT, value, high)))
-
-
-def cell_offsets(view: SymView, index: object) -> list[object]:
-    """The signal cell `[index, 0, ...]` of a view."""
-    return [index] + [0] * (len(view.shape) - 1)
-
-
-def row_region(view: SymView, index: object) -> tuple[list[object], list[object]]:
-    """(offsets, extent) of row `index` of a view."""
-    return [index] + [0] * (len(view.shape) - 1), [1, *view.shape[1:]]
 
 
 def add(left: Expr, right: Expr) -> Expr:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck.dsl import lanes, lowering, scopes
+from racecheck.dsl.collective_ops import RankOps
 from racecheck.dsl.context import HostContext, current, is_rank_context, rank_context
 from racecheck.dsl.dist_ops import _window, window
 from racecheck.dsl.dtypes import INT32
@@ -47,12 +48,17 @@ def _host() -> HostContext | None:
     return context  # type: ignore[return-value]
 
 
+def _rank_ops(label: str, window: TensorView) -> RankOps:
+    """The calling rank, numbered within `window`'s group, as the lowering runs on it."""
+    return RankOps(in_group(rank_context(label), window))
+
+
 def _on_rank(
     where: SourceLocation, label: str, lower: Lower, *operands: Any, **options: Any
 ) -> None:
     """One device's dispatch of a host builtin: its kernel, at the host call's line."""
     with pinned(where):
-        context = in_group(rank_context(label), operands[0])
+        context = _rank_ops(label, operands[0])
         lower(context, lowering.Lowering.HOST, *operands, label=label, **options)
 
 
@@ -74,7 +80,7 @@ def _launch(
         return
     if host is None:
         lanes.note_comm(label)
-        context = in_group(rank_context(label), window)
+        context = _rank_ops(label, window)
         lower(context, lowering.Lowering.INCORE, *operands, label=label, **options)
         return
     if host.ranks > HOST_MAX_RANKS:
@@ -128,7 +134,7 @@ def _chip_task(
             "kernel or in the host function"
         )
     where = user_location()
-    context = in_group(rank_context(label), window)
+    context = _rank_ops(label, window)
 
     def body() -> None:
         with pinned(where):

@@ -7,6 +7,12 @@ one signal barrier: for generation g each rank AtomicAdds 1 into the cell it own
 every peer and waits until each peer's cell in its own instance reaches g; an
 epilogue adds -total to those own cells, so the signal ends all-zero.
 
+The barrier, the InCore broadcast, allgather and all_to_all are written against
+`CollectiveOps` (racecheck/dsl/collective_ops.py): the co-simulation runs them on
+`RankOps`, the all-P tracer on symbolic ranks (racecheck/allp/shadow.py), so the
+tracer follows these sequences, not a copy of them. The other builtins take the
+co-simulation's `RankOps` only; the tracer refuses them.
+
 Every event carries the builtin's name as its label and the user's line of the call.
 Data moves with real values. Model boundaries: the blocks of the host all-reduce and
 all_to_all_v run one after another (they share no cell and no element written);
@@ -21,9 +27,11 @@ import itertools
 import math
 from collections.abc import Callable
 from enum import Enum
+from typing import Any, TypeVar
 
 import numpy as np
 
+from racecheck.dsl.collective_ops import CollectiveOps, Index, RankOps, Shaped
 from racecheck.dsl.context import RankContext
 from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import user_location
@@ -52,21 +60,19 @@ REDUCERS: dict[ReduceOp, Reducer] = {
 }
 
 Region = tuple[list[int], list[int]]  # offsets, extent
-CellOf = Callable[[int], list[int]]  # the cell a rank announces itself in
+CellOf = Callable[[Index], list[Index | int]]  # the cell a rank announces itself in
+Dim = TypeVar("Dim")  # an extent: int, or an expression in the all-P tracer
+View = TypeVar("View", bound=Shaped[Any])  # a TensorView, or a symbolic view
 
 
 # ---------------------------------------------------------------------------- signals
 
 
-def lane_cell(signal: TensorView, row: int, lane: int = 0) -> list[int]:
+def lane_cell(signal: Shaped[object], row: Index, lane: int = 0) -> list[Index | int]:
     """Cell `[row, lane]` of a `[W, stride]` signal, or `[row]` of a flat one."""
     if signal.ndim == 1:
-        return [row + lane]
-    return [row, lane] + [0] * (signal.ndim - 2)
-
-
-def _peers(context: RankContext) -> list[int]:
-    return [other for other in range(context.ranks) if other != context.rank]
+        return [row + lane]  # type: ignore[operator]  # an int or a symbolic integer
+    return [row, lane, *[0] * (signal.ndim - 2)]
 
 
 def returns_at_once(context: RankContext, why: str) -> None:
@@ -77,42 +83,46 @@ def returns_at_once(context: RankContext, why: str) -> None:
 
 
 def generation(
-    context: RankContext,
-    signal: TensorView,
+    ops: CollectiveOps[Index, Dim, View],
+    signal: View,
     expected: int,
-    cell_of: CellOf,
+    cell_of: CellOf[Index],
     label: str,
     cmp: WaitCmp = WaitCmp.GE,
 ) -> None:
     """Announce to every peer, then wait for every peer's announcement to reach `expected`."""
-    for peer in _peers(context):
-        context.notify(signal, peer, cell_of(context.rank), 1, NotifyOp.ATOMIC_ADD, label)
-    for source in _peers(context):
-        context.wait(signal, cell_of(source), expected, cmp, label)
+    for peer in ops.peers():
+        ops.notify(signal, peer, cell_of(ops.rank), 1, NotifyOp.ATOMIC_ADD, label)
+    for source in ops.peers():
+        ops.wait(signal, cell_of(source), expected, cmp, label)
 
 
 def epilogue(
-    context: RankContext, signal: TensorView, total: int, cell_of: CellOf, label: str
+    ops: CollectiveOps[Index, Dim, View],
+    signal: View,
+    total: int,
+    cell_of: CellOf[Index],
+    label: str,
 ) -> None:
-    for source in _peers(context):
-        context.notify(signal, context.rank, cell_of(source), -total, NotifyOp.ATOMIC_ADD, label)
+    for source in ops.peers():
+        ops.notify(signal, ops.rank, cell_of(source), -total, NotifyOp.ATOMIC_ADD, label)
 
 
-def mesh_cells(signal: TensorView) -> CellOf:
+def mesh_cells(signal: Shaped[object]) -> Callable[[Index], list[Index | int]]:
     return lambda rank: lane_cell(signal, rank)
 
 
 # ---------------------------------------------------------------------------- regions
 
 
-def whole(view: TensorView) -> Region:
+def whole(view: Shaped[Dim]) -> tuple[list[int], list[Dim]]:
     return [0] * view.ndim, list(view.shape)
 
 
-def row(view: TensorView, index: int) -> Region:
+def row(view: Shaped[Dim], index: Index) -> tuple[list[Index | int], list[Dim | int]]:
     if view.ndim == 1:
         return [index], [1]
-    return [index] + [0] * (view.ndim - 1), [1, *view.shape[1:]]
+    return [index, *[0] * (view.ndim - 1)], [1, *view.shape[1:]]
 
 
 def rows(view: TensorView, first: int, count: int) -> Region:
@@ -151,49 +161,31 @@ def _reducer(op: object, label: str) -> Reducer:
 
 
 def reduce_over_ranks(
-    context: RankContext, data: TensorView, region: Region, op: object, label: str
+    context: RankOps, data: TensorView, region: Region, op: object, label: str
 ) -> np.ndarray:
     """Own values of `region` combined with every peer's, in rank order of the peers."""
     combine = _reducer(op, label)
     offsets, extent = region
     total, _ = context.load(data, context.rank, offsets, extent, label)
-    for peer in _peers(context):
+    for peer in context.peers():
         values, _ = context.load(data, peer, offsets, extent, label)
         total = combine(total, values)
     return np.asarray(total).astype(data.dtype.compute)
 
 
-def _copy(
-    context: RankContext,
-    source: TensorView,
-    source_region: Region,
-    target: TensorView,
-    owner: int,
-    target_region: Region,
-    label: str,
-) -> None:
-    """A put: this rank's `source_region` into `owner`'s `target_region` of `target`."""
-    offsets, extent = source_region
-    values, _ = context.load(source, local_owner(source, context.rank), offsets, extent, label)
-    if values.size != math.prod(target_region[1]):
-        raise UnsupportedConstruct(
-            f"{label}: {list(extent)} elements of {source!r} do not fit "
-            f"{list(target_region[1])} of {target!r}"
-        )
-    context.store(target, owner, target_region[0], values.reshape(target_region[1]), label)
-
-
 # ---------------------------------------------------------------------------- builtins
 
 
-def barrier(context: RankContext, lowering: Lowering, signal: TensorView, label: str) -> None:
+def barrier(
+    ops: CollectiveOps[Index, Dim, View], lowering: Lowering, signal: View, label: str
+) -> None:
     cells = mesh_cells(signal)
-    generation(context, signal, 1, cells, label)
-    epilogue(context, signal, 1, cells, label)
+    generation(ops, signal, 1, cells, label)
+    epilogue(ops, signal, 1, cells, label)
 
 
 def allreduce_mesh(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     data: TensorView,
     signal: TensorView,
@@ -211,7 +203,7 @@ def allreduce_mesh(
 
 
 def _incore_allreduce_mesh(
-    context: RankContext, data: TensorView, signal: TensorView, op: object, label: str
+    context: RankOps, data: TensorView, signal: TensorView, op: object, label: str
 ) -> None:
     """Chunks of `chunk_width` elements on the cells [me, 0] (docs/model.md)."""
     elements = flat(data)
@@ -220,7 +212,7 @@ def _incore_allreduce_mesh(
 
 
 def _host_allreduce_block(
-    context: RankContext,
+    context: RankOps,
     data: TensorView,
     signal: TensorView,
     op: object,
@@ -243,12 +235,12 @@ def _host_allreduce_block(
 
 
 def _allreduce_pieces(
-    context: RankContext,
+    context: RankOps,
     elements: TensorView,
     signal: TensorView,
     op: object,
     pieces: list[Region],
-    cells: CellOf,
+    cells: CellOf[int],
     label: str,
 ) -> None:
     """B(1); per piece k: reduce it over the ranks, B(2+k), store the own piece;
@@ -262,7 +254,7 @@ def _allreduce_pieces(
 
 
 def allreduce_ring(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     data: TensorView,
     signal: TensorView,
@@ -310,7 +302,7 @@ def ring_bounds(data: TensorView, ranks: int) -> list[int]:
 
 
 def _incore_ring(
-    context: RankContext, data: TensorView, signal: TensorView, op: object, label: str
+    context: RankOps, data: TensorView, signal: TensorView, op: object, label: str
 ) -> None:
     """Reduce-scatter step s (row s-1) combines the left rank's segment (me-s-1) mod N
     into the own one, allgather step s (row N-2+s) copies its segment (me-s) mod N.
@@ -341,12 +333,12 @@ def _incore_ring(
         epilogue(context, signal, 2 * chunks, _row_cells(signal, signal_row), label)
 
 
-def _row_cells(signal: TensorView, signal_row: int) -> CellOf:
+def _row_cells(signal: TensorView, signal_row: int) -> CellOf[int]:
     return lambda rank: lane_cell(signal, signal_row, rank)
 
 
 def _ring_receive(
-    context: RankContext,
+    context: RankOps,
     elements: TensorView,
     part: Region | None,
     reduce: Reducer | None,
@@ -365,7 +357,7 @@ def _ring_receive(
     return np.asarray(reduce(own, received)).astype(elements.dtype.compute)
 
 
-def _host_ring(context: RankContext, elements: TensorView, signal: TensorView, label: str) -> None:
+def _host_ring(context: RankOps, elements: TensorView, signal: TensorView, label: str) -> None:
     """Per round j a barrier on row j; reduce-scatter step s adds the left rank's chunk
     (me-s-1) mod N into the own one, allgather step s copies the left rank's chunk
     (me-s) mod N; a return barrier on row 2(N-1); -1 on every row (docs/model.md)."""
@@ -393,69 +385,66 @@ def _host_ring(context: RankContext, elements: TensorView, signal: TensorView, l
 
 
 def broadcast(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     data: TensorView,
     signal: TensorView,
     root: int,
     label: str,
 ) -> None:
-    if not 0 <= root < context.ranks:
-        context.fail_bounds(f"{label}: root {root} is outside [0, {context.ranks})")
-    cells = mesh_cells(signal)
     if lowering is Lowering.INCORE:
-        generation(context, signal, 1, cells, label)
-        if context.rank != root:
-            _copy_from(context, data, root, whole(data), label)
-        epilogue(context, signal, 1, cells, label)
+        incore_broadcast(context, data, signal, root, label)
         return
+    context.require_rank(root, f"{label}: root")
+    cells = mesh_cells(signal)
     elements = flat(data)
     numel = elements.shape[0]
     tiles = [([start], [min(HOST_TILE, numel - start)]) for start in range(0, numel, HOST_TILE)]
     for number, tile in enumerate(tiles):
         if context.rank == root:
-            _copy_from(context, elements, root, tile, label)
+            context.get(elements, root, tile, label)  # the root re-stores its own tile
         generation(context, signal, 1 + number, cells, label)
         if context.rank != root:
-            _copy_from(context, elements, root, tile, label)
+            context.get(elements, root, tile, label)
     epilogue(context, signal, len(tiles), cells, label)
 
 
-def _copy_from(
-    context: RankContext, data: TensorView, owner: int, region: Region, label: str
+def incore_broadcast(
+    ops: CollectiveOps[Index, Dim, View], data: View, signal: View, root: Index, label: str
 ) -> None:
-    """`owner`'s `region` of `data` into this rank's (the root re-stores its own)."""
-    offsets, extent = region
-    values, _ = context.load(data, owner, offsets, extent, label)
-    context.store(data, context.rank, offsets, values, label)
+    """B1; every rank but the root copies the root's data into its own; -1."""
+    ops.require_rank(root, f"{label}: root")
+    cells = mesh_cells(signal)
+    generation(ops, signal, 1, cells, label)
+    if ops.rank != root:
+        ops.get(data, root, whole(data), label)
+    epilogue(ops, signal, 1, cells, label)
 
 
-def _first_row(view: TensorView) -> Region:
+def _first_row(view: Shaped[Dim]) -> tuple[list[int], list[Dim | int]]:
     return row(view, 0) if view.ndim > 1 else whole(view)
 
 
 def allgather(
-    context: RankContext,
+    ops: CollectiveOps[Index, Dim, View],
     lowering: Lowering,
-    local: TensorView,
-    target: TensorView,
-    signal: TensorView,
+    local: View,
+    target: View,
+    signal: View,
     label: str,
     cmp: WaitCmp = WaitCmp.GE,
 ) -> None:
     """Put `local[0, :]` into row `me` of every rank's target, self included; B1; -1.
     `defer=True` waits in B1 with `cmp` (unsigned, as `defer_wait` compares)."""
-    for destination in range(context.ranks):
-        _copy(
-            context, local, _first_row(local), target, destination, row(target, context.rank), label
-        )
+    for destination in ops.each_rank():
+        ops.put(local, _first_row(local), target, destination, row(target, ops.rank), label)
     cells = mesh_cells(signal)
-    generation(context, signal, 1, cells, label, cmp)
-    epilogue(context, signal, 1, cells, label)
+    generation(ops, signal, 1, cells, label, cmp)
+    epilogue(ops, signal, 1, cells, label)
 
 
 def allgather_into(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     local: TensorView,
     target: TensorView,
@@ -466,7 +455,7 @@ def allgather_into(
     """The four-argument intrinsic `allgather(local, target, signal, out)`: stage `local`
     into row `me` of the own target; B1; read row p of every target[p] into block p of
     the plain tensor `out` (row-major); -1."""
-    _copy(context, local, whole(local), target, context.rank, row(target, context.rank), label)
+    context.put(local, whole(local), target, context.rank, row(target, context.rank), label)
     cells = mesh_cells(signal)
     generation(context, signal, 1, cells, label)
     if math.prod(out.shape) != math.prod(target.shape):
@@ -481,7 +470,7 @@ def allgather_into(
 
 
 def reduce_scatter(
-    context: RankContext, lowering: Lowering, target: TensorView, signal: TensorView, label: str
+    context: RankOps, lowering: Lowering, target: TensorView, signal: TensorView, label: str
 ) -> None:
     """B1; reduce row `me` over the ranks; B2; -2. The InCore sequence stores after B2,
     the host kernel before it, and returns at once when target has fewer than N rows."""
@@ -501,31 +490,23 @@ def reduce_scatter(
 
 
 def all_to_all(
-    context: RankContext,
+    ops: CollectiveOps[Index, Dim, View],
     lowering: Lowering,
-    source: TensorView,
-    target: TensorView,
-    signal: TensorView,
+    source: View,
+    target: View,
+    signal: View,
     label: str,
 ) -> None:
     """Put `input[d, :]` into row `me` of rank d's target, for every d; B1; -1."""
-    for destination in range(context.ranks):
-        _copy(
-            context,
-            source,
-            row(source, destination),
-            target,
-            destination,
-            row(target, context.rank),
-            label,
-        )
+    for destination in ops.each_rank():
+        ops.put(source, row(source, destination), target, destination, row(target, ops.rank), label)
     cells = mesh_cells(signal)
-    generation(context, signal, 1, cells, label)
-    epilogue(context, signal, 1, cells, label)
+    generation(ops, signal, 1, cells, label)
+    epilogue(ops, signal, 1, cells, label)
 
 
 def all_to_all_into(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     source: TensorView,
     target: TensorView,
@@ -536,7 +517,7 @@ def all_to_all_into(
     """The four-argument intrinsic `all_to_all(input, target, signal, out)`: stage
     `input` into the own target; B1; read row `me` of every target[s] into row s of the
     plain tensor `out`; B2, which keeps the next staging off rows still being read; -2."""
-    _copy(context, source, whole(source), target, context.rank, whole(target), label)
+    context.put(source, whole(source), target, context.rank, whole(target), label)
     cells = mesh_cells(signal)
     generation(context, signal, 1, cells, label)
     for source_rank in range(context.ranks):
@@ -549,7 +530,7 @@ def all_to_all_into(
 
 
 def all_to_all_v(
-    context: RankContext,
+    context: RankOps,
     lowering: Lowering,
     source: TensorView,
     target: TensorView,
@@ -572,8 +553,7 @@ def all_to_all_v(
         if counts:
             send_counts, recv_counts = counts
             _publish_count(context, destination, block, send_counts, recv_counts, label)
-        _copy(
-            context,
+        context.put(
             source,
             rows(source, destination * block, block),
             target,
@@ -643,7 +623,7 @@ def _lane_shares(
 
 
 def _publish_count(
-    context: RankContext,
+    context: RankOps,
     destination: int,
     block: int,
     send_counts: TensorView,
