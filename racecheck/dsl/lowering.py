@@ -573,7 +573,7 @@ def admitted_blocks(ranks: int, core_num: int) -> int:
 
 
 def _all_to_all_v_blocks(
-    context: RankContext,
+    context: RankOps,
     source: TensorView,
     target: TensorView,
     signal: TensorView,
@@ -599,9 +599,7 @@ def _all_to_all_v_blocks(
                 _publish_count(context, destination, block, send_counts, recv_counts, label)
             at = destination * width + start, context.rank * width + start
             extent = [stop - start]
-            _copy(
-                context, sources, ([at[0]], extent), targets, destination, ([at[1]], extent), label
-            )
+            context.put(sources, ([at[0]], extent), targets, destination, ([at[1]], extent), label)
         generation(context, signal, 2, cells, label)
         epilogue(context, signal, 2, cells, label)
 
