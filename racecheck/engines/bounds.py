@@ -64,9 +64,10 @@ def concrete_run(skeleton: SyncSkeleton, limits: list[int], order: Callable[[], 
     return Run(steps=steps, positions=positions, values=values)
 
 
-def patient_run(skeleton: SyncSkeleton, limits: list[int]) -> Run:
-    """Run one event at a time, a wait or a Set whenever one can go before any Add: a
-    consumer takes its credit before producers add more (lowest rank first)."""
+def patient_run(skeleton: SyncSkeleton, limits: list[int], eager: int | None = None) -> Run:
+    """Run one event at a time: rank `eager` whenever it can move, else a wait or a Set
+    whenever one can go before any Add (a consumer takes its credit before producers
+    add more), lowest rank first."""
     positions = [0] * skeleton.ranks
     values = [0] * len(skeleton.cells)
     steps: list[tuple[int, int]] = []
@@ -75,8 +76,10 @@ def patient_run(skeleton: SyncSkeleton, limits: list[int]) -> Run:
     def advance(rank: int) -> bool:
         return _step(skeleton, rank, positions, values, limits[rank], steps)
 
-    while any(advance(r) for r in ranks if not _adds_next(skeleton, r, positions)) or any(
-        advance(r) for r in ranks
+    while (
+        (eager is not None and advance(eager))
+        or any(advance(r) for r in ranks if not _adds_next(skeleton, r, positions))
+        or any(advance(r) for r in ranks)
     ):
         pass
     return Run(steps=steps, positions=positions, values=values)
@@ -178,6 +181,7 @@ class BoundedOracle:
         self._exact: OrderOracle | None = None
         self._bound = upper_bound(skeleton)
         self._runs: dict[tuple[int, int], list[Run]] = {}
+        self._eager: set[tuple[tuple[int, int], int]] = set()  # (held, rank) of eager runs
 
     def exact(self) -> OrderOracle:
         if self._exact is None:
@@ -234,6 +238,13 @@ class BoundedOracle:
         limits[held[0]] = held[1]
         while len(runs) < RUNS_PER_HOLD:
             runs.append(_nth_run(skeleton, limits, len(runs)))
+            if runs[-1].positions[first.rank] >= needed:
+                return runs[-1]
+        if (held, first.rank) not in self._eager:
+            # `first`'s rank ahead of everyone: it passes its waits before the Sets of
+            # other ranks (resets) can erase what they added for it
+            self._eager.add((held, first.rank))
+            runs.append(patient_run(skeleton, limits, eager=first.rank))
             if runs[-1].positions[first.rank] >= needed:
                 return runs[-1]
         return None
