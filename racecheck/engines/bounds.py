@@ -68,27 +68,62 @@ def patient_run(skeleton: SyncSkeleton, limits: list[int], eager: int | None = N
     """Run one event at a time: rank `eager` whenever it can move, else a wait or a Set
     whenever one can go before any Add (a consumer takes its credit before producers
     add more), lowest rank first."""
-    positions = [0] * skeleton.ranks
-    values = [0] * len(skeleton.cells)
-    steps: list[tuple[int, int]] = []
-    ranks = range(skeleton.ranks)
-
-    def advance(rank: int) -> bool:
-        return _step(skeleton, rank, positions, values, limits[rank], steps)
-
-    while (
-        (eager is not None and advance(eager))
-        or any(advance(r) for r in ranks if not _adds_next(skeleton, r, positions))
-        or any(advance(r) for r in ranks)
-    ):
-        pass
-    return Run(steps=steps, positions=positions, values=values)
+    return _PatientRun(skeleton, limits).run(eager)
 
 
-def _adds_next(skeleton: SyncSkeleton, rank: int, positions: list[int]) -> bool:
-    position = positions[rank]
-    kinds = skeleton.kind[rank]
-    return position < len(kinds) and kinds[position] == ADD
+class _PatientRun:
+    """`patient_run`'s state: which ranks can move next, updated per written cell, so a
+    step costs the ranks whose next wait reads what it wrote, not a scan of all."""
+
+    def __init__(self, skeleton: SyncSkeleton, limits: list[int]) -> None:
+        self.skeleton = skeleton
+        self.limits = limits
+        self.positions = [0] * skeleton.ranks
+        self.values = [0] * len(skeleton.cells)
+        self.steps: list[tuple[int, int]] = []
+        self.ready: set[int] = set()  # next a wait that holds, or a Set
+        self.adding: set[int] = set()  # next an Add
+        self.readers: dict[int, set[int]] = {}  # cell -> ranks whose next is a wait on it
+        self.reading: list[int | None] = [None] * skeleton.ranks  # the cell of that wait
+        for rank in range(skeleton.ranks):
+            self._classify(rank)
+
+    def run(self, eager: int | None) -> Run:
+        ready, adding = self.ready, self.adding
+        while ready or adding:
+            if eager is not None and (eager in ready or eager in adding):
+                rank = eager
+            else:
+                rank = min(ready) if ready else min(adding)
+            done = len(self.steps)
+            _step(self.skeleton, rank, self.positions, self.values, self.limits[rank], self.steps)
+            self._classify(rank)
+            for moved, position in self.steps[done:]:
+                if self.skeleton.kind[moved][position] >= ADD:
+                    for reader in list(self.readers.get(self.skeleton.cell[moved][position], ())):
+                        self._classify(reader)
+        return Run(steps=self.steps, positions=self.positions, values=self.values)
+
+    def _classify(self, rank: int) -> None:
+        skeleton, position = self.skeleton, self.positions[rank]
+        self.ready.discard(rank)
+        self.adding.discard(rank)
+        reading = self.reading[rank]
+        if reading is not None:
+            self.readers[reading].discard(rank)
+            self.reading[rank] = None
+        if position >= self.limits[rank]:
+            return
+        kind, cell = skeleton.kind[rank][position], skeleton.cell[rank][position]
+        if kind == ADD:
+            self.adding.add(rank)
+            return
+        if kind < ADD:
+            self.readers.setdefault(cell, set()).add(rank)
+            self.reading[rank] = cell
+            if not wait_holds(kind, self.values[cell], skeleton.amount[rank][position]):
+                return
+        self.ready.add(rank)
 
 
 def _step(
