@@ -216,6 +216,7 @@ class BoundedOracle:
         self._exact: OrderOracle | None = None
         self._bound = upper_bound(skeleton)
         self._runs: dict[tuple[int, int], list[Run]] = {}
+        self._made: list[Run] = []  # every run of `_runs`, in the order made
         self._eager: set[tuple[tuple[int, int], int]] = set()  # (held, rank) of eager runs
 
     def exact(self) -> OrderOracle:
@@ -226,7 +227,7 @@ class BoundedOracle:
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
         if self._bound is not None and not self._bound.can_precede(first, second):
             return False
-        if self._showing_run(first, second) is not None:
+        if self._made_run_shows(first, second) or self._showing_run(first, second) is not None:
             return True
         return self.exact().can_precede(first, second)
 
@@ -260,6 +261,18 @@ class BoundedOracle:
             schedule=skeleton.full_schedule(run.steps, reach), blocked=blocked, cell_values=values
         )
 
+    def _made_run_shows(self, first: EventRef, second: EventRef) -> bool:
+        """Whether a run made so far, whichever rank it held, executes `first` and never
+        got as far as `second`. (A witness still comes from `_showing_run`: the runs
+        made with `second`'s rank held, so it does not depend on the questions asked.)"""
+        skeleton = self._skeleton
+        stop = skeleton.steps_before(second.rank, second.index)
+        needed = skeleton.steps_before(first.rank, first.index + 1)
+        return any(
+            run.positions[first.rank] >= needed and run.positions[second.rank] <= stop
+            for run in self._made
+        )
+
     def _showing_run(self, first: EventRef, second: EventRef) -> Run | None:
         """A cached or new concrete run that executes `first` with `second` held back."""
         skeleton = self._skeleton
@@ -273,6 +286,7 @@ class BoundedOracle:
         limits[held[0]] = held[1]
         while len(runs) < RUNS_PER_HOLD:
             runs.append(_nth_run(skeleton, limits, len(runs)))
+            self._made.append(runs[-1])
             if runs[-1].positions[first.rank] >= needed:
                 return runs[-1]
         if (held, first.rank) not in self._eager:
@@ -280,6 +294,7 @@ class BoundedOracle:
             # other ranks (resets) can erase what they added for it
             self._eager.add((held, first.rank))
             runs.append(patient_run(skeleton, limits, eager=first.rank))
+            self._made.append(runs[-1])
             if runs[-1].positions[first.rank] >= needed:
                 return runs[-1]
         return None
