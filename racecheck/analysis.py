@@ -517,18 +517,14 @@ def _always_before(oracle: OrderOracle, earlier: Event, later: Event) -> bool:
 def _published_to(trace: Trace, oracle: OrderOracle, write: Event, read: Event) -> bool:
     """Was `write` the value the synchronisation before `read` published? True when the
     writer reaches its last event that always precedes the read without waiting on
-    anything after the write (a wait in between starts a later round)."""
+    anything after the write (a wait in between starts a later round): as the events
+    that always precede the read are a prefix of the writer's, when its first wait
+    after the write does not always precede the read."""
     if write.rank == read.rank:
         return True
-    events = trace.events[write.rank]
-    low, high = write.index, len(events) - 1  # events[low] always precedes the read
-    while low < high:
-        middle = (low + high + 1) // 2
-        if _always_before(oracle, events[middle], read):
-            low = middle
-        else:
-            high = middle - 1
-    return all(event.kind is not EventKind.WAIT for event in events[write.index + 1 : low + 1])
+    later = trace.events[write.rank][write.index + 1 :]
+    wait = next((event for event in later if event.kind is EventKind.WAIT), None)
+    return wait is None or not _always_before(oracle, wait, read)
 
 
 class _Details:

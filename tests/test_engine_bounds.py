@@ -18,7 +18,7 @@ from racecheck.engines.base import OrderOracle
 from racecheck.engines.bounds import BoundedEngine, BoundedOracle, upper_bound
 from racecheck.engines.explore import ExploreEngine
 from racecheck.engines.skeleton import SyncSkeleton
-from racecheck.events import NotifyOp, Trace, WaitCmp
+from racecheck.events import EventRef, NotifyOp, Trace, WaitCmp
 
 OPS = ("notify", "consume", "store", "load")
 
@@ -118,3 +118,40 @@ def test_an_eq_wait_has_no_bound() -> None:
     protocol.notify(0, 1)
     protocol.wait(1, 1, WaitCmp.EQ)
     assert upper_bound(SyncSkeleton(protocol.trace())) is None
+
+
+def _early_resets(ranks: int) -> tuple[Protocol, list[list[EventRef]]]:
+    """Examples/63's shape, two calls: each rank adds 1 to its row of every peer's
+    cells, then Sets its own rows to 0 (one event each), then waits for every peer's
+    row. A reset can erase an add that landed before it. Returns, per rank, the first
+    event of each call."""
+    protocol = Protocol(ranks)
+    starts: list[list[EventRef]] = [[] for _ in range(ranks)]
+    for _ in range(2):
+        for me in range(ranks):
+            peers = [peer for peer in range(ranks) if peer != me]
+            starts[me].append(protocol.notify(me, peers[0], row=me))
+            for peer in peers[1:]:
+                protocol.notify(me, peer, row=me)
+            for peer in peers:
+                protocol.notify(me, me, 0, NotifyOp.SET, row=peer)
+            for peer in peers:
+                protocol.wait(me, row=peer)
+    return protocol, starts
+
+
+def test_a_run_with_first_s_rank_ahead_passes_its_waits_before_resets_erase_them() -> None:
+    """P=5: rank 1 gets into its second call's resets while rank 0 has added only to
+    rank 1's cells: only if rank 1 resets before ranks 2..4 add to it. The generic runs
+    (patient, rank order, shuffled) let lower ranks add first, so those adds are erased
+    and rank 1 stops in its first call; the run with rank 1 ahead shows it, and the
+    exact engine is never asked."""
+    protocol, starts = _early_resets(5)
+    trace = protocol.trace()
+    first = EventRef(rank=1, index=starts[1][1].index + 7)  # call 2: its last reset
+    second = EventRef(rank=0, index=1)  # rank 0's add to rank 2, in call 1
+    assert trace.event(first).notify.op is NotifyOp.SET
+    assert trace.event(second).notify.cell.owner == 2
+    oracle = _bounded(trace)
+    assert oracle.can_precede(first, second)
+    assert_witness(trace, oracle, first, second)

@@ -14,6 +14,7 @@ from strategies import DATA, HOST, MEMORIES, SIGNAL, traces
 from test_engines_conformance import assert_conforms
 
 from racecheck.engines.explore import ExploreEngine, ExploreOracle, first_to_finish
+from racecheck.engines.macrostates import ExploredStates, explore_states, fewest_states
 from racecheck.engines.por import ExploredTraces, explore
 from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.engines.syncprogram import compile_sync_program
@@ -385,6 +386,36 @@ def test_each_search_of_the_engine_is_exact(alone: dict[str, int], trace: Trace)
     engine = ExploreEngine(**alone)
     assume(engine.unsupported(SyncSkeleton(trace)) is None)
     assert_conforms(engine, trace)
+
+
+@REDUCTION
+@given(trace=st.one_of(sync_protocols(), traces()))
+def test_the_macro_states_are_never_fewer_than_their_lower_bound(trace: Trace) -> None:
+    skeleton = SyncSkeleton(trace)
+    assume(skeleton.refusal() is None)
+    program = compile_sync_program(skeleton)
+    search = explore_states(program, max_states=100_000)
+    try:
+        explored = first_to_finish([(1, search)], deadline=time.monotonic() + 60)
+    except EngineUnknown:
+        assume(False)
+        raise
+    assert isinstance(explored, ExploredStates)
+    assert fewest_states(program) <= len(explored.states)
+
+
+def test_a_macro_search_whose_lower_bound_passes_its_budget_gives_up_at_once() -> None:
+    """The mesh at P=4: each rank's 3 notifies run before its first wait, so at least
+    4^4 = 256 states (it has 1,043); a budget of 255 fails before any state is visited,
+    one of 256 starts the search (and fails later)."""
+    program = compile_sync_program(SyncSkeleton(mesh_allreduce(4).trace()))
+    assert fewest_states(program) == 4**4
+    with pytest.raises(EngineUnknown, match="more than 255 macro states"):
+        next(explore_states(program, max_states=255))
+    search = explore_states(program, max_states=256)
+    next(search)
+    with pytest.raises(EngineUnknown, match="more than 256 macro states"):
+        first_to_finish([(1, search)], deadline=time.monotonic() + 60)
 
 
 def searched(search: Generator[None, None, ExploredTraces]) -> ExploredTraces:

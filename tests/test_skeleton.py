@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 
 import pytest
-from bruteforce import BruteForce
+from bruteforce import BruteForce, cross_rank_pairs
 from strategies import DATA, MEMORIES, SIGNAL
 
 from racecheck.engines import ENGINES, prepare
@@ -191,6 +191,31 @@ def test_an_unsigned_wait_passes_on_a_negative_cell() -> None:
                 oracle = engine.order(skeleton, deadline=time.monotonic() + 30)
                 assert oracle.can_precede(first, second) is expected, engine.name
     assert ENGINES["monotone"]().unsupported(SyncSkeleton(trace(WaitCmp.GE_UNSIGNED)))
+
+
+def test_an_unsigned_wait_on_a_cell_its_owner_only_consumes_stays_monotone() -> None:
+    # defer_wait's self-clearing epilogue, twice: rank 0 waits (unsigned) for 1 on its
+    # cell and takes `taken` back; rank 1 adds 1 twice. Taking back what the wait saw
+    # keeps the cell >= 0, so the monotone engine decides it (rank 0 cannot finish
+    # before rank 1's second add); taking 2 lets the cell reach -1, which the second
+    # unsigned wait passes.
+    def trace(taken: int) -> Trace:
+        unsigned = WaitCmp.GE_UNSIGNED
+        consumer = [_wait(0, 1, unsigned), _notify(0, -taken)] * 2
+        return _trace(consumer, [_notify(0, 1), _notify(0, 1)])
+
+    finished, second_add = EventRef(rank=0, index=3), EventRef(rank=1, index=1)
+    assert BruteForce(trace(2)).can_precede(finished, second_add)
+    assert "can go negative" in (ENGINES["monotone"]().unsupported(SyncSkeleton(trace(2))) or "")
+    consume = trace(1)
+    truth = BruteForce(consume)
+    skeleton = SyncSkeleton(consume)
+    assert ENGINES["monotone"]().unsupported(skeleton) is None
+    oracle = ENGINES["monotone"]().order(skeleton, deadline=time.monotonic() + 30)
+    assert not oracle.can_precede(finished, second_add)
+    for first, second in cross_rank_pairs(consume):
+        assert oracle.can_precede(first, second) == truth.can_precede(first, second)
+    assert oracle.stuck() is None and not truth.has_stuck_state()
 
 
 def test_data_windows_are_not_signal_cells() -> None:

@@ -64,28 +64,66 @@ def concrete_run(skeleton: SyncSkeleton, limits: list[int], order: Callable[[], 
     return Run(steps=steps, positions=positions, values=values)
 
 
-def patient_run(skeleton: SyncSkeleton, limits: list[int]) -> Run:
-    """Run one event at a time, a wait or a Set whenever one can go before any Add: a
-    consumer takes its credit before producers add more (lowest rank first)."""
-    positions = [0] * skeleton.ranks
-    values = [0] * len(skeleton.cells)
-    steps: list[tuple[int, int]] = []
-    ranks = range(skeleton.ranks)
-
-    def advance(rank: int) -> bool:
-        return _step(skeleton, rank, positions, values, limits[rank], steps)
-
-    while any(advance(r) for r in ranks if not _adds_next(skeleton, r, positions)) or any(
-        advance(r) for r in ranks
-    ):
-        pass
-    return Run(steps=steps, positions=positions, values=values)
+def patient_run(skeleton: SyncSkeleton, limits: list[int], eager: int | None = None) -> Run:
+    """Run one event at a time: rank `eager` whenever it can move, else a wait or a Set
+    whenever one can go before any Add (a consumer takes its credit before producers
+    add more), lowest rank first."""
+    return _PatientRun(skeleton, limits).run(eager)
 
 
-def _adds_next(skeleton: SyncSkeleton, rank: int, positions: list[int]) -> bool:
-    position = positions[rank]
-    kinds = skeleton.kind[rank]
-    return position < len(kinds) and kinds[position] == ADD
+class _PatientRun:
+    """`patient_run`'s state: which ranks can move next, updated per written cell, so a
+    step costs the ranks whose next wait reads what it wrote, not a scan of all."""
+
+    def __init__(self, skeleton: SyncSkeleton, limits: list[int]) -> None:
+        self.skeleton = skeleton
+        self.limits = limits
+        self.positions = [0] * skeleton.ranks
+        self.values = [0] * len(skeleton.cells)
+        self.steps: list[tuple[int, int]] = []
+        self.ready: set[int] = set()  # next a wait that holds, or a Set
+        self.adding: set[int] = set()  # next an Add
+        self.readers: dict[int, set[int]] = {}  # cell -> ranks whose next is a wait on it
+        self.reading: list[int | None] = [None] * skeleton.ranks  # the cell of that wait
+        for rank in range(skeleton.ranks):
+            self._classify(rank)
+
+    def run(self, eager: int | None) -> Run:
+        ready, adding = self.ready, self.adding
+        while ready or adding:
+            if eager is not None and (eager in ready or eager in adding):
+                rank = eager
+            else:
+                rank = min(ready) if ready else min(adding)
+            done = len(self.steps)
+            _step(self.skeleton, rank, self.positions, self.values, self.limits[rank], self.steps)
+            self._classify(rank)
+            for moved, position in self.steps[done:]:
+                if self.skeleton.kind[moved][position] >= ADD:
+                    for reader in list(self.readers.get(self.skeleton.cell[moved][position], ())):
+                        self._classify(reader)
+        return Run(steps=self.steps, positions=self.positions, values=self.values)
+
+    def _classify(self, rank: int) -> None:
+        skeleton, position = self.skeleton, self.positions[rank]
+        self.ready.discard(rank)
+        self.adding.discard(rank)
+        reading = self.reading[rank]
+        if reading is not None:
+            self.readers[reading].discard(rank)
+            self.reading[rank] = None
+        if position >= self.limits[rank]:
+            return
+        kind, cell = skeleton.kind[rank][position], skeleton.cell[rank][position]
+        if kind == ADD:
+            self.adding.add(rank)
+            return
+        if kind < ADD:
+            self.readers.setdefault(cell, set()).add(rank)
+            self.reading[rank] = cell
+            if not wait_holds(kind, self.values[cell], skeleton.amount[rank][position]):
+                return
+        self.ready.add(rank)
 
 
 def _step(
@@ -178,6 +216,8 @@ class BoundedOracle:
         self._exact: OrderOracle | None = None
         self._bound = upper_bound(skeleton)
         self._runs: dict[tuple[int, int], list[Run]] = {}
+        self._made: list[Run] = []  # every run of `_runs`, in the order made
+        self._eager: set[tuple[tuple[int, int], int]] = set()  # (held, rank) of eager runs
 
     def exact(self) -> OrderOracle:
         if self._exact is None:
@@ -187,7 +227,7 @@ class BoundedOracle:
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
         if self._bound is not None and not self._bound.can_precede(first, second):
             return False
-        if self._showing_run(first, second) is not None:
+        if self._made_run_shows(first, second) or self._showing_run(first, second) is not None:
             return True
         return self.exact().can_precede(first, second)
 
@@ -221,6 +261,18 @@ class BoundedOracle:
             schedule=skeleton.full_schedule(run.steps, reach), blocked=blocked, cell_values=values
         )
 
+    def _made_run_shows(self, first: EventRef, second: EventRef) -> bool:
+        """Whether a run made so far, whichever rank it held, executes `first` and never
+        got as far as `second`. (A witness still comes from `_showing_run`: the runs
+        made with `second`'s rank held, so it does not depend on the questions asked.)"""
+        skeleton = self._skeleton
+        stop = skeleton.steps_before(second.rank, second.index)
+        needed = skeleton.steps_before(first.rank, first.index + 1)
+        return any(
+            run.positions[first.rank] >= needed and run.positions[second.rank] <= stop
+            for run in self._made
+        )
+
     def _showing_run(self, first: EventRef, second: EventRef) -> Run | None:
         """A cached or new concrete run that executes `first` with `second` held back."""
         skeleton = self._skeleton
@@ -234,6 +286,15 @@ class BoundedOracle:
         limits[held[0]] = held[1]
         while len(runs) < RUNS_PER_HOLD:
             runs.append(_nth_run(skeleton, limits, len(runs)))
+            self._made.append(runs[-1])
+            if runs[-1].positions[first.rank] >= needed:
+                return runs[-1]
+        if (held, first.rank) not in self._eager:
+            # `first`'s rank ahead of everyone: it passes its waits before the Sets of
+            # other ranks (resets) can erase what they added for it
+            self._eager.add((held, first.rank))
+            runs.append(patient_run(skeleton, limits, eager=first.rank))
+            self._made.append(runs[-1])
             if runs[-1].positions[first.rank] >= needed:
                 return runs[-1]
         return None

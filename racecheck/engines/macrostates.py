@@ -73,7 +73,10 @@ class ExploredStates:
 def explore_states(
     program: SyncProgram, *, max_states: int
 ) -> Generator[None, None, ExploredStates]:
-    """The search as a generator: it pauses every `SLICE` states and returns what it found."""
+    """The search as a generator: it pauses every `SLICE` states and returns what it found.
+    It gives up at once when `fewest_states` already exceeds `max_states`."""
+    if fewest_states(program) > max_states:
+        raise EngineUnknown(f"explore: more than {max_states} macro states")
     ranks = len(program.steps)
     initial = (0,) * ranks + (0,) * len(program.cells)
     index = {initial: 0}
@@ -112,6 +115,17 @@ def explore_states(
         first_stuck=first_stuck,
         reach=[_reach_table(program, counts, rank) for rank in range(ranks)],
     )
+
+
+def fewest_states(program: SyncProgram) -> int:
+    """A lower bound on the reachable macro states: each rank's steps before its first
+    WAIT are always enabled, so every combination of how far each rank has run into
+    them is a reachable state of its own (the sync counts differ)."""
+    bound = 1
+    for steps in program.steps:
+        free = next((n for n, step in enumerate(steps) if step.guard is not None), len(steps))
+        bound *= free + 1
+    return bound
 
 
 def _successor(

@@ -2,18 +2,18 @@
 
 Decides: the three questions of `racecheck.engines.base` for monotone traces.
 
-Model boundary: a trace is monotone when every WAIT is Ge (signed, or unsigned on a
-cell that never goes negative), no waited cell can leave the int32 range (so nothing
-wraps), and each waited cell is written either only by Adds — negative values only from
-the cell's owner — or only by Sets of one value v >= 0 (any number of writers, by
-notify or plain store: the cell goes 0 → v and stays there). A cell no wait reads can
-take any writes: no order of them enables or disables anything. Then (1) cell updates
-commute, and (2) executing an event of another rank never disables a rank's pending
-wait: that wait reads the rank's own cell, which other ranks only increase. So every
-maximal run from a state reaches the same final state (confluence), and "can `first`
-run while `second` is held back?" is answered by one maximal run with `second`'s rank
-stopped just before it: `first` can precede `second` iff that run executes `first`. A
-rank's hold position only matters through the writes it has issued, so one incremental
+Model boundary: a trace is monotone when every WAIT is Ge (signed, or unsigned on a cell
+that never goes negative: `_may_go_negative`), no waited cell can leave the int32 range
+(so nothing wraps), and each waited cell is written either only by Adds — negative
+values only from the cell's owner — or only by Sets of one value v >= 0 (any number of
+writers, by notify or plain store: the cell goes 0 → v and stays there). A cell no wait
+reads can take any writes: no order of them enables or disables anything. Then (1) cell
+updates commute, and (2) executing an event of another rank never disables a rank's
+pending wait: that wait reads the rank's own cell, which other ranks only increase. So
+every maximal run from a state reaches the same final state (confluence), and "can
+`first` run while `second` is held back?" is answered by one maximal run with `second`'s
+rank stopped just before it: `first` can precede `second` iff that run executes `first`.
+A rank's hold position only matters through the writes it has issued, so one incremental
 sweep per rank yields every frontier: O(P · S) steps for S sync steps in all.
 
 Unknown policy: none — the answer is a deterministic fixpoint; a trace outside the
@@ -54,7 +54,6 @@ class MonotoneEngine:
 def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
     """Why the trace is outside the monotone boundary (module docstring), or None."""
     writes: list[set[tuple[int, int]]] = [set() for _ in skeleton.cells]
-    negative = [False] * len(skeleton.cells)
     waited = {
         cell
         for rank in range(skeleton.ranks)
@@ -70,7 +69,6 @@ def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
                 continue
             if kind in (ADD, SET):
                 writes[cell].add((kind, amount if kind == SET else 0))
-                negative[cell] = negative[cell] or amount < 0
             if kind == SET and amount < 0:
                 return f"a negative Set at {where}"
             if kind == ADD and amount < 0 and skeleton.cells[cell].owner != rank:
@@ -80,12 +78,36 @@ def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
     for number in sorted(skeleton.wrapping_cells() & waited):
         name = describe_cell(skeleton.cells[number], skeleton.trace)
         return f"signal cell {name} can wrap at 32 bits"
+    negative = _may_go_negative(skeleton)
     for rank in range(skeleton.ranks):
         for kind, cell, _, index in _rank_steps(skeleton, rank):
-            if kind == WAIT_GE_UNSIGNED and negative[cell]:
+            if kind == WAIT_GE_UNSIGNED and cell in negative:
                 where = skeleton.trace.events[rank][index].location
                 return f"an unsigned wait on a cell that can go negative at {where}"
     return None
+
+
+def _may_go_negative(skeleton: SyncSkeleton) -> set[int]:
+    """The cells with a negative Add that is not a *consume*: an Add -v whose rank's
+    previous step on the cell is a Ge wait (signed or unsigned) for some t >= v.
+
+    Called once the rest of the boundary holds (Ge waits only, negative Adds only from
+    the cell's owner, no Set on a cell with Adds, no wrap-around). Then no execution
+    makes a cell outside this set negative, by induction on the execution: up to the
+    first negative value the cell is >= 0, so an unsigned wait compares it as signed;
+    a consume's wait saw >= t, and until the consume only other ranks wrote the cell,
+    with Adds >= 0, so it leaves >= t - v >= 0."""
+    negative: set[int] = set()
+    for rank in range(skeleton.ranks):
+        passed: dict[int, int] = {}  # cell -> threshold of the rank's last step on it, a wait
+        for kind, cell, amount, _ in _rank_steps(skeleton, rank):
+            if kind < ADD:
+                passed[cell] = amount
+                continue
+            threshold = passed.pop(cell, None)
+            if amount < 0 and (threshold is None or threshold < -amount):
+                negative.add(cell)
+    return negative
 
 
 def _rank_steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, int]]:

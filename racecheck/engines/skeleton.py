@@ -197,13 +197,17 @@ class SyncSkeleton:
         """The part of a run that `target` needs: its rank's prefix and, for every wait
         in it, the writes to that cell that ran before the wait — closed transitively."""
         order = {step: n for n, step in enumerate(steps)}
+        writes: dict[int, list[tuple[int, int, int]]] = {}  # cell -> (n, rank, position)
+        for n, (rank, position) in enumerate(steps):
+            if self.kind[rank][position] >= ADD:
+                writes.setdefault(self.cell[rank][position], []).append((n, rank, position))
         required = [0] * self.ranks
         pending = [(target.rank, bisect_right(self.index[target.rank], target.index))]
         while pending:
             rank, needed = pending.pop()
             for position in range(required[rank], needed):
                 if self.kind[rank][position] < ADD:
-                    pending.extend(self._feeders(steps, order, rank, position))
+                    pending.extend(self._feeders(writes, order, rank, position))
             required[rank] = max(required[rank], needed)
         emitted = [0] * self.ranks
         out: list[EventRef] = []
@@ -215,19 +219,19 @@ class SyncSkeleton:
 
     def _feeders(
         self,
-        steps: list[tuple[int, int]],
+        writes: dict[int, list[tuple[int, int, int]]],
         order: dict[tuple[int, int], int],
         rank: int,
         position: int,
     ) -> list[tuple[int, int]]:
-        """(rank, steps needed) for every write to the wait's cell that ran before it;
-        a write needs every step of its event."""
-        cell = self.cell[rank][position]
-        limit = order[(rank, position)]
+        """(rank, steps needed) for every write to the wait's cell that ran before it
+        (`writes`: each cell's writing steps in run order, with their place in the
+        run); a write needs every step of its event."""
+        cell_writes = writes.get(self.cell[rank][position], [])
+        ran = bisect_left(cell_writes, (order[(rank, position)],))
         return [
             (other, bisect_right(self.index[other], self.index[other][other_position]))
-            for other, other_position in steps[:limit]
-            if self.kind[other][other_position] >= ADD and self.cell[other][other_position] == cell
+            for _, other, other_position in cell_writes[:ran]
         ]
 
     def _emit(self, out: list[EventRef], emitted: list[int], rank: int, upto: int) -> None:
