@@ -24,7 +24,10 @@ quadratic in P per sync event (one frontier row per notify-delimited hold positi
 
 from __future__ import annotations
 
+import heapq
 import time
+from bisect import bisect_right
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,6 +41,8 @@ from racecheck.engines.skeleton import (
 )
 from racecheck.errors import EngineUnknown
 from racecheck.events import EventRef, Schedule, Stuck
+
+NEVER = np.iinfo(np.int32).max  # a need no hold position meets: the step never runs
 
 
 class MonotoneEngine:
@@ -92,27 +97,18 @@ def _rank_steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, i
 class _Run:
     """One maximal-run simulation over sync events, with per-rank limits."""
 
-    def __init__(self, view: SyncSkeleton, limits: list[int], *, log: bool = True) -> None:
+    def __init__(self, view: SyncSkeleton, limits: list[int]) -> None:
         self.view = view
         self.limits = limits
         self.sync_pos = [0] * view.ranks  # next sync position per rank
         self.values = [0] * len(view.cells)
         self.waiting: dict[int, list[int]] = {}  # cell -> ranks blocked on it
-        self.log = log
         self.steps: list[tuple[int, int]] = []  # (rank, sync position) in execution order
 
-    def run(self, ranks: list[int]) -> set[int]:
-        """Advance the given ranks, and every rank they wake, as far as they can go;
-        the ranks that were given or woken."""
-        view, values, waiting, log, steps = (
-            self.view,
-            self.values,
-            self.waiting,
-            self.log,
-            self.steps,
-        )
+    def run(self, ranks: list[int]) -> None:
+        """Advance the given ranks, and every rank they wake, as far as they can go."""
+        view, values, waiting, steps = self.view, self.values, self.waiting, self.steps
         work = list(ranks)
-        touched = set(ranks)
         while work:
             rank = work.pop()
             kinds, cells, amounts = view.kind[rank], view.cell[rank], view.amount[rank]
@@ -130,14 +126,10 @@ class _Run:
                     else:
                         values[cell] += amounts[position]
                     if cell in waiting:
-                        woken = waiting.pop(cell)
-                        work.extend(woken)
-                        touched.update(woken)
-                if log:
-                    steps.append((rank, position))
+                        work.extend(waiting.pop(cell))
+                steps.append((rank, position))
                 position += 1
             self.sync_pos[rank] = position
-        return touched
 
     def event_frontier(self) -> list[int]:
         """Per rank, how many of its events can have executed in this state."""
@@ -145,50 +137,173 @@ class _Run:
         return [view.reach(rank, position) for rank, position in enumerate(self.sync_pos)]
 
 
+def _maximal_run(view: SyncSkeleton) -> _Run:
+    run = _Run(view, [len(kinds) for kinds in view.kind])
+    run.run(list(range(view.ranks)))
+    return run
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Write:
+    """A step of the maximal run that writes a cell."""
+
+    rank: int
+    position: int
+    amount: int
+
+
+class _Needs:
+    """need(e)[h] for every step e the maximal run executes (module docstring), one row
+    per wait: row i + 1 of a rank is its i-th wait's need, row 0 is zeros, and a write
+    has the row of its rank's last wait before it with its own column raised to its
+    position + 1. Rows start at NEVER and only go down, to the greatest solution."""
+
+    def __init__(self, view: SyncSkeleton, full: _Run, deadline: float) -> None:
+        self.view = view
+        self.executed = full.sync_pos  # the maximal run runs each rank this far
+        self.row_of: list[list[int]] = []  # per executed step: its rank's row
+        self.waits: list[list[int]] = []  # per rank: positions of its executed waits
+        self.own: list[list[int]] = []  # per wait: its cell's value from its own rank's writes
+        self.written: list[list[set[int]]] = []  # per rank and row: cells written in it
+        self.writes: list[list[_Write]] = [[] for _ in view.cells]
+        self.waiters: list[list[tuple[int, int]]] = [[] for _ in view.cells]
+        self.is_set = [False] * len(view.cells)
+        for rank in range(view.ranks):
+            self._scan(rank)
+        self.rows = [np.full((len(waits) + 1, view.ranks), NEVER, np.int32) for waits in self.waits]
+        for rows in self.rows:
+            rows[0] = 0
+        self._solve(full.steps, deadline)
+
+    def _scan(self, rank: int) -> None:
+        view = self.view
+        values: dict[int, int] = {}
+        row_of: list[int] = []
+        waits: list[int] = []
+        own: list[int] = []
+        written: list[set[int]] = [set()]
+        for position, (kind, cell, amount, _) in enumerate(_rank_steps(view, rank)):
+            if position == self.executed[rank]:
+                break
+            if kind < ADD:
+                self.waiters[cell].append((rank, len(waits)))
+                waits.append(position)
+                own.append(values.get(cell, 0))
+                written.append(set())
+            else:
+                values[cell] = amount if kind == SET else values.get(cell, 0) + amount
+                self.writes[cell].append(_Write(rank=rank, position=position, amount=amount))
+                self.is_set[cell] = self.is_set[cell] or kind == SET
+                written[-1].add(cell)
+            row_of.append(len(waits))
+        self.row_of.append(row_of)
+        self.waits.append(waits)
+        self.own.append(own)
+        self.written.append(written)
+
+    def _solve(self, steps: list[tuple[int, int]], deadline: float) -> None:
+        """Recompute waits, first in the maximal run's order, until no row changes."""
+        order = [[0] * len(waits) for waits in self.waits]  # place in the maximal run
+        for place, (rank, position) in enumerate(steps):
+            if self.view.kind[rank][position] < ADD:
+                order[rank][self.row_of[rank][position] - 1] = place
+        work = [
+            (order[rank][number], rank, number)
+            for rank, waits in enumerate(self.waits)
+            for number in range(len(waits))
+        ]
+        heapq.heapify(work)
+        queued = {(rank, number) for _, rank, number in work}
+        popped = 0
+        while work:
+            _, rank, number = heapq.heappop(work)
+            queued.discard((rank, number))
+            popped += 1
+            if popped % 4096 == 0 and time.monotonic() > deadline:
+                raise EngineUnknown("monotone engine: time limit reached while computing frontiers")
+            if not self._recompute(rank, number):
+                continue
+            for other in self._dependents(rank, number):
+                if other not in queued:
+                    queued.add(other)
+                    heapq.heappush(work, (order[other[0]][other[1]], *other))
+
+    def _dependents(self, rank: int, number: int) -> list[tuple[int, int]]:
+        """The waits whose need reads the row of `rank`'s wait `number`."""
+        found = [(rank, number + 1)] if number + 1 < len(self.waits[rank]) else []
+        for cell in self.written[rank][number + 1]:
+            found.extend(waiter for waiter in self.waiters[cell] if waiter[0] != rank)
+        return found
+
+    def _recompute(self, rank: int, number: int) -> bool:
+        """Whether the need of `rank`'s wait `number` went down."""
+        rows = self.rows[rank]
+        need = np.maximum(rows[number], self._enabling(rank, number))
+        position = self.waits[rank][number]
+        need[rank] = max(need[rank], position + 1)
+        if np.array_equal(need, rows[number + 1]):
+            return False
+        rows[number + 1] = need
+        return True
+
+    def _enabling(self, rank: int, number: int) -> np.ndarray:
+        """Per rank h, the fewest steps of h after which the writes of other ranks that
+        can have run fill the wait's cell up to its threshold."""
+        position = self.waits[rank][number]
+        cell, threshold = self.view.cell[rank][position], self.view.amount[rank][position]
+        own = self.own[rank][number]
+        ranks = self.view.ranks
+        if own >= threshold:
+            return np.zeros(ranks, np.int32)
+        others = [write for write in self.writes[cell] if write.rank != rank]
+        if self.is_set[cell]:
+            others = [write for write in others if write.amount >= threshold]
+            if not others:
+                return np.full(ranks, NEVER, np.int32)
+            return self._write_needs(others).min(axis=0)
+        missing = threshold - own
+        amounts = np.array([write.amount for write in others], np.int64)
+        if int(amounts.sum()) < missing:
+            return np.full(ranks, NEVER, np.int32)
+        needs = self._write_needs(others)
+        if len(others) == 1:
+            return needs[0]
+        order = np.argsort(needs, axis=0, kind="stable")
+        enough = np.argmax(np.cumsum(amounts[order], axis=0) >= missing, axis=0)
+        columns = np.arange(ranks)
+        return needs[order[enough, columns], columns]
+
+    def _write_needs(self, writes: list[_Write]) -> np.ndarray:
+        needs = np.stack(
+            [self.rows[write.rank][self.row_of[write.rank][write.position]] for write in writes]
+        )
+        for need, write in zip(needs, writes, strict=True):
+            need[write.rank] = max(need[write.rank], write.position + 1)
+        return needs
+
+    def runs_within(self, event: EventRef, rank: int, steps: int) -> bool:
+        """Whether `event` can run while `rank` (another rank) takes at most `steps` sync
+        steps."""
+        last = bisect_right(self.view.index[event.rank], event.index) - 1
+        if last < 0:
+            return True
+        if last >= self.executed[event.rank]:
+            return False
+        return int(self.rows[event.rank][self.row_of[event.rank][last], rank]) <= steps
+
+
 class MonotoneOracle:
     def __init__(self, view: SyncSkeleton, deadline: float) -> None:
         self.view = view
         self.trace = view.trace
-        # per rank and sync position, how many events can have run (SyncSkeleton.reach)
-        self._reach = [
-            [*positions, len(events)]
-            for positions, events in zip(view.index, view.trace.events, strict=True)
-        ]
-        self._frontiers: list[np.ndarray] = []
-        for held in range(view.ranks):
-            if time.monotonic() > deadline:
-                raise EngineUnknown("monotone engine: time limit reached while computing frontiers")
-            self._frontiers.append(self._sweep(held))
-
-    def _sweep(self, held: int) -> np.ndarray:
-        """Row k: every rank's reach while `held` may execute only its first k sync events."""
-        view = self.view
-        reach = self._reach
-        total = len(view.kind[held])
-        limits = [len(kinds) for kinds in view.kind]
-        limits[held] = 0
-        run = _Run(view, limits, log=False)
-        run.run([rank for rank in range(view.ranks) if rank != held])
-        rows = np.empty((total + 1, view.ranks), dtype=np.int64)
-        rows[0] = run.event_frontier()
-        for k in range(1, total + 1):
-            before = run.sync_pos[held]
-            run.limits[held] = k
-            moved = run.run([held])
-            if run.sync_pos[held] == before:
-                rows[k:] = rows[k - 1]  # blocked for good: nothing else can change
-                break
-            rows[k] = rows[k - 1]
-            if view.kind[held][k - 1] >= ADD:  # a wait wakes nobody: only writes move others
-                for rank in moved:
-                    rows[k, rank] = reach[rank][run.sync_pos[rank]]
-        return rows
+        self._full = _maximal_run(view)
+        self._needs = _Needs(view, self._full, deadline)
 
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
         if first.rank == second.rank:
             return first.index < second.index
         hold = self.view.steps_before(second.rank, second.index)
-        return first.index < int(self._frontiers[second.rank][hold, first.rank])
+        return self._needs.runs_within(first, second.rank, hold)
 
     def witness(self, first: EventRef, second: EventRef) -> Schedule:
         view = self.view
@@ -198,14 +313,8 @@ class MonotoneOracle:
         run.run(list(range(view.ranks)))
         return view.causal_schedule(run.steps, first)
 
-    def _maximal_run(self) -> _Run:
-        run = _Run(self.view, [len(kinds) for kinds in self.view.kind])
-        run.run(list(range(self.view.ranks)))
-        return run
-
     def stuck(self) -> Stuck | None:
-        view = self.view
-        run = self._maximal_run()
+        view, run = self.view, self._full
         blocked = tuple(
             EventRef(rank=rank, index=view.index[rank][position])
             for rank, position in enumerate(run.sync_pos)
