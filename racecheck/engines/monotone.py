@@ -11,15 +11,32 @@ executing an event of another rank never disables a rank's pending wait: that wa
 reads the rank's own cell, which other ranks only increase. So every maximal run from a
 state reaches the same final state (confluence), and "can `first` run while `second` is
 held back?" is answered by one maximal run with `second`'s rank stopped just before it:
-`first` can precede `second` iff that run executes `first`. A rank's hold position only
-matters through the writes it has issued, so one incremental sweep per rank yields every
-frontier: O(P · S) steps for S sync steps in all.
+`first` can precede `second` iff that run executes `first`.
+
+All those runs at once: need(e)[h] is the fewest sync steps rank h may take for step e
+to run in the maximal run with h held there. Held runs only lose steps of the unheld
+one, so need is finite in every column for the steps that run executes and NEVER for
+the rest; `first` can precede `second` iff need(first's last step)[second's rank] is
+at most the steps `second`'s rank takes before it. need solves
+
+    need(e) = max(need(e's previous step), e's own column: its position + 1, and for a
+    wait: per h, the least k at which the cell, holding what e's rank wrote into it
+    before e and every other rank's write with need[h] <= k, reaches the threshold)
+
+and of its solutions it is the greatest (an event runs only if something made it run;
+other ranks' writes to a waited cell are never negative, so more writes never disable).
+Between two waits of a rank only its own column changes: one row per wait. Starting
+from NEVER, recomputing the waits in the unheld run's order, and again whenever a write
+to the cell or the rank's previous wait went down, descends to that solution. A cell
+with one writer needs each wait computed once: O(S + W · P) for W waits, not a maximal
+run per rank.
 
 Unknown policy: none — the answer is a deterministic fixpoint; a trace outside the
 boundary is refused by `unsupported` and goes to an exact engine instead.
 
-Limitations: fixed per-rank event sequences (the co-simulation's trace); memory is
-quadratic in P per sync event (one frontier row per notify-delimited hold position).
+Limitations: fixed per-rank event sequences (the co-simulation's trace); memory is one
+int32 per wait and rank (W · P); a cell with many writers and waiters recomputes its
+waits as its writes go down.
 """
 
 from __future__ import annotations
