@@ -187,6 +187,10 @@ class _Needs:
         self.is_set = [False] * len(view.cells)
         for rank in range(view.ranks):
             self._scan(rank)
+        self.release = [
+            [self._release(rank, number) for number in range(len(waits))]
+            for rank, waits in enumerate(self.waits)
+        ]
         self.rows = [np.full((len(waits) + 1, view.ranks), NEVER, np.int32) for waits in self.waits]
         for rows in self.rows:
             rows[0] = 0
@@ -217,6 +221,18 @@ class _Needs:
         self.waits.append(waits)
         self.own.append(own)
         self.written.append(written)
+
+    def _release(self, rank: int, number: int) -> tuple[tuple[_Write, ...], int]:
+        """The other ranks' writes that can release `rank`'s wait `number`, and how much
+        they must add to its cell (nothing left: the rank's own writes passed it). On a
+        Set cell each of them alone is enough. The maximal run passed the wait, so they
+        add up to enough."""
+        position = self.waits[rank][number]
+        cell, threshold = self.view.cell[rank][position], self.view.amount[rank][position]
+        feeders = [write for write in self.writes[cell] if write.rank != rank]
+        if self.is_set[cell]:
+            feeders = [write for write in feeders if write.amount >= threshold]
+        return tuple(feeders), threshold - self.own[rank][number]
 
     def _solve(self, steps: list[tuple[int, int]], deadline: float) -> None:
         """Recompute waits, first in the maximal run's order, until no row changes."""
@@ -255,48 +271,37 @@ class _Needs:
     def _recompute(self, rank: int, number: int) -> bool:
         """Whether the need of `rank`'s wait `number` went down."""
         rows = self.rows[rank]
-        need = np.maximum(rows[number], self._enabling(rank, number))
+        need = self._enabling(rank, number)
+        np.maximum(need, rows[number], out=need)
         position = self.waits[rank][number]
         need[rank] = max(need[rank], position + 1)
-        if np.array_equal(need, rows[number + 1]):
+        if (need == rows[number + 1]).all():
             return False
         rows[number + 1] = need
         return True
 
     def _enabling(self, rank: int, number: int) -> np.ndarray:
         """Per rank h, the fewest steps of h after which the writes of other ranks that
-        can have run fill the wait's cell up to its threshold."""
-        position = self.waits[rank][number]
-        cell, threshold = self.view.cell[rank][position], self.view.amount[rank][position]
-        own = self.own[rank][number]
-        ranks = self.view.ranks
-        if own >= threshold:
-            return np.zeros(ranks, np.int32)
-        others = [write for write in self.writes[cell] if write.rank != rank]
-        if self.is_set[cell]:
-            others = [write for write in others if write.amount >= threshold]
-            if not others:
-                return np.full(ranks, NEVER, np.int32)
-            return self._write_needs(others).min(axis=0)
-        missing = threshold - own
-        amounts = np.array([write.amount for write in others], np.int64)
-        if int(amounts.sum()) < missing:
-            return np.full(ranks, NEVER, np.int32)
-        needs = self._write_needs(others)
-        if len(others) == 1:
-            return needs[0]
+        can have run fill the wait's cell up to its threshold (a new array)."""
+        feeders, missing = self.release[rank][number]
+        if missing <= 0:
+            return np.zeros(self.view.ranks, np.int32)
+        if len(feeders) == 1:
+            return self._write_need(feeders[0])
+        needs = self._write_needs(feeders)
+        amounts = np.array([write.amount for write in feeders], np.int64)
         order = np.argsort(needs, axis=0, kind="stable")
         enough = np.argmax(np.cumsum(amounts[order], axis=0) >= missing, axis=0)
-        columns = np.arange(ranks)
+        columns = np.arange(self.view.ranks)
         return needs[order[enough, columns], columns]
 
-    def _write_needs(self, writes: list[_Write]) -> np.ndarray:
-        needs = np.stack(
-            [self.rows[write.rank][self.row_of[write.rank][write.position]] for write in writes]
-        )
-        for need, write in zip(needs, writes, strict=True):
-            need[write.rank] = max(need[write.rank], write.position + 1)
-        return needs
+    def _write_needs(self, writes: tuple[_Write, ...]) -> np.ndarray:
+        return np.stack([self._write_need(write) for write in writes])
+
+    def _write_need(self, write: _Write) -> np.ndarray:
+        need = self.rows[write.rank][self.row_of[write.rank][write.position]].copy()
+        need[write.rank] = max(need[write.rank], write.position + 1)
+        return need
 
     def runs_within(self, event: EventRef, rank: int, steps: int) -> bool:
         """Whether `event` can run while `rank` (another rank) takes at most `steps` sync
