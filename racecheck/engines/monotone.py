@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import heapq
 import time
-from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,10 +169,11 @@ class _Write:
 
 
 class _Needs:
-    """need(e)[h] for every step e the maximal run executes (module docstring), one row
-    per wait: row i + 1 of a rank is its i-th wait's need, row 0 is zeros, and a write
-    has the row of its rank's last wait before it with its own column raised to its
-    position + 1. Rows start at NEVER and only go down, to the greatest solution."""
+    """need(e)[h] for every step e (module docstring), one row per wait: row i + 1 of a
+    rank is its i-th wait's need, row 0 is zeros, the last row NEVER (the steps the
+    maximal run does not run), and a write has the row of its rank's last wait before
+    it with its own column raised to its position + 1. Rows start at NEVER and only go
+    down, to the greatest solution."""
 
     def __init__(self, view: SyncSkeleton, full: _Run, deadline: float) -> None:
         self.view = view
@@ -191,10 +191,13 @@ class _Needs:
             [self._release(rank, number) for number in range(len(waits))]
             for rank, waits in enumerate(self.waits)
         ]
-        self.rows = [np.full((len(waits) + 1, view.ranks), NEVER, np.int32) for waits in self.waits]
+        self.rows = [np.full((len(waits) + 2, view.ranks), NEVER, np.int32) for waits in self.waits]
         for rows in self.rows:
             rows[0] = 0
         self._solve(full.steps, deadline)
+        gates = [self._gates(rank) for rank in range(view.ranks)]
+        self.gate = [gate for gate, _ in gates]
+        self.before = [before for _, before in gates]
 
     def _scan(self, rank: int) -> None:
         view = self.view
@@ -303,15 +306,29 @@ class _Needs:
         need[write.rank] = max(need[write.rank], write.position + 1)
         return need
 
-    def runs_within(self, event: EventRef, rank: int, steps: int) -> bool:
-        """Whether `event` can run while `rank` (another rank) takes at most `steps` sync
-        steps."""
-        last = bisect_right(self.view.index[event.rank], event.index) - 1
-        if last < 0:
-            return True
-        if last >= self.executed[event.rank]:
-            return False
-        return int(self.rows[event.rank][self.row_of[event.rank][last], rank]) <= steps
+    def _gates(self, rank: int) -> tuple[list[int], list[int]]:
+        """Per event of `rank`: the row of its last step at or before it (row 0 if none,
+        the last row if the maximal run never runs that step), and how many steps come
+        before it."""
+        count = len(self.view.trace.events[rank])
+        positions = np.asarray(self.view.index[rank], np.int64)
+        events = np.arange(count)
+        before = np.searchsorted(positions, events, side="left")
+        if not len(positions):
+            return [0] * count, before.tolist()
+        never = len(self.waits[rank]) + 1
+        skipped = len(positions) - self.executed[rank]
+        row_of = np.asarray(self.row_of[rank] + [never] * skipped, np.int64)
+        last = np.searchsorted(positions, events, side="right") - 1
+        gate = np.where(last < 0, 0, row_of[np.maximum(last, 0)])
+        return gate.tolist(), before.tolist()
+
+    def runs_before(self, first: EventRef, second: EventRef) -> bool:
+        """Whether `first` can run while `second` (of another rank) has not."""
+        row = self.gate[first.rank][first.index]
+        return bool(
+            self.rows[first.rank][row, second.rank] <= self.before[second.rank][second.index]
+        )
 
 
 class MonotoneOracle:
@@ -324,8 +341,7 @@ class MonotoneOracle:
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
         if first.rank == second.rank:
             return first.index < second.index
-        hold = self.view.steps_before(second.rank, second.index)
-        return self._needs.runs_within(first, second.rank, hold)
+        return self._needs.runs_before(first, second)
 
     def witness(self, first: EventRef, second: EventRef) -> Schedule:
         view = self.view
