@@ -59,6 +59,9 @@ from racecheck.errors import EngineUnknown
 from racecheck.events import EventRef, Schedule, Stuck
 
 NEVER = np.iinfo(np.int32).max  # a need no hold position meets: the step never runs
+# what the need vectors' work costs, in steps of a run (measured, roughly): recomputing
+# a wait, each write it reads, comparing a write's need with a wait's
+RECOMPUTE_STEPS, FEEDER_STEPS, COMPARE_STEPS = 50, 5, 8
 
 
 class MonotoneEngine:
@@ -113,17 +116,24 @@ def _rank_steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, i
 class _Run:
     """One maximal-run simulation over sync events, with per-rank limits."""
 
-    def __init__(self, view: SyncSkeleton, limits: list[int]) -> None:
+    def __init__(self, view: SyncSkeleton, limits: list[int], *, log: bool = True) -> None:
         self.view = view
         self.limits = limits
         self.sync_pos = [0] * view.ranks  # next sync position per rank
         self.values = [0] * len(view.cells)
         self.waiting: dict[int, list[int]] = {}  # cell -> ranks blocked on it
+        self.log = log
         self.steps: list[tuple[int, int]] = []  # (rank, sync position) in execution order
 
     def run(self, ranks: list[int]) -> None:
         """Advance the given ranks, and every rank they wake, as far as they can go."""
-        view, values, waiting, steps = self.view, self.values, self.waiting, self.steps
+        view, values, waiting, steps, log = (
+            self.view,
+            self.values,
+            self.waiting,
+            self.steps,
+            self.log,
+        )
         work = list(ranks)
         while work:
             rank = work.pop()
@@ -143,7 +153,8 @@ class _Run:
                         values[cell] += amounts[position]
                     if cell in waiting:
                         work.extend(waiting.pop(cell))
-                steps.append((rank, position))
+                if log:
+                    steps.append((rank, position))
                 position += 1
             self.sync_pos[rank] = position
 
@@ -165,6 +176,7 @@ class _Write:
 
     rank: int
     position: int
+    cell: int
     amount: int
 
 
@@ -175,16 +187,17 @@ class _Needs:
     it with its own column raised to its position + 1. Rows start at NEVER and only go
     down, to the greatest solution."""
 
-    def __init__(self, view: SyncSkeleton, full: _Run, deadline: float) -> None:
+    def __init__(self, view: SyncSkeleton, full: _Run, deadline: float, budget: float) -> None:
         self.view = view
         self.executed = full.sync_pos  # the maximal run runs each rank this far
         self.row_of: list[list[int]] = []  # per executed step: its rank's row
         self.waits: list[list[int]] = []  # per rank: positions of its executed waits
         self.own: list[list[int]] = []  # per wait: its cell's value from its own rank's writes
-        self.written: list[list[set[int]]] = []  # per rank and row: cells written in it
+        self.written: list[list[list[_Write]]] = []  # per rank and row: its writes
         self.writes: list[list[_Write]] = [[] for _ in view.cells]
         self.waiters: list[list[tuple[int, int]]] = [[] for _ in view.cells]
         self.is_set = [False] * len(view.cells)
+        self.spent = 0  # steps of a run the need vectors cost so far
         for rank in range(view.ranks):
             self._scan(rank)
         self.release = [
@@ -194,7 +207,13 @@ class _Needs:
         self.rows = [np.full((len(waits) + 2, view.ranks), NEVER, np.int32) for waits in self.waits]
         for rows in self.rows:
             rows[0] = 0
-        self._solve(full.steps, deadline)
+        if not self._solve(full.steps, deadline, budget):
+            for held in range(view.ranks):
+                if time.monotonic() > deadline:
+                    raise EngineUnknown(
+                        "monotone engine: time limit reached while computing frontiers"
+                    )
+                self._sweep(held)
         gates = [self._gates(rank) for rank in range(view.ranks)]
         self.gate = [gate for gate, _ in gates]
         self.before = [before for _, before in gates]
@@ -205,7 +224,7 @@ class _Needs:
         row_of: list[int] = []
         waits: list[int] = []
         own: list[int] = []
-        written: list[set[int]] = [set()]
+        written: list[list[_Write]] = [[]]
         for position, (kind, cell, amount, _) in enumerate(_rank_steps(view, rank)):
             if position == self.executed[rank]:
                 break
@@ -213,12 +232,13 @@ class _Needs:
                 self.waiters[cell].append((rank, len(waits)))
                 waits.append(position)
                 own.append(values.get(cell, 0))
-                written.append(set())
+                written.append([])
             else:
                 values[cell] = amount if kind == SET else values.get(cell, 0) + amount
-                self.writes[cell].append(_Write(rank=rank, position=position, amount=amount))
+                write = _Write(rank=rank, position=position, cell=cell, amount=amount)
+                self.writes[cell].append(write)
                 self.is_set[cell] = self.is_set[cell] or kind == SET
-                written[-1].add(cell)
+                written[-1].append(write)
             row_of.append(len(waits))
         self.row_of.append(row_of)
         self.waits.append(waits)
@@ -237,8 +257,9 @@ class _Needs:
             feeders = [write for write in feeders if write.amount >= threshold]
         return tuple(feeders), threshold - self.own[rank][number]
 
-    def _solve(self, steps: list[tuple[int, int]], deadline: float) -> None:
-        """Recompute waits, first in the maximal run's order, until no row changes."""
+    def _solve(self, steps: list[tuple[int, int]], deadline: float, budget: float) -> bool:
+        """Recompute waits, first in the maximal run's order, until no row changes; False
+        once that cost more than `budget` (in steps of a run)."""
         order = [[0] * len(waits) for waits in self.waits]  # place in the maximal run
         for place, (rank, position) in enumerate(steps):
             if self.view.kind[rank][position] < ADD:
@@ -257,19 +278,58 @@ class _Needs:
             popped += 1
             if popped % 4096 == 0 and time.monotonic() > deadline:
                 raise EngineUnknown("monotone engine: time limit reached while computing frontiers")
+            self.spent += RECOMPUTE_STEPS + FEEDER_STEPS * len(self.release[rank][number][0])
+            if self.spent > budget:
+                return False
             if not self._recompute(rank, number):
                 continue
-            for other in self._dependents(rank, number):
-                if other not in queued:
-                    queued.add(other)
-                    heapq.heappush(work, (order[other[0]][other[1]], *other))
+            for other in self._dependents(rank, number, queued):
+                queued.add(other)
+                heapq.heappush(work, (order[other[0]][other[1]], *other))
+        return True
 
-    def _dependents(self, rank: int, number: int) -> list[tuple[int, int]]:
-        """The waits whose need reads the row of `rank`'s wait `number`."""
-        found = [(rank, number + 1)] if number + 1 < len(self.waits[rank]) else []
-        for cell in self.written[rank][number + 1]:
-            found.extend(waiter for waiter in self.waiters[cell] if waiter[0] != rank)
+    def _dependents(
+        self, rank: int, number: int, queued: set[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        """The waits not yet queued whose need can go down now that the row of `rank`'s
+        wait `number` did: its next wait, and each other rank's wait on a cell written
+        in that row that the write's need is below somewhere (else its threshold is met
+        no sooner)."""
+        found = []
+        if number + 1 < len(self.waits[rank]) and (rank, number + 1) not in queued:
+            found.append((rank, number + 1))
+        for write in self.written[rank][number + 1]:
+            need = self._write_need(write)
+            for waiter in self.waiters[write.cell]:
+                if waiter[0] == rank or waiter in queued or waiter in found:
+                    continue
+                self.spent += COMPARE_STEPS
+                if (need < self.rows[waiter[0]][waiter[1] + 1]).any():
+                    found.append(waiter)
         return found
+
+    def _sweep(self, held: int) -> None:
+        """Column `held` of every row, from maximal runs with `held` stopped after k steps
+        for k = 0, 1, ...: one incremental run, each rank's steps taken per k."""
+        view = self.view
+        limits = [len(kinds) for kinds in view.kind]
+        limits[held] = 0
+        run = _Run(view, limits, log=False)
+        run.run([rank for rank in range(view.ranks) if rank != held])
+        taken = [list(run.sync_pos)]
+        for k in range(1, len(view.kind[held]) + 1):
+            before = run.sync_pos[held]
+            run.limits[held] = k
+            run.run([held])
+            if run.sync_pos[held] == before:
+                break  # blocked for good: nothing else can change
+            taken.append(list(run.sync_pos))
+        steps = np.asarray(taken, np.int64)
+        for rank, waits in enumerate(self.waits):
+            if waits:
+                # the first k after which the rank has taken the wait's step
+                column = np.searchsorted(steps[:, rank], waits, side="right")
+                self.rows[rank][1 : len(waits) + 1, held] = column
 
     def _recompute(self, rank: int, number: int) -> bool:
         """Whether the need of `rank`'s wait `number` went down."""
@@ -293,6 +353,9 @@ class _Needs:
             return self._write_need(feeders[0])
         needs = self._write_needs(feeders)
         amounts = np.array([write.amount for write in feeders], np.int64)
+        if amounts.min() == amounts.max() > 0:  # the q-th soonest of equal writes
+            quota = -(-missing // int(amounts[0]))
+            return np.partition(needs, quota - 1, axis=0)[quota - 1]
         order = np.argsort(needs, axis=0, kind="stable")
         enough = np.argmax(np.cumsum(amounts[order], axis=0) >= missing, axis=0)
         columns = np.arange(self.view.ranks)
@@ -332,11 +395,15 @@ class _Needs:
 
 
 class MonotoneOracle:
-    def __init__(self, view: SyncSkeleton, deadline: float) -> None:
+    """`budget`: how many steps of runs the need vectors may cost before one sweep per
+    held rank computes them instead (default: what those sweeps cost)."""
+
+    def __init__(self, view: SyncSkeleton, deadline: float, *, budget: float | None = None) -> None:
         self.view = view
         self.trace = view.trace
         self._full = _maximal_run(view)
-        self._needs = _Needs(view, self._full, deadline)
+        sweeps = view.ranks * sum(len(kinds) for kinds in view.kind)
+        self._needs = _Needs(view, self._full, deadline, sweeps if budget is None else budget)
 
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
         if first.rank == second.rank:
