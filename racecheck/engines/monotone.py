@@ -61,7 +61,7 @@ from racecheck.events import EventRef, Schedule, Stuck
 NEVER = np.iinfo(np.int32).max  # a need no hold position meets: the step never runs
 # what the need vectors' work costs, in steps of a run (measured, roughly): recomputing
 # a wait, each write it reads, comparing a write's need with a wait's
-RECOMPUTE_STEPS, FEEDER_STEPS, COMPARE_STEPS = 50, 5, 8
+RECOMPUTE_STEPS, FEEDER_STEPS, COMPARE_STEPS = 120, 15, 15
 
 
 class MonotoneEngine:
@@ -116,24 +116,17 @@ def _rank_steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, i
 class _Run:
     """One maximal-run simulation over sync events, with per-rank limits."""
 
-    def __init__(self, view: SyncSkeleton, limits: list[int], *, log: bool = True) -> None:
+    def __init__(self, view: SyncSkeleton, limits: list[int]) -> None:
         self.view = view
         self.limits = limits
         self.sync_pos = [0] * view.ranks  # next sync position per rank
         self.values = [0] * len(view.cells)
         self.waiting: dict[int, list[int]] = {}  # cell -> ranks blocked on it
-        self.log = log
         self.steps: list[tuple[int, int]] = []  # (rank, sync position) in execution order
 
     def run(self, ranks: list[int]) -> None:
         """Advance the given ranks, and every rank they wake, as far as they can go."""
-        view, values, waiting, steps, log = (
-            self.view,
-            self.values,
-            self.waiting,
-            self.steps,
-            self.log,
-        )
+        view, values, waiting, steps = self.view, self.values, self.waiting, self.steps
         work = list(ranks)
         while work:
             rank = work.pop()
@@ -153,8 +146,7 @@ class _Run:
                         values[cell] += amounts[position]
                     if cell in waiting:
                         work.extend(waiting.pop(cell))
-                if log:
-                    steps.append((rank, position))
+                steps.append((rank, position))
                 position += 1
             self.sync_pos[rank] = position
 
@@ -207,7 +199,8 @@ class _Needs:
         self.rows = [np.full((len(waits) + 2, view.ranks), NEVER, np.int32) for waits in self.waits]
         for rows in self.rows:
             rows[0] = 0
-        if not self._solve(full.steps, deadline, budget):
+        first = sum(self._cost(feeders) for waits in self.release for feeders, _ in waits)
+        if first > budget or not self._solve(full.steps, deadline, budget):
             for held in range(view.ranks):
                 if time.monotonic() > deadline:
                     raise EngineUnknown(
@@ -278,7 +271,7 @@ class _Needs:
             popped += 1
             if popped % 4096 == 0 and time.monotonic() > deadline:
                 raise EngineUnknown("monotone engine: time limit reached while computing frontiers")
-            self.spent += RECOMPUTE_STEPS + FEEDER_STEPS * len(self.release[rank][number][0])
+            self.spent += self._cost(self.release[rank][number][0])
             if self.spent > budget:
                 return False
             if not self._recompute(rank, number):
@@ -287,6 +280,11 @@ class _Needs:
                 queued.add(other)
                 heapq.heappush(work, (order[other[0]][other[1]], *other))
         return True
+
+    @staticmethod
+    def _cost(feeders: tuple[_Write, ...]) -> int:
+        """What recomputing a wait costs, in steps of a run."""
+        return RECOMPUTE_STEPS + FEEDER_STEPS * len(feeders)
 
     def _dependents(
         self, rank: int, number: int, queued: set[tuple[int, int]]
@@ -304,32 +302,43 @@ class _Needs:
                 if waiter[0] == rank or waiter in queued or waiter in found:
                     continue
                 self.spent += COMPARE_STEPS
-                if (need < self.rows[waiter[0]][waiter[1] + 1]).any():
+                if self._lowers(need, *waiter):
                     found.append(waiter)
         return found
 
     def _sweep(self, held: int) -> None:
         """Column `held` of every row, from maximal runs with `held` stopped after k steps
-        for k = 0, 1, ...: one incremental run, each rank's steps taken per k."""
+        for k = 0, 1, ...: one incremental run; a wait's need is the k it ran at."""
         view = self.view
         limits = [len(kinds) for kinds in view.kind]
         limits[held] = 0
-        run = _Run(view, limits, log=False)
+        run = _Run(view, limits)
         run.run([rank for rank in range(view.ranks) if rank != held])
-        taken = [list(run.sync_pos)]
-        for k in range(1, len(view.kind[held]) + 1):
-            before = run.sync_pos[held]
-            run.limits[held] = k
-            run.run([held])
-            if run.sync_pos[held] == before:
-                break  # blocked for good: nothing else can change
-            taken.append(list(run.sync_pos))
-        steps = np.asarray(taken, np.int64)
-        for rank, waits in enumerate(self.waits):
-            if waits:
-                # the first k after which the rank has taken the wait's step
-                column = np.searchsorted(steps[:, rank], waits, side="right")
-                self.rows[rank][1 : len(waits) + 1, held] = column
+        rows: list[list[int]] = [[] for _ in range(view.ranks)]
+        needs: list[list[int]] = [[] for _ in range(view.ranks)]
+        for k in range(len(view.kind[held]) + 1):
+            if k:
+                before = run.sync_pos[held]
+                run.limits[held] = k
+                run.run([held])
+                if run.sync_pos[held] == before:
+                    break  # blocked for good: nothing else can change
+            for rank, position in run.steps:
+                if view.kind[rank][position] < ADD:
+                    rows[rank].append(self.row_of[rank][position])
+                    needs[rank].append(k)
+            run.steps.clear()
+        for rank, ran in enumerate(rows):
+            self.rows[rank][ran, held] = needs[rank]
+
+    def _lowers(self, need: np.ndarray, rank: int, number: int) -> bool:
+        """Whether a write's `need` is below the need of `rank`'s wait `number` in some
+        column; in the rank's own column only where that is above the wait's position + 1
+        (it never goes below)."""
+        row = self.rows[rank][number + 1]
+        below = need < row
+        below[rank] &= row[rank] > self.waits[rank][number] + 1
+        return bool(below.any())
 
     def _recompute(self, rank: int, number: int) -> bool:
         """Whether the need of `rank`'s wait `number` went down."""
@@ -355,6 +364,10 @@ class _Needs:
         amounts = np.array([write.amount for write in feeders], np.int64)
         if amounts.min() == amounts.max() > 0:  # the q-th soonest of equal writes
             quota = -(-missing // int(amounts[0]))
+            if quota == 1:
+                return needs.min(axis=0)
+            if quota == len(feeders):
+                return needs.max(axis=0)
             return np.partition(needs, quota - 1, axis=0)[quota - 1]
         order = np.argsort(needs, axis=0, kind="stable")
         enough = np.argmax(np.cumsum(amounts[order], axis=0) >= missing, axis=0)
