@@ -29,14 +29,16 @@ Between two waits of a rank only its own column changes: one row per wait. Start
 from NEVER, recomputing the waits in the unheld run's order, and again whenever a write
 to the cell or the rank's previous wait went down, descends to that solution. A cell
 with one writer needs each wait computed once: O(S + W · P) for W waits, not a maximal
-run per rank.
+run per rank. Where that would cost more than those runs (a counter many writers
+share through many rounds, say), they compute the same rows instead: one incremental
+run per held rank h, raising its limit k one step at a time; each wait's need[h] is
+the k it ran at. O(P · S) steps for S steps in all.
 
 Unknown policy: none — the answer is a deterministic fixpoint; a trace outside the
 boundary is refused by `unsupported` and goes to an exact engine instead.
 
 Limitations: fixed per-rank event sequences (the co-simulation's trace); memory is one
-int32 per wait and rank (W · P); a cell with many writers and waiters recomputes its
-waits as its writes go down.
+int32 per wait and rank (W · P); the choice between the two ways is by estimated cost.
 """
 
 from __future__ import annotations
