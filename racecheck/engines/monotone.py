@@ -203,12 +203,7 @@ class _Needs:
             rows[0] = 0
         first = sum(self._cost(feeders) for waits in self.release for feeders, _ in waits)
         if first > budget or not self._solve(full.steps, deadline, budget):
-            for held in range(view.ranks):
-                if time.monotonic() > deadline:
-                    raise EngineUnknown(
-                        "monotone engine: time limit reached while computing frontiers"
-                    )
-                self._sweep(held)
+            self._sweeps(deadline)
         gates = [self._gates(rank) for rank in range(view.ranks)]
         self.gate = [gate for gate, _ in gates]
         self.before = [before for _, before in gates]
@@ -307,6 +302,12 @@ class _Needs:
                 if self._lowers(need, *waiter):
                     found.append(waiter)
         return found
+
+    def _sweeps(self, deadline: float) -> None:
+        for held in range(self.view.ranks):
+            if time.monotonic() > deadline:
+                raise EngineUnknown("monotone engine: time limit reached while computing frontiers")
+            self._sweep(held)
 
     def _sweep(self, held: int) -> None:
         """Column `held` of every row, from maximal runs with `held` stopped after k steps
