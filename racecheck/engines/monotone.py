@@ -118,18 +118,27 @@ def _rank_steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, i
 class _Run:
     """One maximal-run simulation over sync events, with per-rank limits."""
 
-    def __init__(self, view: SyncSkeleton, limits: list[int]) -> None:
+    def __init__(self, view: SyncSkeleton, limits: list[int], *, log: bool = True) -> None:
         self.view = view
         self.limits = limits
         self.sync_pos = [0] * view.ranks  # next sync position per rank
         self.values = [0] * len(view.cells)
         self.waiting: dict[int, list[int]] = {}  # cell -> ranks blocked on it
+        self.log = log
         self.steps: list[tuple[int, int]] = []  # (rank, sync position) in execution order
 
-    def run(self, ranks: list[int]) -> None:
-        """Advance the given ranks, and every rank they wake, as far as they can go."""
-        view, values, waiting, steps = self.view, self.values, self.waiting, self.steps
+    def run(self, ranks: list[int]) -> set[int]:
+        """Advance the given ranks, and every rank they wake, as far as they can go;
+        the ranks that were given or woken."""
+        view, values, waiting, steps, log = (
+            self.view,
+            self.values,
+            self.waiting,
+            self.steps,
+            self.log,
+        )
         work = list(ranks)
+        touched = set(ranks)
         while work:
             rank = work.pop()
             kinds, cells, amounts = view.kind[rank], view.cell[rank], view.amount[rank]
@@ -147,10 +156,14 @@ class _Run:
                     else:
                         values[cell] += amounts[position]
                     if cell in waiting:
-                        work.extend(waiting.pop(cell))
-                steps.append((rank, position))
+                        woken = waiting.pop(cell)
+                        work.extend(woken)
+                        touched.update(woken)
+                if log:
+                    steps.append((rank, position))
                 position += 1
             self.sync_pos[rank] = position
+        return touched
 
     def event_frontier(self) -> list[int]:
         """Per rank, how many of its events can have executed in this state."""
@@ -315,24 +328,21 @@ class _Needs:
         view = self.view
         limits = [len(kinds) for kinds in view.kind]
         limits[held] = 0
-        run = _Run(view, limits)
-        run.run([rank for rank in range(view.ranks) if rank != held])
-        rows: list[list[int]] = [[] for _ in range(view.ranks)]
-        needs: list[list[int]] = [[] for _ in range(view.ranks)]
+        run = _Run(view, limits, log=False)
+        ran = [0] * view.ranks  # waits each rank has run
+        moved = run.run([rank for rank in range(view.ranks) if rank != held])
         for k in range(len(view.kind[held]) + 1):
             if k:
                 before = run.sync_pos[held]
                 run.limits[held] = k
-                run.run([held])
+                moved = run.run([held])
                 if run.sync_pos[held] == before:
                     break  # blocked for good: nothing else can change
-            for rank, position in run.steps:
-                if view.kind[rank][position] < ADD:
-                    rows[rank].append(self.row_of[rank][position])
-                    needs[rank].append(k)
-            run.steps.clear()
-        for rank, ran in enumerate(rows):
-            self.rows[rank][ran, held] = needs[rank]
+            for rank in moved:
+                position = run.sync_pos[rank]
+                waits = self.row_of[rank][position - 1] if position else 0
+                self.rows[rank][ran[rank] + 1 : waits + 1, held] = k
+                ran[rank] = waits
 
     def _lowers(self, need: np.ndarray, rank: int, number: int) -> bool:
         """Whether a write's `need` is below the need of `rank`'s wait `number` in some
