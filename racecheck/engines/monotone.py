@@ -63,7 +63,7 @@ from racecheck.events import EventRef, Schedule, Stuck
 NEVER = np.iinfo(np.int32).max  # a need no hold position meets: the step never runs
 # what the need vectors' work costs, in steps of a run (measured, roughly): recomputing
 # a wait, each write it reads, comparing a write's need with a wait's
-RECOMPUTE_STEPS, FEEDER_STEPS, COMPARE_STEPS = 120, 15, 15
+RECOMPUTE_STEPS, FEEDER_STEPS, COMPARE_STEPS = 75, 15, 15
 
 
 class MonotoneEngine:
@@ -341,7 +341,10 @@ class _Needs:
             for rank in moved:
                 position = run.sync_pos[rank]
                 waits = self.row_of[rank][position - 1] if position else 0
-                self.rows[rank][ran[rank] + 1 : waits + 1, held] = k
+                if waits == ran[rank] + 1:  # the usual: one more wait
+                    self.rows[rank][waits, held] = k
+                elif waits > ran[rank]:
+                    self.rows[rank][ran[rank] + 1 : waits + 1, held] = k
                 ran[rank] = waits
 
     def _lowers(self, need: np.ndarray, rank: int, number: int) -> bool:
