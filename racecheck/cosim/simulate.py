@@ -99,12 +99,13 @@ def collector_paused() -> Iterator[None]:
 
 
 def _settle(trace: Trace) -> None:
-    """A large trace lives as long as its check and holds no reference cycles: collect
-    what tracing left behind once, then keep the collector off every object alive now
-    (`gc.freeze`), so the checks' collections no longer walk the trace again and again.
-    Frozen objects are still freed by reference counting when the trace is dropped."""
+    """A large trace lives as long as its check and holds no reference cycles: keep the
+    collector off every object alive now (`gc.freeze`), so the checks' collections no
+    longer walk the trace again and again. Called while the collector is paused: a
+    collection now, of the young objects or of all, would walk the whole trace once
+    more to free next to nothing. Frozen objects are still freed by reference counting
+    when the trace is dropped."""
     if sum(len(events) for events in trace.events) >= FREEZE_FROM_EVENTS:
-        gc.collect()
         gc.freeze()
 
 
@@ -121,47 +122,48 @@ def simulate(
     """Run `instance` once under `policy` and record what every rank did."""
     started = time.monotonic()
     memory = MemoryState(instance.ranks)
-    with installed(), collector_paused():
-        try:
-            host, tensors = _run_host(instance, memory, seed, timeout)
-        except HostCrash as crash:
-            return _host_crash(instance, memory, crash.record, repeat)
-        run = BatonScheduler(
-            instance.ranks,
-            memory,
-            policy or DefaultPolicy(),
-            force_waits,
-            max_events,
-            dict(instance.bindings),
-            instance.task_orders,
+    with collector_paused():
+        with installed():
+            try:
+                host, tensors = _run_host(instance, memory, seed, timeout)
+            except HostCrash as crash:
+                return _host_crash(instance, memory, crash.record, repeat)
+            run = BatonScheduler(
+                instance.ranks,
+                memory,
+                policy or DefaultPolicy(),
+                force_waits,
+                max_events,
+                dict(instance.bindings),
+                instance.task_orders,
+            )
+            remaining = max(timeout - (time.monotonic() - started), 0.001)
+            _execute_ranks(run, host, repeat, remaining, instance.name)
+        if any(state.flow.pins for state in run.states):
+            uses = CellUses([state.events for state in run.states])
+            for state in run.states:
+                state.settle_pins(uses)
+        trace = Trace(
+            ranks=instance.ranks,
+            events=tuple(tuple(state.events) for state in run.states),
+            memories=tuple(memory.memories),
+            ends=tuple(_end_of(state, run) for state in run.states),
+            out_of_bounds=tuple(sorted(run.out_of_bounds, key=lambda record: record.rank)),
+            control_reads=tuple(sorted(run.control_reads, key=lambda ref: (ref.rank, ref.index))),
+            repeat=repeat,
         )
-        remaining = max(timeout - (time.monotonic() - started), 0.001)
-        _execute_ranks(run, host, repeat, remaining, instance.name)
-    if any(state.flow.pins for state in run.states):
-        uses = CellUses([state.events for state in run.states])
-        for state in run.states:
-            state.settle_pins(uses)
-    trace = Trace(
-        ranks=instance.ranks,
-        events=tuple(tuple(state.events) for state in run.states),
-        memories=tuple(memory.memories),
-        ends=tuple(_end_of(state, run) for state in run.states),
-        out_of_bounds=tuple(sorted(run.out_of_bounds, key=lambda record: record.rank)),
-        control_reads=tuple(sorted(run.control_reads, key=lambda ref: (ref.rank, ref.index))),
-        repeat=repeat,
-    )
-    records = tuple(
-        HostTensorRecord(
-            name=tensor.name,
-            role=tensor.role,
-            memory=tensor.view.memory,
-            dtype=tensor.view.dtype.name,
-            initial=tensor.initial,
-            final=memory.snapshot(tensor.view),
+        records = tuple(
+            HostTensorRecord(
+                name=tensor.name,
+                role=tensor.role,
+                memory=tensor.view.memory,
+                dtype=tensor.view.dtype.name,
+                initial=tensor.initial,
+                final=memory.snapshot(tensor.view),
+            )
+            for tensor in tensors
         )
-        for tensor in tensors
-    )
-    _settle(trace)
+        _settle(trace)
     return Execution(
         trace=trace,
         schedule=tuple(run.schedule),
