@@ -290,10 +290,14 @@ def _check_order(
     orders: TaskOrders,
     runs: list[Execution],
 ) -> Outcome:
-    return explore(
-        lambda path, deadline: _check_path(spec, ranks, options, path, deadline, orders, runs),
-        timeout=options.timeout,
-    )
+    known: set[tuple[object, ...]] = set()
+
+    def check_path(path: Path, deadline: float) -> PathOutcome:
+        checked = _check_path(spec, ranks, options, path, deadline, orders, runs, known)
+        known.update(finding.identity for finding in checked.outcome.findings)
+        return checked
+
+    return explore(check_path, timeout=options.timeout)
 
 
 def _check_task_orders(
@@ -332,6 +336,7 @@ def _check_path(
     deadline: float,
     orders: TaskOrders,
     runs: list[Execution],
+    known: set[tuple[object, ...]],
 ) -> PathOutcome:
     started = time.monotonic()
     try:
@@ -361,7 +366,7 @@ def _check_path(
         golden = (options.expect or _model_of(instance, execution, options)) if hazards else None
         findings = name_tasks(
             tuple(
-                judge.confirm(instance, trace, oracle, hazard, golden, options)
+                judge.confirm(instance, trace, oracle, hazard, golden, options, known=known)
                 for hazard in hazards
             ),
             execution.tasks,

@@ -196,6 +196,11 @@ class Finding:
     def code(self) -> FindingCode:
         return FindingCode.of(self.kind, self.detail)
 
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """What makes two findings the same one: the paths of a program report it once."""
+        return (self.kind, self.detail, self.locations)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EveryPProof:

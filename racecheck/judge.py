@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 from racecheck import reference
@@ -151,10 +151,14 @@ def confirm(
     hazard: Hazard,
     golden: str | None,
     options: Options,
+    *,
+    known: Container[tuple[object, ...]] = frozenset(),
 ) -> Finding:
-    """The finding, its witness replayed by the co-simulation, and the output it produces."""
+    """The finding, its witness replayed by the co-simulation, and the output it produces.
+    A finding `known` from an earlier path of the program is reported as that path found
+    it (`racecheck.paths.merged`), so its witness is not replayed again."""
     finding, schedule = to_finding(trace, oracle, hazard)
-    if not schedule:
+    if not schedule or finding.identity in known:
         return finding
     replay = _replay(instance, hazard, schedule, options)
     if replay is None:

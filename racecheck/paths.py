@@ -277,7 +277,7 @@ def merged(outcomes: list[Outcome], unsettled: tuple[Unsettled, ...]) -> Outcome
     findings: dict[tuple[object, ...], Finding] = {}
     for outcome in outcomes:
         for finding in outcome.findings:
-            findings.setdefault((finding.kind, finding.detail, finding.locations), finding)
+            findings.setdefault(finding.identity, finding)
     unknown = next((o.unknown for o in outcomes if o.unknown is not None), None)
     if unknown is None and unsettled:
         unknown = "; ".join(dict.fromkeys(entry.message for entry in unsettled))

@@ -10,16 +10,19 @@ Set orders and a grid of input values directly: racecheck's verdict must match i
 from __future__ import annotations
 
 import itertools
+from collections.abc import Container
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from racecheck import judge
 from racecheck.check import check
 from racecheck.cosim import simulate
 from racecheck.engines import prepare
-from racecheck.findings import FindingKind, Verdict
+from racecheck.findings import Finding, FindingKind, Verdict
 from racecheck.load import discover, load_file
 from racecheck.options import EngineChoice, Options
 from racecheck.steering import Cause, open_reads
@@ -255,3 +258,34 @@ def test_two_sets_of_different_values_are_order_dependent(tmp_path) -> None:
 @pytest.mark.parametrize(("values", "op"), [((2, 2), "Set"), ((1, 2), "AtomicAdd")])
 def test_equal_sets_and_integer_adds_commute(tmp_path, values, op) -> None:
     assert _opened(tmp_path, values, op) == []
+
+
+def test_a_finding_seen_on_an_earlier_path_is_replayed_once_and_reported_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Example 50 shows its races on every input path: each is replayed on the first
+    path only, and the report equals the one that replays them on every path."""
+    example = str(EXAMPLES / "50_kernel_all_to_all_v_bug_loop.py")
+    options = Options(ranks=(2,), repeat=3, jobs=1)
+    original_confirm = judge.confirm
+    replayed: list[tuple[object, ...]] = []
+
+    def counting(*args: Any, known: Container[tuple[object, ...]] = frozenset()) -> Finding:
+        finding = original_confirm(*args, known=known)
+        if finding.witness and finding.identity not in known:
+            replayed.append(finding.identity)
+        return finding
+
+    monkeypatch.setattr(judge, "confirm", counting)
+    (deduplicated,) = check(example, options).results
+    assert len(replayed) == len(set(replayed)) > 0
+
+    def every_path(*args: Any, known: Container[tuple[object, ...]] = frozenset()) -> Finding:
+        return counting(*args)
+
+    replayed.clear()
+    monkeypatch.setattr(judge, "confirm", every_path)
+    (replaying,) = check(example, options).results
+    assert len(replayed) > len(set(replayed))  # the same finding shows on several paths
+    assert deduplicated.findings == replaying.findings
+    assert deduplicated.verdict is replaying.verdict is Verdict.BUG
