@@ -10,6 +10,7 @@ one count a program misbehaves on.
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import numpy as np
@@ -201,12 +202,23 @@ def test_a_loop_bound_read_back_records_its_comparisons_not_one_value(tmp_path) 
 def test_a_loop_from_a_symbolic_start_counts_in_its_form(tmp_path) -> None:
     body = STAGE + "for r in pl.range(n, LIMIT):\n                pl.write(box, [1, 0], r)"
     made = _made(_run(_program(tmp_path, body), 2))
-    step = [Apply(Op.ADD, (COUNT, Const(1)))]
     assert made == [
         (Op.LT, (COUNT, Const(4)), True),
-        (Op.LT, (step[0], Const(4)), True),
-        (Op.LT, (Apply(Op.ADD, (step[0], Const(1))), Const(4)), False),
+        (Op.LT, (Apply(Op.ADD, (COUNT, Const(1))), Const(4)), True),
+        (Op.LT, (Apply(Op.ADD, (COUNT, Const(2))), Const(4)), False),
     ]
+
+
+def test_a_long_loop_from_a_symbolic_start_keeps_its_forms_shallow(tmp_path) -> None:
+    """Each index is the start plus a constant, not the previous index plus the step:
+    5000 iterations compare and solve without deep recursion."""
+    body = STAGE + "for r in pl.range(n, LIMIT):\n                pass"
+    made = _made(_run(_program(tmp_path, body), -5000))
+    assert len(made) == 5005
+    assert made[-1] == (Op.LT, (Apply(Op.ADD, (COUNT, Const(5004))), Const(4)), False)
+    decisions = [Decision(condition=Apply(op, args), taken=taken) for op, args, taken in made]
+    ((at, flipped),) = flips(decisions, len(decisions) - 1, deadline=time.monotonic() + 30)
+    assert at == len(decisions) - 1 and flipped.answer is Answer.FOUND
 
 
 def test_min_and_max_of_a_value_read_back_decide_by_comparison(tmp_path) -> None:

@@ -386,10 +386,12 @@ def _compared(args: tuple[object, ...]) -> Iterator[object]:
     step = as_index(args[2]) if len(args) == 3 else 1
     if step == 0:
         raise ValueError("pl.range() arg 3 must not be zero")
-    index: Any = start if isinstance(start, Tainted) else DeviceInt(as_index(start))
+    first: Any = start if isinstance(start, Tainted) else DeviceInt(as_index(start))
+    index, taken = first, 0
     while index < stop if step > 0 else index > stop:
         yield index
-        index = index + step
+        taken += step
+        index = first + taken  # from the start each time: forms stay shallow
 
 
 def _carried_iteration(
