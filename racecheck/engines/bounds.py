@@ -188,8 +188,11 @@ def _bound_amounts(skeleton: SyncSkeleton, rank: int, waiters: list[set[int]]) -
             amounts.append(amount)
             continue
         threshold = passed.pop(cell, None)
-        if kind == SET and amount >= 0 and threshold is not None and waiters[cell] == {rank}:
+        consume = threshold is not None and waiters[cell] == {rank}
+        if consume and kind == SET and amount >= 0:
             amounts.append(amount - threshold)  # a consume: see the module docstring
+        elif consume and kind == ADD and amount + threshold >= 0:
+            amounts.append(amount)  # a consuming Add: see the module docstring
         else:
             amounts.append(max(amount, 0))
     return amounts
