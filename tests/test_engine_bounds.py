@@ -20,13 +20,14 @@ from racecheck.engines.explore import ExploreEngine
 from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.events import EventRef, NotifyOp, Trace, WaitCmp
 
-OPS = ("notify", "consume", "store", "load")
+OPS = ("notify", "consume", "take", "flag", "store", "load")
 
 
 @st.composite
 def consume_protocols(draw: st.DrawFn) -> Trace:
-    """2-3 ranks; a rank waits on a row of its own cell and then Sets it (0 or 1), adds
-    to a row of a peer's cell, or touches data."""
+    """2-3 ranks; a rank waits on a row of its own cell and then Sets it (0 or 1) or
+    adds minus at most what it waited for, adds to a row of a peer's cell, Sets a row
+    of a peer's cell to 1 (a flag on a cell others add to), or touches data."""
     ranks = draw(st.integers(2, 3))
     protocol = Protocol(ranks)
     for rank in range(ranks):
@@ -40,6 +41,12 @@ def consume_protocols(draw: st.DrawFn) -> Trace:
                 protocol.wait(rank, draw(st.integers(0, 2)), row=row)
                 value = draw(st.integers(0, 1))
                 protocol.notify(rank, rank, value, NotifyOp.SET, row=row)
+            elif op == "take":
+                expected = draw(st.integers(0, 2))
+                protocol.wait(rank, expected, row=row)
+                protocol.notify(rank, rank, -draw(st.integers(0, expected)), row=row)
+            elif op == "flag":
+                protocol.notify(rank, peer, 1, NotifyOp.SET, row=row)
             elif op == "store":
                 protocol.store(rank, peer)
             else:
@@ -99,6 +106,28 @@ def test_a_consumed_flag_orders_the_rounds_without_the_exact_engine() -> None:
             assert_witness(trace, oracle, first, second)
     assert truth.has_stuck_state()  # round 2's flag can land before round 1's reset
     assert oracle.stuck() is not None
+
+
+def test_a_consuming_add_keeps_the_bound_exact_on_a_flagged_cell() -> None:
+    """Examples/132's shape: rank 0 Sets a flag on rank 1's cell, then adds two
+    credits; rank 1 takes two (an Add -2 after its wait for 2), then waits for 1 again,
+    which holds only after rank 0's last add. The bound keeps the take, so it alone
+    says that rank 1's load cannot precede that add (the exact engine is never asked)."""
+    protocol = Protocol(2)
+    protocol.notify(0, 1, 1, NotifyOp.SET)
+    protocol.notify(0, 1)
+    last_add = protocol.notify(0, 1)
+    protocol.wait(1, 2)
+    protocol.notify(1, 1, -2)
+    protocol.wait(1, 1)
+    load = protocol.load(1, 0)
+    trace = protocol.trace()
+    truth = BruteForce(trace)
+    oracle = _bounded(trace)
+    assert not truth.can_precede(load, last_add)
+    for first, second in cross_rank_pairs(trace):
+        expected = truth.can_precede(first, second)
+        assert oracle.can_precede(first, second) == expected, (first, second)
 
 
 def test_a_lost_credit_is_a_stuck_state_found_by_a_run() -> None:

@@ -5,12 +5,15 @@ prove the answer, and asks the exact oracle behind it (built on first use) other
 
 * "no" for `can_precede` from an *upper bound* of the trace, a cell value B >= 0 that
   is >= the real value at every moment of every execution: every write becomes an Add
-  to B. A negative Add adds 0 (it only lowers the real value), an Add v >= 0 adds v.
+  to B. A negative Add adds 0 (it only lowers the real value) unless it is a
+  consuming Add (below), an Add v >= 0 adds v.
   A Set v adds max(v, 0) (v <= B + max(v, 0) as B >= 0), except a *consume*: a Set
   v >= 0 by the only rank that waits on the cell, whose previous step on the cell is
   a wait for >= t; it adds v - t. Between that wait (real value >= t, so B >= t) and
   the Set, only other ranks write the cell and only raise B, so B + v - t >= v, and
-  B stays >= 0. With only signed Ge waits and no cell that can wrap, every real
+  B stays >= 0. A *consuming Add* -v (same rank and previous step, a wait for
+  >= t with t >= v) adds -v: B - real is unchanged, and B >= t >= v before it by
+  the same argument. With only signed Ge waits and no cell that can wrap, every real
   execution is an execution of the bound, which the monotone engine decides exactly
   (Adds commute; the only decreases are a rank's consumes of a cell only it waits
   on, which disable no other rank's wait); what the bound cannot do, no execution
