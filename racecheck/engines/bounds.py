@@ -191,14 +191,19 @@ def _bound_amounts(skeleton: SyncSkeleton, rank: int, waiters: list[set[int]]) -
             amounts.append(amount)
             continue
         threshold = passed.pop(cell, None)
-        consume = threshold is not None and waiters[cell] == {rank}
-        if consume and kind == SET and amount >= 0:
-            amounts.append(amount - threshold)  # a consume: see the module docstring
-        elif consume and kind == ADD and amount + threshold >= 0:
-            amounts.append(amount)  # a consuming Add: see the module docstring
-        else:
-            amounts.append(max(amount, 0))
+        consumer = threshold if waiters[cell] == {rank} else None
+        amounts.append(_bound_effect(kind, amount, consumer))
     return amounts
+
+
+def _bound_effect(kind: int, amount: int, threshold: int | None) -> int:
+    """What a write adds to the bound; `threshold` is that of the writer's previous step
+    on the cell, a wait, when the writer is the cell's only waiter (else None)."""
+    if threshold is not None and kind == SET and amount >= 0:
+        return amount - threshold  # a consume: see the module docstring
+    if threshold is not None and kind == ADD and amount + threshold >= 0:
+        return amount  # a consuming Add: see the module docstring
+    return max(amount, 0)
 
 
 class BoundedEngine:
