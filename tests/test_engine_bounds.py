@@ -15,7 +15,14 @@ from test_engine_explore import Protocol
 from test_engines_conformance import CONFORMANCE, assert_conforms, assert_witness
 
 from racecheck.engines.base import OrderOracle
-from racecheck.engines.bounds import BoundedEngine, BoundedOracle, upper_bound
+from racecheck.engines.bounds import (
+    BoundedEngine,
+    BoundedOracle,
+    concrete_run,
+    lockstep_run,
+    patient_run,
+    upper_bound,
+)
 from racecheck.engines.explore import ExploreEngine
 from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.events import EventRef, NotifyOp, Trace, WaitCmp
@@ -184,3 +191,22 @@ def test_a_run_with_first_s_rank_ahead_passes_its_waits_before_resets_erase_them
     oracle = _bounded(trace)
     assert oracle.can_precede(first, second)
     assert_witness(trace, oracle, first, second)
+
+
+def test_a_lockstep_run_lets_the_consumer_take_each_round_before_the_next_flag() -> None:
+    """Examples/132 under --repeat: rank 0 Sets a flag on rank 1's cell and adds a
+    credit, three times; rank 1 waits for both and takes them each time. A Set of the
+    next round landing before the take erases the credit and rank 1 stops: the patient
+    run (Sets before Adds) and the rank-order run do that; the lockstep run, which
+    lets the rank furthest behind write first, completes every round."""
+    protocol = Protocol(2)
+    for _ in range(3):
+        protocol.notify(0, 1, 1, NotifyOp.SET)
+        protocol.notify(0, 1)
+        protocol.wait(1, 2)
+        protocol.notify(1, 1, -2)
+    skeleton = SyncSkeleton(protocol.trace())
+    full = [len(kinds) for kinds in skeleton.kind]
+    assert patient_run(skeleton, full).positions == [6, 2]
+    assert concrete_run(skeleton, full, lambda: [0, 1]).positions == [6, 2]
+    assert lockstep_run(skeleton, full).positions == full

@@ -21,7 +21,8 @@ prove the answer, and asks the exact oracle behind it (built on first use) other
 * "yes" for `can_precede`, and `stuck`, from concrete runs of the trace itself, each
   until no rank can move (`_nth_run`: one *patient* run that lets waits and Sets go
   before Adds, then ranks run as far as they can in rank order and in seeded random
-  orders; the rank of `second` held just before it): a run that executes `first` is a
+  orders, then one in *lockstep* (waits first, then the rank furthest behind); the
+  rank of `second` held just before it): a run that executes `first` is a
   witness, one that ends with a rank blocked is a stuck state; both are executions by
   construction.
 
@@ -39,7 +40,7 @@ from racecheck.engines.monotone import MonotoneOracle
 from racecheck.engines.skeleton import ADD, SET, WAIT_GE, SyncSkeleton, wait_holds
 from racecheck.events import EventRef, Schedule, Stuck, wrap_int32
 
-RUNS_PER_HOLD = 5  # concrete runs tried per held position (`_nth_run`)
+RUNS_PER_HOLD = 6  # concrete runs tried per held position (`_nth_run`)
 STUCK_RUNS = 16  # seeded random runs tried for a stuck state before the exact oracle
 
 
@@ -74,6 +75,13 @@ def patient_run(skeleton: SyncSkeleton, limits: list[int], eager: int | None = N
     return _PatientRun(skeleton, limits).run(eager)
 
 
+def lockstep_run(skeleton: SyncSkeleton, limits: list[int]) -> Run:
+    """Run one event at a time: a wait that holds whenever there is one, else the write
+    of the rank with the fewest steps done (lowest rank on a tie), so that no rank laps
+    the others and Sets a cell again before its consumer took what it was given."""
+    return _PatientRun(skeleton, limits).run(None, lockstep=True)
+
+
 class _PatientRun:
     """`patient_run`'s state: which ranks can move next, updated per written cell, so a
     step costs the ranks whose next wait reads what it wrote, not a scan of all."""
@@ -84,20 +92,17 @@ class _PatientRun:
         self.positions = [0] * skeleton.ranks
         self.values = [0] * len(skeleton.cells)
         self.steps: list[tuple[int, int]] = []
-        self.ready: set[int] = set()  # next a wait that holds, or a Set
+        self.passing: set[int] = set()  # next a wait that holds
+        self.setting: set[int] = set()  # next a Set
         self.adding: set[int] = set()  # next an Add
         self.readers: dict[int, set[int]] = {}  # cell -> ranks whose next is a wait on it
         self.reading: list[int | None] = [None] * skeleton.ranks  # the cell of that wait
         for rank in range(skeleton.ranks):
             self._classify(rank)
 
-    def run(self, eager: int | None) -> Run:
-        ready, adding = self.ready, self.adding
-        while ready or adding:
-            if eager is not None and (eager in ready or eager in adding):
-                rank = eager
-            else:
-                rank = min(ready) if ready else min(adding)
+    def run(self, eager: int | None, *, lockstep: bool = False) -> Run:
+        while self.passing or self.setting or self.adding:
+            rank = self._lockstep_choice() if lockstep else self._patient_choice(eager)
             done = len(self.steps)
             _step(self.skeleton, rank, self.positions, self.values, self.limits[rank], self.steps)
             self._classify(rank)
@@ -107,9 +112,21 @@ class _PatientRun:
                         self._classify(reader)
         return Run(steps=self.steps, positions=self.positions, values=self.values)
 
+    def _patient_choice(self, eager: int | None) -> int:
+        if eager is not None and (eager in self.passing | self.setting | self.adding):
+            return eager
+        ready = self.passing | self.setting
+        return min(ready) if ready else min(self.adding)
+
+    def _lockstep_choice(self) -> int:
+        if self.passing:
+            return min(self.passing)
+        return min(self.setting | self.adding, key=lambda rank: (self.positions[rank], rank))
+
     def _classify(self, rank: int) -> None:
         skeleton, position = self.skeleton, self.positions[rank]
-        self.ready.discard(rank)
+        self.passing.discard(rank)
+        self.setting.discard(rank)
         self.adding.discard(rank)
         reading = self.reading[rank]
         if reading is not None:
@@ -120,13 +137,13 @@ class _PatientRun:
         kind, cell = skeleton.kind[rank][position], skeleton.cell[rank][position]
         if kind == ADD:
             self.adding.add(rank)
-            return
-        if kind < ADD:
+        elif kind == SET:
+            self.setting.add(rank)
+        else:
             self.readers.setdefault(cell, set()).add(rank)
             self.reading[rank] = cell
-            if not wait_holds(kind, self.values[cell], skeleton.amount[rank][position]):
-                return
-        self.ready.add(rank)
+            if wait_holds(kind, self.values[cell], skeleton.amount[rank][position]):
+                self.passing.add(rank)
 
 
 def _step(
@@ -312,9 +329,12 @@ class BoundedOracle:
 
 
 def _nth_run(skeleton: SyncSkeleton, limits: list[int], n: int) -> Run:
-    """The n-th run tried: patient, then rank by rank in rank order, then shuffled."""
+    """The n-th run tried: patient, rank by rank in rank order, shuffled, and last in
+    lockstep (last, so that it only answers what the others cannot)."""
     if n == 0:
         return patient_run(skeleton, limits)
+    if n == RUNS_PER_HOLD - 1:
+        return lockstep_run(skeleton, limits)
     if n == 1:
         return concrete_run(skeleton, limits, _fixed(skeleton.ranks))
     return concrete_run(skeleton, limits, _shuffled(skeleton.ranks, n))
