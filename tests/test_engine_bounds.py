@@ -210,3 +210,28 @@ def test_a_lockstep_run_lets_the_consumer_take_each_round_before_the_next_flag()
     assert patient_run(skeleton, full).positions == [6, 2]
     assert concrete_run(skeleton, full, lambda: [0, 1]).positions == [6, 2]
     assert lockstep_run(skeleton, full).positions == full
+
+
+def test_a_flag_set_again_on_a_cell_that_still_holds_it_adds_nothing_to_the_bound() -> None:
+    """Examples/132 under --repeat: rank 0 Sets a flag on rank 1's cell and adds two
+    credits, twice; rank 1 takes two credits and waits for the flag each time. The
+    second Set lands on a cell that holds at least 1 (the first Set and both credits,
+    less the one take that can come before it), so it adds nothing to the bound, and
+    the bound alone says rank 1's second take cannot precede rank 0's second credit."""
+    protocol = Protocol(2)
+    adds: list[EventRef] = []
+    takes: list[EventRef] = []
+    for _ in range(2):
+        protocol.notify(0, 1, 1, NotifyOp.SET)
+        adds.append(protocol.notify(0, 1))
+        protocol.notify(0, 1)
+        protocol.wait(1, 2)
+        takes.append(protocol.notify(1, 1, -2))
+        protocol.wait(1, 1)
+    trace = protocol.trace()
+    truth = BruteForce(trace)
+    oracle = _bounded(trace)
+    assert not truth.can_precede(takes[1], adds[1])
+    for first, second in cross_rank_pairs(trace):
+        expected = truth.can_precede(first, second)
+        assert oracle.can_precede(first, second) == expected, (first, second)

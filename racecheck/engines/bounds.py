@@ -13,8 +13,15 @@ prove the answer, and asks the exact oracle behind it (built on first use) other
   the Set, only other ranks write the cell and only raise B, so B + v - t >= v, and
   B stays >= 0. A *consuming Add* -v (same rank and previous step, a wait for
   >= t with t >= v) adds -v: B - real is unchanged, and B >= t >= v before it by
-  the same argument. With only signed Ge waits and no cell that can wrap, every real
-  execution is an execution of the bound, which the monotone engine decides exactly
+  the same argument. A Set v on a cell that only its rank Sets adds at most
+  max(v - L, 0), where L is a *floor* of the real value just before it: the value of
+  the rank's previous Set on the cell (0 at the start), plus the rank's own Adds
+  since (all ran before, in program order), plus every negative Add of another rank
+  that can precede the Set by a bound already built (other Adds only raise the
+  value); then B >= real >= L gives B + max(v - L, 0) >= v. Floors are recomputed on
+  the tighter bound until none rises. With only signed Ge waits and no cell that can
+  wrap, every real execution is an execution of the bound, which the monotone engine
+  decides exactly
   (Adds commute; the only decreases are a rank's consumes of a cell only it waits
   on, which disable no other rank's wait); what the bound cannot do, no execution
   does.
@@ -22,8 +29,8 @@ prove the answer, and asks the exact oracle behind it (built on first use) other
   until no rank can move (`_nth_run`: one *patient* run that lets waits and Sets go
   before Adds, then ranks run as far as they can in rank order and in seeded random
   orders, then one in *lockstep* (waits first, then the rank furthest behind); the
-  rank of `second` held just before it): a run that executes `first` is a
-  witness, one that ends with a rank blocked is a stuck state; both are executions by
+  rank of `second` held just before it): a run that executes `first` is a witness,
+  one that ends with a rank blocked is a stuck state; both are executions by
   construction.
 
 Nothing is approximated in an answer: what neither settles goes to the exact oracle.
@@ -193,7 +200,57 @@ def upper_bound(skeleton: SyncSkeleton) -> MonotoneOracle | None:
                 waiters[cell].add(rank)
     amounts = [_bound_amounts(skeleton, rank, waiters) for rank in range(skeleton.ranks)]
     kinds = [[min(kind, ADD) for kind in steps] for steps in skeleton.kind]
-    return MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=float("inf"))
+    bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=float("inf"))
+    while _lower_repeated_sets(skeleton, amounts, bound):
+        bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=float("inf"))
+    return bound
+
+
+def _lower_repeated_sets(
+    skeleton: SyncSkeleton, amounts: list[list[int]], bound: MonotoneOracle
+) -> bool:
+    """Lower the bound's effect of a Set v to max(v - L, 0) where L is a floor of the
+    real value just before it, read off `bound` (module docstring); whether any effect
+    was lowered. Effects only fall, each to no less than 0, so the loop in
+    `upper_bound` ends."""
+    setters: list[set[int]] = [set() for _ in skeleton.cells]
+    takes: list[list[tuple[EventRef, int]]] = [[] for _ in skeleton.cells]  # negative Adds
+    for rank in range(skeleton.ranks):
+        for kind, cell, amount, index in _steps(skeleton, rank):
+            if kind == SET:
+                setters[cell].add(rank)
+            elif kind == ADD and amount < 0:
+                takes[cell].append((EventRef(rank=rank, index=index), amount))
+    lowered = False
+    for rank in range(skeleton.ranks):
+        floors: dict[int, int] = {}  # cell -> floor from the rank's own writes since its Set
+        for position, (kind, cell, amount, index) in enumerate(_steps(skeleton, rank)):
+            if kind == ADD:
+                floors[cell] = floors.get(cell, 0) + amount
+            if kind != SET or setters[cell] != {rank}:
+                continue
+            set_ref = EventRef(rank=rank, index=index)
+            floor = floors.get(cell, 0) + sum(
+                taken
+                for take, taken in takes[cell]
+                if take.rank != rank and bound.can_precede(take, set_ref)
+            )
+            effect = max(amount - floor, 0)
+            if effect < amounts[rank][position]:
+                amounts[rank][position] = effect
+                lowered = True
+            floors[cell] = amount
+    return lowered
+
+
+def _steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, int]]:
+    return zip(
+        skeleton.kind[rank],
+        skeleton.cell[rank],
+        skeleton.amount[rank],
+        skeleton.index[rank],
+        strict=True,
+    )
 
 
 def _bound_amounts(skeleton: SyncSkeleton, rank: int, waiters: list[set[int]]) -> list[int]:
