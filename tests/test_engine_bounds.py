@@ -15,18 +15,26 @@ from test_engine_explore import Protocol
 from test_engines_conformance import CONFORMANCE, assert_conforms, assert_witness
 
 from racecheck.engines.base import OrderOracle
-from racecheck.engines.bounds import BoundedEngine, BoundedOracle, upper_bound
+from racecheck.engines.bounds import (
+    BoundedEngine,
+    BoundedOracle,
+    concrete_run,
+    lockstep_run,
+    patient_run,
+    upper_bound,
+)
 from racecheck.engines.explore import ExploreEngine
 from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.events import EventRef, NotifyOp, Trace, WaitCmp
 
-OPS = ("notify", "consume", "store", "load")
+OPS = ("notify", "consume", "take", "flag", "store", "load")
 
 
 @st.composite
 def consume_protocols(draw: st.DrawFn) -> Trace:
-    """2-3 ranks; a rank waits on a row of its own cell and then Sets it (0 or 1), adds
-    to a row of a peer's cell, or touches data."""
+    """2-3 ranks; a rank waits on a row of its own cell and then Sets it (0 or 1) or
+    adds minus at most what it waited for, adds to a row of a peer's cell, Sets a row
+    of a peer's cell to 1 (a flag on a cell others add to), or touches data."""
     ranks = draw(st.integers(2, 3))
     protocol = Protocol(ranks)
     for rank in range(ranks):
@@ -40,6 +48,12 @@ def consume_protocols(draw: st.DrawFn) -> Trace:
                 protocol.wait(rank, draw(st.integers(0, 2)), row=row)
                 value = draw(st.integers(0, 1))
                 protocol.notify(rank, rank, value, NotifyOp.SET, row=row)
+            elif op == "take":
+                expected = draw(st.integers(0, 2))
+                protocol.wait(rank, expected, row=row)
+                protocol.notify(rank, rank, -draw(st.integers(0, expected)), row=row)
+            elif op == "flag":
+                protocol.notify(rank, peer, 1, NotifyOp.SET, row=row)
             elif op == "store":
                 protocol.store(rank, peer)
             else:
@@ -101,6 +115,28 @@ def test_a_consumed_flag_orders_the_rounds_without_the_exact_engine() -> None:
     assert oracle.stuck() is not None
 
 
+def test_a_consuming_add_keeps_the_bound_exact_on_a_flagged_cell() -> None:
+    """Examples/132's shape: rank 0 Sets a flag on rank 1's cell, then adds two
+    credits; rank 1 takes two (an Add -2 after its wait for 2), then waits for 1 again,
+    which holds only after rank 0's last add. The bound keeps the take, so it alone
+    says that rank 1's load cannot precede that add (the exact engine is never asked)."""
+    protocol = Protocol(2)
+    protocol.notify(0, 1, 1, NotifyOp.SET)
+    protocol.notify(0, 1)
+    last_add = protocol.notify(0, 1)
+    protocol.wait(1, 2)
+    protocol.notify(1, 1, -2)
+    protocol.wait(1, 1)
+    load = protocol.load(1, 0)
+    trace = protocol.trace()
+    truth = BruteForce(trace)
+    oracle = _bounded(trace)
+    assert not truth.can_precede(load, last_add)
+    for first, second in cross_rank_pairs(trace):
+        expected = truth.can_precede(first, second)
+        assert oracle.can_precede(first, second) == expected, (first, second)
+
+
 def test_a_lost_credit_is_a_stuck_state_found_by_a_run() -> None:
     protocol = Protocol(3)
     protocol.notify(0, 2)
@@ -155,3 +191,47 @@ def test_a_run_with_first_s_rank_ahead_passes_its_waits_before_resets_erase_them
     oracle = _bounded(trace)
     assert oracle.can_precede(first, second)
     assert_witness(trace, oracle, first, second)
+
+
+def test_a_lockstep_run_lets_the_consumer_take_each_round_before_the_next_flag() -> None:
+    """Examples/132 under --repeat: rank 0 Sets a flag on rank 1's cell and adds a
+    credit, three times; rank 1 waits for both and takes them each time. A Set of the
+    next round landing before the take erases the credit and rank 1 stops: the patient
+    run (Sets before Adds) and the rank-order run do that; the lockstep run, which
+    lets the rank furthest behind write first, completes every round."""
+    protocol = Protocol(2)
+    for _ in range(3):
+        protocol.notify(0, 1, 1, NotifyOp.SET)
+        protocol.notify(0, 1)
+        protocol.wait(1, 2)
+        protocol.notify(1, 1, -2)
+    skeleton = SyncSkeleton(protocol.trace())
+    full = [len(kinds) for kinds in skeleton.kind]
+    assert patient_run(skeleton, full).positions == [6, 2]
+    assert concrete_run(skeleton, full, lambda: [0, 1]).positions == [6, 2]
+    assert lockstep_run(skeleton, full).positions == full
+
+
+def test_a_flag_set_again_on_a_cell_that_still_holds_it_adds_nothing_to_the_bound() -> None:
+    """Examples/132 under --repeat: rank 0 Sets a flag on rank 1's cell and adds two
+    credits, twice; rank 1 takes two credits and waits for the flag each time. The
+    second Set lands on a cell that holds at least 1 (the first Set and both credits,
+    less the one take that can come before it), so it adds nothing to the bound, and
+    the bound alone says rank 1's second take cannot precede rank 0's second credit."""
+    protocol = Protocol(2)
+    adds: list[EventRef] = []
+    takes: list[EventRef] = []
+    for _ in range(2):
+        protocol.notify(0, 1, 1, NotifyOp.SET)
+        adds.append(protocol.notify(0, 1))
+        protocol.notify(0, 1)
+        protocol.wait(1, 2)
+        takes.append(protocol.notify(1, 1, -2))
+        protocol.wait(1, 1)
+    trace = protocol.trace()
+    truth = BruteForce(trace)
+    oracle = _bounded(trace)
+    assert not truth.can_precede(takes[1], adds[1])
+    for first, second in cross_rank_pairs(trace):
+        expected = truth.can_precede(first, second)
+        assert oracle.can_precede(first, second) == expected, (first, second)

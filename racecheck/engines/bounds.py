@@ -5,21 +5,32 @@ prove the answer, and asks the exact oracle behind it (built on first use) other
 
 * "no" for `can_precede` from an *upper bound* of the trace, a cell value B >= 0 that
   is >= the real value at every moment of every execution: every write becomes an Add
-  to B. A negative Add adds 0 (it only lowers the real value), an Add v >= 0 adds v.
+  to B. A negative Add adds 0 (it only lowers the real value) unless it is a
+  consuming Add (below), an Add v >= 0 adds v.
   A Set v adds max(v, 0) (v <= B + max(v, 0) as B >= 0), except a *consume*: a Set
   v >= 0 by the only rank that waits on the cell, whose previous step on the cell is
   a wait for >= t; it adds v - t. Between that wait (real value >= t, so B >= t) and
   the Set, only other ranks write the cell and only raise B, so B + v - t >= v, and
-  B stays >= 0. With only signed Ge waits and no cell that can wrap, every real
-  execution is an execution of the bound, which the monotone engine decides exactly
+  B stays >= 0. A *consuming Add* -v (same rank and previous step, a wait for
+  >= t with t >= v) adds -v: B - real is unchanged, and B >= t >= v before it by
+  the same argument. A Set v on a cell that only its rank Sets adds at most
+  max(v - L, 0), where L is a *floor* of the real value just before it: the value of
+  the rank's previous Set on the cell (0 at the start), plus the rank's own Adds
+  since (all ran before, in program order), plus every negative Add of another rank
+  that can precede the Set by a bound already built (other Adds only raise the
+  value); then B >= real >= L gives B + max(v - L, 0) >= v. Floors are recomputed on
+  the tighter bound until none rises. With only signed Ge waits and no cell that can
+  wrap, every real execution is an execution of the bound, which the monotone engine
+  decides exactly
   (Adds commute; the only decreases are a rank's consumes of a cell only it waits
   on, which disable no other rank's wait); what the bound cannot do, no execution
   does.
 * "yes" for `can_precede`, and `stuck`, from concrete runs of the trace itself, each
   until no rank can move (`_nth_run`: one *patient* run that lets waits and Sets go
   before Adds, then ranks run as far as they can in rank order and in seeded random
-  orders; the rank of `second` held just before it): a run that executes `first` is a
-  witness, one that ends with a rank blocked is a stuck state; both are executions by
+  orders, then one in *lockstep* (waits first, then the rank furthest behind); the
+  rank of `second` held just before it): a run that executes `first` is a witness,
+  one that ends with a rank blocked is a stuck state; both are executions by
   construction.
 
 Nothing is approximated in an answer: what neither settles goes to the exact oracle.
@@ -36,7 +47,7 @@ from racecheck.engines.monotone import MonotoneOracle
 from racecheck.engines.skeleton import ADD, SET, WAIT_GE, SyncSkeleton, wait_holds
 from racecheck.events import EventRef, Schedule, Stuck, wrap_int32
 
-RUNS_PER_HOLD = 5  # concrete runs tried per held position (`_nth_run`)
+RUNS_PER_HOLD = 6  # concrete runs tried per held position (`_nth_run`)
 STUCK_RUNS = 16  # seeded random runs tried for a stuck state before the exact oracle
 
 
@@ -71,6 +82,13 @@ def patient_run(skeleton: SyncSkeleton, limits: list[int], eager: int | None = N
     return _PatientRun(skeleton, limits).run(eager)
 
 
+def lockstep_run(skeleton: SyncSkeleton, limits: list[int]) -> Run:
+    """Run one event at a time: a wait that holds whenever there is one, else the write
+    of the rank with the fewest steps done (lowest rank on a tie), so that no rank laps
+    the others and Sets a cell again before its consumer took what it was given."""
+    return _PatientRun(skeleton, limits).run(None, lockstep=True)
+
+
 class _PatientRun:
     """`patient_run`'s state: which ranks can move next, updated per written cell, so a
     step costs the ranks whose next wait reads what it wrote, not a scan of all."""
@@ -81,20 +99,17 @@ class _PatientRun:
         self.positions = [0] * skeleton.ranks
         self.values = [0] * len(skeleton.cells)
         self.steps: list[tuple[int, int]] = []
-        self.ready: set[int] = set()  # next a wait that holds, or a Set
+        self.passing: set[int] = set()  # next a wait that holds
+        self.setting: set[int] = set()  # next a Set
         self.adding: set[int] = set()  # next an Add
         self.readers: dict[int, set[int]] = {}  # cell -> ranks whose next is a wait on it
         self.reading: list[int | None] = [None] * skeleton.ranks  # the cell of that wait
         for rank in range(skeleton.ranks):
             self._classify(rank)
 
-    def run(self, eager: int | None) -> Run:
-        ready, adding = self.ready, self.adding
-        while ready or adding:
-            if eager is not None and (eager in ready or eager in adding):
-                rank = eager
-            else:
-                rank = min(ready) if ready else min(adding)
+    def run(self, eager: int | None, *, lockstep: bool = False) -> Run:
+        while self.passing or self.setting or self.adding:
+            rank = self._lockstep_choice() if lockstep else self._patient_choice(eager)
             done = len(self.steps)
             _step(self.skeleton, rank, self.positions, self.values, self.limits[rank], self.steps)
             self._classify(rank)
@@ -104,9 +119,21 @@ class _PatientRun:
                         self._classify(reader)
         return Run(steps=self.steps, positions=self.positions, values=self.values)
 
+    def _patient_choice(self, eager: int | None) -> int:
+        if eager is not None and (eager in self.passing | self.setting | self.adding):
+            return eager
+        ready = self.passing | self.setting
+        return min(ready) if ready else min(self.adding)
+
+    def _lockstep_choice(self) -> int:
+        if self.passing:
+            return min(self.passing)
+        return min(self.setting | self.adding, key=lambda rank: (self.positions[rank], rank))
+
     def _classify(self, rank: int) -> None:
         skeleton, position = self.skeleton, self.positions[rank]
-        self.ready.discard(rank)
+        self.passing.discard(rank)
+        self.setting.discard(rank)
         self.adding.discard(rank)
         reading = self.reading[rank]
         if reading is not None:
@@ -117,13 +144,13 @@ class _PatientRun:
         kind, cell = skeleton.kind[rank][position], skeleton.cell[rank][position]
         if kind == ADD:
             self.adding.add(rank)
-            return
-        if kind < ADD:
+        elif kind == SET:
+            self.setting.add(rank)
+        else:
             self.readers.setdefault(cell, set()).add(rank)
             self.reading[rank] = cell
-            if not wait_holds(kind, self.values[cell], skeleton.amount[rank][position]):
-                return
-        self.ready.add(rank)
+            if wait_holds(kind, self.values[cell], skeleton.amount[rank][position]):
+                self.passing.add(rank)
 
 
 def _step(
@@ -173,7 +200,57 @@ def upper_bound(skeleton: SyncSkeleton) -> MonotoneOracle | None:
                 waiters[cell].add(rank)
     amounts = [_bound_amounts(skeleton, rank, waiters) for rank in range(skeleton.ranks)]
     kinds = [[min(kind, ADD) for kind in steps] for steps in skeleton.kind]
-    return MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=float("inf"))
+    bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=float("inf"))
+    while _lower_repeated_sets(skeleton, amounts, bound):
+        bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=float("inf"))
+    return bound
+
+
+def _lower_repeated_sets(
+    skeleton: SyncSkeleton, amounts: list[list[int]], bound: MonotoneOracle
+) -> bool:
+    """Lower the bound's effect of a Set v to max(v - L, 0) where L is a floor of the
+    real value just before it, read off `bound` (module docstring); whether any effect
+    was lowered. Effects only fall, each to no less than 0, so the loop in
+    `upper_bound` ends."""
+    setters: list[set[int]] = [set() for _ in skeleton.cells]
+    takes: list[list[tuple[EventRef, int]]] = [[] for _ in skeleton.cells]  # negative Adds
+    for rank in range(skeleton.ranks):
+        for kind, cell, amount, index in _steps(skeleton, rank):
+            if kind == SET:
+                setters[cell].add(rank)
+            elif kind == ADD and amount < 0:
+                takes[cell].append((EventRef(rank=rank, index=index), amount))
+    lowered = False
+    for rank in range(skeleton.ranks):
+        floors: dict[int, int] = {}  # cell -> floor from the rank's own writes since its Set
+        for position, (kind, cell, amount, index) in enumerate(_steps(skeleton, rank)):
+            if kind == ADD:
+                floors[cell] = floors.get(cell, 0) + amount
+            if kind != SET or setters[cell] != {rank}:
+                continue
+            set_ref = EventRef(rank=rank, index=index)
+            floor = floors.get(cell, 0) + sum(
+                taken
+                for take, taken in takes[cell]
+                if take.rank != rank and bound.can_precede(take, set_ref)
+            )
+            effect = max(amount - floor, 0)
+            if effect < amounts[rank][position]:
+                amounts[rank][position] = effect
+                lowered = True
+            floors[cell] = amount
+    return lowered
+
+
+def _steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, int]]:
+    return zip(
+        skeleton.kind[rank],
+        skeleton.cell[rank],
+        skeleton.amount[rank],
+        skeleton.index[rank],
+        strict=True,
+    )
 
 
 def _bound_amounts(skeleton: SyncSkeleton, rank: int, waiters: list[set[int]]) -> list[int]:
@@ -188,11 +265,19 @@ def _bound_amounts(skeleton: SyncSkeleton, rank: int, waiters: list[set[int]]) -
             amounts.append(amount)
             continue
         threshold = passed.pop(cell, None)
-        if kind == SET and amount >= 0 and threshold is not None and waiters[cell] == {rank}:
-            amounts.append(amount - threshold)  # a consume: see the module docstring
-        else:
-            amounts.append(max(amount, 0))
+        consumer = threshold if waiters[cell] == {rank} else None
+        amounts.append(_bound_effect(kind, amount, consumer))
     return amounts
+
+
+def _bound_effect(kind: int, amount: int, threshold: int | None) -> int:
+    """What a write adds to the bound; `threshold` is that of the writer's previous step
+    on the cell, a wait, when the writer is the cell's only waiter (else None)."""
+    if threshold is not None and kind == SET and amount >= 0:
+        return amount - threshold  # a consume: see the module docstring
+    if threshold is not None and kind == ADD and amount + threshold >= 0:
+        return amount  # a consuming Add: see the module docstring
+    return max(amount, 0)
 
 
 class BoundedEngine:
@@ -301,9 +386,12 @@ class BoundedOracle:
 
 
 def _nth_run(skeleton: SyncSkeleton, limits: list[int], n: int) -> Run:
-    """The n-th run tried: patient, then rank by rank in rank order, then shuffled."""
+    """The n-th run tried: patient, rank by rank in rank order, shuffled, and last in
+    lockstep (last, so that it only answers what the others cannot)."""
     if n == 0:
         return patient_run(skeleton, limits)
+    if n == RUNS_PER_HOLD - 1:
+        return lockstep_run(skeleton, limits)
     if n == 1:
         return concrete_run(skeleton, limits, _fixed(skeleton.ranks))
     return concrete_run(skeleton, limits, _shuffled(skeleton.ranks, n))
