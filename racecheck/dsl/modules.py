@@ -220,6 +220,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "unroll": local_ops.unroll,
         "at": host_regions.at,
         "manual_scope": scopes.manual_scope,
+        "no_dep": scopes.no_dep,
         "submit": program.submit,
         "spmd_submit": program.spmd_submit,
         "spmd": scopes.Spmd,

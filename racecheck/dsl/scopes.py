@@ -52,7 +52,7 @@ class TaskSpec:
     deps: tuple[int, ...] = ()  # explicit `deps=`: TaskId indexes
     manual: bool = False  # inside `pl.manual_scope()`: no inferred edges
     region: bool = False  # a `pl.at` region: its accesses are its tags, and it runs in place
-    untracked: tuple[int, ...] = ()  # `no_dep_args`: storages that give it no edges
+    untracked: tuple[int, ...] = ()  # `no_dep_args`, `pl.no_dep`: storages that give it no edges
     cube_lane_of: int | None = None  # the cube lane of this task: runs alongside it
 
 
@@ -108,6 +108,7 @@ def kernel_call(
     """Call a kernel: a task of its own when a per-device function calls it, ordered
     after the tasks a `submitted` block names too, on the blocks of a `pl.spmd`
     dispatch or of `spmd_blocks`."""
+    args, kwargs, dropped = _without_no_dep(args, kwargs)
     deps, ids = getattr(_scope, "submit", ((), None))
     blocks: Spmd | None = getattr(_scope, "spmd_next", None)
     _scope.submit, _scope.spmd_next = ((), None), None  # this call's, not its inner calls'
@@ -129,6 +130,7 @@ def kernel_call(
         tags=tags_of(function, args, kwargs),
         deps=deps,
         manual=in_manual_scope(),
+        untracked=dropped,
     )
 
     def cube_lane() -> Any:
@@ -178,6 +180,37 @@ def tags_of(
         direction = annotation.direction if isinstance(annotation, TensorType) else Direction.IN
         tags.extend(TaskTag(memory=view.memory, direction=direction) for view in _views((value,)))
     return tuple(tags)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoDep:
+    """`pl.no_dep(x)` as an argument of a kernel call: this call's task gets no edges
+    on `x`'s storage (docs/model.md)."""
+
+    value: object
+
+
+def no_dep(value: object) -> NoDep:
+    if in_manual_scope():
+        raise unsupported("pl.no_dep(...) inside pl.manual_scope() is rejected by PyPTO")
+    return NoDep(value=value)
+
+
+def _without_no_dep(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any], tuple[int, ...]]:
+    """The call's arguments unwrapped from `pl.no_dep`, and the storages it wrapped."""
+    wrapped = [value.value for value in (*args, *kwargs.values()) if isinstance(value, NoDep)]
+
+    def bare(value: Any) -> Any:
+        return value.value if isinstance(value, NoDep) else value
+
+    plain = tuple(bare(value) for value in args)
+    return plain, {key: bare(value) for key, value in kwargs.items()}, _storages(wrapped)
+
+
+def _storages(values: Iterable[Any]) -> tuple[int, ...]:
+    return tuple(sorted({view.memory for view in _views(values)}))
 
 
 def _views(values: Iterable[Any]) -> Iterator[TensorView]:
@@ -230,12 +263,11 @@ def at(
     if context is None:
         yield TaskId(index=-1)
         return
-    dropped = frozenset(view.memory for view in _views(_listed(no_dep_args)))
     spec = TaskSpec(
         name=name_hint or "pl.at",
         location=user_location(),
         tags=(),
-        untracked=tuple(sorted(dropped)),
+        untracked=_storages(_listed(no_dep_args)),
         deps=dep_indexes(deps),
         manual=in_manual_scope(),
         region=True,

@@ -29,6 +29,7 @@ from racecheck.dsl.local_ops import (
     tile_update,
     tile_values,
 )
+from racecheck.dsl.location import unsupported
 from racecheck.dsl.scalars import as_data, sources_of
 from racecheck.dsl.tensors import TensorView, Tile, is_contiguous_block
 from racecheck.dsl.types import AtomicType, MemorySpace
@@ -78,6 +79,11 @@ def tile_create(
 
 def create_tensor(shape: Sequence[object], dtype: object = FP32, **options: object) -> Tile:
     """`pl.create_tensor(shape, dtype=)`: a new kernel-local tensor."""
+    if options.get("manual_dep"):
+        raise unsupported(
+            "pl.create_tensor(manual_dep=True) is not modelled: a tensor that opts out of"
+            " the runtime's dependency tracking for its whole lifetime (docs/model.md)"
+        )
     return _filled(shape, dtype, 0, "pl.create_tensor")
 
 
