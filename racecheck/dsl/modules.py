@@ -221,6 +221,10 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "at": host_regions.at,
         "manual_scope": scopes.manual_scope,
         "no_dep": scopes.no_dep,
+        "TASK_ID": scopes.TaskIdType.TASK_ID,
+        "system": DslNamespace(
+            "pypto.language.system", "pl.system", {"task_invalid": scopes.task_invalid}
+        ),
         "submit": program.submit,
         "spmd_submit": program.spmd_submit,
         "spmd": scopes.Spmd,

@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from racecheck.dsl.context import activated, current
@@ -34,6 +35,49 @@ class TaskId:
     """What `with pl.at(...) as tid` binds: the task's number within its rank."""
 
     index: int
+
+
+def task_invalid() -> TaskId:
+    """`pl.system.task_invalid()`: the id of no task; `deps=` naming it adds no edge."""
+    return TaskId(index=-1)
+
+
+class TaskIdType(Enum):
+    """`pl.TASK_ID`: the element type of an array of task ids."""
+
+    TASK_ID = "TASK_ID"
+
+
+class TaskIdArray:
+    """`pl.array.create(extent, pl.TASK_ID)`: task ids set one slot at a time; `deps=`
+    naming the array names every slot (RUNTIME.md, L2)."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self, extent: int) -> None:
+        self.ids: list[TaskId | None] = [None] * extent
+
+    def __getitem__(self, index: object) -> TaskId:
+        return self._set(as_index(index))
+
+    def __setitem__(self, index: object, value: object) -> None:
+        if not isinstance(value, TaskId):
+            raise unsupported(f"a pl.TASK_ID array holds task ids; got {value!r}")
+        self.ids[as_index(index)] = value
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _set(self, slot: int) -> TaskId:
+        found = self.ids[slot]
+        if found is None:
+            raise unsupported(
+                f"slot {slot} of a pl.TASK_ID array is used before it is set: not modelled"
+            )
+        return found
+
+    def task_ids(self) -> tuple[TaskId, ...]:
+        return tuple(self._set(slot) for slot in range(len(self.ids)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -415,13 +459,16 @@ def _listed(value: object) -> tuple[Any, ...]:
 
 def dep_indexes(deps: object) -> tuple[int, ...]:
     indexes: list[int] = []
-    for dep in _listed(deps):
-        if not isinstance(dep, TaskId):
-            raise unsupported(
-                f"pl.at(deps=...) takes the ids bound by `with pl.at(...) as tid`; got {dep!r}"
-            )
-        if dep.index >= 0:
-            indexes.append(dep.index)
+    for entry in _listed(deps):
+        named = entry.task_ids() if isinstance(entry, TaskIdArray) else (entry,)
+        for dep in named:
+            if not isinstance(dep, TaskId):
+                raise unsupported(
+                    f"deps= takes task ids (`with pl.at(...) as tid`, pl.submit's last result)"
+                    f" or pl.TASK_ID arrays; got {dep!r}"
+                )
+            if dep.index >= 0:
+                indexes.append(dep.index)
     return tuple(indexes)
 
 

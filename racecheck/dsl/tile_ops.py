@@ -31,6 +31,7 @@ from racecheck.dsl.local_ops import (
 )
 from racecheck.dsl.location import unsupported
 from racecheck.dsl.scalars import as_data, sources_of
+from racecheck.dsl.scopes import TaskIdArray, TaskIdType
 from racecheck.dsl.tensors import TensorView, Tile, is_contiguous_block
 from racecheck.dsl.types import AtomicType, MemorySpace
 
@@ -206,6 +207,8 @@ def _position(index: object) -> int:
     return position
 
 
-def array_create(extent: object, dtype: object) -> Array:
+def array_create(extent: object, dtype: object) -> Array | TaskIdArray:
     (size,) = indices([extent])
+    if dtype is TaskIdType.TASK_ID:
+        return TaskIdArray(size)
     return Array(size, _dtype(dtype, "pl.array.create"))
