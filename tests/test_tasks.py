@@ -401,3 +401,98 @@ def test_spmd_submit_runs_the_kernel_on_each_block_as_one_task(tmp_path: Path) -
         assert result.message == (
             f"pl.spmd at line {line}: its blocks 0 and 1 access the same bytes, and one writes"
         )
+
+
+STAGED = "137_staged_shift_no_dep.py"
+ARRAY = "139_staged_shift_task_id_array.py"
+
+
+def _stage_then_push(source: str, tmp_path: Path) -> bool:
+    variant = tmp_path / "variant.py"
+    variant.write_text(source)
+    execution = simulate(discover(load_file(str(variant)), programs=(), args={})[0].instantiate(2))
+    return _order(execution, 0, RuntimeOrder.CURRENT)[("stage_step", "push_step")]
+
+
+def test_no_dep_drops_the_edge_a_kernel_call_would_get(tmp_path: Path) -> None:
+    ordered = (EXAMPLES / STAGED).read_text()
+    assert ", deps=[staged])" in ordered and "pl.no_dep(staging)" in ordered
+    unordered = ordered.replace(", deps=[staged])", ")")
+    assert _stage_then_push(ordered, tmp_path)  # by deps=
+    assert not _stage_then_push(unordered, tmp_path)
+    assert _stage_then_push(unordered.replace("pl.no_dep(staging)", "staging"), tmp_path)  # RAW
+
+
+def test_deps_naming_a_task_id_array_names_every_slot(tmp_path: Path) -> None:
+    unset = (EXAMPLES / "140_staged_shift_task_id_array_bug_unset_slot.py").read_text()
+    assert _stage_then_push((EXAMPLES / ARRAY).read_text(), tmp_path)
+    assert not _stage_then_push(unset, tmp_path)  # its slot holds pl.system.task_invalid()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "138_staged_shift_no_dep_bug_missing_deps.py",
+        "140_staged_shift_task_id_array_bug_unset_slot.py",
+    ],
+)
+def test_a_dropped_edge_lets_the_push_send_the_unstaged_tensor(name: str) -> None:
+    lines = (EXAMPLES / name).read_text().splitlines()
+    stage = next(n for n, text in enumerate(lines, 1) if "pl.submit(self.stage_step" in text)
+    push = next(n for n, text in enumerate(lines, 1) if "pl.submit(self.push_step" in text)
+    (result,) = racecheck.verify(str(EXAMPLES / name), ranks=[3]).results
+    assert result.verdict is Verdict.BUG
+    (finding,) = result.findings
+    assert (finding.kind, tuple(finding.ranks)) == (FindingKind.WRONG_RESULT, (0,))
+    assert any(
+        f"task push_step (line {push})" in note and f"task stage_step (line {stage})" in note
+        for note in result.notes
+    )
+
+
+STAGE = "        _, staged = pl.submit(self.stage_step, x, staging)\n"
+PUSH = "(pushed,) = pl.submit(self.push_step, pl.no_dep(staging), inbox, signal, deps=[ready])"
+NO_DEP_IN_MANUAL = "            _, staged = pl.submit(self.stage_step, x, pl.no_dep(staging))"
+MANUAL_DEP = "        scratch = pl.create_tensor([1, SIZE], dtype=pl.FP32, manual_dep=True)"
+INVALID = "        ready[0] = pl.system.task_invalid()\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "at", "message"),
+    [
+        (
+            STAGED,
+            STAGE,
+            f"        with pl.manual_scope():\n{NO_DEP_IN_MANUAL}\n",
+            NO_DEP_IN_MANUAL,
+            "pl.no_dep(...) inside pl.manual_scope() is rejected by PyPTO",
+        ),
+        (
+            STAGED,
+            STAGE,
+            f"{MANUAL_DEP}\n{STAGE}",
+            MANUAL_DEP,
+            "pl.create_tensor(manual_dep=True) is not modelled",
+        ),
+        (ARRAY, INVALID, "        ready[0] = 7\n", "ready[0] = 7", "holds task ids; got 7"),
+        (
+            ARRAY,
+            f"{INVALID}{STAGE}        ready[0] = staged\n",
+            STAGE,
+            PUSH,
+            "slot 0 of a pl.TASK_ID array is used before it is set: not modelled",
+        ),
+    ],
+)
+def test_task_dependency_constructs_it_does_not_model_are_refused_at_their_line(
+    tmp_path: Path, name: str, old: str, new: str, at: str, message: str
+) -> None:
+    source = (EXAMPLES / name).read_text()
+    assert old in source
+    refused = tmp_path / "refused.py"
+    refused.write_text(source.replace(old, new))
+    line = next(n for n, text in enumerate(refused.read_text().splitlines(), 1) if at in text)
+    report = racecheck.verify(str(refused), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and message in result.message
+    assert any(f"refused.py:{line}:" in error for error in report.errors)
