@@ -50,7 +50,7 @@ class TaskIdType(Enum):
 
 class TaskIdArray:
     """`pl.array.create(extent, pl.TASK_ID)`: task ids set one slot at a time; `deps=`
-    naming the array names every slot (RUNTIME.md, L2)."""
+    naming the array names every slot (docs/model.md)."""
 
     __slots__ = ("ids",)
 
