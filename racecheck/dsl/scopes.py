@@ -58,7 +58,7 @@ class TaskIdArray:
         self.ids: list[TaskId | None] = [None] * extent
 
     def __getitem__(self, index: object) -> TaskId:
-        return self._set(as_index(index))
+        return self._slot(as_index(index))
 
     def __setitem__(self, index: object, value: object) -> None:
         if not isinstance(value, TaskId):
@@ -68,7 +68,7 @@ class TaskIdArray:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def _set(self, slot: int) -> TaskId:
+    def _slot(self, slot: int) -> TaskId:
         found = self.ids[slot]
         if found is None:
             raise unsupported(
@@ -77,7 +77,7 @@ class TaskIdArray:
         return found
 
     def task_ids(self) -> tuple[TaskId, ...]:
-        return tuple(self._set(slot) for slot in range(len(self.ids)))
+        return tuple(self._slot(slot) for slot in range(len(self.ids)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -464,7 +464,7 @@ def dep_indexes(deps: object) -> tuple[int, ...]:
         for dep in named:
             if not isinstance(dep, TaskId):
                 raise unsupported(
-                    f"deps= takes task ids (`with pl.at(...) as tid`, pl.submit's last result)"
+                    "deps= takes task ids (`with pl.at(...) as tid`, pl.submit's last result)"
                     f" or pl.TASK_ID arrays; got {dep!r}"
                 )
             if dep.index >= 0:
