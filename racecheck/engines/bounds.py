@@ -216,7 +216,7 @@ def _lower_repeated_sets(
     setters: list[set[int]] = [set() for _ in skeleton.cells]
     takes: list[list[tuple[EventRef, int]]] = [[] for _ in skeleton.cells]  # negative Adds
     for rank in range(skeleton.ranks):
-        for kind, cell, amount, index in _steps(skeleton, rank):
+        for kind, cell, amount, index in skeleton.steps(rank):
             if kind == SET:
                 setters[cell].add(rank)
             elif kind == ADD and amount < 0:
@@ -224,7 +224,7 @@ def _lower_repeated_sets(
     lowered = False
     for rank in range(skeleton.ranks):
         floors: dict[int, int] = {}  # cell -> floor from the rank's own writes since its Set
-        for position, (kind, cell, amount, index) in enumerate(_steps(skeleton, rank)):
+        for position, (kind, cell, amount, index) in enumerate(skeleton.steps(rank)):
             if kind == ADD:
                 floors[cell] = floors.get(cell, 0) + amount
             if kind != SET or setters[cell] != {rank}:
@@ -241,16 +241,6 @@ def _lower_repeated_sets(
                 lowered = True
             floors[cell] = amount
     return lowered
-
-
-def _steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, int]]:
-    return zip(
-        skeleton.kind[rank],
-        skeleton.cell[rank],
-        skeleton.amount[rank],
-        skeleton.index[rank],
-        strict=True,
-    )
 
 
 def _bound_amounts(skeleton: SyncSkeleton, rank: int, waiters: list[set[int]]) -> list[int]:

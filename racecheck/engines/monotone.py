@@ -83,11 +83,11 @@ def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
     waited = {
         cell
         for rank in range(skeleton.ranks)
-        for kind, cell, _, _ in _rank_steps(skeleton, rank)
+        for kind, cell, _, _ in skeleton.steps(rank)
         if kind not in (ADD, SET)
     }
     for rank in range(skeleton.ranks):
-        for kind, cell, amount, index in _rank_steps(skeleton, rank):
+        for kind, cell, amount, index in skeleton.steps(rank):
             where = skeleton.trace.events[rank][index].location
             if kind == WAIT_EQ:
                 return f"an Eq wait at {where}"
@@ -106,7 +106,7 @@ def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
         return f"signal cell {name} can wrap at 32 bits"
     negative = _may_go_negative(skeleton)
     for rank in range(skeleton.ranks):
-        for kind, cell, _, index in _rank_steps(skeleton, rank):
+        for kind, cell, _, index in skeleton.steps(rank):
             if kind == WAIT_GE_UNSIGNED and cell in negative:
                 where = skeleton.trace.events[rank][index].location
                 return f"an unsigned wait on a cell that can go negative at {where}"
@@ -126,7 +126,7 @@ def _may_go_negative(skeleton: SyncSkeleton) -> set[int]:
     negative: set[int] = set()
     for rank in range(skeleton.ranks):
         passed: dict[int, int] = {}  # cell -> threshold of the rank's last step on it, a wait
-        for kind, cell, amount, _ in _rank_steps(skeleton, rank):
+        for kind, cell, amount, _ in skeleton.steps(rank):
             if kind < ADD:
                 passed[cell] = amount
                 continue
@@ -134,16 +134,6 @@ def _may_go_negative(skeleton: SyncSkeleton) -> set[int]:
             if amount < 0 and (threshold is None or threshold < -amount):
                 negative.add(cell)
     return negative
-
-
-def _rank_steps(skeleton: SyncSkeleton, rank: int) -> zip[tuple[int, int, int, int]]:
-    return zip(
-        skeleton.kind[rank],
-        skeleton.cell[rank],
-        skeleton.amount[rank],
-        skeleton.index[rank],
-        strict=True,
-    )
 
 
 class _Run:
@@ -259,7 +249,7 @@ class _Needs:
         waits: list[int] = []
         own: list[int] = []
         written: list[list[_Write]] = [[]]
-        for position, (kind, cell, amount, _) in enumerate(_rank_steps(view, rank)):
+        for position, (kind, cell, amount, _) in enumerate(view.steps(rank)):
             if position == self.executed[rank]:
                 break
             if kind < ADD:

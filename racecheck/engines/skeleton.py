@@ -121,6 +121,12 @@ class SyncSkeleton:
         self.cell.append(cell)
         self.amount.append(amount)
 
+    def steps(self, rank: int) -> zip[tuple[int, int, int, int]]:
+        """Each sync step of `rank`: (kind, cell, amount, event index)."""
+        return zip(
+            self.kind[rank], self.cell[rank], self.amount[rank], self.index[rank], strict=True
+        )
+
     def with_effects(self, kind: list[list[int]], amount: list[list[int]]) -> SyncSkeleton:
         """The same steps (events, cells) with other kinds and amounts."""
         other = copy(self)
