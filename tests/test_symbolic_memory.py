@@ -23,7 +23,7 @@ from racecheck.check import check
 from racecheck.cosim import Execution, simulate
 from racecheck.dsl.dtypes import FP32, INT16, INT32, DType
 from racecheck.dsl.memory import MemoryState
-from racecheck.dsl.symbolic import Apply, Const, Decision, Op, Var
+from racecheck.dsl.symbolic import Apply, Const, Decision, InputBlock, Op, Var, first_form
 from racecheck.dsl.tensors import TensorView
 from racecheck.engines import prepare
 from racecheck.engines.inputs_smt import Answer, flips
@@ -335,3 +335,17 @@ def test_monotone_ignores_the_writes_of_a_cell_no_wait_reads(waited: bool) -> No
         builder.wait(1, counts, 0, 40, expected=0)
     reason = MonotoneEngine().unsupported(SyncSkeleton(builder.build()))
     assert (reason is not None and "negative Set" in reason) is waited
+
+
+def test_an_input_block_makes_the_symbols_of_the_elements_asked_for() -> None:
+    """A wide tile from an input keeps flat indices, not one `Var` per element: slicing,
+    padding and one element give what the object array of `Var`s gave."""
+    block = InputBlock("x", np.arange(6, dtype=np.int64).reshape(2, 3) + 10, False)
+    assert block[1, 2] == Var("x", 15, False)
+    padded = block.padded((2, 4))
+    assert padded[0, 3] is None and padded[1, 0] == Var("x", 13, False)
+    assert list(padded.block((slice(0, 1), slice(1, 3))).forms().reshape(-1)) == [
+        Var("x", 11, False),
+        Var("x", 12, False),
+    ]
+    assert first_form(block.reshape(-1)) == Var("x", 10, False)

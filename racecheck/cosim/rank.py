@@ -18,7 +18,7 @@ from racecheck.dsl.location import (
 )
 from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.scopes import TaskSpec, TaskTag
-from racecheck.dsl.symbolic import Decision, Var, decision
+from racecheck.dsl.symbolic import Decision, Forms, InputBlock, decision
 from racecheck.dsl.tensors import TensorView, region_problem, region_runs
 from racecheck.errors import TracingError, UnsupportedConstruct
 from racecheck.events import (
@@ -223,7 +223,7 @@ class RankContext:
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
-        forms: np.ndarray | None = None,
+        forms: Forms | None = None,
     ) -> None:
         values = _fit(np.asarray(values), len(offsets))
         region = self._region(view, owner, offsets, values.shape)
@@ -317,7 +317,7 @@ class RankContext:
 
     def input_symbols(
         self, view: TensorView, offsets: Sequence[int], extent: Sequence[int]
-    ) -> np.ndarray | None:
+    ) -> Forms | None:
         memory = self.run.memory
         name = memory.inputs.get(view.memory)
         if name is None or view.memory in memory.written:
@@ -326,12 +326,13 @@ class RankContext:
             return None
         size = view.dtype.nbytes
         runs = region_runs(view, offsets, extent)
-        elements = [n for start, end in runs for n in range(start // size, end // size)]
+        elements = np.concatenate(
+            [np.arange(start // size, end // size, dtype=np.int64) for start, end in runs]
+            or [np.empty(0, dtype=np.int64)]
+        )
         if len(elements) != math.prod(extent):
             return None
-        symbols = np.empty(len(elements), dtype=object)
-        symbols[:] = [Var(name, n, view.dtype.is_float) for n in elements]
-        return symbols.reshape(tuple(extent))
+        return InputBlock(name, elements.reshape(tuple(extent)), view.dtype.is_float)
 
     def fail_bounds(self, message: str) -> None:
         raise Crash(OutOfBounds(rank=self.rank, location=user_location(), message=message))

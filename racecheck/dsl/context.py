@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from racecheck.dsl.location import user_location
-from racecheck.dsl.symbolic import Decision
+from racecheck.dsl.symbolic import Decision, Forms
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import Event, EventRef, NotifyOp, WaitCmp
 
@@ -81,7 +81,7 @@ class RankContext(Protocol):
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
-        forms: np.ndarray | None = None,
+        forms: Forms | None = None,
     ) -> None:
         """Write `values`, computed from the loads `sources` (None: from any load this
         rank made before), with their symbolic `forms` (None where there is none)."""
@@ -105,7 +105,7 @@ class RankContext(Protocol):
 
     def input_symbols(
         self, view: TensorView, offsets: Sequence[int], extent: Sequence[int]
-    ) -> np.ndarray | None:
+    ) -> Forms | None:
         """The elements' symbolic forms (None where there is none): their `Var`s if
         `view` is an input nothing has written yet, else what `MemoryState.forms_at`
         kept; None if no element has one."""
@@ -162,7 +162,7 @@ class RankContextProxy:
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
-        forms: np.ndarray | None = None,
+        forms: Forms | None = None,
     ) -> None:
         self.inner.store(
             view, owner, offsets, values, label, accumulate=accumulate, sources=sources, forms=forms
@@ -189,7 +189,7 @@ class RankContextProxy:
 
     def input_symbols(
         self, view: TensorView, offsets: Sequence[int], extent: Sequence[int]
-    ) -> np.ndarray | None:
+    ) -> Forms | None:
         return self.inner.input_symbols(view, offsets, extent)
 
     def fail_bounds(self, message: str) -> None:

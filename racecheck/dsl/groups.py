@@ -19,6 +19,7 @@ import numpy as np
 from racecheck.dsl.context import RankContext, RankContextProxy
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import Tainted
+from racecheck.dsl.symbolic import Forms
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, NotifyOp
@@ -105,7 +106,7 @@ class GroupContext(RankContextProxy):
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
-        forms: np.ndarray | None = None,
+        forms: Forms | None = None,
     ) -> None:
         world = self._world(view, owner)
         super().store(

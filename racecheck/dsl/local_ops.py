@@ -24,6 +24,7 @@ from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, sources_of
+from racecheck.dsl.symbolic import Forms, InputBlock, first_form
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import DimExpr
 from racecheck.events import HOST_OWNER
@@ -48,7 +49,7 @@ def make_tile(
     dtype: DType,
     shape: Sequence[int],
     sources: frozenset,
-    symbols: np.ndarray | None = None,
+    symbols: Forms | None = None,
 ) -> Tile:
     extent = tuple(values.shape)
     if tuple(shape) == extent:
@@ -56,8 +57,10 @@ def make_tile(
     data = np.zeros(tuple(shape), dtype=dtype.compute)
     valid = tuple(slice(0, size) for size in extent)
     data[valid] = values
-    padded = None
-    if symbols is not None:
+    padded: Forms | None = None
+    if isinstance(symbols, InputBlock):
+        padded = symbols.padded(tuple(shape))
+    elif symbols is not None:
         padded = np.full(tuple(shape), None, dtype=object)
         padded[valid] = symbols
     return Tile(data=data, dtype=dtype, valid=extent, sources=sources, symbols=padded)
@@ -211,12 +214,14 @@ def tile_values(tile: object, dtype: DType) -> np.ndarray:
     return np.asarray(as_data(tile), dtype=dtype.compute).reshape(1, 1)
 
 
-def tile_forms(tile: object) -> np.ndarray | None:
+def tile_forms(tile: object) -> Forms | None:
     """The symbolic forms of what `tile_values` gives (None: none has one)."""
     if isinstance(tile, Tile):
         if tile.symbols is None:
             return None
-        return tile.symbols[tuple(slice(0, extent) for extent in tile.valid)]
+        valid = tuple(slice(0, extent) for extent in tile.valid)
+        symbols = tile.symbols
+        return symbols.block(valid) if isinstance(symbols, InputBlock) else symbols[valid]
     if isinstance(tile, Tainted) and tile.symbolic is not None:
         forms = np.empty((1, 1), dtype=object)
         forms[0, 0] = tile.symbolic
@@ -251,8 +256,7 @@ def read(tensor: object, offsets: Sequence[object]) -> Tainted:
     context = rank_context("pl.read")
     start, one = indices(offsets), [1] * len(offsets)
     values, ref = context.load(view, local_owner(view, context.rank), start, one, "pl.read")
-    symbols = context.input_symbols(view, start, one)
-    symbol = None if symbols is None else symbols.reshape(-1)[0]
+    symbol = first_form(context.input_symbols(view, start, one))
     return Tainted(values.reshape(-1)[0], frozenset({ref}), symbol)
 
 

@@ -36,6 +36,7 @@ from racecheck.dsl.context import RankContext
 from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import Tainted
+from racecheck.dsl.symbolic import first_form
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import ReduceOp
 from racecheck.errors import UnsupportedConstruct
@@ -632,11 +633,10 @@ def _publish_count(
     loaded, ref = context.load(
         send_counts, local_owner(send_counts, context.rank), offsets, extent, label
     )
-    forms = context.input_symbols(send_counts, offsets, extent)
     count = Tainted(
         np.asarray(loaded).reshape(-1)[0],
         frozenset({ref}),
-        None if forms is None else forms.reshape(-1)[0],
+        first_form(context.input_symbols(send_counts, offsets, extent)),
     )
     # min(count, M), no lower clamp; the choice is a comparison the run records
     published = block if count > block else count

@@ -19,7 +19,7 @@ from typing import TypeGuard
 import numpy as np
 
 from racecheck.dsl.dtypes import INT32, DType
-from racecheck.dsl.symbolic import Expr, Var
+from racecheck.dsl.symbolic import Expr, Forms, InputBlock, Var
 from racecheck.dsl.tensors import TensorView, element_slices, region_runs
 from racecheck.events import HOST_OWNER, Memory, MemoryKind, SignalCell
 
@@ -27,10 +27,14 @@ Runs = tuple[tuple[int, int], ...]
 _CELL = 4  # bytes of a signal cell (INT32)
 
 
+def _holds_inputs(dtype: DType) -> bool:
+    """Does an element of `dtype` hold every integer input element's value unchanged?"""
+    return dtype.storage.kind == "i" and not dtype.is_float and dtype.nbytes >= _CELL
+
+
 def _kept(expr: object, dtype: DType) -> TypeGuard[Var]:
     """Does an element of `dtype` hold the value of `expr` for every input?"""
-    signed = dtype.storage.kind == "i" and not dtype.is_float and dtype.nbytes >= _CELL
-    return signed and isinstance(expr, Var) and not expr.is_float
+    return _holds_inputs(dtype) and isinstance(expr, Var) and not expr.is_float
 
 
 class MemoryState:
@@ -81,7 +85,7 @@ class MemoryState:
         owner: int,
         offsets: Sequence[int],
         values: np.ndarray,
-        forms: np.ndarray | None = None,
+        forms: Forms | None = None,
     ) -> None:
         """Write `values`; `forms` (same shape, None where there is none) are their
         symbolic forms."""
@@ -124,7 +128,11 @@ class MemoryState:
             ]:
                 del kept[at]
 
-    def _remember(self, view: TensorView, owner: int, runs: Runs, forms: np.ndarray) -> None:
+    def _remember(self, view: TensorView, owner: int, runs: Runs, forms: Forms) -> None:
+        if not _holds_inputs(view.dtype):
+            return
+        if isinstance(forms, InputBlock):
+            forms = forms.forms()
         size = view.dtype.nbytes
         starts = [at for start, end in runs for at in range(start, end, size)]
         kept = self.forms.setdefault((view.memory, owner), {})

@@ -29,6 +29,7 @@ from racecheck.dsl.context import (
 )
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import Tainted
+from racecheck.dsl.symbolic import Forms
 from racecheck.dsl.tensors import TensorView, Tile, region_problem, region_runs
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import AccessMode, EventRef, MemoryKind, NotifyOp, SourceLocation, WaitCmp
@@ -91,7 +92,7 @@ class IterationRecorder(RankContextProxy):
         *,
         accumulate: bool = False,
         sources: frozenset[EventRef] | None = None,
-        forms: np.ndarray | None = None,
+        forms: Forms | None = None,
     ) -> None:
         mode = AccessMode.ATOMIC if accumulate else AccessMode.WRITE
         extent = list(np.shape(values))[-len(offsets) :] if len(offsets) else []

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+import numpy as np
+
 
 class Op(Enum):
     ADD = "+"
@@ -61,6 +63,54 @@ class Apply:
 
 
 Expr = Var | Const | Apply
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class InputBlock:
+    """The symbols of a block of input elements, each `Var` made only when asked for:
+    `elements` holds each position's flat index into `tensor` (-1: none, as padding).
+    A tile loaded from an input can be thousands of elements wide; few are ever read
+    back as scalars."""
+
+    tensor: str
+    elements: np.ndarray
+    is_float: bool
+
+    def __getitem__(self, key: Any) -> InputBlock | Var | None:
+        picked = self.elements[key]
+        if isinstance(picked, np.ndarray):
+            return InputBlock(self.tensor, picked, self.is_float)
+        return None if picked < 0 else Var(self.tensor, int(picked), self.is_float)
+
+    def block(self, key: tuple[slice, ...]) -> InputBlock:
+        return InputBlock(self.tensor, self.elements[key], self.is_float)
+
+    def reshape(self, shape: Any) -> InputBlock:
+        return InputBlock(self.tensor, self.elements.reshape(shape), self.is_float)
+
+    def padded(self, shape: tuple[int, ...]) -> InputBlock:
+        """The block at the start of a larger tile of `shape`; the rest has none."""
+        elements = np.full(shape, -1, dtype=np.int64)
+        elements[tuple(slice(0, size) for size in self.elements.shape)] = self.elements
+        return InputBlock(self.tensor, elements, self.is_float)
+
+    def forms(self) -> np.ndarray:
+        """Each position's `Var` (or None), as an object array."""
+        forms = np.empty(self.elements.shape, dtype=object)
+        for position, element in np.ndenumerate(self.elements):
+            if element >= 0:
+                forms[position] = Var(self.tensor, int(element), self.is_float)
+        return forms
+
+
+# per-element symbolic forms: an object array (Expr or None) or an input block
+Forms = np.ndarray | InputBlock
+
+
+def first_form(forms: Forms | None) -> Expr | None:
+    """The form of the first element of `forms` (None: it has none)."""
+    found = None if forms is None else forms.reshape(-1)[0]
+    return found if isinstance(found, Var | Const | Apply) else None
 
 
 @dataclass(frozen=True, slots=True)

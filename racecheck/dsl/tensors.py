@@ -19,7 +19,7 @@ import numpy as np
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import Tainted, as_index
-from racecheck.dsl.symbolic import Var
+from racecheck.dsl.symbolic import Forms, Var
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, MemoryKind, union_ranges
 
@@ -229,7 +229,7 @@ class Tile:
     valid: tuple[int, ...]
     sources: frozenset[EventRef] = field(default_factory=frozenset)
     storage: int | None = None
-    symbols: np.ndarray | None = None
+    symbols: Forms | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
