@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import sys
 import time
@@ -363,7 +364,7 @@ def _check_path(
             lambda policy: _realised(instance, policy, options),
         )
         hazards = find_hazards(trace, oracle, deadline=deadline)
-        golden = (options.expect or _model_of(instance, execution, options)) if hazards else None
+        golden = functools.cache(lambda: options.expect or _model_of(instance, execution, options))
         findings = name_tasks(
             tuple(
                 judge.confirm(instance, trace, oracle, hazard, golden, options, known=known)

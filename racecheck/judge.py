@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 
 from racecheck import reference
@@ -149,14 +149,15 @@ def confirm(
     trace: Trace,
     oracle: OrderOracle,
     hazard: Hazard,
-    golden: str | None,
+    golden: Callable[[], str | None],
     options: Options,
     *,
     known: Container[tuple[object, ...]] = frozenset(),
 ) -> Finding:
     """The finding, its witness replayed by the co-simulation, and the output it produces.
     A finding `known` from an earlier path of the program is reported as that path found
-    it (`racecheck.paths.merged`), so its witness is not replayed again."""
+    it (`racecheck.paths.merged`), so its witness is not replayed again. `golden` names
+    the model the output is compared with; it is asked only when a replay needs it."""
     finding, schedule = to_finding(trace, oracle, hazard)
     if not schedule or finding.identity in known:
         return finding
@@ -164,9 +165,8 @@ def confirm(
     if replay is None:
         return finding
     io = reference.host_io(replay)
-    diff = None
-    if golden is not None and io is not None and not replay.stalled:
-        diff = _difference(golden, io, options)
+    model = golden() if io is not None and not replay.stalled else None
+    diff = None if model is None or io is None else _difference(model, io, options)
     return dataclasses.replace(finding, confirmed=_shows(hazard, replay), diff=diff)
 
 
