@@ -220,20 +220,28 @@ def _results(region: ast.With, enclosing: ast.AST) -> list[str]:
 
 def _written(region: ast.With, enclosing: ast.AST) -> list[str]:
     """What a region writes that the host can see: its results, and values it stores
-    into (`x[i] = ...`, `x.attr = ...`, `x.copy_(...)`)."""
+    into (`x[i] = ...`, `x.attr = ...`, `x.copy_(...)`, `torch.mul(y, 2, out=x)`)."""
     stored = set(_results(region, enclosing))
     for statement in region.body:
         for node in ast.walk(statement):
-            target = None
-            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
-                target = node.value
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr.endswith("_")
-                and not node.func.attr.startswith("_")
-            ):
-                target = node.func.value  # torch's in-place methods end in "_"
-            if isinstance(target, ast.Name):
-                stored.add(target.id)
+            stored.update(
+                target.id for target in _stored_into(node) if isinstance(target, ast.Name)
+            )
     return sorted(stored)
+
+
+def _stored_into(node: ast.AST) -> list[ast.expr]:
+    """The values `node` writes into."""
+    if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+        return [node.value]
+    if not isinstance(node, ast.Call):
+        return []
+    targets = [keyword.value for keyword in node.keywords if keyword.arg == "out"]
+    method = node.func
+    if (
+        isinstance(method, ast.Attribute)
+        and method.attr.endswith("_")
+        and not method.attr.startswith("_")
+    ):
+        targets.append(method.value)  # torch's in-place methods end in "_"
+    return targets
