@@ -22,7 +22,13 @@ from racecheck import judge, reference
 from racecheck.allp import Answer, EveryPOutcome, prove_every_p
 from racecheck.analysis import find_hazards
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
-from racecheck.cosim.tasks import TaskOrders, name_tasks, reorderings, task_overlaps
+from racecheck.cosim.tasks import (
+    Overlap,
+    TaskOrders,
+    name_tasks,
+    reorderings,
+    task_overlaps,
+)
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.deadline import DeadlineOracle
@@ -279,9 +285,12 @@ def _check_one(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
         return dataclasses.replace(outcome, notes=(*notes, judge.RESET_NOTE))
     runs: list[Execution] = []
     outcome = _check_order(spec, ranks, options, (), runs)
-    if judge.decide(outcome).verdict is not Verdict.PROVED or not runs:
-        return outcome
-    return _check_task_orders(spec, ranks, options, runs[0], outcome)
+    verdict = judge.decide(outcome).verdict
+    if verdict is Verdict.PROVED:
+        return _check_task_orders(spec, ranks, options, runs, outcome)
+    if outcome.hung or any(f.kind is FindingKind.DEADLOCK for f in outcome.findings):
+        return _check_hang_orders(spec, ranks, options, runs, outcome)
+    return outcome
 
 
 def _check_order(
@@ -291,6 +300,8 @@ def _check_order(
     orders: TaskOrders,
     runs: list[Execution],
 ) -> Outcome:
+    """Every path of the program with its tasks in `orders`; `runs` receives the
+    co-simulation of each path."""
     known: set[tuple[object, ...]] = set()
 
     def check_path(path: Path, deadline: float) -> PathOutcome:
@@ -301,32 +312,101 @@ def _check_order(
     return explore(check_path, timeout=options.timeout)
 
 
+def _overlapping(
+    runs: Sequence[Execution], options: Options, keep: Callable[[Execution, Overlap], bool]
+) -> tuple[Execution, list[Overlap]] | None:
+    """The first run with tasks the runtime may overlap whose order matters (those
+    `keep` accepts), and those overlaps."""
+    for run in runs:
+        trace = run.trace
+        found = [
+            overlap
+            for overlap in task_overlaps(
+                run.tasks, trace.events, options.runtime_order, trace.memories
+            )
+            if keep(run, overlap)
+        ]
+        if found:
+            return run, found
+    return None
+
+
 def _check_task_orders(
-    spec: ProgramSpec, ranks: int, options: Options, run: Execution, outcome: Outcome
+    spec: ProgramSpec, ranks: int, options: Options, runs: Sequence[Execution], outcome: Outcome
 ) -> Outcome:
     """A program order proved is the answer only if no two tasks of a rank that the
-    runtime leaves unordered could matter (`cosim.tasks`); else the other orders of
-    those tasks are checked, and an overlap they do not decide is unknown. Every
-    execution of such an order that does not hang is one the runtime can run."""
-    trace, rules = run.trace, options.runtime_order
-    found = task_overlaps(run.tasks, trace.events, rules, trace.memories)
-    if not found:
+    runtime leaves unordered could matter on any path (`cosim.tasks`); else the other
+    orders of those tasks are checked, and an overlap they do not decide is unknown.
+    Every execution of such an order that does not hang is one the runtime can run."""
+    loose = _overlapping(runs, options, lambda run, overlap: True)
+    if loose is None:
         return outcome
-    golden = dataclasses.replace(options, expect=options.expect or outcome.model)
-    for orders, overlap in reorderings(run.tasks, trace.events, rules, trace.memories, found):
-        reordered = _check_order(spec, ranks, golden, orders, [])
-        # A task that blocks in this order could be unblocked by the one it overtook,
-        # running alongside it: an order with a deadlock decides nothing.
-        hangs = any(finding.kind is FindingKind.DEADLOCK for finding in reordered.findings)
-        if judge.decide(reordered).verdict is Verdict.BUG and not hangs:
-            note = overlap.describe() + "; the bug shows when it runs first"
-            return dataclasses.replace(reordered, notes=(*reordered.notes, note))
-    return dataclasses.replace(
+    run, found = loose
+    return _other_orders(spec, ranks, options, run, outcome, found) or dataclasses.replace(
         outcome,
         findings=(),
         unknown=found[0].describe()
         + "; racecheck checks the orders of such tasks it can run, not their overlap",
     )
+
+
+def _check_hang_orders(
+    spec: ProgramSpec, ranks: int, options: Options, runs: Sequence[Execution], outcome: Outcome
+) -> Outcome:
+    """A rank that hangs with its tasks in program order may not hang on the runtime:
+    a later task that nothing orders after the blocked one runs alongside it, and its
+    notify can release the wait (docs/model.md). Such a hang shows nothing. The other
+    confirmed findings of the run stand (running tasks in program order is an
+    execution the runtime allows); else another order may decide; else unknown."""
+    releasing = _overlapping(
+        runs, options, lambda run, overlap: overlap.may_release(run.trace.events[overlap.rank])
+    )
+    if releasing is None:
+        return outcome
+    run, found = releasing
+    rest = tuple(f for f in outcome.findings if f.kind is not FindingKind.DEADLOCK)
+    without = dataclasses.replace(outcome, findings=rest, hung=False)
+    if judge.decide(without).verdict is Verdict.BUG:
+        return dataclasses.replace(without, notes=(*without.notes, found[0].describe_release()))
+    return _other_orders(spec, ranks, options, run, outcome, found) or dataclasses.replace(
+        outcome,
+        findings=(),
+        hung=False,
+        unknown=found[0].describe_release()
+        + "; racecheck runs a rank's tasks one after another, not alongside each other",
+    )
+
+
+def _other_orders(
+    spec: ProgramSpec,
+    ranks: int,
+    options: Options,
+    run: Execution,
+    outcome: Outcome,
+    found: Sequence[Overlap],
+) -> Outcome | None:
+    """The answer of another order of overlapping tasks, if one decides: a bug shown
+    without hanging, or a proof in an order where no two tasks the runtime leaves
+    unordered can matter (on every path), which covers every order (`cosim.tasks`)."""
+    trace, rules = run.trace, options.runtime_order
+    golden = dataclasses.replace(options, expect=options.expect or outcome.model)
+    for orders, overlap in reorderings(run.tasks, trace.events, rules, trace.memories, found):
+        order_runs: list[Execution] = []
+        reordered = _check_order(spec, ranks, golden, orders, order_runs)
+        verdict = judge.decide(reordered).verdict
+        # A task that blocks in this order could be unblocked by the one it overtook,
+        # running alongside it: an order with a deadlock decides nothing.
+        hangs = any(finding.kind is FindingKind.DEADLOCK for finding in reordered.findings)
+        if verdict is Verdict.BUG and not hangs:
+            note = overlap.describe() + "; the bug shows when it runs first"
+            return dataclasses.replace(reordered, notes=(*reordered.notes, note))
+        exact = _overlapping(order_runs, options, lambda run, overlap: True) is None
+        if verdict is Verdict.PROVED and order_runs and exact:
+            note = overlap.describe() + (
+                "; checked with it first, an order in which no two such tasks can matter"
+            )
+            return dataclasses.replace(reordered, notes=(*reordered.notes, note))
+    return None
 
 
 def _check_path(
@@ -354,8 +434,7 @@ def _check_path(
         return PathOutcome(outcome=_outcome(spec, ranks, started, skipped=rejected.message))
     trace = execution.trace
     facts = {"events": trace.size}
-    if not runs:
-        runs.append(execution)
+    runs.append(execution)
     try:
         engine, prepared = prepare(options.engine, trace, deadline=deadline)
         oracle = PathOracle(

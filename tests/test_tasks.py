@@ -11,7 +11,7 @@ import racecheck
 from racecheck.cosim import Execution, simulate
 from racecheck.cosim.tasks import ordered_pairs, task_overlaps
 from racecheck.events import EventKind
-from racecheck.findings import FindingKind, Verdict
+from racecheck.findings import FindingCode, FindingKind, Verdict
 from racecheck.load import discover, load_file
 from racecheck.options import RuntimeOrder
 
@@ -496,3 +496,52 @@ def test_task_dependency_constructs_it_does_not_model_are_refused_at_their_line(
     (result,) = report.results
     assert result.verdict is Verdict.UNKNOWN and message in result.message
     assert any(f"refused.py:{line}:" in error for error in report.errors)
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_a_hang_that_a_later_unordered_task_releases_is_not_a_deadlock() -> None:
+    """Example 160: each rank's receive waits for a push called after it. In program
+    order every rank hangs; on the device the push runs alongside the blocked receive."""
+    report = racecheck.verify(str(EXAMPLES / "160_receive_before_push_tasks.py"), ranks=[1, 2, 3])
+    one, two, three = report.results
+    assert not any(f.kind is FindingKind.DEADLOCK for r in report.results for f in r.findings)
+    assert one.verdict is Verdict.UNKNOWN
+    assert "task receive_step (line 66) may wait for task push_step (line 67)" in one.message
+    assert two.verdict is three.verdict is Verdict.PROVED
+    assert any("checked with it first" in note for note in two.notes)
+
+
+def test_an_order_proved_only_counts_when_no_two_unordered_tasks_matter_in_it() -> None:
+    """At P=1 the push writes the rank's own inbox, which the receive reads: with the
+    push first the two still conflict, so that order's proof covers nothing."""
+    execution = _run("160_receive_before_push_tasks.py", 1)
+    trace = execution.trace
+    (overlap,) = task_overlaps(execution.tasks, trace.events, RuntimeOrder.CURRENT, trace.memories)
+    assert overlap.may_release(trace.events[0])
+    (result,) = racecheck.verify(
+        str(EXAMPLES / "160_receive_before_push_tasks.py"), ranks=[1]
+    ).results
+    assert result.verdict is Verdict.UNKNOWN
+
+
+def test_a_reordering_shows_the_race_the_hang_in_program_order_hid() -> None:
+    name = "161_receive_before_push_tasks_bug_scrub.py"
+    (result,) = racecheck.verify(str(EXAMPLES / name), ranks=[2]).results
+    assert result.verdict is Verdict.BUG
+    found = {(f.code, tuple(loc.line for loc in f.locations)) for f in result.findings}
+    push, scrub = _line(name, "push"), _line(name, "scrub")
+    assert found == {(FindingCode.RACE_WAW, (push, scrub)), (FindingCode.RACE_WAW, (scrub, push))}
+    assert any("the bug shows when it runs first" in note for note in result.notes)
+
+
+def test_tasks_that_overlap_on_one_input_path_only_are_checked_on_that_path() -> None:
+    """The later task clears the tensor the earlier one reads only when x[0, 0] == 7:
+    the overlap exists on that path, not the first one explored."""
+    (result,) = racecheck.verify(str(FIXTURES / "war_on_one_input_path.py"), ranks=[1]).results
+    assert result.verdict is Verdict.BUG
+    (wrong,) = result.findings
+    assert wrong.kind is FindingKind.WRONG_RESULT
+    assert wrong.inputs == (("x", 0, 7),)
+    assert any("task maybe_clear (line 41)" in note for note in result.notes)

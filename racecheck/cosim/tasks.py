@@ -72,6 +72,23 @@ class Overlap:
             "dependency between them (docs/model.md)"
         )
 
+    def may_release(self, events: Sequence[Event]) -> bool:
+        """Whether a wait of the earlier task could be answered by a notify of the later
+        one, which runs alongside it when the earlier blocks."""
+        first = events[self.first.first : self.first.end]
+        second = events[self.second.first : self.second.end]
+        return any(event.kind is EventKind.WAIT for event in first) and any(
+            event.kind is EventKind.NOTIFY for event in second
+        )
+
+    def describe_release(self) -> str:
+        a, b = self.first.spec, self.second.spec
+        return (
+            f"rank {self.rank}: task {a.name} (line {a.location.line}) may wait for task "
+            f"{b.name} (line {b.location.line}), which PyPTO's runtime does not order after "
+            "it and runs alongside it (docs/model.md)"
+        )
+
 
 def _written_storages(
     task: TaskRecord, events: Sequence[Event], rules: RuntimeOrder, memories: Sequence[Memory]
@@ -119,18 +136,26 @@ def ordered_pairs(
     rules: RuntimeOrder,
     memories: Sequence[Memory],
 ) -> list[list[bool]]:
-    """`before[i][j]`: the runtime runs task j after task i (transitively), i < j."""
-    written = [_written_storages(task, events, rules, memories) for task in tasks]
-    tagged = [_tagged_storages(task, events) | written[n] for n, task in enumerate(tasks)]
+    """`before[i][j]`: the runtime runs `tasks[j]` after `tasks[i]` (transitively).
+    `tasks` are a rank's tasks in the order they ran, program order or another order
+    the runtime allows; its edges go from a task to tasks submitted after it."""
+    submitted = sorted(range(len(tasks)), key=lambda n: tasks[n].index)
+    ranked = [tasks[n] for n in submitted]
+    written = [_written_storages(task, events, rules, memories) for task in ranked]
+    tagged = [_tagged_storages(task, events) | written[n] for n, task in enumerate(ranked)]
     count = len(tasks)
-    before = [[False] * count for _ in range(count)]
+    after = [[False] * count for _ in range(count)]
     for j in range(count):
         for i in range(j):
-            if before[i][j] or _edge(tasks[i], tasks[j], written[i], tagged[j]):
-                before[i][j] = True
+            if after[i][j] or _edge(ranked[i], ranked[j], written[i], tagged[j]):
+                after[i][j] = True
                 for k in range(i):
-                    if before[k][i]:
-                        before[k][j] = True
+                    if after[k][i]:
+                        after[k][j] = True
+    before = [[False] * count for _ in range(count)]
+    for i, a in enumerate(submitted):
+        for j, b in enumerate(submitted):
+            before[a][b] = after[i][j]
     return before
 
 
@@ -309,14 +334,14 @@ def loose_tasks(
 ) -> dict[int, str]:
     """The tasks of one rank that the runtime may run alongside another of its tasks:
     their positions in `tasks`, with a name that tells them apart (the line is added
-    when a name repeats). A rank that ran its tasks out of program order is judged in
-    program order, as the runtime sees them."""
-    by_program = sorted(range(len(tasks)), key=lambda n: tasks[n].index)
-    before = ordered_pairs([tasks[n] for n in by_program], events, rules, memories)
-    running = [p for p, n in enumerate(by_program) if tasks[n].end > tasks[n].first]
+    when a name repeats)."""
+    before = ordered_pairs(tasks, events, rules, memories)
+    running = [n for n, task in enumerate(tasks) if task.end > task.first]
     loose: set[int] = set()
     for j in running:
-        loose.update(by_program[p] for i in running if i < j and not before[i][j] for p in (i, j))
+        loose.update(
+            p for i in running if i < j and not (before[i][j] or before[j][i]) for p in (i, j)
+        )
     names = [tasks[n].spec.name for n in loose]
     return {
         n: tasks[n].spec.name
