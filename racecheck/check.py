@@ -25,6 +25,7 @@ from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulat
 from racecheck.cosim.tasks import (
     Overlap,
     TaskOrders,
+    allowed_order,
     name_tasks,
     reorderings,
     task_overlaps,
@@ -331,6 +332,15 @@ def _overlapping(
     return None
 
 
+def _covers_every_order(runs: Sequence[Execution], options: Options) -> bool:
+    """Whether checking `runs` decides every order of their tasks: each ran them in an
+    order the runtime allows, in which no two it leaves unordered can matter."""
+    rules = options.runtime_order
+    return _overlapping(runs, options, lambda run, overlap: True) is None and all(
+        allowed_order(run.tasks, run.trace.events, rules, run.trace.memories) for run in runs
+    )
+
+
 def _check_task_orders(
     spec: ProgramSpec, ranks: int, options: Options, runs: Sequence[Execution], outcome: Outcome
 ) -> Outcome:
@@ -400,8 +410,7 @@ def _other_orders(
         if verdict is Verdict.BUG and not hangs:
             note = overlap.describe() + "; the bug shows when it runs first"
             return dataclasses.replace(reordered, notes=(*reordered.notes, note))
-        exact = _overlapping(order_runs, options, lambda run, overlap: True) is None
-        if verdict is Verdict.PROVED and order_runs and exact:
+        if verdict is Verdict.PROVED and order_runs and _covers_every_order(order_runs, options):
             note = overlap.describe() + (
                 "; checked with it first, an order in which no two such tasks can matter"
             )

@@ -3,13 +3,14 @@ and what racecheck answers for them; window lifetime under --repeat (docs/model.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 import racecheck
 from racecheck.cosim import Execution, simulate
-from racecheck.cosim.tasks import ordered_pairs, task_overlaps
+from racecheck.cosim.tasks import allowed_order, ordered_pairs, task_overlaps
 from racecheck.events import EventKind
 from racecheck.findings import FindingCode, FindingKind, Verdict
 from racecheck.load import discover, load_file
@@ -545,3 +546,21 @@ def test_tasks_that_overlap_on_one_input_path_only_are_checked_on_that_path() ->
     assert wrong.kind is FindingKind.WRONG_RESULT
     assert wrong.inputs == (("x", 0, 7),)
     assert any("task maybe_clear (line 41)" in note for note in result.notes)
+
+
+def test_an_order_against_a_tracked_edge_is_not_one_the_runtime_allows() -> None:
+    loaded = load_file(str(EXAMPLES / "97_receive_then_scrub_submit.py"))
+    (spec,) = discover(loaded, programs=(), args={})
+    instance = spec.instantiate(2)
+    straight = simulate(instance)
+    assert allowed_order(
+        straight.tasks, straight.trace.events, RuntimeOrder.CURRENT, straight.trace.memories
+    )
+    receive_first = simulate(dataclasses.replace(instance, task_orders=((0, 1, (2, 0, 4)),)))
+    assert [task.spec.name for task in receive_first.tasks[0]][:2] == ["receive_step", "push_step"]
+    assert not allowed_order(
+        receive_first.tasks,
+        receive_first.trace.events,
+        RuntimeOrder.CURRENT,
+        receive_first.trace.memories,
+    )

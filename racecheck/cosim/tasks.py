@@ -279,6 +279,22 @@ def reorder(
     return (*[task.index for task in tasks[:pi]], *hoisted, j, *rest)
 
 
+def allowed_order(
+    tasks: Sequence[Sequence[TaskRecord]],
+    events: Sequence[Sequence[Event]],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+) -> bool:
+    """Whether every rank ran its tasks in an order the runtime allows: no task before
+    one the runtime runs it after."""
+    for rank, rank_tasks in enumerate(tasks):
+        before = ordered_pairs(rank_tasks, events[rank], rules, memories)
+        count = len(rank_tasks)
+        if any(before[j][i] for j in range(count) for i in range(j)):
+            return False
+    return True
+
+
 def task_overlaps(
     tasks: Sequence[Sequence[TaskRecord]],
     events: Sequence[Sequence[Event]],
