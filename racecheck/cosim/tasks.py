@@ -86,14 +86,22 @@ def _written_storages(
                 declared.add(event.access.memory)
         elif task.spec.region:  # a region's own stores: the directions its body implies
             declared.add(event.access.memory)
-    return frozenset(declared) - frozenset(task.spec.untracked)
+    return frozenset(declared) - _untracked(task, memories)
 
 
-def _tagged_storages(task: TaskRecord, events: Sequence[Event]) -> frozenset[int]:
+def _tagged_storages(
+    task: TaskRecord, events: Sequence[Event], memories: Sequence[Memory]
+) -> frozenset[int]:
     tagged = {tag.memory for tag in task.spec.tags}
     if task.spec.region:
         tagged.update(e.access.memory for e in events[task.first : task.end] if e.access)
-    return frozenset(tagged) - frozenset(task.spec.untracked)
+    return frozenset(tagged) - _untracked(task, memories)
+
+
+def _untracked(task: TaskRecord, memories: Sequence[Memory]) -> frozenset[int]:
+    """The storages that give `task` no edges: its own `no_dep_args` and `pl.no_dep`
+    arguments, and every tensor created with `manual_dep=True`."""
+    return frozenset(task.spec.untracked) | {memory.id for memory in memories if memory.manual_dep}
 
 
 def _edge(
@@ -121,7 +129,7 @@ def ordered_pairs(
 ) -> list[list[bool]]:
     """`before[i][j]`: the runtime runs task j after task i (transitively), i < j."""
     written = [_written_storages(task, events, rules, memories) for task in tasks]
-    tagged = [_tagged_storages(task, events) | written[n] for n, task in enumerate(tasks)]
+    tagged = [_tagged_storages(task, events, memories) | written[n] for n, task in enumerate(tasks)]
     count = len(tasks)
     before = [[False] * count for _ in range(count)]
     for j in range(count):
@@ -355,6 +363,17 @@ def name_tasks(
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeldTask:
+    """A kernel call a reordered run holds back to the end of its dispatch, and what
+    its caller got in place of its result."""
+
+    index: int
+    spec: TaskSpec
+    body: Callable[[], Any]
+    result: Any = None
+
+
 class TaskLog:
     """The tasks one rank ran, in the order it ran them, and the dispatch running now."""
 
@@ -367,7 +386,7 @@ class TaskLog:
         self.comm_dispatch = False
         self.repeat = 0
         self.plan: tuple[int, ...] | None = None
-        self.deferred: list[tuple[int, TaskSpec, Callable[[], Any]]] = []
+        self.deferred: list[HeldTask] = []
         self.regions: list[tuple[int, TaskSpec, int]] = []
         self.glue_from = 0
 

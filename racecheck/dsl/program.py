@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-import typing
 from collections.abc import Callable, Iterator
 from enum import Enum
 from types import CodeType, FrameType
@@ -24,6 +23,7 @@ from racecheck.dsl.declared import as_declared
 from racecheck.dsl.location import unsupported, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.scopes import (
+    declared_results,
     dep_indexes,
     kernel_call,
     note_orchestration,
@@ -151,8 +151,8 @@ def submit(
     with submitted(dep_indexes(deps)) as ids:
         result = kernel(*args)
     (task,) = ids
-    if result is None:  # no results, or a task kept for a later run order
-        return (*[None] * _declared_results(kernel.function), task)
+    if result is None:  # no results
+        return (*[None] * declared_results(kernel.function), task)
     return (*result, task) if isinstance(result, tuple) else (result, task)
 
 
@@ -164,13 +164,6 @@ def spmd_submit(
     del sync_start
     with spmd_blocks(core_num):
         return submit(kernel, *args, **options)
-
-
-def _declared_results(function: Callable[..., Any]) -> int:
-    declared = inspect.signature(function).return_annotation
-    if declared in (inspect.Signature.empty, None, "None"):
-        return 0
-    return len(typing.get_args(declared)) if typing.get_origin(declared) is tuple else 1
 
 
 def _not_run(name: str) -> UnsupportedConstruct:

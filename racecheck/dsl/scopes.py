@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import typing
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from typing import Any, Protocol
 
 from racecheck.dsl.context import activated, current
 from racecheck.dsl.declared import signature_of
+from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
 from racecheck.dsl.scalars import as_index
@@ -106,14 +108,23 @@ class TaskContext(Protocol):
     task_depth: int
 
     def call_task(
-        self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
+        self,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        cube_lane: Callable[[], Any],
+        held: Callable[[], Any] = lambda: None,
     ) -> tuple[Any, int]:
         """Run a kernel call; if it turns out to mix cube ops with communication, also
         run `cube_lane` as a task nothing orders with it. Returns the call's result and
-        the task's index."""
+        the task's index; a call a reordered run holds back returns `held()`, which the
+        call must return once it runs (`held_result`)."""
         ...
 
     def begin_task(self, spec: TaskSpec) -> int: ...
+
+    def create_tensor(
+        self, shape: tuple[int, ...], dtype: DType, *, manual_dep: bool
+    ) -> TensorView: ...
 
     def end_task(self) -> None: ...
 
@@ -188,10 +199,80 @@ def kernel_call(
             return function(*args, **kwargs)
         return blocks.launch(tasks, lambda: function(*args, **kwargs))
 
-    result, index = context.call_task(spec, body, cube_lane)
+    result, index = context.call_task(
+        spec,
+        body,
+        cube_lane,
+        lambda: held_result(name, function, args, kwargs, submit=ids is not None),
+    )
     if ids is not None:
         ids.append(TaskId(index=index))
     return result
+
+
+def held_result(
+    name: str,
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    submit: bool,
+) -> Any:
+    """What a kernel call that a reordered run holds back gives its caller before it
+    runs: the `pl.Out`/`pl.InOut` tensors it is passed, one per result its return
+    annotation declares (a kernel returns the tensors it writes), or nothing when it
+    declares none. An unannotated kernel called directly declares as many as it is
+    passed; through `pl.submit`, none. The call is refused when they are not as many;
+    once it runs, what it returns must be them, or nothing (`stands_for`)."""
+    signature = signature_of(function)
+    bound = signature.bind(*args, **kwargs)
+    written = [
+        value
+        for key, value in bound.arguments.items()
+        if isinstance(value, TensorView)
+        and isinstance(annotation := signature.parameters[key].annotation, TensorType)
+        and annotation.direction is not Direction.IN
+    ]
+    unannotated = signature.return_annotation is inspect.Signature.empty
+    declared = len(written) if unannotated and not submit else declared_results(function)
+    if declared == 0:
+        return None
+    if len(written) != declared:
+        raise unsupported(
+            f"a reordered run holds task {name} back, and its {declared} declared "
+            f"result(s) are not the {len(written)} pl.Out/pl.InOut tensor(s) it is "
+            "passed: racecheck cannot give them to the caller before it runs"
+        )
+    return written[0] if declared == 1 else tuple(written)
+
+
+def stands_for(result: Any, held: Any) -> bool:
+    """Whether a held-back call's result is what `held_result` gave in its place: the
+    same views (memory, bytes, shape, dtype), or nothing (which no caller uses)."""
+    if result is None:
+        return True
+    if isinstance(held, tuple):
+        return (
+            isinstance(result, tuple)
+            and len(result) == len(held)
+            and all(map(stands_for, result, held))
+        )
+    if isinstance(held, TensorView):
+        return isinstance(result, TensorView) and (
+            result.memory,
+            result.base,
+            result.shape,
+            result.dtype,
+        ) == (held.memory, held.base, held.shape, held.dtype)
+    return held is None
+
+
+def declared_results(function: Callable[..., Any]) -> int:
+    """How many results `function`'s return annotation declares."""
+    declared = inspect.signature(function).return_annotation
+    if declared in (inspect.Signature.empty, None, "None"):
+        return 0
+    return len(typing.get_args(declared)) if typing.get_origin(declared) is tuple else 1
 
 
 @contextmanager
