@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from enum import Enum
 from types import CodeType, FrameType
 from typing import Any
@@ -27,6 +27,7 @@ from racecheck.dsl.scopes import (
     dep_indexes,
     kernel_call,
     note_orchestration,
+    note_own_scopes,
     spmd_blocks,
     submitted,
 )
@@ -213,8 +214,12 @@ def _resolve_annotations(fn: Callable[..., Any]) -> None:
             continue
 
 
-def _declared(fn: Callable[..., Any], role: FunctionRole) -> DslFunction:
+def _declared(
+    fn: Callable[..., Any], role: FunctionRole, options: Mapping[str, object]
+) -> DslFunction:
     _resolve_annotations(fn)
+    if options.get("auto_scope") is False:
+        note_own_scopes(fn)
     return DslFunction(fn, role)
 
 
@@ -239,8 +244,8 @@ def function(
     """`@pl.function(type=..., level=..., role=...)`, also bare `@pl.function`."""
     function_role = _role_of(type, level, role)
     if fn is not None:
-        return _declared(fn, function_role)
-    return lambda wrapped: _declared(wrapped, function_role)
+        return _declared(fn, function_role, options)
+    return lambda wrapped: _declared(wrapped, function_role, options)
 
 
 class Program:
@@ -288,8 +293,8 @@ class _JitDecorator:
 
     def __call__(self, fn: Callable[..., Any] | None = None, **options: object) -> Any:
         if fn is not None and callable(fn):
-            return _declared(fn, self.role)
-        return lambda wrapped: _declared(wrapped, self.role)
+            return _declared(fn, self.role, options)
+        return lambda wrapped: _declared(wrapped, self.role, options)
 
     def __repr__(self) -> str:
         return self.name

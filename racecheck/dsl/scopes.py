@@ -16,7 +16,7 @@ import threading
 import typing
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
@@ -34,14 +34,26 @@ from racecheck.events import SourceLocation
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskId:
-    """What `with pl.at(...) as tid` binds: the task's number within its rank."""
+    """What `with pl.at(...) as tid` binds: the task's number within its rank; for
+    `pl.system.task_dummy`, no task of its own but the tasks it joins."""
 
     index: int
+    joins: tuple[int, ...] = ()
 
 
 def task_invalid() -> TaskId:
     """`pl.system.task_invalid()`: the id of no task; `deps=` naming it adds no edge."""
     return TaskId(index=-1)
+
+
+def task_dummy(*, deps: object) -> TaskId:
+    """`pl.system.task_dummy(deps=[...])`: a task with no work that completes once its
+    `deps` (task ids, `pl.TASK_ID` arrays, None for no task) have: naming it in `deps=`
+    names them all (docs/model.md)."""
+    if _task_context() is None:
+        raise unsupported("pl.system.task_dummy is modelled in a per-device function only")
+    named = [entry for entry in _listed(deps) if entry is not None]
+    return TaskId(index=-1, joins=dep_indexes(named))
 
 
 class TaskIdType(Enum):
@@ -550,6 +562,7 @@ def dep_indexes(deps: object) -> tuple[int, ...]:
                 )
             if dep.index >= 0:
                 indexes.append(dep.index)
+            indexes.extend(dep.joins)
     return tuple(indexes)
 
 
@@ -563,3 +576,35 @@ def manual_scope() -> Iterator[None]:
         yield
     finally:
         _scope.manual = False
+
+
+class ScopeMode(Enum):
+    """`pl.ScopeMode`: whether a runtime scope infers its tasks' edges."""
+
+    AUTO = "AUTO"
+    MANUAL = "MANUAL"
+
+
+_own_scopes: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
+
+
+def note_own_scopes(function: Callable[..., Any]) -> None:
+    """`function` is declared with `auto_scope=False`: it may open AUTO scopes itself."""
+    _own_scopes.add(inspect.unwrap(getattr(function, "__func__", function)))
+
+
+def scope(mode: ScopeMode = ScopeMode.AUTO) -> AbstractContextManager[None]:
+    """`pl.scope(mode=...)`: MANUAL is `pl.manual_scope()`; AUTO infers edges as the
+    scopes PyPTO places around every body do, so it changes no order. PyPTO accepts
+    AUTO only in an orchestration declared `auto_scope=False`, and not inside MANUAL."""
+    if mode is ScopeMode.MANUAL:
+        return manual_scope()
+    if in_manual_scope():
+        raise unsupported("pl.scope() (AUTO) inside a manual scope is rejected by PyPTO")
+    frame = innermost_user_frame()
+    if frame is None or not any(body.__code__ is frame.f_code for body in _own_scopes):
+        raise unsupported(
+            "pl.scope() (AUTO) is rejected by PyPTO outside a function declared with"
+            " auto_scope=False"
+        )
+    return nullcontext()
