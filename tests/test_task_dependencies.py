@@ -172,7 +172,7 @@ PER_RANK = "    @pl.function(type=pl.FunctionType.Orchestration)\n    def per_ra
             ),
             "pl.submit(self.stage_step,",
             "a reordered run holds task stage_step back, and its 1 declared result(s) are "
-            "not the 0 pl.Out/pl.InOut tensor(s) it is passed",
+            "neither its 0 pl.Out/pl.InOut tensor(s) nor its 0 pl.Out one(s)",
         ),
         (
             MANUAL_DEP,

@@ -231,31 +231,37 @@ def held_result(
     submit: bool,
 ) -> Any:
     """What a kernel call that a reordered run holds back gives its caller before it
-    runs: the `pl.Out`/`pl.InOut` tensors it is passed, one per result its return
-    annotation declares (a kernel returns the tensors it writes), or nothing when it
-    declares none. An unannotated kernel called directly declares as many as it is
-    passed; through `pl.submit`, none. The call is refused when they are not as many;
-    once it runs, what it returns must be them, or nothing (`stands_for`)."""
+    runs: one tensor per result its return annotation declares, the tensors it writes
+    (a kernel returns those): its `pl.Out`/`pl.InOut` arguments if they are as many,
+    else its `pl.Out` ones; nothing when it declares none. An unannotated kernel called
+    directly declares as many as it writes; through `pl.submit`, none. The call is
+    refused when neither is as many; once it runs, what it returns must be them, or
+    nothing (`stands_for`)."""
     signature = signature_of(function)
     bound = signature.bind(*args, **kwargs)
-    written = [
-        value
-        for key, value in bound.arguments.items()
-        if isinstance(value, TensorView)
-        and isinstance(annotation := signature.parameters[key].annotation, TensorType)
-        and annotation.direction is not Direction.IN
-    ]
+    written: list[TensorView] = []
+    outs: list[TensorView] = []
+    for key, value in bound.arguments.items():
+        annotation = signature.parameters[key].annotation
+        if not isinstance(value, TensorView) or not isinstance(annotation, TensorType):
+            continue
+        if annotation.direction is not Direction.IN:
+            written.append(value)
+        if annotation.direction is Direction.OUT:
+            outs.append(value)
     unannotated = signature.return_annotation is inspect.Signature.empty
     declared = len(written) if unannotated and not submit else declared_results(function)
     if declared == 0:
         return None
-    if len(written) != declared:
+    held = written if len(written) == declared else outs
+    if len(held) != declared:
         raise unsupported(
             f"a reordered run holds task {name} back, and its {declared} declared "
-            f"result(s) are not the {len(written)} pl.Out/pl.InOut tensor(s) it is "
-            "passed: racecheck cannot give them to the caller before it runs"
+            f"result(s) are neither its {len(written)} pl.Out/pl.InOut tensor(s) nor its "
+            f"{len(outs)} pl.Out one(s): racecheck cannot give them to the caller before "
+            "it runs"
         )
-    return written[0] if declared == 1 else tuple(written)
+    return held[0] if declared == 1 else tuple(held)
 
 
 def stands_for(result: Any, held: Any) -> bool:
