@@ -12,7 +12,9 @@ Rounds of `--repeat` run one after another. Events of a dispatch outside any tas
 (a dispatched kernel, or a per-device function's own) stay in program order with the
 dispatch's tasks, tagged with the dispatched function's arguments. A kernel task that
 mixes cube ops with communication is followed by its cube lane (`racecheck.dsl.lanes`),
-a task nothing orders with it. A rank records its tasks in a `TaskLog` as it runs.
+a task nothing orders with it. A rank records its tasks in a `TaskLog` as it runs;
+a run in another order holds its kernel calls back to the end of their dispatch
+(`HeldTask`).
 
 Checking a trace in which every task runs after all its program-order predecessors is
 exact for a pair of unordered tasks A (earlier) and B exactly when reordering them
