@@ -190,6 +190,13 @@ PER_RANK = "    @pl.function(type=pl.FunctionType.Orchestration)\n    def per_ra
         ),
         (
             MANUAL_DEP,
+            "pl.create_tensor([1, SIZE], dtype=pl.FP32, manual_dep=True)",
+            "pl.full([1, SIZE], pl.FP32, 0.0)",
+            "pl.submit(self.stage_step,",
+            "task stage_step writes its argument staging, a value local to its caller",
+        ),
+        (
+            MANUAL_DEP,
             PUSH_LOAD,
             f"{KERNEL_DUMMY}\n{PUSH_LOAD}",
             KERNEL_DUMMY,

@@ -27,7 +27,7 @@ from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
 from racecheck.dsl.scalars import as_index
-from racecheck.dsl.tensors import TensorView
+from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import Direction, TensorType
 from racecheck.events import SourceLocation
 
@@ -191,6 +191,7 @@ def kernel_call(
         if spmd is not None:
             return spmd.run(lambda: function(*args, **kwargs))
         return function(*args, **kwargs)
+    _refuse_written_locals(name, function, args, kwargs)
     spec = TaskSpec(
         name=name,
         location=user_location(),
@@ -220,6 +221,31 @@ def kernel_call(
     if ids is not None:
         ids.append(TaskId(index=index))
     return result
+
+
+def _refuse_written_locals(
+    name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """A task that writes a value local to the caller (a `pl.full`, or a
+    `pl.create_tensor` made outside a per-device function's own body) is refused:
+    racecheck shares only the tensors that body creates between its tasks."""
+    try:
+        signature = signature_of(function)
+        bound = signature.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return
+    for key, value in bound.arguments.items():
+        annotation = signature.parameters[key].annotation
+        if (
+            isinstance(value, Tile)
+            and isinstance(annotation, TensorType)
+            and annotation.direction is not Direction.IN
+        ):
+            raise unsupported(
+                f"task {name} writes its argument {key}, a value local to its caller"
+                " (pl.full, or pl.create_tensor outside a per-device function's own body):"
+                " racecheck does not share it between tasks"
+            )
 
 
 def held_result(
