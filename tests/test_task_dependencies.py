@@ -197,6 +197,13 @@ PER_RANK = "    @pl.function(type=pl.FunctionType.Orchestration)\n    def per_ra
         ),
         (
             MANUAL_DEP,
+            "pl.submit(self.push_step, staging, inbox, signal)",
+            "pl.submit(self.push_step, staging, inbox, signal, staged)",
+            "pl.submit(self.push_step,",
+            "kernel push_step is passed a task id",
+        ),
+        (
+            MANUAL_DEP,
             PUSH_LOAD,
             f"{KERNEL_DUMMY}\n{PUSH_LOAD}",
             KERNEL_DUMMY,

@@ -176,6 +176,11 @@ def kernel_call(
     after the tasks a `submitted` block names too, on the blocks of a `pl.spmd`
     dispatch or of `spmd_blocks`."""
     args, kwargs, dropped = _without_no_dep(args, kwargs)
+    if any(isinstance(value, TaskId) for value in (*args, *kwargs.values())):
+        raise unsupported(
+            f"kernel {name} is passed a task id: PyPTO's docs define task ids for deps= and"
+            " orchestration code (pl.Scalar[pl.TASK_ID]), not as kernel arguments"
+        )
     deps, ids = getattr(_scope, "submit", ((), None))
     blocks: Spmd | None = getattr(_scope, "spmd_next", None)
     _scope.submit, _scope.spmd_next = ((), None), None  # this call's, not its inner calls'
