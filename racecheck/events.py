@@ -86,6 +86,7 @@ class Memory:
     kind: MemoryKind
     name: str  # the user's variable name where known, e.g. "data_buf" or "y"
     nbytes: int
+    manual_dep: bool = False  # `pl.create_tensor(..., manual_dep=True)`: no task edges on it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

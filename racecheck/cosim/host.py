@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from racecheck.dsl.location import (
-    user_location,
-)
+from racecheck.dsl.location import assigned_name, user_location
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.tensors import TensorView, WindowBuffer
 from racecheck.errors import ProgramRejected
@@ -34,9 +31,6 @@ class HostCrash(Exception):
         self.record = record
 
 
-_ASSIGNED_NAME = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")
-
-
 class HostContext:
     """The host entry's context: window allocation, row views, dispatches."""
 
@@ -53,8 +47,7 @@ class HostContext:
     def alloc_window(self, nbytes: int, name: str = "") -> WindowBuffer:
         """A window named `name`, else after the variable the user's line assigns."""
         if not name:
-            match = _ASSIGNED_NAME.match(user_location().text)
-            name = match.group(1) if match else f"window{len(self.memory.memories)}"
+            name = assigned_name(f"window{len(self.memory.memories)}")
         taken = {memory.name for memory in self.memory.memories}
         if name in taken:
             name = f"{name}#{len(self.memory.memories)}"

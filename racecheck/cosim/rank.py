@@ -11,13 +11,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from racecheck.cosim.execution import CellUses, FlowRecorder, Pin
-from racecheck.cosim.tasks import TaskLog, concurrent_inexact, cube_lane_spec
+from racecheck.cosim.tasks import HeldTask, TaskLog, concurrent_inexact, cube_lane_spec
+from racecheck.dsl.dtypes import DType
 from racecheck.dsl.local_ops import local_owner
-from racecheck.dsl.location import (
-    user_location,
-)
+from racecheck.dsl.location import assigned_name, unsupported, user_location
 from racecheck.dsl.scalars import Tainted
-from racecheck.dsl.scopes import TaskSpec, TaskTag
+from racecheck.dsl.scopes import TaskSpec, TaskTag, stands_for
 from racecheck.dsl.symbolic import Decision, Forms, InputBlock, decision
 from racecheck.dsl.tensors import TensorView, region_problem, region_runs
 from racecheck.errors import TracingError, UnsupportedConstruct
@@ -85,23 +84,44 @@ class RankContext:
     # -- tasks (racecheck.dsl.scopes, racecheck.cosim.tasks)
 
     def call_task(
-        self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
+        self,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        cube_lane: Callable[[], Any],
+        held: Callable[[], Any] = lambda: None,
     ) -> tuple[Any, int]:
         """Run a kernel call as a task, or keep it for the end of the dispatch when this
-        dispatch runs its tasks in a given order (its result is then None). The index
-        after its own is kept for its cube lane (`racecheck.dsl.lanes`)."""
+        dispatch runs its tasks in a given order (its result is then `held()`, which
+        the task must return when it runs). The index after its own is kept for its
+        cube lane (`racecheck.dsl.lanes`)."""
         index = self.tasks.open(self.events)
         self.tasks.reserve()
         if self.tasks.plan is not None:
-            self.tasks.deferred.append((index, spec, body))
+            result = held()
+            self.tasks.deferred.append(HeldTask(index=index, spec=spec, body=body, result=result))
             if index + 1 in self.tasks.plan:
-                self.tasks.deferred.append((index + 1, cube_lane_spec(spec, index), cube_lane))
-            return None, index
+                self.tasks.deferred.append(
+                    HeldTask(index=index + 1, spec=cube_lane_spec(spec, index), body=cube_lane)
+                )
+            return result, index
         self.mixed = False
         result = self._run_task(index, spec, body)
         if self.mixed:
             self._run_task(index + 1, cube_lane_spec(spec, index), cube_lane)
         return result, index
+
+    def create_tensor(
+        self, shape: tuple[int, ...], dtype: DType, *, manual_dep: bool
+    ) -> TensorView:
+        """`pl.create_tensor` in a per-device function: a zeroed tensor of this rank's
+        device memory, which the function's tasks share and are tagged with like any
+        argument; with `manual_dep`, no task gets an edge on it (docs/model.md)."""
+        name = f"{assigned_name('tensor')}@{self.rank}"
+        memory = self.run.memory
+        if any(known.name == name for known in memory.memories):
+            name = f"{name}#{len(memory.memories)}"
+        values = np.zeros(shape, dtype=dtype.compute)
+        return memory.add_host_tensor(name, values, dtype, manual_dep=manual_dep)
 
     def mark_mixed(self) -> bool:
         """A kernel task mixes cube ops with communication: it gets a cube lane."""
@@ -152,11 +172,17 @@ class RankContext:
         self.tasks.close_glue(self.events)
         plan = self.tasks.plan or ()
         position = {index: n for n, index in enumerate(plan)}
-        deferred = sorted(self.tasks.deferred, key=lambda task: position.get(task[0], len(plan)))
+        deferred = sorted(self.tasks.deferred, key=lambda task: position.get(task.index, len(plan)))
         self.tasks.deferred = []
         self.tasks.plan = None
-        for index, spec, body in deferred:
-            self._run_task(index, spec, body)
+        for task in deferred:
+            result = self._run_task(task.index, task.spec, task.body)
+            if task.spec.cube_lane_of is None and not stands_for(result, task.result):
+                raise unsupported(
+                    f"a reordered run held task {task.spec.name} back and gave its caller "
+                    f"{task.result!r} in place of its result, but it returned {result!r}",
+                    task.spec.location,
+                )
 
     def _run_task(self, index: int, spec: TaskSpec, body: Callable[[], Any]) -> Any:
         first = len(self.events)

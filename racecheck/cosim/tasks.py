@@ -12,7 +12,9 @@ Rounds of `--repeat` run one after another. Events of a dispatch outside any tas
 (a dispatched kernel, or a per-device function's own) stay in program order with the
 dispatch's tasks, tagged with the dispatched function's arguments. A kernel task that
 mixes cube ops with communication is followed by its cube lane (`racecheck.dsl.lanes`),
-a task nothing orders with it. A rank records its tasks in a `TaskLog` as it runs.
+a task nothing orders with it. A rank records its tasks in a `TaskLog` as it runs;
+a run in another order holds its kernel calls back to the end of their dispatch
+(`HeldTask`).
 
 Checking a trace in which every task runs after all its program-order predecessors is
 exact for a pair of unordered tasks A (earlier) and B exactly when reordering them
@@ -103,14 +105,22 @@ def _written_storages(
                 declared.add(event.access.memory)
         elif task.spec.region:  # a region's own stores: the directions its body implies
             declared.add(event.access.memory)
-    return frozenset(declared) - frozenset(task.spec.untracked)
+    return frozenset(declared) - _untracked(task, memories)
 
 
-def _tagged_storages(task: TaskRecord, events: Sequence[Event]) -> frozenset[int]:
+def _tagged_storages(
+    task: TaskRecord, events: Sequence[Event], memories: Sequence[Memory]
+) -> frozenset[int]:
     tagged = {tag.memory for tag in task.spec.tags}
     if task.spec.region:
         tagged.update(e.access.memory for e in events[task.first : task.end] if e.access)
-    return frozenset(tagged) - frozenset(task.spec.untracked)
+    return frozenset(tagged) - _untracked(task, memories)
+
+
+def _untracked(task: TaskRecord, memories: Sequence[Memory]) -> frozenset[int]:
+    """The storages that give `task` no edges: its own `no_dep_args` and `pl.no_dep`
+    arguments, and every tensor created with `manual_dep=True`."""
+    return frozenset(task.spec.untracked) | {memory.id for memory in memories if memory.manual_dep}
 
 
 def _edge(
@@ -142,7 +152,9 @@ def ordered_pairs(
     submitted = sorted(range(len(tasks)), key=lambda n: tasks[n].index)
     ranked = [tasks[n] for n in submitted]
     written = [_written_storages(task, events, rules, memories) for task in ranked]
-    tagged = [_tagged_storages(task, events) | written[n] for n, task in enumerate(ranked)]
+    tagged = [
+        _tagged_storages(task, events, memories) | written[n] for n, task in enumerate(ranked)
+    ]
     count = len(tasks)
     after = [[False] * count for _ in range(count)]
     for j in range(count):
@@ -396,6 +408,17 @@ def name_tasks(
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeldTask:
+    """A kernel call a reordered run holds back to the end of its dispatch, and what
+    its caller got in place of its result."""
+
+    index: int
+    spec: TaskSpec
+    body: Callable[[], Any]
+    result: Any = None
+
+
 class TaskLog:
     """The tasks one rank ran, in the order it ran them, and the dispatch running now."""
 
@@ -408,7 +431,7 @@ class TaskLog:
         self.comm_dispatch = False
         self.repeat = 0
         self.plan: tuple[int, ...] | None = None
-        self.deferred: list[tuple[int, TaskSpec, Callable[[], Any]]] = []
+        self.deferred: list[HeldTask] = []
         self.regions: list[tuple[int, TaskSpec, int]] = []
         self.glue_from = 0
 

@@ -10,6 +10,7 @@ was called from with `pinned`.
 from __future__ import annotations
 
 import linecache
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -137,3 +138,12 @@ def traceback_location(tb: object) -> SourceLocation | None:
             )
         tb = tb.tb_next  # type: ignore[attr-defined]
     return found
+
+
+_ASSIGNED_NAME = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")
+
+
+def assigned_name(default: str) -> str:
+    """The variable the user's line running now assigns (`name = ...`), else `default`."""
+    match = _ASSIGNED_NAME.match(user_location().text)
+    return match.group(1) if match else default

@@ -54,10 +54,20 @@ class MemoryState:
             self.instances[(memory.id, rank)] = np.zeros(nbytes, dtype=np.uint8)
         return memory
 
-    def add_host_tensor(self, name: str, values: np.ndarray, dtype: DType) -> TensorView:
+    def add_host_tensor(
+        self, name: str, values: np.ndarray, dtype: DType, *, manual_dep: bool = False
+    ) -> TensorView:
+        """A tensor with one instance (`HOST_OWNER`): a host tensor, or a tensor a
+        per-device function creates (`pl.create_tensor`), which only its rank sees."""
         stored = np.ascontiguousarray(dtype.encode(values))
         raw = stored.reshape(-1).view(np.uint8).copy()
-        memory = Memory(id=len(self.memories), kind=MemoryKind.HOST, name=name, nbytes=raw.size)
+        memory = Memory(
+            id=len(self.memories),
+            kind=MemoryKind.HOST,
+            name=name,
+            nbytes=raw.size,
+            manual_dep=manual_dep,
+        )
         self.memories.append(memory)
         self.instances[(memory.id, HOST_OWNER)] = raw
         return TensorView(

@@ -220,10 +220,14 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "unroll": local_ops.unroll,
         "at": host_regions.at,
         "manual_scope": scopes.manual_scope,
+        "scope": scopes.scope,
+        "ScopeMode": scopes.ScopeMode,
         "no_dep": scopes.no_dep,
         "TASK_ID": scopes.TaskIdType.TASK_ID,
         "system": DslNamespace(
-            "pypto.language.system", "pl.system", {"task_invalid": scopes.task_invalid}
+            "pypto.language.system",
+            "pl.system",
+            {"task_invalid": scopes.task_invalid, "task_dummy": scopes.task_dummy},
         ),
         "submit": program.submit,
         "spmd_submit": program.spmd_submit,

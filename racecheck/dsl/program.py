@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from enum import Enum
 from types import CodeType, FrameType
 from typing import Any
@@ -24,9 +23,11 @@ from racecheck.dsl.declared import as_declared
 from racecheck.dsl.location import unsupported, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.scopes import (
+    declared_results,
     dep_indexes,
     kernel_call,
     note_orchestration,
+    note_own_scopes,
     spmd_blocks,
     submitted,
 )
@@ -151,8 +152,8 @@ def submit(
     with submitted(dep_indexes(deps)) as ids:
         result = kernel(*args)
     (task,) = ids
-    if result is None:  # no results, or a task kept for a later run order
-        return (*[None] * _declared_results(kernel.function), task)
+    if result is None:  # no results
+        return (*[None] * declared_results(kernel.function), task)
     return (*result, task) if isinstance(result, tuple) else (result, task)
 
 
@@ -164,13 +165,6 @@ def spmd_submit(
     del sync_start
     with spmd_blocks(core_num):
         return submit(kernel, *args, **options)
-
-
-def _declared_results(function: Callable[..., Any]) -> int:
-    declared = inspect.signature(function).return_annotation
-    if declared in (inspect.Signature.empty, None, "None"):
-        return 0
-    return len(typing.get_args(declared)) if typing.get_origin(declared) is tuple else 1
 
 
 def _not_run(name: str) -> UnsupportedConstruct:
@@ -220,8 +214,12 @@ def _resolve_annotations(fn: Callable[..., Any]) -> None:
             continue
 
 
-def _declared(fn: Callable[..., Any], role: FunctionRole) -> DslFunction:
+def _declared(
+    fn: Callable[..., Any], role: FunctionRole, options: Mapping[str, object]
+) -> DslFunction:
     _resolve_annotations(fn)
+    if options.get("auto_scope") is False:
+        note_own_scopes(fn)
     return DslFunction(fn, role)
 
 
@@ -246,8 +244,8 @@ def function(
     """`@pl.function(type=..., level=..., role=...)`, also bare `@pl.function`."""
     function_role = _role_of(type, level, role)
     if fn is not None:
-        return _declared(fn, function_role)
-    return lambda wrapped: _declared(wrapped, function_role)
+        return _declared(fn, function_role, options)
+    return lambda wrapped: _declared(wrapped, function_role, options)
 
 
 class Program:
@@ -295,8 +293,8 @@ class _JitDecorator:
 
     def __call__(self, fn: Callable[..., Any] | None = None, **options: object) -> Any:
         if fn is not None and callable(fn):
-            return _declared(fn, self.role)
-        return lambda wrapped: _declared(wrapped, self.role)
+            return _declared(fn, self.role, options)
+        return lambda wrapped: _declared(wrapped, self.role, options)
 
     def __repr__(self) -> str:
         return self.name

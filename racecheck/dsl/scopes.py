@@ -13,33 +13,47 @@ from __future__ import annotations
 
 import inspect
 import threading
+import typing
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
 from racecheck.dsl.context import activated, current
 from racecheck.dsl.declared import signature_of
+from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
 from racecheck.dsl.scalars import as_index
-from racecheck.dsl.tensors import TensorView
+from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import Direction, TensorType
 from racecheck.events import SourceLocation
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskId:
-    """What `with pl.at(...) as tid` binds: the task's number within its rank."""
+    """What `with pl.at(...) as tid` binds: the task's number within its rank; for
+    `pl.system.task_dummy`, no task of its own but the tasks it joins."""
 
     index: int
+    joins: tuple[int, ...] = ()
 
 
 def task_invalid() -> TaskId:
     """`pl.system.task_invalid()`: the id of no task; `deps=` naming it adds no edge."""
     return TaskId(index=-1)
+
+
+def task_dummy(*, deps: object) -> TaskId:
+    """`pl.system.task_dummy(deps=[...])`: a task with no work that completes once its
+    `deps` (task ids, `pl.TASK_ID` arrays, None for no task) have: naming it in `deps=`
+    names them all (docs/model.md)."""
+    if _task_context() is None:
+        raise unsupported("pl.system.task_dummy is modelled in a per-device function only")
+    named = [entry for entry in _listed(deps) if entry is not None]
+    return TaskId(index=-1, joins=dep_indexes(named))
 
 
 class TaskIdType(Enum):
@@ -106,14 +120,23 @@ class TaskContext(Protocol):
     task_depth: int
 
     def call_task(
-        self, spec: TaskSpec, body: Callable[[], Any], cube_lane: Callable[[], Any]
+        self,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        cube_lane: Callable[[], Any],
+        held: Callable[[], Any] = lambda: None,
     ) -> tuple[Any, int]:
         """Run a kernel call; if it turns out to mix cube ops with communication, also
         run `cube_lane` as a task nothing orders with it. Returns the call's result and
-        the task's index."""
+        the task's index; a call a reordered run holds back returns `held()`, which the
+        call must return once it runs (`held_result`)."""
         ...
 
     def begin_task(self, spec: TaskSpec) -> int: ...
+
+    def create_tensor(
+        self, shape: tuple[int, ...], dtype: DType, *, manual_dep: bool
+    ) -> TensorView: ...
 
     def end_task(self) -> None: ...
 
@@ -153,6 +176,11 @@ def kernel_call(
     after the tasks a `submitted` block names too, on the blocks of a `pl.spmd`
     dispatch or of `spmd_blocks`."""
     args, kwargs, dropped = _without_no_dep(args, kwargs)
+    if any(isinstance(value, TaskId) for value in (*args, *kwargs.values())):
+        raise unsupported(
+            f"kernel {name} is passed a task id: PyPTO's docs define task ids for deps= and"
+            " orchestration code (pl.Scalar[pl.TASK_ID]), not as kernel arguments"
+        )
     deps, ids = getattr(_scope, "submit", ((), None))
     blocks: Spmd | None = getattr(_scope, "spmd_next", None)
     _scope.submit, _scope.spmd_next = ((), None), None  # this call's, not its inner calls'
@@ -168,6 +196,7 @@ def kernel_call(
         if spmd is not None:
             return spmd.run(lambda: function(*args, **kwargs))
         return function(*args, **kwargs)
+    _refuse_written_locals(name, function, args, kwargs)
     spec = TaskSpec(
         name=name,
         location=user_location(),
@@ -188,10 +217,111 @@ def kernel_call(
             return function(*args, **kwargs)
         return blocks.launch(tasks, lambda: function(*args, **kwargs))
 
-    result, index = context.call_task(spec, body, cube_lane)
+    result, index = context.call_task(
+        spec,
+        body,
+        cube_lane,
+        lambda: held_result(name, function, args, kwargs, submit=ids is not None),
+    )
     if ids is not None:
         ids.append(TaskId(index=index))
     return result
+
+
+def _refuse_written_locals(
+    name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """A task that writes a value local to the caller (a `pl.full`, or a
+    `pl.create_tensor` made outside a per-device function's own body) is refused:
+    racecheck shares only the tensors that body creates between its tasks."""
+    try:
+        signature = signature_of(function)
+        bound = signature.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return
+    for key, value in bound.arguments.items():
+        annotation = signature.parameters[key].annotation
+        if (
+            isinstance(value, Tile)
+            and isinstance(annotation, TensorType)
+            and annotation.direction is not Direction.IN
+        ):
+            raise unsupported(
+                f"task {name} writes its argument {key}, a value local to its caller"
+                " (pl.full, or pl.create_tensor outside a per-device function's own body):"
+                " racecheck does not share it between tasks"
+            )
+
+
+def held_result(
+    name: str,
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    submit: bool,
+) -> Any:
+    """What a kernel call that a reordered run holds back gives its caller before it
+    runs: one tensor per result its return annotation declares, the tensors it writes
+    (a kernel returns those): its `pl.Out`/`pl.InOut` arguments if they are as many,
+    else its `pl.Out` ones; nothing when it declares none. An unannotated kernel called
+    directly declares as many as it writes; through `pl.submit`, none. The call is
+    refused when neither is as many; once it runs, what it returns must be them, or
+    nothing (`stands_for`)."""
+    signature = signature_of(function)
+    bound = signature.bind(*args, **kwargs)
+    written: list[TensorView] = []
+    outs: list[TensorView] = []
+    for key, value in bound.arguments.items():
+        annotation = signature.parameters[key].annotation
+        if not isinstance(value, TensorView) or not isinstance(annotation, TensorType):
+            continue
+        if annotation.direction is not Direction.IN:
+            written.append(value)
+        if annotation.direction is Direction.OUT:
+            outs.append(value)
+    unannotated = signature.return_annotation is inspect.Signature.empty
+    declared = len(written) if unannotated and not submit else declared_results(function)
+    if declared == 0:
+        return None
+    held = written if len(written) == declared else outs
+    if len(held) != declared:
+        raise unsupported(
+            f"a reordered run holds task {name} back, and its {declared} declared "
+            f"result(s) are neither its {len(written)} pl.Out/pl.InOut tensor(s) nor its "
+            f"{len(outs)} pl.Out one(s): racecheck cannot give them to the caller before "
+            "it runs"
+        )
+    return held[0] if declared == 1 else tuple(held)
+
+
+def stands_for(result: Any, held: Any) -> bool:
+    """Whether a held-back call's result is what `held_result` gave in its place: the
+    same views (memory, bytes, shape, dtype), or nothing (which no caller uses)."""
+    if result is None:
+        return True
+    if isinstance(held, tuple):
+        return (
+            isinstance(result, tuple)
+            and len(result) == len(held)
+            and all(map(stands_for, result, held))
+        )
+    if isinstance(held, TensorView):
+        return isinstance(result, TensorView) and (
+            result.memory,
+            result.base,
+            result.shape,
+            result.dtype,
+        ) == (held.memory, held.base, held.shape, held.dtype)
+    return held is None
+
+
+def declared_results(function: Callable[..., Any]) -> int:
+    """How many results `function`'s return annotation declares."""
+    declared = inspect.signature(function).return_annotation
+    if declared in (inspect.Signature.empty, None, "None"):
+        return 0
+    return len(typing.get_args(declared)) if typing.get_origin(declared) is tuple else 1
 
 
 @contextmanager
@@ -469,6 +599,7 @@ def dep_indexes(deps: object) -> tuple[int, ...]:
                 )
             if dep.index >= 0:
                 indexes.append(dep.index)
+            indexes.extend(dep.joins)
     return tuple(indexes)
 
 
@@ -482,3 +613,35 @@ def manual_scope() -> Iterator[None]:
         yield
     finally:
         _scope.manual = False
+
+
+class ScopeMode(Enum):
+    """`pl.ScopeMode`: whether a runtime scope infers its tasks' edges."""
+
+    AUTO = "AUTO"
+    MANUAL = "MANUAL"
+
+
+_own_scopes: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
+
+
+def note_own_scopes(function: Callable[..., Any]) -> None:
+    """`function` is declared with `auto_scope=False`: it may open AUTO scopes itself."""
+    _own_scopes.add(inspect.unwrap(getattr(function, "__func__", function)))
+
+
+def scope(mode: ScopeMode = ScopeMode.AUTO) -> AbstractContextManager[None]:
+    """`pl.scope(mode=...)`: MANUAL is `pl.manual_scope()`; AUTO infers edges as the
+    scopes PyPTO places around every body do, so it changes no order. PyPTO accepts
+    AUTO only in an orchestration declared `auto_scope=False`, and not inside MANUAL."""
+    if mode is ScopeMode.MANUAL:
+        return manual_scope()
+    if in_manual_scope():
+        raise unsupported("pl.scope() (AUTO) inside a manual scope is rejected by PyPTO")
+    frame = innermost_user_frame()
+    if frame is None or not any(body.__code__ is frame.f_code for body in _own_scopes):
+        raise unsupported(
+            "pl.scope() (AUTO) is rejected by PyPTO outside a function declared with"
+            " auto_scope=False"
+        )
+    return nullcontext()

@@ -31,7 +31,7 @@ from racecheck.dsl.local_ops import (
 )
 from racecheck.dsl.location import unsupported
 from racecheck.dsl.scalars import as_data, sources_of
-from racecheck.dsl.scopes import TaskIdArray, TaskIdType
+from racecheck.dsl.scopes import TaskIdArray, TaskIdType, chip_tasks
 from racecheck.dsl.tensors import TensorView, Tile, is_contiguous_block
 from racecheck.dsl.types import AtomicType, MemorySpace
 
@@ -78,12 +78,29 @@ def tile_create(
     return _filled(shape, dtype, 0, "pl.tile.create")
 
 
-def create_tensor(shape: Sequence[object], dtype: object = FP32, **options: object) -> Tile:
-    """`pl.create_tensor(shape, dtype=)`: a new kernel-local tensor."""
-    if options.get("manual_dep"):
+def create_tensor(
+    shape: Sequence[object],
+    dtype: object = FP32,
+    layout: object = None,
+    manual_dep: bool = False,
+    init_value: object = None,
+) -> Tile | TensorView:
+    """`pl.create_tensor(shape, dtype, layout=ND, manual_dep=False, init_value=None)`
+    (also `pl.tensor.create`): in a per-device function, a tensor its tasks share
+    (`racecheck.cosim.rank.RankContext.create_tensor`); in a kernel, a kernel-local one."""
+    if init_value is not None:
         raise unsupported(
-            "pl.create_tensor(manual_dep=True) is not modelled: a tensor that opts out of"
-            " the runtime's dependency tracking for its whole lifetime (docs/model.md)"
+            "pl.create_tensor(init_value=...) is rejected by PyPTO: seed the tensor with a kernel"
+        )
+    tasks = chip_tasks()
+    if tasks is not None:
+        return tasks.create_tensor(
+            tuple(indices(shape)), _dtype(dtype, "pl.create_tensor"), manual_dep=manual_dep
+        )
+    if manual_dep:
+        raise unsupported(
+            "pl.create_tensor(manual_dep=True) outside a per-device function is not modelled:"
+            " manual_dep opts a tensor out of the dependencies between tasks (docs/model.md)"
         )
     return _filled(shape, dtype, 0, "pl.create_tensor")
 
