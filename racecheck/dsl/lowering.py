@@ -51,6 +51,7 @@ class Lowering(Enum):
 HOST_TILE = 256  # elements per tile of the host kernels (docs/model.md)
 CHUNK_BYTES = 16 * 1024  # bytes per chunk of the InCore all-reduces (docs/model.md)
 FP16_ALIGN = 16  # elements: FP16 ring segments start on this boundary (docs/model.md)
+HOST_RING_LINE = 16  # elements the host ring flushes at once (RUNTIME.md §10)
 
 Reducer = Callable[[np.ndarray, np.ndarray], np.ndarray]
 REDUCERS: dict[ReduceOp, Reducer] = {
@@ -283,12 +284,26 @@ def allreduce_ring(
         and signal.shape[1] >= ranks
     )
     if runs:
+        _note_unflushed_chunk(context, elements.shape[0] // ranks, label)
         _host_ring(context, elements, signal, label)
     elif ranks > 1:
         returns_at_once(
             context,
             f"{label}(mode='ring') needs Sum, FP32, a size divisible by {ranks} and a signal of"
             f" at least {[rounds, ranks]}; got {op}, {data!r}, {signal!r}",
+        )
+
+
+def _note_unflushed_chunk(context: RankOps, chunk: int, label: str) -> None:
+    """PyPTO's host ring flushes whole 16-element lines of a chunk: a chunk that is not a
+    multiple of 16 elements may leave its last line unflushed (RUNTIME.md §10)."""
+    if chunk % HOST_RING_LINE:
+        where = user_location()
+        context.note(
+            f"line {where.line}: {label}(mode='ring') moves chunks of {chunk} elements, not a"
+            f" multiple of {HOST_RING_LINE}: PyPTO's host ring kernel may leave the last cache"
+            " line of each chunk unflushed, a stale read the model (which assumes coherent"
+            " memory) cannot show"
         )
 
 

@@ -1,0 +1,29 @@
+"""Regressions from red-teaming racecheck against RUNTIME.md's semantics."""
+
+from pathlib import Path
+
+import racecheck
+from racecheck.findings import Verdict
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _line(path: Path, tag: str) -> int:
+    return next(n for n, text in enumerate(path.read_text().splitlines(), 1) if tag in text)
+
+
+def test_a_host_ring_chunk_of_partial_lines_is_said_with_its_line() -> None:
+    path = FIXTURES / "host_ring_lines.py"
+    report = racecheck.verify(str(path), ranks="2..4")
+    ring = _line(path, "# @ring")
+    said = {
+        result.ranks: [note for note in result.notes if "unflushed" in note]
+        for result in report.results
+    }
+    assert [result.verdict for result in report.results] == [Verdict.PROVED] * 3
+    assert said[3] == []  # 16 elements: whole lines
+    for ranks, chunk in ((2, 24), (4, 12)):
+        (note,) = said[ranks]
+        assert note.startswith(
+            f"line {ring}: pld.tensor.allreduce(mode='ring') moves chunks of {chunk} elements"
+        )
