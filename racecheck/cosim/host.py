@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from racecheck.dsl.groups import members
 from racecheck.dsl.location import assigned_name, user_location
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.tensors import TensorView, WindowBuffer
@@ -21,6 +22,7 @@ class Dispatch:
     function: Callable[..., Any]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+    group_of: TensorView | None = None  # runs only if the rank is in this window's group
 
 
 class HostCrash(Exception):
@@ -84,13 +86,45 @@ class HostContext:
             self.notes.append(text)
 
     def dispatch(
-        self, rank: int, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+        self,
+        rank: int,
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        group_of: TensorView | None = None,
     ) -> None:
         if not 0 <= rank < self.ranks:
             raise ProgramRejected(
                 f"the program dispatches to device {rank} but runs on {self.ranks} ranks"
             )
-        self.dispatches[rank].append(Dispatch(function=function, args=args, kwargs=kwargs))
+        dispatch = Dispatch(function=function, args=args, kwargs=kwargs, group_of=group_of)
+        self.dispatches[rank].append(dispatch)
+
+    def settle_groups(self) -> None:
+        """A host builtin is dispatched to its window's group, which every `device=` site
+        of the host body adds to, later ones included (RUNTIME.md §7): so it is offered to
+        every rank in program order, and kept, once the body has run, on the group's
+        members only. Its operands join the group (a signal inherits its data window's)."""
+        offered = [dispatch for queue in self.dispatches for dispatch in queue]
+        grouped = [dispatch for dispatch in offered if dispatch.group_of is not None]
+        grew = True
+        while grew:
+            grew = False
+            for dispatch in grouped:
+                group = set(members(dispatch.group_of, self.ranks))  # type: ignore[arg-type]
+                for operand in dispatch.args:
+                    if operand.devices is not None and not group <= operand.devices:
+                        operand.devices.update(group)
+                        grew = True
+        self.dispatches = [
+            [
+                dispatch
+                for dispatch in queue
+                if dispatch.group_of is None or rank in members(dispatch.group_of, self.ranks)
+            ]
+            for rank, queue in enumerate(self.dispatches)
+        ]
 
     def check_row_counts(self) -> None:
         """A host tensor the host indexes by rank (rows 0..P-1, no other) whose row count

@@ -51,6 +51,7 @@ def _run_host(
             line=where.line if where else None,
         ) from None
     host.check_row_counts()
+    host.settle_groups()
     return host, tensors
 
 

@@ -95,12 +95,9 @@ def _launch(
             f"{label} in the host function on {data!r}: PyPTO's host kernel takes "
             f"{' or '.join(sorted(host_dtypes))} data only"
         )
-    group = members(window, host.ranks)
-    for operand in operands:
-        operand.devices.update(group)  # type: ignore[union-attr]  # windows, checked above
     task = functools.partial(_on_rank, user_location(), label, lower)
-    for rank in group:
-        host.dispatch(rank, task, operands, dict(options))
+    for rank in range(host.ranks):
+        host.dispatch(rank, task, operands, dict(options), group_of=window)
 
 
 _CHIP_RAIL = {

@@ -36,6 +36,8 @@ class HostContext(Protocol):
         function: Callable[..., object],
         args: tuple[object, ...],
         kwargs: dict[str, object],
+        *,
+        group_of: TensorView | None = None,
     ) -> None: ...
 
     def row_view(self, view: TensorView, row: int) -> TensorView: ...
