@@ -3,7 +3,7 @@
 Only the root's data matters to a broadcast, so only the root's device runs the staging
 kernel; every device then copies the result out. A window's communication group is the
 set of devices its ``device=`` sites name, the copy-out loop after the broadcast
-included (RUNTIME.md §7), so the host broadcast runs on every device: each non-root
+included (docs/model.md), so the host broadcast runs on every device: each non-root
 copies the root's tile after the barrier generation the root passes once it has
 staged it.
 

@@ -1,7 +1,7 @@
 """The root stages and broadcasts twice from the host function: the second staging races.
 
 As 162_host_broadcast_root_stages.py, but the root stages a second input and
-broadcasts again. The host broadcast has no read-complete barrier (RUNTIME.md §10): the
+broadcasts again. The host broadcast has no read-complete barrier (docs/model.md): the
 root leaves its first broadcast once every rank has passed the tile's barrier, and its
 second staging kernel can overwrite the tile while a slower rank still copies it, a
 write-after-read race between that copy and the staging store. The signal is

@@ -1,4 +1,4 @@
-"""Regressions from red-teaming racecheck against RUNTIME.md's semantics."""
+"""Regressions from red-teaming racecheck against PyPTO's runtime semantics (docs/model.md)."""
 
 from pathlib import Path
 

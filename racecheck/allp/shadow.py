@@ -564,7 +564,7 @@ class _Namespace:
 
 
 def _signal_word(value: object) -> Expr:
-    """A notify value or wait threshold; one the device casts to i32 (RUNTIME.md §2) is left
+    """A notify value or wait threshold; one the device casts to i32 (docs/model.md) is left
     to the concrete pipeline, which models the cast."""
     expr = to_expr(value)
     if isinstance(expr, Const) and not INT32_MIN <= expr.value <= INT32_MAX:

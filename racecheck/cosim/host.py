@@ -103,7 +103,7 @@ class HostContext:
 
     def settle_groups(self) -> None:
         """A host builtin is dispatched to its window's group, which every `device=` site
-        of the host body adds to, later ones included (RUNTIME.md §7): so it is offered to
+        of the host body adds to, later ones included (docs/model.md): so it is offered to
         every rank in program order, and kept, once the body has run, on the group's
         members only. Its operands join the group (a signal inherits its data window's)."""
         offered = [dispatch for queue in self.dispatches for dispatch in queue]

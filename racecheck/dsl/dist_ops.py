@@ -149,7 +149,7 @@ def _wait_call(
     if offsets is None or expected is None:
         raise TypeError(f"{label} needs offsets= and expected=")
     event_cmp = EventWaitCmp.GE_UNSIGNED if unsigned else _enum(cmp, WAIT_CMPS, label, "cmp")
-    # the lowering casts `expected` to the cell's i32 (RUNTIME.md §2)
+    # the lowering casts `expected` to the cell's i32 (docs/model.md)
     rank_context(label).wait(
         view,
         indices(offsets),

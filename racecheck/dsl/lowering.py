@@ -51,7 +51,7 @@ class Lowering(Enum):
 HOST_TILE = 256  # elements per tile of the host kernels (docs/model.md)
 CHUNK_BYTES = 16 * 1024  # bytes per chunk of the InCore all-reduces (docs/model.md)
 FP16_ALIGN = 16  # elements: FP16 ring segments start on this boundary (docs/model.md)
-HOST_RING_LINE = 16  # elements the host ring flushes at once (RUNTIME.md §10)
+HOST_RING_LINE = 16  # elements the host ring flushes at once (docs/model.md)
 
 Reducer = Callable[[np.ndarray, np.ndarray], np.ndarray]
 REDUCERS: dict[ReduceOp, Reducer] = {
@@ -296,7 +296,7 @@ def allreduce_ring(
 
 def _note_unflushed_chunk(context: RankOps, chunk: int, label: str) -> None:
     """PyPTO's host ring flushes whole 16-element lines of a chunk: a chunk that is not a
-    multiple of 16 elements may leave its last line unflushed (RUNTIME.md §10)."""
+    multiple of 16 elements may leave its last line unflushed (docs/model.md)."""
     if chunk % HOST_RING_LINE:
         where = user_location()
         context.note(
