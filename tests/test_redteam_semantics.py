@@ -27,3 +27,25 @@ def test_a_host_ring_chunk_of_partial_lines_is_said_with_its_line() -> None:
         assert note.startswith(
             f"line {ring}: pld.tensor.allreduce(mode='ring') moves chunks of {chunk} elements"
         )
+
+
+def test_host_tensor_bytes_another_rank_wrote_prove_nothing() -> None:
+    """A signal between two ranks' dispatches does not carry host tensor data: each
+    dispatch works on copies uploaded before it runs (no false proof)."""
+    path = FIXTURES / "host_tensor_channel.py"
+    report = racecheck.verify(str(path), ranks="2..3")
+    write, read = _line(path, "# @write"), _line(path, "# @read")
+    verdicts = {(result.program, result.ranks): result.verdict for result in report.results}
+    assert verdicts == {
+        ("build[own_row=False]", 2): Verdict.UNKNOWN,
+        ("build[own_row=False]", 3): Verdict.UNKNOWN,
+        ("build[own_row=True]", 2): Verdict.PROVED,
+        ("build[own_row=True]", 3): Verdict.PROVED,
+    }
+    for result in report.results:
+        if result.verdict is Verdict.UNKNOWN:
+            reader, writer = (0, result.ranks - 1)  # rank 0 reads its left neighbour's row
+            assert result.message.startswith(
+                f"rank {reader} reads bytes of host tensor h (line {read})"
+                f" that rank {writer} writes (line {write})"
+            )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,8 +25,12 @@ from racecheck.dsl.modules import installed
 from racecheck.dsl.watchdog import Overrun, interrupt, thread_location, within
 from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
+    AccessMode,
+    Event,
+    MemoryKind,
     OutOfBounds,
     RankEnd,
+    Region,
     Trace,
 )
 from racecheck.load import ProgramInstance
@@ -176,8 +181,40 @@ def simulate(
         notes=tuple(
             dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
         ),
-        inexact=tuple(dict.fromkeys(reason for state in run.states for reason in state.inexact)),
+        inexact=tuple(
+            dict.fromkeys(
+                [*(reason for state in run.states for reason in state.inexact), *_host_flow(trace)]
+            )
+        ),
     )
+
+
+def _host_flow(trace: Trace) -> tuple[str, ...]:
+    """Why the run proves nothing when one rank reads host tensor bytes another rank
+    wrote in the same call: a dispatch's host tensors are copied to the device before it
+    runs and back after it, so what the read sees depends on when the two dispatches
+    start and end, which racecheck does not model (docs/model.md)."""
+    reads: dict[tuple[int, int], list[tuple[Event, Region]]] = defaultdict(list)
+    writes: dict[tuple[int, int], list[tuple[Event, Region]]] = defaultdict(list)
+    for rank_events in trace.events:
+        for event in rank_events:
+            access = event.access
+            if access is None or trace.memory(access.memory).kind is not MemoryKind.HOST:
+                continue
+            accesses = reads if event.mode is AccessMode.READ else writes
+            accesses[(access.memory, event.repeat)].append((event, access))
+    for key in reads.keys() & writes.keys():
+        for read, read_bytes in reads[key]:
+            for write, written in writes[key]:
+                if write.rank != read.rank and written.overlaps(read_bytes):
+                    return (
+                        f"rank {read.rank} reads bytes of host tensor {trace.memory(key[0]).name}"
+                        f" (line {read.location.line}) that rank {write.rank} writes (line"
+                        f" {write.location.line}): PyPTO copies a dispatch's host tensors to the"
+                        " device before it runs and back after it, so what the read sees depends"
+                        " on when the two dispatches start and end, which racecheck does not model",
+                    )
+    return ()
 
 
 def _host_crash(
