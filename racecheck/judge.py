@@ -159,7 +159,9 @@ def confirm(
     it (`racecheck.paths.merged`), so its witness is not replayed again. `golden` names
     the model the output is compared with; it is asked only when a replay needs it."""
     finding, schedule = to_finding(trace, oracle, hazard)
-    if not schedule or finding.identity in known:
+    # a deadlock's witness is empty when the ranks block before anything else runs
+    witnessed = bool(schedule) or hazard.kind is FindingKind.DEADLOCK
+    if not witnessed or finding.identity in known:
         return finding
     replay = _replay(instance, hazard, schedule, options)
     if replay is None:

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import racecheck
-from racecheck.findings import Verdict
+from racecheck.findings import FindingKind, Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -49,3 +49,21 @@ def test_host_tensor_bytes_another_rank_wrote_prove_nothing() -> None:
                 f"rank {reader} reads bytes of host tensor h (line {read})"
                 f" that rank {writer} writes (line {write})"
             )
+
+
+def test_a_deadlock_before_any_event_is_confirmed() -> None:
+    """Ranks that block on their first event: a deadlock with an empty witness, confirmed
+    by replaying it (it was `unknown`, "did not replay")."""
+    path = FIXTURES / "wait_before_notify.py"
+    report = racecheck.verify(str(path), ranks="1..3")
+    verdicts = {(result.program, result.ranks): result.verdict for result in report.results}
+    assert verdicts == {
+        **{("build[wait_first=True]", ranks): Verdict.BUG for ranks in (1, 2, 3)},
+        **{("build[wait_first=False]", ranks): Verdict.PROVED for ranks in (1, 2, 3)},
+    }
+    early = _line(path, "# @early")
+    for result in report.results:
+        if result.verdict is Verdict.BUG:
+            (deadlock,) = result.findings
+            assert deadlock.kind is FindingKind.DEADLOCK and deadlock.confirmed
+            assert [location.line for location in deadlock.locations] == [early]
