@@ -7,7 +7,8 @@ storages a task is tagged with (its arguments, with their declared directions), 
 WAR; since PyPTO #1683 a window that a task's `remote_store`, `put`, `get` or notify
 writes counts as written (`RuntimeOrder.CURRENT`; `PRE_1683` models the rules
 before); explicit `deps=`; no inferred edges inside `pl.manual_scope()`. Dispatches of
-one rank that both touch windows keep program order; other dispatches, only their edges.
+one rank that both touch windows keep program order; other dispatches, only their edges, which a later dispatch gets on what it reads
+or declares `pl.InOut` (an `pl.Out` argument looks up no producer).
 Rounds of `--repeat` run one after another. Events of a dispatch outside any task
 (a dispatched kernel, or a per-device function's own) stay in program order with the
 dispatch's tasks, tagged with the dispatched function's arguments. A kernel task that
@@ -109,12 +110,20 @@ def _written_storages(
 
 
 def _tagged_storages(
-    task: TaskRecord, events: Sequence[Event], memories: Sequence[Memory]
+    task: TaskRecord,
+    events: Sequence[Event],
+    memories: Sequence[Memory],
+    directions: frozenset[Direction] = frozenset(Direction),
 ) -> frozenset[int]:
-    tagged = {tag.memory for tag in task.spec.tags}
+    tagged = {tag.memory for tag in task.spec.tags if tag.direction in directions}
     if task.spec.region:
         tagged.update(e.access.memory for e in events[task.first : task.end] if e.access)
     return frozenset(tagged) - _untracked(task, memories)
+
+
+_LOOKED_UP = frozenset({Direction.IN, Direction.INOUT})
+"""The directions for which a dispatch looks up the storage's producer; an `Out`
+argument only registers the dispatch as its producer (docs/model.md)."""
 
 
 def _untracked(task: TaskRecord, memories: Sequence[Memory]) -> frozenset[int]:
@@ -124,18 +133,21 @@ def _untracked(task: TaskRecord, memories: Sequence[Memory]) -> frozenset[int]:
 
 
 def _edge(
-    earlier: TaskRecord, later: TaskRecord, written: frozenset[int], tagged: frozenset[int]
+    earlier: TaskRecord,
+    later: TaskRecord,
+    written: frozenset[int],
+    tagged: frozenset[int],
+    looked_up: frozenset[int],
 ) -> bool:
     if earlier.repeat != later.repeat:
         return True
     if later.spec.cube_lane_of == earlier.index:
         return False  # the two lanes of one kernel run alongside each other
     if earlier.dispatch != later.dispatch:
-        if earlier.comm_dispatch and later.comm_dispatch:
-            return True
-    elif earlier.glue or later.glue or earlier.index in later.spec.deps:
+        return (earlier.comm_dispatch and later.comm_dispatch) or bool(written & looked_up)
+    if earlier.glue or later.glue or earlier.index in later.spec.deps:
         return True
-    elif earlier.spec.manual or later.spec.manual:
+    if earlier.spec.manual or later.spec.manual:
         return False
     return bool(written & tagged)
 
@@ -155,11 +167,12 @@ def ordered_pairs(
     tagged = [
         _tagged_storages(task, events, memories) | written[n] for n, task in enumerate(ranked)
     ]
+    looked_up = [_tagged_storages(task, events, memories, _LOOKED_UP) for task in ranked]
     count = len(tasks)
     after = [[False] * count for _ in range(count)]
     for j in range(count):
         for i in range(j):
-            if after[i][j] or _edge(ranked[i], ranked[j], written[i], tagged[j]):
+            if after[i][j] or _edge(ranked[i], ranked[j], written[i], tagged[j], looked_up[j]):
                 after[i][j] = True
                 for k in range(i):
                     if after[k][i]:
