@@ -67,3 +67,12 @@ def test_a_deadlock_before_any_event_is_confirmed() -> None:
             (deadlock,) = result.findings
             assert deadlock.kind is FindingKind.DEADLOCK and deadlock.confirmed
             assert [location.line for location in deadlock.locations] == [early]
+
+
+def test_a_held_back_result_declared_nowhere_is_refused_not_a_crash() -> None:
+    path = FIXTURES / "undeclared_result_held.py"
+    (current,) = racecheck.verify(str(path), ranks=[2]).results
+    assert (current.verdict, current.model) == (Verdict.PROVED, "shift+1")
+    (before,) = racecheck.verify(str(path), ranks=[2], runtime_order="pre-1683").results
+    assert before.verdict is Verdict.UNKNOWN
+    assert "<the result of task fetch, held back by a reordered run>" in before.message

@@ -51,7 +51,7 @@ def as_declared(
     for name, value in bound.arguments.items():
         annotation = signature.parameters[name].annotation
         reviewed = _reviewed(value, annotation, bindings)
-        if reviewed is None:
+        if reviewed is _OTHER_SIZE:
             raise _other_size(function, name, annotation, value)
         if reviewed is not value:
             bound.arguments[name] = reviewed
@@ -59,8 +59,11 @@ def as_declared(
     return (tuple(bound.args), dict(bound.kwargs)) if changed else (args, kwargs)
 
 
-def _reviewed(value: object, annotation: object, bindings: Mapping[str, int]) -> object | None:
-    """`value` in the declared shape; None for a window of another size than declared."""
+_OTHER_SIZE = object()  # `_reviewed`: a window of another size than declared
+
+
+def _reviewed(value: object, annotation: object, bindings: Mapping[str, int]) -> object:
+    """`value` in the declared shape; `_OTHER_SIZE` for a window of another size."""
     if not isinstance(value, TensorView) or not value.is_window:
         return value
     if not isinstance(annotation, TensorType) or annotation.kind is not TensorKind.DISTRIBUTED:
@@ -72,7 +75,7 @@ def _reviewed(value: object, annotation: object, bindings: Mapping[str, int]) ->
     if shape == value.shape or annotation.dtype != value.dtype:
         return value
     if math.prod(shape) != math.prod(value.shape):
-        return None
+        return _OTHER_SIZE
     return replace(value, shape=shape)
 
 

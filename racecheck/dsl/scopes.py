@@ -283,7 +283,7 @@ def held_result(
     unannotated = signature.return_annotation is inspect.Signature.empty
     declared = len(written) if unannotated and not submit else declared_results(function)
     if declared == 0:
-        return None
+        return HeldBack(name=name, location=user_location())
     held = written if len(written) == declared else outs
     if len(held) != declared:
         raise unsupported(
@@ -295,10 +295,32 @@ def held_result(
     return held[0] if declared == 1 else tuple(held)
 
 
+class HeldBack:
+    """What the caller of a held-back kernel call that declares no result gets: using
+    it is refused at the call, as what the call returns is known only once it runs."""
+
+    __slots__ = ("location", "name")
+
+    def __init__(self, *, name: str, location: SourceLocation) -> None:
+        self.name = name
+        self.location = location
+
+    def __getattr__(self, attribute: str) -> Any:
+        raise unsupported(
+            f"a reordered run holds task {self.name} back, and its caller uses its result,"
+            " which the kernel declares nowhere (no pl.Out/pl.InOut argument, no return"
+            " annotation): racecheck cannot give it to the caller before the task runs",
+            self.location,
+        )
+
+    def __repr__(self) -> str:
+        return f"<the result of task {self.name}, held back by a reordered run>"
+
+
 def stands_for(result: Any, held: Any) -> bool:
     """Whether a held-back call's result is what `held_result` gave in its place: the
     same views (memory, bytes, shape, dtype), or nothing (which no caller uses)."""
-    if result is None:
+    if result is None or isinstance(held, HeldBack):
         return True
     if isinstance(held, tuple):
         return (
