@@ -282,8 +282,8 @@ def held_result(
             outs.append(value)
     unannotated = signature.return_annotation is inspect.Signature.empty
     declared = len(written) if unannotated and not submit else declared_results(function)
-    if declared == 0:
-        return HeldBack(name=name, location=user_location())
+    if declared == 0:  # `pl.submit` then returns the task id alone
+        return None if submit else HeldBack(name=name, location=user_location())
     held = written if len(written) == declared else outs
     if len(held) != declared:
         raise unsupported(
