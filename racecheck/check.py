@@ -26,6 +26,7 @@ from racecheck.cosim.tasks import (
     Overlap,
     TaskOrders,
     allowed_order,
+    cross_domain_conflicts,
     name_tasks,
     reorderings,
     task_overlaps,
@@ -477,7 +478,10 @@ def _check_path(
         notes=(*judge.notes(trace, options), *execution.notes),
         **facts,
     )
-    outcome = _inexact(judge.functional(outcome, options), execution.inexact)
+    unmodelled = cross_domain_conflicts(
+        execution.tasks, trace.events, options.runtime_order, trace.memories
+    )
+    outcome = _inexact(judge.functional(outcome, options), (*execution.inexact, *unmodelled))
     return PathOutcome(
         outcome=dataclasses.replace(outcome, seconds=_since(started)),
         opened=opened,

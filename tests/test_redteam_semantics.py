@@ -76,3 +76,17 @@ def test_a_held_back_result_declared_nowhere_is_refused_not_a_crash() -> None:
     (before,) = racecheck.verify(str(path), ranks=[2], runtime_order="pre-1683").results
     assert before.verdict is Verdict.UNKNOWN
     assert "<the result of task fetch, held back by a reordered run>" in before.message
+
+
+def test_dispatches_of_two_domains_writing_one_row_prove_nothing() -> None:
+    """PyPTO orders a rank's dispatches by the tokens of the domains they share and by
+    tag edges only; two writers of one row in different domains were proved in program
+    order."""
+    path = FIXTURES / "two_domains_one_output.py"
+    report = racecheck.verify(str(path), ranks=[3])
+    results = {result.program: result for result in report.results}
+    assert results["build[shared=False]"].verdict is Verdict.PROVED
+    shared = results["build[shared=True]"]
+    assert shared.verdict is Verdict.UNKNOWN
+    assert shared.message.startswith("rank 1: its dispatches 1 and 2 (tasks swap")
+    assert "take windows of different communication domains" in shared.message

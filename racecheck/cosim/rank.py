@@ -156,13 +156,17 @@ class RankContext:
         self.tasks.record(index, spec, first, self.events)
 
     def start_dispatch(
-        self, name: str, comm: bool, tags: tuple[TaskTag, ...], plan: tuple[int, ...] | None
+        self,
+        name: str,
+        domains: frozenset[tuple[int, ...]],
+        tags: tuple[TaskTag, ...],
+        plan: tuple[int, ...] | None,
     ) -> None:
         self.tasks.dispatch += 1
         self._new_task_state()
         self.tasks.dispatch_name = name
         self.tasks.dispatch_tags = tags
-        self.tasks.comm_dispatch = comm
+        self.tasks.domains = domains
         self.tasks.repeat = self.repeat
         self.tasks.plan = plan
         self.tasks.glue_from = len(self.events)

@@ -14,6 +14,7 @@ from racecheck.cosim.rank import Abort, Crash, RankContext
 from racecheck.cosim.tasks import TaskOrders
 from racecheck.dsl.context import activated
 from racecheck.dsl.declared import as_declared
+from racecheck.dsl.groups import members
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.scopes import tags_of
 from racecheck.dsl.tensors import TensorView
@@ -193,11 +194,15 @@ class BatonScheduler:
     def _run_dispatch(self, state: RankContext, dispatch: Dispatch) -> None:
         args, kwargs = as_declared(dispatch.function, dispatch.args, dispatch.kwargs)
         arguments = (*args, *kwargs.values())
-        comm = any(isinstance(value, TensorView) and value.is_window for value in arguments)
+        domains = frozenset(
+            members(value, self.ranks)
+            for value in arguments
+            if isinstance(value, TensorView) and value.is_window
+        )
         name = getattr(dispatch.function, "__name__", "dispatch")
         plan = self.task_orders.get((state.rank, state.tasks.dispatch + 1))
         tags = tags_of(dispatch.function, args, kwargs)
-        state.start_dispatch(name, comm, tags, plan)
+        state.start_dispatch(name, domains, tags, plan)
         dispatch.function(*args, **kwargs)
         state.finish_dispatch()
 

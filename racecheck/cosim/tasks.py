@@ -54,9 +54,14 @@ class TaskRecord:
     first: int
     end: int
     dispatch: int  # which dispatch (counting every --repeat round) ran it
-    comm_dispatch: bool  # that dispatch has a window argument
+    domains: frozenset[tuple[int, ...]]  # the device sets of that dispatch's windows
     repeat: int
     glue: bool = False  # events of a per-device function outside any task
+
+    @property
+    def comm_dispatch(self) -> bool:
+        """Whether its dispatch has a window argument."""
+        return bool(self.domains)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -291,6 +296,58 @@ def overlaps(
     return found
 
 
+def cross_domain_conflicts(
+    tasks: Sequence[Sequence[TaskRecord]],
+    events: Sequence[Sequence[Event]],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+) -> tuple[str, ...]:
+    """Why a run proves nothing: two dispatches of a rank whose windows belong to different
+    communication domains (no device set in common), which PyPTO's runtime leaves
+    unordered unless a tag edge orders them, access the same bytes, one writing.
+    racecheck runs a rank's dispatches with windows in program order (docs/model.md)."""
+    for rank, rank_tasks in enumerate(tasks):
+        dispatches: dict[int, list[TaskRecord]] = {}
+        for task in rank_tasks:
+            dispatches.setdefault(task.dispatch, []).append(task)
+        runs = sorted(dispatches.items())
+        for number, (earlier, first) in enumerate(runs):
+            for later, second in runs[number + 1 :]:
+                if _cross_domain_unordered(first, second, events[rank], rules, memories):
+                    a, b = first[0].spec, second[0].spec
+                    return (
+                        f"rank {rank}: its dispatches {earlier} and {later} (tasks {a.name},"
+                        f" line {a.location.line}, and {b.name}, line {b.location.line}) take"
+                        " windows of different communication domains, which PyPTO's runtime"
+                        " does not order, and access the same bytes, one writing; racecheck"
+                        " runs them in program order",
+                    )
+    return ()
+
+
+def _cross_domain_unordered(
+    first: Sequence[TaskRecord],
+    second: Sequence[TaskRecord],
+    events: Sequence[Event],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+) -> bool:
+    """Whether two dispatches (their tasks) of different domains conflict unordered."""
+    a, b = first[0], second[0]
+    if not (a.domains and b.domains) or a.domains & b.domains or a.repeat != b.repeat:
+        return False
+    written = frozenset().union(*(_written_storages(t, events, rules, memories) for t in first))
+    looked_up = frozenset().union(
+        *(_tagged_storages(t, events, memories, _LOOKED_UP) for t in second)
+    )
+    if written & looked_up:
+        return False
+    return _conflict(
+        [event for task in first for event in events[task.first : task.end]],
+        [event for task in second for event in events[task.first : task.end]],
+    )
+
+
 def reorder(
     tasks: Sequence[TaskRecord], overlap: Overlap, before: list[list[bool]]
 ) -> tuple[int, ...]:
@@ -442,7 +499,7 @@ class TaskLog:
         self.dispatch = 0
         self.dispatch_name = ""
         self.dispatch_tags: tuple[TaskTag, ...] = ()
-        self.comm_dispatch = False
+        self.domains: frozenset[tuple[int, ...]] = frozenset()
         self.repeat = 0
         self.plan: tuple[int, ...] | None = None
         self.deferred: list[HeldTask] = []
@@ -478,7 +535,7 @@ class TaskLog:
                 first=first,
                 end=len(events),
                 dispatch=self.dispatch,
-                comm_dispatch=self.comm_dispatch,
+                domains=self.domains,
                 repeat=self.repeat,
                 glue=glue,
             )
