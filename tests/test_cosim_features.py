@@ -10,7 +10,7 @@ import racecheck
 from racecheck.cosim import HoldPolicy, ReplayPolicy, ScheduleDivergence, simulate
 from racecheck.errors import ProgramRejected, TracingError
 from racecheck.events import EventKind, EventRef, NotifyOp, RankEnd, WaitCmp, WriteOp, Written
-from racecheck.findings import FindingCode, FindingKind, Verdict
+from racecheck.findings import FindingKind, Verdict
 from racecheck.load import discover, load_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -244,29 +244,3 @@ def test_an_eq_wait_stepped_past_is_a_replayed_deadlock(engine: str) -> None:
             assert deadlock.kind is FindingKind.DEADLOCK and deadlock.confirmed
             assert [location.line for location in deadlock.locations] == [first]
             assert deadlock.ranks == (0,)
-
-
-WAIT_CAST = FIXTURES / "wait_threshold_cast.py"
-
-
-def test_a_wait_threshold_is_cast_to_the_cells_int32() -> None:
-    """2**32 + 1 waits for 1 (no false deadlock); 2**32 waits for 0 and passes at once."""
-    report = racecheck.verify(str(WAIT_CAST), ranks=[2, 3])
-    verdicts = {(r.program, r.ranks): r.verdict for r in report.results}
-    assert verdicts == {
-        ("build[to_zero=False]", 2): Verdict.PROVED,
-        ("build[to_zero=False]", 3): Verdict.PROVED,
-        ("build[to_zero=True]", 2): Verdict.BUG,
-        ("build[to_zero=True]", 3): Verdict.BUG,
-    }
-    lines = WAIT_CAST.read_text().splitlines()
-    put, read = (
-        next(n for n, text in enumerate(lines, 1) if tag in text) for tag in ("# @put", "# @read")
-    )
-    for result in report.results:
-        if result.verdict is Verdict.BUG:
-            assert {finding.code for finding in result.findings} == {FindingCode.RACE_RAW}
-            assert all(
-                {location.line for location in finding.locations} == {put, read}
-                for finding in result.findings
-            )

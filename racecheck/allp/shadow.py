@@ -55,7 +55,7 @@ from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lowering import Lowering
 from racecheck.dsl.program import FunctionRole, _role_of
 from racecheck.dsl.types import AtomicType, DimExpr, TensorType
-from racecheck.events import INT32_MAX, INT32_MIN, NotifyOp, WaitCmp
+from racecheck.events import NotifyOp, WaitCmp
 
 _TYPE_NAMES = frozenset(
     {
@@ -401,7 +401,7 @@ class Surface:
         self, view: SymView, peer: object, offsets: Sequence[object], value: object, op: NotifyOp
     ) -> None:
         footprint = self._footprint(view, to_expr(peer), offsets, [1] * len(view.shape))
-        self.tracer.event(Effect.NOTIFY, footprint, notify_op=op, value=_signal_word(value))
+        self.tracer.event(Effect.NOTIFY, footprint, notify_op=op, value=to_expr(value))
 
     def wait(
         self,
@@ -425,7 +425,7 @@ class Surface:
     ) -> None:
         owner = Var(self.tracer.rank_var())
         footprint = self._footprint(view, owner, offsets, [1] * len(view.shape))
-        self.tracer.event(Effect.WAIT, footprint, value=_signal_word(expected), cmp=cmp)
+        self.tracer.event(Effect.WAIT, footprint, value=to_expr(expected), cmp=cmp)
 
     def _transfer(
         self, dst: object, peer: object, src: object, regions: tuple, *, push: bool, atomic: object
@@ -561,12 +561,3 @@ class _Namespace:
         if self._real is not None and name in _TYPE_NAMES:
             return getattr(self._real, name)
         raise OutsideFragment(f"{self._display}.{name} is outside the symbolic fragment")
-
-
-def _signal_word(value: object) -> Expr:
-    """A notify value or wait threshold; one the device casts to i32 (docs/model.md) is left
-    to the concrete pipeline, which models the cast."""
-    expr = to_expr(value)
-    if isinstance(expr, Const) and not INT32_MIN <= expr.value <= INT32_MAX:
-        raise OutsideFragment(f"signal value {expr.value} outside int32")
-    return expr

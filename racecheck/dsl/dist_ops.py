@@ -22,7 +22,7 @@ from racecheck.dsl.scalars import DeviceInt, Tainted, as_index, sources_of
 from racecheck.dsl.tensors import TensorView, Tile, WindowBuffer
 from racecheck.dsl.types import AtomicType, NotifyOp, WaitCmp
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import MemoryKind, wrap_int32
+from racecheck.events import MemoryKind
 from racecheck.events import NotifyOp as EventNotifyOp
 from racecheck.events import WaitCmp as EventWaitCmp
 
@@ -149,11 +149,10 @@ def _wait_call(
     if offsets is None or expected is None:
         raise TypeError(f"{label} needs offsets= and expected=")
     event_cmp = EventWaitCmp.GE_UNSIGNED if unsigned else _enum(cmp, WAIT_CMPS, label, "cmp")
-    # the lowering casts `expected` to the cell's i32 (docs/model.md)
     rank_context(label).wait(
         view,
         indices(offsets),
-        wrap_int32(as_index(expected)),
+        as_index(expected),
         event_cmp,  # type: ignore[arg-type]
         label,
     )
