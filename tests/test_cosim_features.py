@@ -99,6 +99,22 @@ def test_truncating_modulo_gives_peer_minus_one_out_of_bounds() -> None:
     assert record.message.startswith("peer -1 is outside [0, 3)")
 
 
+@pytest.mark.parametrize(
+    "form", ["xor", "lshift", "rshift", "and", "or", "power", "invert", "remainder"]
+)
+def test_truncating_modulo_survives_other_integer_operators(form: str) -> None:
+    # probe: `((me ^ 0) - 1) % n` took Python's floor and was proved a shift by -1
+    report = racecheck.verify(
+        str(FIXTURES / "ring_left_bitwise.py"), ranks=[1, 3], args={"form": form}, jobs=1
+    )
+    one, three = report.results
+    assert one.verdict is Verdict.PROVED
+    assert three.verdict is Verdict.BUG
+    (finding,) = three.findings
+    assert finding.kind is FindingKind.OUT_OF_BOUNDS and finding.ranks == (0,)
+    assert [location.line for location in finding.locations] == [32]
+
+
 def test_builtin_barrier_lowering() -> None:
     spec = _specs("shift_factory.py")["build_shift[use_builtin=True]"]
     execution = simulate(spec.instantiate(3))
