@@ -328,11 +328,14 @@ def _entry_of(value: Any, name: str, loaded: LoadedFile) -> DslFunction:
 def parse_arg(text: str, loaded: LoadedFile) -> Any:
     """`--arg` VALUE: a Python literal, else an expression over the file, else a string.
     An expression that calls a function is meant to be evaluated: if that fails, the
-    value is an error naming why, never a string."""
+    value is an error naming why, never a string. A bare name the file does not define
+    is a string, even where Python has a builtin of that name (`--arg op=max`)."""
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         pass
+    if text.isidentifier() and text not in loaded.namespace:
+        return text
     try:
         with installed():
             return eval(text, dict(loaded.namespace))  # noqa: S307 - the user's own expression

@@ -150,3 +150,6 @@ def test_arg_values_are_literals_expressions_or_strings() -> None:
     assert parse_arg("3", loaded) == 3
     assert parse_arg("pld.ReduceOp.Max", loaded) is ReduceOp.Max
     assert parse_arg("ring", loaded) == "ring"
+    # probe: `--arg op=max` was Python's builtin max, and `op == "max"` took the other branch
+    assert parse_arg("max", loaded) == "max"
+    assert parse_arg("pow", loaded) == "pow"
