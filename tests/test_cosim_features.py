@@ -115,6 +115,27 @@ def test_truncating_modulo_survives_other_integer_operators(form: str) -> None:
     assert [location.line for location in finding.locations] == [32]
 
 
+@pytest.mark.parametrize(
+    ("expected", "verdict"), [(2**32 + 1, Verdict.PROVED), (2**32, Verdict.BUG)]
+)
+def test_a_wait_threshold_beyond_int32_is_cast_to_the_cell(expected: int, verdict: Verdict) -> None:
+    # probe: expected=2**32 + 1 was a deadlock, although the device waits for 1
+    report = racecheck.verify(
+        str(FIXTURES / "wait_threshold_cast.py"),
+        ranks=[3],
+        args={"expected": str(expected)},
+        jobs=1,
+    )
+    (result,) = report.results
+    assert result.verdict is verdict
+    if verdict is Verdict.BUG:
+        (finding,) = result.findings
+        assert finding.kind is FindingKind.RACE and finding.detail == "read-after-write"
+        assert [location.line for location in finding.locations] == [19, 16]
+    else:
+        assert result.model == "shift+1"
+
+
 def test_builtin_barrier_lowering() -> None:
     spec = _specs("shift_factory.py")["build_shift[use_builtin=True]"]
     execution = simulate(spec.instantiate(3))
