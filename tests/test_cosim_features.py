@@ -115,6 +115,15 @@ def test_truncating_modulo_survives_other_integer_operators(form: str) -> None:
     assert [location.line for location in finding.locations] == [32]
 
 
+def test_a_host_integer_passed_to_a_device_divides_like_the_device() -> None:
+    # probe: `for r in range(nr)` passed r as a plain int and `(me - 1) % nr` floored
+    spec = _specs("host_scalar_rank.py")["build_left"]
+    trace = simulate(spec.instantiate(3)).trace
+    (record,) = trace.out_of_bounds
+    assert record.rank == 0 and record.location.line == 25
+    assert record.message.startswith("peer -1 is outside [0, 3)")
+
+
 @pytest.mark.parametrize(
     ("expected", "verdict"), [(2**32 + 1, Verdict.PROVED), (2**32, Verdict.BUG)]
 )
