@@ -124,6 +124,19 @@ def test_a_host_integer_passed_to_a_device_divides_like_the_device() -> None:
     assert record.message.startswith("peer -1 is outside [0, 3)")
 
 
+@pytest.mark.parametrize(("form", "line"), [("const", 17), ("carried", 20)])
+def test_a_const_or_carried_integer_divides_like_the_device(form: str, line: int) -> None:
+    # probe: `k = pl.const(0, pl.INT32)` (or carried from init_values=(0,)) was a Python
+    # int, and `(k - 1) % n` floored to n - 1
+    report = racecheck.verify(
+        str(FIXTURES / "device_scalar_sources.py"), ranks=[3], args={"form": form}, jobs=1
+    )
+    (result,) = report.results
+    assert result.verdict is Verdict.BUG
+    assert {finding.kind for finding in result.findings} == {FindingKind.OUT_OF_BOUNDS}
+    assert {location.line for f in result.findings for location in f.locations} == {line}
+
+
 @pytest.mark.parametrize(
     ("expected", "verdict"), [(2**32 + 1, Verdict.PROVED), (2**32, Verdict.BUG)]
 )

@@ -349,7 +349,7 @@ def cast(
         data = target.decode(target.encode(value.data.astype(target.compute)))
         return Tile(data=data, dtype=target, valid=value.valid, sources=value.sources)
     plain = as_data(value)
-    converted = float(plain) if target.is_float else int(plain)
+    converted = float(plain) if target.is_float else DeviceInt(int(plain))
     if not isinstance(value, Tainted):
         return converted
     unchanged = isinstance(plain, int) and not target.is_float  # an integer stays itself
@@ -402,7 +402,7 @@ def _carried_iteration(
     steps: Iterator[object], init: tuple[object, ...]
 ) -> Iterator[tuple[object, ...]]:
     stack = _carried_stack()
-    loop = _CarriedLoop(init)
+    loop = _CarriedLoop(_device_scalars(init))
     stack.append(loop)
     try:
         for index in steps:
@@ -452,8 +452,15 @@ def _caller_unpacks(frame: Any) -> bool:
     return known
 
 
+def _device_scalars(values: tuple[object, ...]) -> tuple[object, ...]:
+    """Loop-carried values are device variables: an integer among them divides like the
+    device (`scalars.DeviceInt`)."""
+    return tuple(DeviceInt(value) if type(value) is int else value for value in values)
+
+
 def yield_(*values: object) -> Any:
     """Carry `values` into the next iteration of the innermost `init_values` loop."""
+    values = _device_scalars(values)
     stack = _carried_stack()
     if stack:
         stack[-1].values = values
