@@ -107,7 +107,10 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
         except Overrun as overrun:
             line = overrun.where.line if overrun.where else None
             raise LoadError(f"importing the file {overrun}", file=path, line=line) from None
-        except UserError:
+        except UserError as error:
+            if error.file is None:  # raised by racecheck's DSL: the user's line caused it
+                where = traceback_location(error.__traceback__)
+                error.file, error.line = path, where.line if where else None
             raise
         except BaseException as error:  # noqa: BLE001 - any import-time failure is a LoadError
             where = traceback_location(error.__traceback__)

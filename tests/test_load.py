@@ -49,6 +49,16 @@ def test_unknown_pld_call_at_import(tmp_path: Path) -> None:
     )
 
 
+def test_a_dsl_call_refused_at_import_names_the_line(tmp_path: Path) -> None:
+    # probe: a module-level `pld.world_size()` was "racecheck: error: ..." with no file
+    path = _write(tmp_path, "\nNR = pld.world_size()\n")
+    with pytest.raises(UnsupportedConstruct) as caught:
+        load_file(path)
+    assert caught.value.render() == (
+        f"{path}:4: error: pld.world_size() is only known while a program runs"
+    )
+
+
 def test_unknown_pld_call_in_a_kernel_is_reported_when_traced(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
