@@ -31,6 +31,9 @@ from racecheck.events import HOST_OWNER
 
 
 def indices(values: Sequence[object]) -> list[int]:
+    """Offsets or a shape as the user gave them: a list or tuple of integers."""
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"offsets and shapes are lists such as [i, j], got {values!r}")
     return [as_index(value) for value in values]
 
 
