@@ -80,6 +80,10 @@ def load_region(
     context = rank_context(label)
     tile_shape = indices(shape)
     extent = indices(valid_shape) if valid_shape is not None else tile_shape
+    if len(extent) != len(tile_shape) or any(
+        valid > full for valid, full in zip(extent, tile_shape, strict=True)
+    ):
+        raise ValueError(f"{label}: valid_shape {extent} does not fit in the shape {tile_shape}")
     start = indices(offsets)
     values, ref = context.load(view, owner, start, extent, label)
     # the forms a rank context keeps are those of its own instance (a peer's: opaque)
