@@ -37,12 +37,6 @@ def _is_integral(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _power(base: int, exponent: int) -> int:
-    if exponent < 0:
-        raise ValueError("a negative power of a device integer is not an integer")
-    return int(base**exponent)
-
-
 def _device_method(op: Callable[[int, int], int], *, reflected: bool = False) -> Any:
     """`DeviceInt`'s operator `op`: integer operands keep the type (and `op`'s device
     semantics); anything else is left to the other operand or to `int`."""
@@ -83,8 +77,6 @@ class DeviceInt(int):
     __rfloordiv__ = _device_method(truncating_div, reflected=True)
     __mod__ = _device_method(truncating_mod)
     __rmod__ = _device_method(truncating_mod, reflected=True)
-    __pow__ = _device_method(_power)
-    __rpow__ = _device_method(_power, reflected=True)
     __and__ = _device_method(operator.and_)
     __rand__ = _device_method(operator.and_, reflected=True)
     __or__ = _device_method(operator.or_)
@@ -95,6 +87,16 @@ class DeviceInt(int):
     __rlshift__ = _device_method(operator.lshift, reflected=True)
     __rshift__ = _device_method(operator.rshift)
     __rrshift__ = _device_method(operator.rshift, reflected=True)
+
+    def __pow__(self, other: object, modulo: object = None) -> Any:
+        if modulo is None and _is_integral(other) and other >= 0:  # type: ignore[operator]
+            return DeviceInt(int(self) ** int(other))  # type: ignore[call-overload]
+        return int.__pow__(self, other, modulo)  # type: ignore[call-overload]
+
+    def __rpow__(self, other: object, modulo: object = None) -> Any:
+        if modulo is None and _is_integral(other) and self >= 0:
+            return DeviceInt(int(other) ** int(self))  # type: ignore[call-overload]
+        return int.__rpow__(self, other, modulo)  # type: ignore[call-overload, operator]
 
     def __divmod__(self, other: object) -> Any:
         return _device_divmod(self, other)
