@@ -137,6 +137,19 @@ def test_a_const_or_carried_integer_divides_like_the_device(form: str, line: int
     assert {location.line for f in result.findings for location in f.locations} == {line}
 
 
+@pytest.mark.parametrize(("form", "line"), [("loop", 40), ("index", 40), ("aiv", 27)])
+def test_a_block_or_sublane_number_divides_like_the_device(form: str, line: int) -> None:
+    # probe: `(block - 1) % 2` of a pl.spmd block floored to 1 and loaded a valid half
+    report = racecheck.verify(
+        str(FIXTURES / "spmd_block_modulo.py"), ranks=[2], args={"form": form}, jobs=1
+    )
+    (result,) = report.results
+    assert result.verdict is Verdict.BUG
+    (finding,) = result.findings
+    assert finding.kind is FindingKind.OUT_OF_BOUNDS and finding.ranks == (0,)
+    assert [location.line for location in finding.locations] == [line]
+
+
 @pytest.mark.parametrize(
     ("expected", "verdict"), [(2**32 + 1, Verdict.PROVED), (2**32, Verdict.BUG)]
 )
