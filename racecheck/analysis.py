@@ -334,11 +334,11 @@ def instances(trace: Trace) -> list[Instance]:
 
 
 class _Side:
-    """One rank's accesses of a segment that conflict with the other rank's
-    (`_facing`), as the partners in windows. Of a group of alike
-    accesses (line, kind, mode, notify, bytes) only the first in a window can make
-    the first pair of its lines and detail: alike accesses share their start offset,
-    so their sweep positions grow with program order. Narrow windows are walked
+    """One rank's accesses of a segment that conflict with the other rank's (`_facing`),
+    as the partners in windows. Of a group of alike accesses (line, kind, mode, notify,
+    bytes) only the first in a window can make the first pair of its lines and detail:
+    alike accesses share their start offset, so their sweep positions grow with
+    program order. Narrow windows are walked
     whole; the groups are made when a wide window first needs them."""
 
     def __init__(self, instance: Instance, segment: Segment, events: list[Event]) -> None:
