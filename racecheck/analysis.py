@@ -241,6 +241,12 @@ def _conflict(a: Event, b: Event) -> bool:
     return not (a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC)
 
 
+def _conflict_class(event: Event) -> tuple[object, ...]:
+    """What `_conflict` reads of an event."""
+    notify = event.notify
+    return (event.kind, event.mode, None if notify is None else (notify.op, notify.value))
+
+
 def _is_set(event: Event) -> bool:
     return event.notify is not None and event.notify.op is NotifyOp.SET
 
@@ -328,16 +334,17 @@ def instances(trace: Trace) -> list[Instance]:
 
 
 class _Side:
-    """One rank's accesses of a segment, as the partners in windows. Of a group of alike
-    accesses (line, kind, mode, notify, bytes) only the first in a window can make
-    the first pair of its lines and detail: alike accesses share their start offset,
-    so their sweep positions grow with program order. Narrow windows are walked
+    """One rank's accesses of a segment that conflict with the other rank's (`_facing`),
+    as the partners in windows. Of a group of alike accesses (line, kind, mode, notify,
+    bytes) only the first in a window can make the first pair of its lines and detail:
+    alike accesses share their start offset, so their sweep positions grow with
+    program order. Narrow windows are walked
     whole; the groups are made when a wide window first needs them."""
 
-    def __init__(self, instance: Instance, segment: Segment, rank: int) -> None:
+    def __init__(self, instance: Instance, segment: Segment, events: list[Event]) -> None:
         self.instance = instance
         self.segment = segment
-        self.events = segment.by_rank[rank]
+        self.events = events
         self.refs = [event.ref for event in self.events]
         self.groups: list[list[int]] = []
 
@@ -438,15 +445,13 @@ def _segment_candidates(
     segment that run in either order, the first of each group in each window, seen
     from the side of the pair's first access."""
     ranks = sorted(segment.by_rank)
-    sides: dict[int, _Side] = {}
     for place, rank in enumerate(ranks):
         for other in ranks[place + 1 :]:
             if rank not in segment.writers and other not in segment.writers:
                 continue
-            for side in (rank, other):
-                if side not in sides:
-                    sides[side] = _Side(instance, segment, side)
-            ours, theirs = sides[rank], sides[other]
+            ours, theirs = _facing(instance, segment, rank, other)
+            if not ours.events:
+                continue
             lows, highs = _windows(oracle, ours, theirs)
             if all(high < low for low, high in zip(lows, highs, strict=True)):
                 continue
@@ -456,6 +461,34 @@ def _segment_candidates(
                 for index in range(len(theirs.events))
             )
             yield from _candidates(theirs, ours, back)
+
+
+def _facing(instance: Instance, segment: Segment, rank: int, other: int) -> tuple[_Side, _Side]:
+    """The sides of `rank` and `other` in `segment`, each cut down to the accesses that
+    conflict with some access of the other side: the rest make no pair, so asking when
+    they run (a wait beside the notifies that feed it) cannot change a finding. Whether
+    two accesses conflict depends on their `_conflict_class` only, so the cut keeps or
+    drops a group of alike accesses whole, and the windows of the accesses kept are
+    those of the whole sides restricted to the accesses kept (`races`)."""
+    mine, theirs = segment.by_rank[rank], segment.by_rank[other]
+    return (
+        _Side(instance, segment, _conflicting(mine, theirs)),
+        _Side(instance, segment, _conflicting(theirs, mine)),
+    )
+
+
+def _conflicting(events: list[Event], partners: list[Event]) -> list[Event]:
+    """The events that conflict with at least one of `partners`, in program order."""
+    classes = list({_conflict_class(partner): partner for partner in partners}.values())
+    verdicts: dict[tuple[object, ...], bool] = {}
+    kept = []
+    for event in events:
+        key = _conflict_class(event)
+        if key not in verdicts:
+            verdicts[key] = any(_conflict(event, partner) for partner in classes)
+        if verdicts[key]:
+            kept.append(event)
+    return kept
 
 
 def _windows(oracle: OrderOracle, ours: _Side, theirs: _Side) -> tuple[list[int], list[int]]:
