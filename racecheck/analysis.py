@@ -72,6 +72,7 @@ from racecheck.findings import (
     StepKind,
     StepStatus,
     WitnessStep,
+    identity,
 )
 
 _CELL_BYTES = 4  # a signal cell is one INT32
@@ -96,6 +97,11 @@ class Hazard:
     holds: tuple[tuple[EventRef, int | None], ...] = ()  # deadlock: each blocked wait's cell
     later_writer: int | None = None
     reason: str = ""
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """The identity of the finding it becomes (`Finding.identity`)."""
+        return identity(self.kind, self.detail, self.locations)
 
 
 def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.inf) -> list[Hazard]:
@@ -527,6 +533,9 @@ def _published_to(trace: Trace, oracle: OrderOracle, write: Event, read: Event) 
     return wait is None or not _always_before(oracle, wait, read)
 
 
+_Bytes = tuple[int, int, int, tuple[tuple[int, int], ...]]  # memory, owner, call, ranges
+
+
 class _Details:
     """The detail of a read racing with a write: write-after-read when other writes of
     all the racing bytes (same `--repeat` call) always precede the read and were
@@ -539,6 +548,7 @@ class _Details:
         self.oracle = oracle
         self.writes = _writes_by_instance(trace)
         self.known: dict[tuple[int, int, tuple[tuple[int, int], ...]], RaceDetail] = {}
+        self.covering: dict[_Bytes, list[tuple[Event, tuple[tuple[int, int], ...]]]] = {}
 
     def of(self, read: Event, write: Event) -> RaceDetail:
         assert read.access is not None and write.access is not None
@@ -552,18 +562,31 @@ class _Details:
         assert read.access is not None
         published = [
             span
-            for other in self.writes[(read.access.memory, read.access.owner)]
-            if other.access is not None
-            and other.repeat == read.repeat
-            and intersect_ranges(other.access.ranges, overlap)
-            and _always_before(self.oracle, other, read)
+            for other, shared in self._covering(
+                (read.access.memory, read.access.owner, read.repeat, overlap)
+            )
+            if _always_before(self.oracle, other, read)
             and _published_to(self.trace, self.oracle, other, read)
-            for span in intersect_ranges(other.access.ranges, overlap)
+            for span in shared
         ]
         # Write-after-read only when published writes cover every racing byte: a byte
         # only the racing write provides is one the read was meant to see.
         shadowed = not subtract_ranges(overlap, union_ranges(published))
         return RaceDetail.WRITE_AFTER_READ if shadowed else RaceDetail.READ_AFTER_WRITE
+
+    def _covering(self, key: _Bytes) -> list[tuple[Event, tuple[tuple[int, int], ...]]]:
+        """The writes of `key`'s call that share bytes with them, and those bytes; kept
+        per key, as the reads of one cell or row repeat it."""
+        if key not in self.covering:
+            memory, owner, repeat, overlap = key
+            self.covering[key] = [
+                (other, shared)
+                for other in self.writes[(memory, owner)]
+                if other.access is not None
+                and other.repeat == repeat
+                and (shared := intersect_ranges(other.access.ranges, overlap))
+            ]
+        return self.covering[key]
 
 
 def _race(
@@ -777,10 +800,13 @@ def step_of(
     )
 
 
-def to_finding(trace: Trace, oracle: OrderOracle, hazard: Hazard) -> tuple[Finding, Schedule]:
-    """The finding with its witness steps, and the full witness schedule to replay."""
-    schedule = hazard.schedule
-    if hazard.bad_first is not None and hazard.bad_second is not None:
+def to_finding(
+    trace: Trace, oracle: OrderOracle, hazard: Hazard, *, witnessed: bool = True
+) -> tuple[Finding, Schedule]:
+    """The finding with its witness steps, and the full witness schedule to replay;
+    without either when not `witnessed`."""
+    schedule = hazard.schedule if witnessed else ()
+    if witnessed and hazard.bad_first is not None and hazard.bad_second is not None:
         schedule = oracle.witness(hazard.bad_first, hazard.bad_second)
     finding = Finding(
         kind=hazard.kind,

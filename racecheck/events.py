@@ -255,10 +255,11 @@ class Event:
     written: Written | None = None
     repeat: int = 0  # which --repeat round issued it
     label: str = ""  # the DSL call, e.g. "pld.tile.remote_load" or "pld.tensor.barrier"
+    # (rank, index), made once: every stage asks for it, many times per event
+    ref: EventRef = field(init=False, repr=False, compare=False)
 
-    @property
-    def ref(self) -> EventRef:
-        return EventRef(rank=self.rank, index=self.index)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ref", EventRef(rank=self.rank, index=self.index))
 
     @property
     def is_sync(self) -> bool:

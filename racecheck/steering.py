@@ -38,6 +38,7 @@ from racecheck.events import (
     EventKind,
     EventRef,
     NotifyOp,
+    Region,
     SourceLocation,
     Trace,
     intersect_ranges,
@@ -139,6 +140,7 @@ class _Feeders:
                     self.writes[(event.access.memory, event.access.owner)].append(event)
         self.trace = trace
         self.known: dict[EventRef, list[Event]] = {}
+        self.overlapping: dict[Region, list[Event]] = {}
 
     def __getitem__(self, load: EventRef) -> list[Event]:
         if load not in self.known:
@@ -146,12 +148,20 @@ class _Feeders:
             assert read.access is not None
             self.known[load] = [
                 write
-                for write in self.writes[(read.access.memory, read.access.owner)]
-                if write.access is not None
-                and intersect_ranges(write.access.ranges, read.access.ranges)
-                and _may_precede(self.oracle, write, read)
+                for write in self._overlapping(read.access)
+                if _may_precede(self.oracle, write, read)
             ]
         return self.known[load]
+
+    def _overlapping(self, region: Region) -> list[Event]:
+        """The writes of bytes of `region`, kept per region: the loads of a cell repeat it."""
+        if region not in self.overlapping:
+            self.overlapping[region] = [
+                write
+                for write in self.writes[(region.memory, region.owner)]
+                if write.access is not None and intersect_ranges(write.access.ranges, region.ranges)
+            ]
+        return self.overlapping[region]
 
 
 def _writes(event: Event) -> bool:
