@@ -57,6 +57,7 @@ from racecheck.events import (
     SignalCell,
     SourceLocation,
     Trace,
+    WriteIndex,
     cell_effect,
     intersect_ranges,
     subtract_ranges,
@@ -505,13 +506,11 @@ def _ordered_pair(a: Event, b: Event) -> tuple[Event, Event]:
     return (a, b) if (a.rank, a.index) <= (b.rank, b.index) else (b, a)
 
 
-def _writes_by_instance(trace: Trace) -> dict[tuple[int, int], list[Event]]:
-    table: dict[tuple[int, int], list[Event]] = defaultdict(list)
+def _all_writes(trace: Trace) -> Iterator[Event]:
     for rank_events in trace.events:
         for event in rank_events:
             if event.access is not None and _writes(event):
-                table[(event.access.memory, event.access.owner)].append(event)
-    return table
+                yield event
 
 
 def _always_before(oracle: OrderOracle, earlier: Event, later: Event) -> bool:
@@ -533,9 +532,6 @@ def _published_to(trace: Trace, oracle: OrderOracle, write: Event, read: Event) 
     return wait is None or not _always_before(oracle, wait, read)
 
 
-_Bytes = tuple[int, int, int, tuple[tuple[int, int], ...]]  # memory, owner, call, ranges
-
-
 class _Details:
     """The detail of a read racing with a write: write-after-read when other writes of
     all the racing bytes (same `--repeat` call) always precede the read and were
@@ -546,9 +542,8 @@ class _Details:
     def __init__(self, trace: Trace, oracle: OrderOracle) -> None:
         self.trace = trace
         self.oracle = oracle
-        self.writes = _writes_by_instance(trace)
+        self.writes = WriteIndex(_all_writes(trace))
         self.known: dict[tuple[int, int, tuple[tuple[int, int], ...]], RaceDetail] = {}
-        self.covering: dict[_Bytes, list[tuple[Event, tuple[tuple[int, int], ...]]]] = {}
 
     def of(self, read: Event, write: Event) -> RaceDetail:
         assert read.access is not None and write.access is not None
@@ -560,12 +555,12 @@ class _Details:
 
     def _detail(self, read: Event, overlap: tuple[tuple[int, int], ...]) -> RaceDetail:
         assert read.access is not None
+        racing = Region(memory=read.access.memory, owner=read.access.owner, ranges=overlap)
         published = [
             span
-            for other, shared in self._covering(
-                (read.access.memory, read.access.owner, read.repeat, overlap)
-            )
-            if _always_before(self.oracle, other, read)
+            for other, shared in self.writes.overlapping(racing)
+            if other.repeat == read.repeat
+            and _always_before(self.oracle, other, read)
             and _published_to(self.trace, self.oracle, other, read)
             for span in shared
         ]
@@ -573,20 +568,6 @@ class _Details:
         # only the racing write provides is one the read was meant to see.
         shadowed = not subtract_ranges(overlap, union_ranges(published))
         return RaceDetail.WRITE_AFTER_READ if shadowed else RaceDetail.READ_AFTER_WRITE
-
-    def _covering(self, key: _Bytes) -> list[tuple[Event, tuple[tuple[int, int], ...]]]:
-        """The writes of `key`'s call that share bytes with them, and those bytes; kept
-        per key, as the reads of one cell or row repeat it."""
-        if key not in self.covering:
-            memory, owner, repeat, overlap = key
-            self.covering[key] = [
-                (other, shared)
-                for other in self.writes[(memory, owner)]
-                if other.access is not None
-                and other.repeat == repeat
-                and (shared := intersect_ranges(other.access.ranges, overlap))
-            ]
-        return self.covering[key]
 
 
 def _race(

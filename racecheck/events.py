@@ -291,6 +291,33 @@ class CellIndex:
         return sorted(found, key=self.order.__getitem__)
 
 
+Ranges = tuple[tuple[int, int], ...]
+
+
+class WriteIndex:
+    """Writes by memory instance, in the order given; and the ones that share bytes with
+    a region, with those bytes, kept per region: the reads of one cell or row ask for
+    the same region again and again."""
+
+    def __init__(self, writes: Iterable[Event]) -> None:
+        self.by_instance: dict[tuple[int, int], list[Event]] = {}
+        for event in writes:
+            assert event.access is not None
+            key = (event.access.memory, event.access.owner)
+            self.by_instance.setdefault(key, []).append(event)
+        self.known: dict[Region, list[tuple[Event, Ranges]]] = {}
+
+    def overlapping(self, region: Region) -> list[tuple[Event, Ranges]]:
+        if region not in self.known:
+            self.known[region] = [
+                (write, shared)
+                for write in self.by_instance.get((region.memory, region.owner), ())
+                if write.access is not None
+                and (shared := intersect_ranges(write.access.ranges, region.ranges))
+            ]
+        return self.known[region]
+
+
 def cell_effect(event: Event, cell: CellKey) -> CellEffect | None:
     """The effect of `event` on the INT32 signal cell `cell`; None if it writes none of
     the cell's 4 bytes. The one definition of "a write to a cell" (docs/model.md)."""

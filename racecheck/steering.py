@@ -22,7 +22,6 @@ form, also through memory: which write such a load read is the order cause's que
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -38,9 +37,9 @@ from racecheck.events import (
     EventKind,
     EventRef,
     NotifyOp,
-    Region,
     SourceLocation,
     Trace,
+    WriteIndex,
     intersect_ranges,
 )
 
@@ -133,14 +132,14 @@ class _Feeders:
 
     def __init__(self, trace: Trace, oracle: OrderOracle) -> None:
         self.oracle = oracle
-        self.writes: dict[tuple[int, int], list[Event]] = defaultdict(list)
-        for rank_events in trace.events:
-            for event in rank_events:
-                if event.access is not None and _writes(event):
-                    self.writes[(event.access.memory, event.access.owner)].append(event)
+        self.writes = WriteIndex(
+            event
+            for rank_events in trace.events
+            for event in rank_events
+            if event.access is not None and _writes(event)
+        )
         self.trace = trace
         self.known: dict[EventRef, list[Event]] = {}
-        self.overlapping: dict[Region, list[Event]] = {}
 
     def __getitem__(self, load: EventRef) -> list[Event]:
         if load not in self.known:
@@ -148,20 +147,10 @@ class _Feeders:
             assert read.access is not None
             self.known[load] = [
                 write
-                for write in self._overlapping(read.access)
+                for write, _ in self.writes.overlapping(read.access)
                 if _may_precede(self.oracle, write, read)
             ]
         return self.known[load]
-
-    def _overlapping(self, region: Region) -> list[Event]:
-        """The writes of bytes of `region`, kept per region: the loads of a cell repeat it."""
-        if region not in self.overlapping:
-            self.overlapping[region] = [
-                write
-                for write in self.writes[(region.memory, region.owner)]
-                if write.access is not None and intersect_ranges(write.access.ranges, region.ranges)
-            ]
-        return self.overlapping[region]
 
 
 def _writes(event: Event) -> bool:
