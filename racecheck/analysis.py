@@ -57,6 +57,7 @@ from racecheck.events import (
     SignalCell,
     SourceLocation,
     Trace,
+    WriteIndex,
     cell_effect,
     intersect_ranges,
     subtract_ranges,
@@ -72,6 +73,7 @@ from racecheck.findings import (
     StepKind,
     StepStatus,
     WitnessStep,
+    identity,
 )
 
 _CELL_BYTES = 4  # a signal cell is one INT32
@@ -96,6 +98,11 @@ class Hazard:
     holds: tuple[tuple[EventRef, int | None], ...] = ()  # deadlock: each blocked wait's cell
     later_writer: int | None = None
     reason: str = ""
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """The identity of the finding it becomes (`Finding.identity`)."""
+        return identity(self.kind, self.detail, self.locations)
 
 
 def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.inf) -> list[Hazard]:
@@ -532,13 +539,11 @@ def _ordered_pair(a: Event, b: Event) -> tuple[Event, Event]:
     return (a, b) if (a.rank, a.index) <= (b.rank, b.index) else (b, a)
 
 
-def _writes_by_instance(trace: Trace) -> dict[tuple[int, int], list[Event]]:
-    table: dict[tuple[int, int], list[Event]] = defaultdict(list)
+def _all_writes(trace: Trace) -> Iterator[Event]:
     for rank_events in trace.events:
         for event in rank_events:
             if event.access is not None and _writes(event):
-                table[(event.access.memory, event.access.owner)].append(event)
-    return table
+                yield event
 
 
 def _always_before(oracle: OrderOracle, earlier: Event, later: Event) -> bool:
@@ -570,7 +575,7 @@ class _Details:
     def __init__(self, trace: Trace, oracle: OrderOracle) -> None:
         self.trace = trace
         self.oracle = oracle
-        self.writes = _writes_by_instance(trace)
+        self.writes = WriteIndex(_all_writes(trace))
         self.known: dict[tuple[int, int, tuple[tuple[int, int], ...]], RaceDetail] = {}
 
     def of(self, read: Event, write: Event) -> RaceDetail:
@@ -583,15 +588,14 @@ class _Details:
 
     def _detail(self, read: Event, overlap: tuple[tuple[int, int], ...]) -> RaceDetail:
         assert read.access is not None
+        racing = Region(memory=read.access.memory, owner=read.access.owner, ranges=overlap)
         published = [
             span
-            for other in self.writes[(read.access.memory, read.access.owner)]
-            if other.access is not None
-            and other.repeat == read.repeat
-            and intersect_ranges(other.access.ranges, overlap)
+            for other, shared in self.writes.overlapping(racing)
+            if other.repeat == read.repeat
             and _always_before(self.oracle, other, read)
             and _published_to(self.trace, self.oracle, other, read)
-            for span in intersect_ranges(other.access.ranges, overlap)
+            for span in shared
         ]
         # Write-after-read only when published writes cover every racing byte: a byte
         # only the racing write provides is one the read was meant to see.
@@ -810,10 +814,13 @@ def step_of(
     )
 
 
-def to_finding(trace: Trace, oracle: OrderOracle, hazard: Hazard) -> tuple[Finding, Schedule]:
-    """The finding with its witness steps, and the full witness schedule to replay."""
-    schedule = hazard.schedule
-    if hazard.bad_first is not None and hazard.bad_second is not None:
+def to_finding(
+    trace: Trace, oracle: OrderOracle, hazard: Hazard, *, witnessed: bool = True
+) -> tuple[Finding, Schedule]:
+    """The finding with its witness steps, and the full witness schedule to replay;
+    without either when not `witnessed`."""
+    schedule = hazard.schedule if witnessed else ()
+    if witnessed and hazard.bad_first is not None and hazard.bad_second is not None:
         schedule = oracle.witness(hazard.bad_first, hazard.bad_second)
     finding = Finding(
         kind=hazard.kind,

@@ -164,7 +164,7 @@ def simulate(
             for tensor in tensors
         )
         _settle(trace)
-    return Execution(
+    execution = Execution(
         trace=trace,
         schedule=tuple(run.schedule),
         tensors=records,
@@ -177,6 +177,11 @@ def simulate(
         ),
         inexact=tuple(dict.fromkeys(reason for state in run.states for reason in state.inexact)),
     )
+    # The ranks' contexts and the scheduler refer to each other, and the contexts to
+    # every event: parted, the trace is freed as soon as it is dropped, not by the
+    # collector after walking it again.
+    run.states.clear()
+    return execution
 
 
 def _host_crash(
