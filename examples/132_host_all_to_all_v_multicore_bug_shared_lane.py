@@ -4,9 +4,13 @@ The signal has exactly the 2 lanes the builtin's 2 blocks use (``stride = 2``), 
 the hand-rolled "staged" flag goes to the last one, ``[me, 1]``: the cell where the
 builtin's second block AtomicAdds its credits. A ``Set`` on a cell that atomic adds
 also write is what PyPTO forbids (the plain store can lose a credit, docs/model.md).
+Called again on the same windows (``--repeat 3``), a call's flag can overwrite credits
+the previous call's builtin still waits for: a deadlock.
 
 racecheck expects:
     ranks 2..3: bug race set-add-mix at @flag, @exchange
+    ranks 5,8 --repeat 3: bug deadlock at @exchange
+    ranks 5,8 --repeat 3: bug race set-add-mix at @flag, @exchange
 """
 
 import argparse

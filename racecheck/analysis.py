@@ -57,6 +57,7 @@ from racecheck.events import (
     SignalCell,
     SourceLocation,
     Trace,
+    WriteIndex,
     cell_effect,
     intersect_ranges,
     subtract_ranges,
@@ -72,6 +73,7 @@ from racecheck.findings import (
     StepKind,
     StepStatus,
     WitnessStep,
+    identity,
 )
 
 _CELL_BYTES = 4  # a signal cell is one INT32
@@ -96,6 +98,11 @@ class Hazard:
     holds: tuple[tuple[EventRef, int | None], ...] = ()  # deadlock: each blocked wait's cell
     later_writer: int | None = None
     reason: str = ""
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """The identity of the finding it becomes (`Finding.identity`)."""
+        return identity(self.kind, self.detail, self.locations)
 
 
 def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.inf) -> list[Hazard]:
@@ -241,6 +248,12 @@ def _conflict(a: Event, b: Event) -> bool:
     return not (a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC)
 
 
+def _conflict_class(event: Event) -> tuple[object, ...]:
+    """What `_conflict` reads of an event."""
+    notify = event.notify
+    return (event.kind, event.mode, None if notify is None else (notify.op, notify.value))
+
+
 def _is_set(event: Event) -> bool:
     return event.notify is not None and event.notify.op is NotifyOp.SET
 
@@ -328,16 +341,17 @@ def instances(trace: Trace) -> list[Instance]:
 
 
 class _Side:
-    """One rank's accesses of a segment, as the partners in windows. Of a group of alike
-    accesses (line, kind, mode, notify, bytes) only the first in a window can make
-    the first pair of its lines and detail: alike accesses share their start offset,
-    so their sweep positions grow with program order. Narrow windows are walked
+    """One rank's accesses of a segment that conflict with the other rank's (`_facing`),
+    as the partners in windows. Of a group of alike accesses (line, kind, mode, notify,
+    bytes) only the first in a window can make the first pair of its lines and detail:
+    alike accesses share their start offset, so their sweep positions grow with
+    program order. Narrow windows are walked
     whole; the groups are made when a wide window first needs them."""
 
-    def __init__(self, instance: Instance, segment: Segment, rank: int) -> None:
+    def __init__(self, instance: Instance, segment: Segment, events: list[Event]) -> None:
         self.instance = instance
         self.segment = segment
-        self.events = segment.by_rank[rank]
+        self.events = events
         self.refs = [event.ref for event in self.events]
         self.groups: list[list[int]] = []
 
@@ -438,15 +452,13 @@ def _segment_candidates(
     segment that run in either order, the first of each group in each window, seen
     from the side of the pair's first access."""
     ranks = sorted(segment.by_rank)
-    sides: dict[int, _Side] = {}
     for place, rank in enumerate(ranks):
         for other in ranks[place + 1 :]:
             if rank not in segment.writers and other not in segment.writers:
                 continue
-            for side in (rank, other):
-                if side not in sides:
-                    sides[side] = _Side(instance, segment, side)
-            ours, theirs = sides[rank], sides[other]
+            ours, theirs = _facing(instance, segment, rank, other)
+            if not ours.events:
+                continue
             lows, highs = _windows(oracle, ours, theirs)
             if all(high < low for low, high in zip(lows, highs, strict=True)):
                 continue
@@ -456,6 +468,34 @@ def _segment_candidates(
                 for index in range(len(theirs.events))
             )
             yield from _candidates(theirs, ours, back)
+
+
+def _facing(instance: Instance, segment: Segment, rank: int, other: int) -> tuple[_Side, _Side]:
+    """The sides of `rank` and `other` in `segment`, each cut down to the accesses that
+    conflict with some access of the other side: the rest make no pair, so asking when
+    they run (a wait beside the notifies that feed it) cannot change a finding. Whether
+    two accesses conflict depends on their `_conflict_class` only, so the cut keeps or
+    drops a group of alike accesses whole, and the windows of the accesses kept are
+    those of the whole sides restricted to the accesses kept (`races`)."""
+    mine, theirs = segment.by_rank[rank], segment.by_rank[other]
+    return (
+        _Side(instance, segment, _conflicting(mine, theirs)),
+        _Side(instance, segment, _conflicting(theirs, mine)),
+    )
+
+
+def _conflicting(events: list[Event], partners: list[Event]) -> list[Event]:
+    """The events that conflict with at least one of `partners`, in program order."""
+    classes = list({_conflict_class(partner): partner for partner in partners}.values())
+    verdicts: dict[tuple[object, ...], bool] = {}
+    kept = []
+    for event in events:
+        key = _conflict_class(event)
+        if key not in verdicts:
+            verdicts[key] = any(_conflict(event, partner) for partner in classes)
+        if verdicts[key]:
+            kept.append(event)
+    return kept
 
 
 def _windows(oracle: OrderOracle, ours: _Side, theirs: _Side) -> tuple[list[int], list[int]]:
@@ -499,13 +539,11 @@ def _ordered_pair(a: Event, b: Event) -> tuple[Event, Event]:
     return (a, b) if (a.rank, a.index) <= (b.rank, b.index) else (b, a)
 
 
-def _writes_by_instance(trace: Trace) -> dict[tuple[int, int], list[Event]]:
-    table: dict[tuple[int, int], list[Event]] = defaultdict(list)
+def _all_writes(trace: Trace) -> Iterator[Event]:
     for rank_events in trace.events:
         for event in rank_events:
             if event.access is not None and _writes(event):
-                table[(event.access.memory, event.access.owner)].append(event)
-    return table
+                yield event
 
 
 def _always_before(oracle: OrderOracle, earlier: Event, later: Event) -> bool:
@@ -537,7 +575,7 @@ class _Details:
     def __init__(self, trace: Trace, oracle: OrderOracle) -> None:
         self.trace = trace
         self.oracle = oracle
-        self.writes = _writes_by_instance(trace)
+        self.writes = WriteIndex(_all_writes(trace))
         self.known: dict[tuple[int, int, tuple[tuple[int, int], ...]], RaceDetail] = {}
 
     def of(self, read: Event, write: Event) -> RaceDetail:
@@ -550,15 +588,14 @@ class _Details:
 
     def _detail(self, read: Event, overlap: tuple[tuple[int, int], ...]) -> RaceDetail:
         assert read.access is not None
+        racing = Region(memory=read.access.memory, owner=read.access.owner, ranges=overlap)
         published = [
             span
-            for other in self.writes[(read.access.memory, read.access.owner)]
-            if other.access is not None
-            and other.repeat == read.repeat
-            and intersect_ranges(other.access.ranges, overlap)
+            for other, shared in self.writes.overlapping(racing)
+            if other.repeat == read.repeat
             and _always_before(self.oracle, other, read)
             and _published_to(self.trace, self.oracle, other, read)
-            for span in intersect_ranges(other.access.ranges, overlap)
+            for span in shared
         ]
         # Write-after-read only when published writes cover every racing byte: a byte
         # only the racing write provides is one the read was meant to see.
@@ -777,10 +814,13 @@ def step_of(
     )
 
 
-def to_finding(trace: Trace, oracle: OrderOracle, hazard: Hazard) -> tuple[Finding, Schedule]:
-    """The finding with its witness steps, and the full witness schedule to replay."""
-    schedule = hazard.schedule
-    if hazard.bad_first is not None and hazard.bad_second is not None:
+def to_finding(
+    trace: Trace, oracle: OrderOracle, hazard: Hazard, *, witnessed: bool = True
+) -> tuple[Finding, Schedule]:
+    """The finding with its witness steps, and the full witness schedule to replay;
+    without either when not `witnessed`."""
+    schedule = hazard.schedule if witnessed else ()
+    if witnessed and hazard.bad_first is not None and hazard.bad_second is not None:
         schedule = oracle.witness(hazard.bad_first, hazard.bad_second)
     finding = Finding(
         kind=hazard.kind,

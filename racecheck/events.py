@@ -256,10 +256,11 @@ class Event:
     written: Written | None = None
     repeat: int = 0  # which --repeat round issued it
     label: str = ""  # the DSL call, e.g. "pld.tile.remote_load" or "pld.tensor.barrier"
+    # (rank, index), made once: every stage asks for it, many times per event
+    ref: EventRef = field(init=False, repr=False, compare=False)
 
-    @property
-    def ref(self) -> EventRef:
-        return EventRef(rank=self.rank, index=self.index)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ref", EventRef(rank=self.rank, index=self.index))
 
     @property
     def is_sync(self) -> bool:
@@ -289,6 +290,33 @@ class CellIndex:
             for offset in offsets[bisect_right(offsets, start - 4) : bisect_left(offsets, end)]
         }
         return sorted(found, key=self.order.__getitem__)
+
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+class WriteIndex:
+    """Writes by memory instance, in the order given; and the ones that share bytes with
+    a region, with those bytes, kept per region: the reads of one cell or row ask for
+    the same region again and again."""
+
+    def __init__(self, writes: Iterable[Event]) -> None:
+        self.by_instance: dict[tuple[int, int], list[Event]] = {}
+        for event in writes:
+            assert event.access is not None
+            key = (event.access.memory, event.access.owner)
+            self.by_instance.setdefault(key, []).append(event)
+        self.known: dict[Region, list[tuple[Event, Ranges]]] = {}
+
+    def overlapping(self, region: Region) -> list[tuple[Event, Ranges]]:
+        if region not in self.known:
+            self.known[region] = [
+                (write, shared)
+                for write in self.by_instance.get((region.memory, region.owner), ())
+                if write.access is not None
+                and (shared := intersect_ranges(write.access.ranges, region.ranges))
+            ]
+        return self.known[region]
 
 
 def cell_effect(event: Event, cell: CellKey) -> CellEffect | None:

@@ -168,6 +168,13 @@ class BlockedWait:
     holds: int | None = None
 
 
+def identity(
+    kind: FindingKind, detail: str, locations: tuple[SourceLocation, ...]
+) -> tuple[object, ...]:
+    """What makes two findings the same one: the paths of a program report it once."""
+    return (kind, detail, locations)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
     """What was found, as facts. `ranks` is ordered like `locations` where the kind has
@@ -198,8 +205,7 @@ class Finding:
 
     @property
     def identity(self) -> tuple[object, ...]:
-        """What makes two findings the same one: the paths of a program report it once."""
-        return (self.kind, self.detail, self.locations)
+        return identity(self.kind, self.detail, self.locations)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -156,12 +156,14 @@ def confirm(
 ) -> Finding:
     """The finding, its witness replayed by the co-simulation, and the output it produces.
     A finding `known` from an earlier path of the program is reported as that path found
-    it (`racecheck.paths.merged`), so its witness is not replayed again. `golden` names
-    the model the output is compared with; it is asked only when a replay needs it."""
+    it (`racecheck.paths.merged`), so its witness is neither built nor replayed again.
+    `golden` names the model the output is compared with; it is asked only when a replay
+    needs it."""
+    if hazard.identity in known:
+        return to_finding(trace, oracle, hazard, witnessed=False)[0]
     finding, schedule = to_finding(trace, oracle, hazard)
     # a deadlock's witness is empty when the ranks block before anything else runs
-    witnessed = bool(schedule) or hazard.kind is FindingKind.DEADLOCK
-    if not witnessed or finding.identity in known:
+    if not schedule and hazard.kind is not FindingKind.DEADLOCK:
         return finding
     replay = _replay(instance, hazard, schedule, options)
     if replay is None:

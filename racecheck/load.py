@@ -107,7 +107,10 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
         except Overrun as overrun:
             line = overrun.where.line if overrun.where else None
             raise LoadError(f"importing the file {overrun}", file=path, line=line) from None
-        except UserError:
+        except UserError as error:
+            if error.file is None:  # raised by racecheck's DSL: the user's line caused it
+                where = traceback_location(error.__traceback__)
+                error.file, error.line = path, where.line if where else None
             raise
         except BaseException as error:  # noqa: BLE001 - any import-time failure is a LoadError
             where = traceback_location(error.__traceback__)
@@ -328,11 +331,14 @@ def _entry_of(value: Any, name: str, loaded: LoadedFile) -> DslFunction:
 def parse_arg(text: str, loaded: LoadedFile) -> Any:
     """`--arg` VALUE: a Python literal, else an expression over the file, else a string.
     An expression that calls a function is meant to be evaluated: if that fails, the
-    value is an error naming why, never a string."""
+    value is an error naming why, never a string. A bare name the file does not define
+    is a string, even where Python has a builtin of that name (`--arg op=max`)."""
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         pass
+    if text.isidentifier() and text not in loaded.namespace:
+        return text
     try:
         with installed():
             return eval(text, dict(loaded.namespace))  # noqa: S307 - the user's own expression

@@ -22,7 +22,6 @@ form, also through memory: which write such a load read is the order cause's que
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -40,6 +39,7 @@ from racecheck.events import (
     NotifyOp,
     SourceLocation,
     Trace,
+    WriteIndex,
     intersect_ranges,
 )
 
@@ -132,11 +132,12 @@ class _Feeders:
 
     def __init__(self, trace: Trace, oracle: OrderOracle) -> None:
         self.oracle = oracle
-        self.writes: dict[tuple[int, int], list[Event]] = defaultdict(list)
-        for rank_events in trace.events:
-            for event in rank_events:
-                if event.access is not None and _writes(event):
-                    self.writes[(event.access.memory, event.access.owner)].append(event)
+        self.writes = WriteIndex(
+            event
+            for rank_events in trace.events
+            for event in rank_events
+            if event.access is not None and _writes(event)
+        )
         self.trace = trace
         self.known: dict[EventRef, list[Event]] = {}
 
@@ -146,10 +147,8 @@ class _Feeders:
             assert read.access is not None
             self.known[load] = [
                 write
-                for write in self.writes[(read.access.memory, read.access.owner)]
-                if write.access is not None
-                and intersect_ranges(write.access.ranges, read.access.ranges)
-                and _may_precede(self.oracle, write, read)
+                for write, _ in self.writes.overlapping(read.access)
+                if _may_precede(self.oracle, write, read)
             ]
         return self.known[load]
 

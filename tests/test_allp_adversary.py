@@ -150,11 +150,22 @@ ABOVE_TWENTY = (
     ),
 )
 
+# probe: the notify value and the threshold reach 2^31 at P=16 and are cast to the i32
+# cell as -2^31, so the wait passes at once; the proof's integers did not wrap
+WRAPS_AT_16 = (
+    (CELL, CELL.replace("value=1", "value=nranks * 2**27")),
+    (WAITS, WAITS.replace("expected=1", "expected=nranks * 2**27")),
+)
+
 
 @pytest.mark.parametrize(
     ("edits", "ranks", "kind"),
-    [(BEYOND_EIGHT, 9, FindingKind.DEADLOCK), (ABOVE_TWENTY, 22, FindingKind.RACE)],
-    ids=["branch-on-p-gt-8", "rank-above-20-overwrites"],
+    [
+        (BEYOND_EIGHT, 9, FindingKind.DEADLOCK),
+        (ABOVE_TWENTY, 22, FindingKind.RACE),
+        (WRAPS_AT_16, 16, FindingKind.RACE),
+    ],
+    ids=["branch-on-p-gt-8", "rank-above-20-overwrites", "signal-value-wraps-at-16"],
 )
 def test_a_bug_that_starts_at_larger_p_is_refuted_at_its_smallest_p(
     tmp_path: Path, edits: tuple[tuple[str, str], ...], ranks: int, kind: FindingKind

@@ -38,6 +38,7 @@ from racecheck.events import (
     EventKind,
     EventRef,
     MemoryKind,
+    NotifyOp,
     SourceLocation,
     Trace,
     cell_effect,
@@ -170,6 +171,40 @@ def test_of_alike_writes_the_one_the_sweep_meets_first_races() -> None:
     _assert_races_are_the_walk(trace)
     (race,) = races(trace, BruteForce(trace), instances(trace), [])
     assert race.events == (EventRef(rank=0, index=0), EventRef(rank=1, index=1))
+
+
+class _Asked:
+    """The brute force's answers, recording every question."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.truth = BruteForce(trace)
+        self.asked: list[tuple[EventRef, EventRef]] = []
+
+    def can_precede(self, first: EventRef, second: EventRef) -> bool:
+        self.asked.append((first, second))
+        return self.truth.can_precede(first, second)
+
+
+def test_a_pair_s_windows_hold_only_accesses_that_conflict_with_the_other_rank() -> None:
+    """Examples/132's flag cell, twice: rank 0 Sets it and adds a credit, rank 1 waits
+    for 2 and takes two. Waits conflict with neither notify and the Adds not with each
+    other, so only a Set and a take make a pair; the windows ask about nothing else,
+    and the race (the second Set can land before the first take) is the walk's."""
+    build = TraceBuilder(2)
+    signal = build.window("signal", 4)
+    for _ in range(2):
+        build.notify(0, signal, 1, 0, line=1, op=NotifyOp.SET)
+        build.notify(0, signal, 1, 0, line=2)
+        build.wait(1, signal, 0, line=3, expected=2)
+        build.notify(1, signal, 1, 0, line=4, value=-2)
+    trace = build.build()
+    _assert_races_are_the_walk(trace)
+    oracle = _Asked(trace)
+    (race,) = races(trace, oracle, instances(trace), list(signal_cells(trace).values()))
+    assert {trace.event(ref).location.line for ref in race.events} == {1, 4}
+    assert oracle.asked
+    for pair in oracle.asked:
+        assert {trace.event(ref).location.line for ref in pair} == {1, 4}, pair
 
 
 def _assert_races_are_the_walk(trace: Trace) -> None:

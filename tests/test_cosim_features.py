@@ -99,6 +99,78 @@ def test_truncating_modulo_gives_peer_minus_one_out_of_bounds() -> None:
     assert record.message.startswith("peer -1 is outside [0, 3)")
 
 
+@pytest.mark.parametrize(
+    "form", ["xor", "lshift", "rshift", "and", "or", "power", "invert", "remainder"]
+)
+def test_truncating_modulo_survives_other_integer_operators(form: str) -> None:
+    # probe: `((me ^ 0) - 1) % n` took Python's floor and was proved a shift by -1
+    report = racecheck.verify(
+        str(FIXTURES / "ring_left_bitwise.py"), ranks=[1, 3], args={"form": form}, jobs=1
+    )
+    one, three = report.results
+    assert one.verdict is Verdict.PROVED
+    assert three.verdict is Verdict.BUG
+    (finding,) = three.findings
+    assert finding.kind is FindingKind.OUT_OF_BOUNDS and finding.ranks == (0,)
+    assert [location.line for location in finding.locations] == [32]
+
+
+def test_a_host_integer_passed_to_a_device_divides_like_the_device() -> None:
+    # probe: `for r in range(nr)` passed r as a plain int and `(me - 1) % nr` floored
+    spec = _specs("host_scalar_rank.py")["build_left"]
+    trace = simulate(spec.instantiate(3)).trace
+    (record,) = trace.out_of_bounds
+    assert record.rank == 0 and record.location.line == 25
+    assert record.message.startswith("peer -1 is outside [0, 3)")
+
+
+@pytest.mark.parametrize(("form", "line"), [("const", 17), ("carried", 20)])
+def test_a_const_or_carried_integer_divides_like_the_device(form: str, line: int) -> None:
+    # probe: `k = pl.const(0, pl.INT32)` (or carried from init_values=(0,)) was a Python
+    # int, and `(k - 1) % n` floored to n - 1
+    report = racecheck.verify(
+        str(FIXTURES / "device_scalar_sources.py"), ranks=[3], args={"form": form}, jobs=1
+    )
+    (result,) = report.results
+    assert result.verdict is Verdict.BUG
+    assert {finding.kind for finding in result.findings} == {FindingKind.OUT_OF_BOUNDS}
+    assert {location.line for f in result.findings for location in f.locations} == {line}
+
+
+@pytest.mark.parametrize(("form", "line"), [("loop", 40), ("index", 40), ("aiv", 27)])
+def test_a_block_or_sublane_number_divides_like_the_device(form: str, line: int) -> None:
+    # probe: `(block - 1) % 2` of a pl.spmd block floored to 1 and loaded a valid half
+    report = racecheck.verify(
+        str(FIXTURES / "spmd_block_modulo.py"), ranks=[2], args={"form": form}, jobs=1
+    )
+    (result,) = report.results
+    assert result.verdict is Verdict.BUG
+    (finding,) = result.findings
+    assert finding.kind is FindingKind.OUT_OF_BOUNDS and finding.ranks == (0,)
+    assert [location.line for location in finding.locations] == [line]
+
+
+@pytest.mark.parametrize(
+    ("expected", "verdict"), [(2**32 + 1, Verdict.PROVED), (2**32, Verdict.BUG)]
+)
+def test_a_wait_threshold_beyond_int32_is_cast_to_the_cell(expected: int, verdict: Verdict) -> None:
+    # probe: expected=2**32 + 1 was a deadlock, although the device waits for 1
+    report = racecheck.verify(
+        str(FIXTURES / "wait_threshold_cast.py"),
+        ranks=[3],
+        args={"expected": str(expected)},
+        jobs=1,
+    )
+    (result,) = report.results
+    assert result.verdict is verdict
+    if verdict is Verdict.BUG:
+        (finding,) = result.findings
+        assert finding.kind is FindingKind.RACE and finding.detail == "read-after-write"
+        assert [location.line for location in finding.locations] == [19, 16]
+    else:
+        assert result.model == "shift+1"
+
+
 def test_builtin_barrier_lowering() -> None:
     spec = _specs("shift_factory.py")["build_shift[use_builtin=True]"]
     execution = simulate(spec.instantiate(3))

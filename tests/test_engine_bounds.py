@@ -67,6 +67,34 @@ def test_bounded_explore_answers_like_the_brute_force(trace: Trace) -> None:
     assert_conforms(BoundedEngine(ExploreEngine()), trace)
 
 
+@st.composite
+def flag_rounds(draw: st.DrawFn) -> Trace:
+    """Examples/132's shape with random amounts: 2-3 rounds in which rank 0 Sets a flag
+    on rank 1's cell and adds credits, and rank 1 waits and takes (what it waited for
+    or not); a third rank, if any, adds to or takes from the cell without waiting. The
+    floors of repeated Sets (`racecheck.engines.bounds`) are held to the brute force."""
+    ranks = draw(st.integers(2, 3))
+    protocol = Protocol(ranks)
+    for _ in range(draw(st.integers(2, 3))):
+        protocol.notify(0, 1, draw(st.integers(0, 2)), NotifyOp.SET)
+        for _ in range(draw(st.integers(0, 2))):
+            protocol.notify(0, 1, draw(st.integers(1, 2)))
+        for _ in range(draw(st.integers(0, 2))):
+            protocol.wait(1, draw(st.integers(0, 3)))
+        protocol.notify(1, 1, -draw(st.integers(0, 3)))
+        if draw(st.booleans()):
+            protocol.load(1, 0)
+        if ranks == 3 and draw(st.booleans()):
+            protocol.notify(2, 1, draw(st.sampled_from((-1, 1))))
+    return protocol.trace()
+
+
+@CONFORMANCE
+@given(trace=flag_rounds())
+def test_bounded_explore_answers_repeated_flags_like_the_brute_force(trace: Trace) -> None:
+    assert_conforms(BoundedEngine(ExploreEngine()), trace)
+
+
 class NeverAsked:
     """An exact oracle the test expects never to be consulted."""
 
@@ -85,6 +113,16 @@ def _bounded(trace: Trace) -> BoundedOracle:
         return NeverAsked()  # type: ignore[return-value]
 
     return BoundedOracle(SyncSkeleton(trace), never)
+
+
+def _assert_answered_alone(trace: Trace) -> None:
+    """The bound and the runs answer every cross-rank question like the brute force,
+    never asking the exact engine."""
+    truth = BruteForce(trace)
+    oracle = _bounded(trace)
+    for first, second in cross_rank_pairs(trace):
+        expected = truth.can_precede(first, second)
+        assert oracle.can_precede(first, second) == expected, (first, second)
 
 
 def _two_rounds(reset: NotifyOp) -> Protocol:
@@ -129,12 +167,8 @@ def test_a_consuming_add_keeps_the_bound_exact_on_a_flagged_cell() -> None:
     protocol.wait(1, 1)
     load = protocol.load(1, 0)
     trace = protocol.trace()
-    truth = BruteForce(trace)
-    oracle = _bounded(trace)
-    assert not truth.can_precede(load, last_add)
-    for first, second in cross_rank_pairs(trace):
-        expected = truth.can_precede(first, second)
-        assert oracle.can_precede(first, second) == expected, (first, second)
+    assert not BruteForce(trace).can_precede(load, last_add)
+    _assert_answered_alone(trace)
 
 
 def test_a_lost_credit_is_a_stuck_state_found_by_a_run() -> None:
@@ -229,9 +263,56 @@ def test_a_flag_set_again_on_a_cell_that_still_holds_it_adds_nothing_to_the_boun
         takes.append(protocol.notify(1, 1, -2))
         protocol.wait(1, 1)
     trace = protocol.trace()
-    truth = BruteForce(trace)
-    oracle = _bounded(trace)
-    assert not truth.can_precede(takes[1], adds[1])
-    for first, second in cross_rank_pairs(trace):
-        expected = truth.can_precede(first, second)
-        assert oracle.can_precede(first, second) == expected, (first, second)
+    assert not BruteForce(trace).can_precede(takes[1], adds[1])
+    _assert_answered_alone(trace)
+
+
+def _flag_rounds(rounds: int) -> tuple[Trace, list[EventRef], list[EventRef]]:
+    """Examples/132 under --repeat: per round, rank 0 Sets a flag on rank 1's cell and
+    adds two credits; rank 1 waits for 1 and for 2, takes two, waits for 1 again and
+    loads. Returns the trace, rank 0's last credits and rank 1's loads."""
+    protocol = Protocol(2)
+    credits: list[EventRef] = []
+    loads: list[EventRef] = []
+    for _ in range(rounds):
+        protocol.notify(0, 1, 1, NotifyOp.SET)
+        protocol.notify(0, 1)
+        credits.append(protocol.notify(0, 1))
+        protocol.wait(1, 1)
+        protocol.wait(1, 2)
+        protocol.notify(1, 1, -2)
+        protocol.wait(1, 1)
+        loads.append(protocol.load(1, 0))
+    return protocol.trace(), credits, loads
+
+
+def test_one_take_between_two_flags_keeps_the_third_flag_out_of_the_bound() -> None:
+    """Round 1's take can land after round 2's Set, and round 2's take before round
+    3's Set, but not both: after round 2's Set and round 1's take the cell holds at
+    most 1 + 2 - 2 = 1, short of the 2 round 2's take waits for. So at most 2 is taken
+    between those Sets and the cell holds at least 1 + 2 - 2 = 1 before round 3's Set,
+    which adds nothing to the bound; the bound alone says round 3's load cannot precede
+    round 3's last credit (the exact engine is never asked)."""
+    trace, credits, loads = _flag_rounds(3)
+    assert not BruteForce(trace).can_precede(loads[2], credits[2])
+    _assert_answered_alone(trace)
+
+
+def test_a_take_whose_wait_passed_before_the_previous_flag_still_counts() -> None:
+    """Rank 0 Sets rank 1's cell to 2, to 0, then to 1, and stores; rank 1 waits for
+    2, takes two, waits for 1 and loads. The take can land after the Set to 0 though
+    nothing refills the cell to the 2 its wait asked for (the wait passed on the first
+    Set): the cell then holds -2 and the last Set raises it by 3. The bound must not
+    take that Set for a no-op, or rank 1's load could not run before rank 0's store,
+    as it can."""
+    protocol = Protocol(2)
+    for value in (2, 0, 1):
+        protocol.notify(0, 1, value, NotifyOp.SET)
+    store = protocol.store(0, 0)
+    protocol.wait(1, 2)
+    protocol.notify(1, 1, -2)
+    protocol.wait(1, 1)
+    load = protocol.load(1, 0)
+    trace = protocol.trace()
+    assert BruteForce(trace).can_precede(load, store)
+    assert_conforms(BoundedEngine(ExploreEngine()), trace)

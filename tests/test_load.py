@@ -49,6 +49,16 @@ def test_unknown_pld_call_at_import(tmp_path: Path) -> None:
     )
 
 
+def test_a_dsl_call_refused_at_import_names_the_line(tmp_path: Path) -> None:
+    # probe: a module-level `pld.world_size()` was "racecheck: error: ..." with no file
+    path = _write(tmp_path, "\nNR = pld.world_size()\n")
+    with pytest.raises(UnsupportedConstruct) as caught:
+        load_file(path)
+    assert caught.value.render() == (
+        f"{path}:4: error: pld.world_size() is only known while a program runs"
+    )
+
+
 def test_unknown_pld_call_in_a_kernel_is_reported_when_traced(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
@@ -150,3 +160,6 @@ def test_arg_values_are_literals_expressions_or_strings() -> None:
     assert parse_arg("3", loaded) == 3
     assert parse_arg("pld.ReduceOp.Max", loaded) is ReduceOp.Max
     assert parse_arg("ring", loaded) == "ring"
+    # probe: `--arg op=max` was Python's builtin max, and `op == "max"` took the other branch
+    assert parse_arg("max", loaded) == "max"
+    assert parse_arg("pow", loaded) == "pow"

@@ -317,3 +317,23 @@ def test_a_tile_wider_than_its_tensor_reads_and_writes_its_valid_block_only() ->
     load, store = (e for e in events if e.label in ("pl.load", "pl.store"))
     assert load.access.ranges == ((0, 16),)  # the [2, 2] window, not 2 rows of 8
     assert store.access.ranges == ((0, 16),)
+
+
+def test_offsets_given_as_a_scalar_are_refused_with_what_to_write() -> None:
+    # probe: `pld.system.notify(sig, peer=p, offsets=me, ...)` said "'DeviceInt' object
+    # is not iterable"
+    with pytest.raises(TypeError, match=r"lists such as \[i, j\], got 3"):
+        local_ops.indices(3)  # type: ignore[arg-type]
+    assert local_ops.indices((1, 2)) == [1, 2]
+
+
+def test_a_valid_shape_larger_than_the_tile_is_refused_naming_both(tmp_path: Path) -> None:
+    # probe: valid_shape=[1, 64] on a [1, 32] tile said "could not broadcast input array"
+    source = (FIXTURES / "ring_left.py").read_text()
+    old = "shape=[1, SIZE])"
+    assert source.count(old) == 1
+    path = tmp_path / "valid_too_large.py"
+    path.write_text(source.replace(old, "shape=[1, SIZE // 2], valid_shape=[1, SIZE])"))
+    (result,) = racecheck.verify(str(path), ranks=[2], jobs=1).results
+    assert result.verdict is racecheck.Verdict.UNKNOWN
+    assert "valid_shape [1, 4] does not fit in the shape [1, 2]" in result.message

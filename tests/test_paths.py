@@ -289,3 +289,26 @@ def test_a_finding_seen_on_an_earlier_path_is_replayed_once_and_reported_alike(
     assert len(replayed) > len(set(replayed))  # the same finding shows on several paths
     assert deduplicated.findings == replaying.findings
     assert deduplicated.verdict is replaying.verdict is Verdict.BUG
+
+
+def test_a_finding_seen_on_an_earlier_path_gets_no_witness_built_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The paths after the first of example 50 show its races again: `confirm` neither
+    builds nor replays their witnesses (`racecheck.paths.merged` keeps the first)."""
+    example = str(EXAMPLES / "50_kernel_all_to_all_v_bug_loop.py")
+    original_confirm = judge.confirm
+    again: list[Finding] = []
+
+    def recording(*args: Any, known: Container[tuple[object, ...]] = frozenset()) -> Finding:
+        finding = original_confirm(*args, known=known)
+        if finding.identity in known:
+            again.append(finding)
+        return finding
+
+    monkeypatch.setattr(judge, "confirm", recording)
+    (result,) = check(example, Options(ranks=(2,), repeat=3, jobs=1)).results
+    assert {finding.code.value for finding in again} >= {"race-war"}
+    assert all(not finding.witness and not finding.confirmed for finding in again)
+    races = [finding for finding in result.findings if finding.kind is FindingKind.RACE]
+    assert races and all(finding.witness and finding.confirmed for finding in races)

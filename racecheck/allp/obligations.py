@@ -54,7 +54,7 @@ from racecheck.allp.expr import (
 )
 from racecheck.allp.solver import CounterModel, Undecided, counter_model, satisfiable
 from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template
-from racecheck.events import NotifyOp, SourceLocation, WaitCmp
+from racecheck.events import INT32_MAX, INT32_MIN, NotifyOp, SourceLocation, WaitCmp
 
 BATCH_SECONDS = 1.0  # for one solver call on all candidates of an obligation at once
 
@@ -404,7 +404,7 @@ class Prover:
         wait = _instance(wait_template, "w", "w")
         for notify_template in self.notifies:
             notify = _instance(notify_template, "n", "n")
-            good = All((_fails_at_zero(wait), _passes(wait, notify)))
+            good = All((_fails_at_zero(wait), _passes(wait, notify), _held_exactly(wait, notify)))
             cond = All(
                 (
                     wait.guard,
@@ -628,6 +628,18 @@ def _fails_at_zero(wait: _Instance) -> Cond:
     if wait.template.cmp is WaitCmp.EQ:
         return Cmp(Rel.NE, expected, Const(0))
     return Cmp(Rel.LT, Const(0), expected)
+
+
+def _held_exactly(wait: _Instance, notify: _Instance) -> Cond:
+    """The notify's value and the wait's threshold are int32 numbers: the device casts
+    others to the i32 cell (docs/model.md), which the unbounded integers here do not.
+    Ranks are int32 scalars, so no N beyond 2^31 needs it."""
+    expected = wait.expr(wait.template.value or Const(0))
+    value = notify.expr(notify.template.value or Const(0))
+    in_range = [Cmp(Rel.LE, Const(INT32_MIN), number) for number in (expected, value)] + [
+        Cmp(Rel.LE, number, Const(INT32_MAX)) for number in (expected, value)
+    ]
+    return Any_((Cmp(Rel.LT, Const(2**31), Var(WORLD)), All(tuple(in_range))))
 
 
 def _passes(wait: _Instance, notify: _Instance) -> Cond:

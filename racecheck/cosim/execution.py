@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -20,7 +19,7 @@ from racecheck.events import (
     Schedule,
     SourceLocation,
     Trace,
-    intersect_ranges,
+    WriteIndex,
 )
 
 
@@ -69,9 +68,6 @@ class Pin:
     at: tuple[int, int]
 
 
-Ranges = tuple[tuple[int, int], ...]
-
-
 class CellUses:
     """What the engines read of a run's signal cells: the cells waits target
     (`racecheck.engines.skeleton` uses their values) and the writes of each instance
@@ -81,23 +77,20 @@ class CellUses:
         self.waited = {
             event.wait.cell.key for rank in events for event in rank if event.wait is not None
         }
-        self.writes: dict[tuple[int, int], list[tuple[EventRef, Ranges]]] = defaultdict(list)
-        for rank_events in events:
-            for event in rank_events:
-                region = event.access
-                if region is not None and not _reads_only(event):
-                    self.writes[(region.memory, region.owner)].append((event.ref, region.ranges))
+        self.writes = WriteIndex(
+            event
+            for rank_events in events
+            for event in rank_events
+            if event.access is not None and not _reads_only(event)
+        )
 
     def pinned(self, pin: Pin) -> bool:
         """Do the engines use the value `pin`'s notify writes?"""
         assert pin.notify.notify is not None and pin.notify.access is not None
         if pin.notify.notify.cell.key in self.waited:
             return True
-        mine = pin.notify.access
-        return any(
-            ref != pin.notify.ref and intersect_ranges(ranges, mine.ranges)
-            for ref, ranges in self.writes[(mine.memory, mine.owner)]
-        )
+        writes = self.writes.overlapping(pin.notify.access)
+        return any(write.ref != pin.notify.ref for write, _ in writes)
 
 
 def _reads_only(event: Event) -> bool:

@@ -170,7 +170,7 @@ def simulate(
             for tensor in tensors
         )
         _settle(trace)
-    return Execution(
+    execution = Execution(
         trace=trace,
         schedule=tuple(run.schedule),
         tensors=records,
@@ -187,6 +187,11 @@ def simulate(
             )
         ),
     )
+    # The ranks' contexts and the scheduler refer to each other, and the contexts to
+    # every event: parted, the trace is freed as soon as it is dropped, not by the
+    # collector after walking it again.
+    run.states.clear()
+    return execution
 
 
 def _host_flow(trace: Trace) -> tuple[str, ...]:

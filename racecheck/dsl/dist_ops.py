@@ -22,7 +22,7 @@ from racecheck.dsl.scalars import DeviceInt, Tainted, as_index, sources_of
 from racecheck.dsl.tensors import TensorView, Tile, WindowBuffer
 from racecheck.dsl.types import AtomicType, NotifyOp, WaitCmp
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import MemoryKind
+from racecheck.events import MemoryKind, wrap_int32
 from racecheck.events import NotifyOp as EventNotifyOp
 from racecheck.events import WaitCmp as EventWaitCmp
 
@@ -152,7 +152,7 @@ def _wait_call(
     rank_context(label).wait(
         view,
         indices(offsets),
-        as_index(expected),
+        wrap_int32(as_index(expected)),  # the threshold is cast to the cell's i32 (docs/model.md)
         event_cmp,  # type: ignore[arg-type]
         label,
     )

@@ -31,6 +31,9 @@ from racecheck.events import HOST_OWNER
 
 
 def indices(values: Sequence[object]) -> list[int]:
+    """Offsets or a shape as the user gave them: a list or tuple of integers."""
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"offsets and shapes are lists such as [i, j], got {values!r}")
     return [as_index(value) for value in values]
 
 
@@ -77,6 +80,10 @@ def load_region(
     context = rank_context(label)
     tile_shape = indices(shape)
     extent = indices(valid_shape) if valid_shape is not None else tile_shape
+    if len(extent) != len(tile_shape) or any(
+        valid > full for valid, full in zip(extent, tile_shape, strict=True)
+    ):
+        raise ValueError(f"{label}: valid_shape {extent} does not fit in the shape {tile_shape}")
     start = indices(offsets)
     values, ref = context.load(view, owner, start, extent, label)
     # the forms a rank context keeps are those of its own instance (a peer's: opaque)
@@ -349,7 +356,7 @@ def cast(
         data = target.decode(target.encode(value.data.astype(target.compute)))
         return Tile(data=data, dtype=target, valid=value.valid, sources=value.sources)
     plain = as_data(value)
-    converted = float(plain) if target.is_float else int(plain)
+    converted = float(plain) if target.is_float else DeviceInt(int(plain))
     if not isinstance(value, Tainted):
         return converted
     unchanged = isinstance(plain, int) and not target.is_float  # an integer stays itself
@@ -402,7 +409,7 @@ def _carried_iteration(
     steps: Iterator[object], init: tuple[object, ...]
 ) -> Iterator[tuple[object, ...]]:
     stack = _carried_stack()
-    loop = _CarriedLoop(init)
+    loop = _CarriedLoop(_device_scalars(init))
     stack.append(loop)
     try:
         for index in steps:
@@ -452,8 +459,15 @@ def _caller_unpacks(frame: Any) -> bool:
     return known
 
 
+def _device_scalars(values: tuple[object, ...]) -> tuple[object, ...]:
+    """Loop-carried values are device variables: an integer among them divides like the
+    device (`scalars.DeviceInt`)."""
+    return tuple(DeviceInt(value) if type(value) is int else value for value in values)
+
+
 def yield_(*values: object) -> Any:
     """Carry `values` into the next iteration of the innermost `init_values` loop."""
+    values = _device_scalars(values)
     stack = _carried_stack()
     if stack:
         stack[-1].values = values

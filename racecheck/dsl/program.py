@@ -21,7 +21,7 @@ from racecheck.dsl.async_put import drained_by_the_end
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.declared import as_declared
 from racecheck.dsl.location import unsupported, user_location
-from racecheck.dsl.scalars import as_index
+from racecheck.dsl.scalars import DeviceInt, as_index
 from racecheck.dsl.scopes import (
     declared_results,
     dep_indexes,
@@ -41,6 +41,12 @@ class FunctionRole(Enum):
     PER_DEVICE = "per-device"
     HOST = "host"
     SUB_WORKER = "sub-worker"  # a host callback (`pl.Role.SubWorker`): never traced
+
+
+def _on_device(value: object) -> object:
+    """A host integer passed to a device becomes a device scalar, whose `%` and `//`
+    truncate (docs/model.md); other arguments pass as they are."""
+    return DeviceInt(value) if type(value) is int else value
 
 
 class DslFunction:
@@ -70,7 +76,12 @@ class DslFunction:
             for value in (*args, *kwargs.values()):
                 if isinstance(value, TensorView) and value.devices is not None:
                     value.devices.add(device)  # the window's group (docs/model.md)
-            host.dispatch(device, self.function, args, kwargs)
+            host.dispatch(
+                device,
+                self.function,
+                tuple(_on_device(value) for value in args),
+                {name: _on_device(value) for name, value in kwargs.items()},
+            )
             return None
         context = current()
         on_host = context is not None and not is_rank_context(context)

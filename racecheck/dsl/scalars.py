@@ -2,7 +2,8 @@
 
 `DeviceInt` is what `pld.rank`, `pld.nranks`, `pld.world_size` and loop indices
 return: `%` and `//` truncate toward zero as on the device (`(0 - 1) % 4 == -1`), and
-+ - * keep the type so derived rank arithmetic stays on the device's semantics.
+every other integer operator keeps the type, so derived rank arithmetic stays on the
+device's semantics.
 
 `Tainted` wraps a value that came out of memory (`pl.read`, an element of a loaded
 tile) with the load events it came from. Arithmetic propagates the taint; when the
@@ -36,59 +37,72 @@ def _is_integral(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _device_binary(op: Callable[[int, int], int], left: object, right: object) -> object:
-    if isinstance(left, Tainted) or isinstance(right, Tainted):
+def _device_method(op: Callable[[int, int], int], *, reflected: bool = False) -> Any:
+    """`DeviceInt`'s operator `op`: integer operands keep the type (and `op`'s device
+    semantics); anything else is left to the other operand or to `int`."""
+
+    def method(self: DeviceInt, other: object) -> Any:
+        if not _is_integral(other):
+            return NotImplemented  # a Tainted, float or bool operand handles it itself
+        left, right = (int(other), int(self)) if reflected else (int(self), int(other))  # type: ignore[call-overload]
+        return DeviceInt(op(left, right))
+
+    return method
+
+
+def _device_divmod(self: DeviceInt, other: object, *, reflected: bool = False) -> Any:
+    quotient = _device_method(truncating_div, reflected=reflected)(self, other)
+    if quotient is NotImplemented:
         return NotImplemented
-    if _is_integral(left) and _is_integral(right):
-        return DeviceInt(op(int(left), int(right)))  # type: ignore[call-overload]
-    return NotImplemented
+    return quotient, _device_method(truncating_mod, reflected=reflected)(self, other)
 
 
 class DeviceInt(int):
-    """An int with the device's truncating `%` and `//`."""
+    """An int with the device's truncating `%` and `//` (also through `divmod`); every
+    integer operator keeps the type, so a rank derived through `^`, `<<` or `**` still
+    divides like the device."""
 
     __slots__ = ()
 
     def __repr__(self) -> str:
         return int.__repr__(self)
 
-    def __add__(self, other: object) -> Any:
-        result = _device_binary(operator.add, self, other)
-        return int.__add__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+    __add__ = _device_method(operator.add)
+    __radd__ = _device_method(operator.add, reflected=True)
+    __sub__ = _device_method(operator.sub)
+    __rsub__ = _device_method(operator.sub, reflected=True)
+    __mul__ = _device_method(operator.mul)
+    __rmul__ = _device_method(operator.mul, reflected=True)
+    __floordiv__ = _device_method(truncating_div)
+    __rfloordiv__ = _device_method(truncating_div, reflected=True)
+    __mod__ = _device_method(truncating_mod)
+    __rmod__ = _device_method(truncating_mod, reflected=True)
+    __and__ = _device_method(operator.and_)
+    __rand__ = _device_method(operator.and_, reflected=True)
+    __or__ = _device_method(operator.or_)
+    __ror__ = _device_method(operator.or_, reflected=True)
+    __xor__ = _device_method(operator.xor)
+    __rxor__ = _device_method(operator.xor, reflected=True)
+    __lshift__ = _device_method(operator.lshift)
+    __rlshift__ = _device_method(operator.lshift, reflected=True)
+    __rshift__ = _device_method(operator.rshift)
+    __rrshift__ = _device_method(operator.rshift, reflected=True)
 
-    def __radd__(self, other: object) -> Any:
-        return self.__add__(other)
+    def __pow__(self, other: object, modulo: object = None) -> Any:
+        if modulo is None and _is_integral(other) and other >= 0:  # type: ignore[operator]
+            return DeviceInt(int(self) ** int(other))  # type: ignore[call-overload]
+        return int.__pow__(self, other, modulo)  # type: ignore[call-overload]
 
-    def __sub__(self, other: object) -> Any:
-        result = _device_binary(operator.sub, self, other)
-        return int.__sub__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+    def __rpow__(self, other: object, modulo: object = None) -> Any:
+        if modulo is None and _is_integral(other) and self >= 0:
+            return DeviceInt(int(other) ** int(self))  # type: ignore[call-overload]
+        return int.__rpow__(self, other, modulo)  # type: ignore[call-overload, operator]
 
-    def __rsub__(self, other: object) -> Any:
-        result = _device_binary(operator.sub, other, self)
-        return int.__rsub__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+    def __divmod__(self, other: object) -> Any:
+        return _device_divmod(self, other)
 
-    def __mul__(self, other: object) -> Any:
-        result = _device_binary(operator.mul, self, other)
-        return int.__mul__(self, other) if result is NotImplemented else result  # type: ignore[operator]
-
-    def __rmul__(self, other: object) -> Any:
-        return self.__mul__(other)
-
-    def __floordiv__(self, other: object) -> Any:
-        result = _device_binary(truncating_div, self, other)
-        return int.__floordiv__(self, other) if result is NotImplemented else result  # type: ignore[operator]
-
-    def __rfloordiv__(self, other: object) -> Any:
-        result = _device_binary(truncating_div, other, self)
-        return int.__rfloordiv__(self, other) if result is NotImplemented else result  # type: ignore[operator]
-
-    def __mod__(self, other: object) -> Any:
-        result = _device_binary(truncating_mod, self, other)
-        return int.__mod__(self, other) if result is NotImplemented else result  # type: ignore[operator]
-
-    def __rmod__(self, other: object) -> Any:
-        result = _device_binary(truncating_mod, other, self)
-        return int.__rmod__(self, other) if result is NotImplemented else result  # type: ignore[operator]
+    def __rdivmod__(self, other: object) -> Any:
+        return _device_divmod(self, other, reflected=True)
 
     def __neg__(self) -> DeviceInt:
         return DeviceInt(-int(self))
@@ -98,6 +112,9 @@ class DeviceInt(int):
 
     def __abs__(self) -> DeviceInt:
         return DeviceInt(abs(int(self)))
+
+    def __invert__(self) -> DeviceInt:
+        return DeviceInt(~int(self))
 
 
 def _plain(value: object) -> object:

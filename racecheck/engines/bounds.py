@@ -13,18 +13,24 @@ prove the answer, and asks the exact oracle behind it (built on first use) other
   the Set, only other ranks write the cell and only raise B, so B + v - t >= v, and
   B stays >= 0. A *consuming Add* -v (same rank and previous step, a wait for
   >= t with t >= v) adds -v: B - real is unchanged, and B >= t >= v before it by
-  the same argument. A Set v on a cell that only its rank Sets adds at most
-  max(v - L, 0), where L is a *floor* of the real value just before it: the value of
-  the rank's previous Set on the cell (0 at the start), plus the rank's own Adds
-  since (all ran before, in program order), plus every negative Add of another rank
-  that can precede the Set by a bound already built (other Adds only raise the
-  value); then B >= real >= L gives B + max(v - L, 0) >= v. Floors are recomputed on
-  the tighter bound until none rises. With only signed Ge waits and no cell that can
-  wrap, every real execution is an execution of the bound, which the monotone engine
-  decides exactly
-  (Adds commute; the only decreases are a rank's consumes of a cell only it waits
-  on, which disable no other rank's wait); what the bound cannot do, no execution
-  does.
+  the same argument. A Set v on a cell that only its rank p Sets adds at most
+  max(v - L, 0), where L is a *floor* of the real value just before it. Since p's
+  previous Set there (value v0; the start, value 0, if none) only Adds landed: p's
+  own since (all of them, in program order), other ranks' positive Adds (they only
+  raise the value) and their negative Adds, *takes*. One rank's takes in between are
+  consecutive in its program order, and each can follow the previous Set and precede
+  this one by a bound already built (its executions include every real one). Each
+  but the first, when its rank's previous step on the cell is a wait for >= t,
+  follows that wait, which passed in between on a value of at most the *ceiling* C
+  less the run's earlier takes (C: v0, plus p's positive Adds since, plus the other
+  ranks' positive Adds that can land in between). So a rank takes at most the
+  largest sum of such a run (`_most_taken`), and L is v0 plus p's own Adds since
+  less that per rank; B >= real >= L gives B + max(v - L, 0) >= v. Floors are
+  recomputed on the tighter bound until none rises. With only signed Ge waits and no
+  cell that can wrap, every real execution is an execution of the bound, which the
+  monotone engine decides exactly (Adds commute; the only decreases are a rank's
+  consumes of a cell only it waits on, which disable no other rank's wait); what
+  the bound cannot do, no execution does.
 * "yes" for `can_precede`, and `stuck`, from concrete runs of the trace itself, each
   until no rank can move (`_nth_run`: one *patient* run that lets waits and Sets go
   before Adds, then ranks run as far as they can in rank order and in seeded random
@@ -40,7 +46,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from racecheck.engines.base import Engine, OrderOracle
 from racecheck.engines.monotone import MonotoneOracle
@@ -213,34 +219,112 @@ def _lower_repeated_sets(
     real value just before it, read off `bound` (module docstring); whether any effect
     was lowered. Effects only fall, each to no less than 0, so the loop in
     `upper_bound` ends."""
-    setters: list[set[int]] = [set() for _ in skeleton.cells]
-    takes: list[list[tuple[EventRef, int]]] = [[] for _ in skeleton.cells]  # negative Adds
+    writes = [_CellWrites() for _ in skeleton.cells]
     for rank in range(skeleton.ranks):
+        waited: dict[int, int] = {}  # cell -> threshold of the rank's last step there, a wait
         for kind, cell, amount, index in skeleton.steps(rank):
-            if kind == SET:
-                setters[cell].add(rank)
-            elif kind == ADD and amount < 0:
-                takes[cell].append((EventRef(rank=rank, index=index), amount))
+            writes[cell].note(
+                EventRef(rank=rank, index=index), kind, amount, waited.pop(cell, None)
+            )
+            if kind == WAIT_GE:
+                waited[cell] = amount
     lowered = False
     for rank in range(skeleton.ranks):
-        floors: dict[int, int] = {}  # cell -> floor from the rank's own writes since its Set
+        since: dict[int, _SinceSet] = {}  # cell -> the rank's writes since its last Set
         for position, (kind, cell, amount, index) in enumerate(skeleton.steps(rank)):
+            mine = since.get(cell, _SinceSet())
             if kind == ADD:
-                floors[cell] = floors.get(cell, 0) + amount
-            if kind != SET or setters[cell] != {rank}:
+                mine = since[cell] = replace(
+                    mine, own=mine.own + amount, own_up=mine.own_up + max(amount, 0)
+                )
+            if kind != SET or writes[cell].setters != {rank}:
                 continue
             set_ref = EventRef(rank=rank, index=index)
-            floor = floors.get(cell, 0) + sum(
-                taken
-                for take, taken in takes[cell]
-                if take.rank != rank and bound.can_precede(take, set_ref)
-            )
-            effect = max(amount - floor, 0)
+            effect = max(amount - writes[cell].floor(bound, rank, mine, set_ref), 0)
             if effect < amounts[rank][position]:
                 amounts[rank][position] = effect
                 lowered = True
-            floors[cell] = amount
+            since[cell] = _SinceSet(last=set_ref, value=amount)
     return lowered
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _SinceSet:
+    """A setter's own writes to a cell since its last Set there (none yet: the start)."""
+
+    last: EventRef | None = None  # that Set
+    value: int = 0  # its value (0 at the start)
+    own: int = 0  # the rank's own Adds since
+    own_up: int = 0  # their positive part
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Take:
+    """A negative Add: how much it takes, and the threshold of its rank's previous step
+    on the cell when that is a wait (None otherwise)."""
+
+    ref: EventRef
+    amount: int
+    after_wait: int | None
+
+
+class _CellWrites:
+    """One cell's writers, read by `floor`."""
+
+    def __init__(self) -> None:
+        self.setters: set[int] = set()
+        self.takes: dict[int, list[_Take]] = {}  # rank -> its negative Adds, in order
+        self.gives: list[tuple[EventRef, int]] = []  # positive Adds
+
+    def note(self, ref: EventRef, kind: int, amount: int, after_wait: int | None) -> None:
+        """Record one step (each rank's in program order); `after_wait` is the threshold
+        of the rank's previous step on the cell when that is a wait."""
+        if kind == SET:
+            self.setters.add(ref.rank)
+        elif kind == ADD and amount < 0:
+            take = _Take(ref=ref, amount=-amount, after_wait=after_wait)
+            self.takes.setdefault(ref.rank, []).append(take)
+        elif kind == ADD:
+            self.gives.append((ref, amount))
+
+    def floor(self, bound: MonotoneOracle, rank: int, mine: _SinceSet, set_ref: EventRef) -> int:
+        """A floor of the real value just before `set_ref`, a Set of `rank`, the cell's
+        only setter (module docstring)."""
+
+        def between(ref: EventRef) -> bool:
+            after = mine.last is None or bound.can_precede(mine.last, ref)
+            return after and bound.can_precede(ref, set_ref)
+
+        ceiling = mine.value + mine.own_up
+        ceiling += sum(given for ref, given in self.gives if ref.rank != rank and between(ref))
+        taken = sum(
+            _most_taken(takes, [between(take.ref) for take in takes], ceiling)
+            for taker, takes in self.takes.items()
+            if taker != rank
+        )
+        return mine.value + mine.own - taken
+
+
+def _most_taken(takes: list[_Take], inside: list[bool], ceiling: int) -> int:
+    """The most one rank's `takes` can take between two Sets (module docstring): over
+    runs of consecutive takes that each can run in between (`inside`), where every
+    take but the first follows a wait that must pass on what `ceiling` leaves after
+    the run's earlier takes. A run that fits still fits without its first take, so
+    the end of the longest run from each start only moves forward."""
+    best = total = end = 0
+    for start in range(len(takes)):
+        if end <= start:
+            end, total = start, 0
+        while end < len(takes) and inside[end]:
+            waits_for = takes[end].after_wait
+            if end > start and waits_for is not None and waits_for > ceiling - total:
+                break
+            total += takes[end].amount
+            end += 1
+        best = max(best, total)
+        if end > start:
+            total -= takes[start].amount
+    return best
 
 
 def _bound_amounts(skeleton: SyncSkeleton, rank: int, waiters: list[set[int]]) -> list[int]:

@@ -1,0 +1,65 @@
+"""Work the paths of a program need not repeat (issue 13): the writes of a region are
+found once per region, and a finished run is freed without the collector."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+from racecheck.cosim import simulate
+from racecheck.cosim.rank import RankContext
+from racecheck.events import (
+    AccessMode,
+    Event,
+    EventKind,
+    Region,
+    SourceLocation,
+    WriteIndex,
+)
+from racecheck.load import discover, load_file
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+HERE = SourceLocation(file="f.py", line=1, text="x")
+
+
+def _store(rank: int, index: int, owner: int, ranges: tuple[tuple[int, int], ...]) -> Event:
+    return Event(
+        rank=rank,
+        index=index,
+        kind=EventKind.STORE,
+        access=Region(memory=3, owner=owner, ranges=ranges),
+        mode=AccessMode.WRITE,
+        location=HERE,
+    )
+
+
+def test_the_writes_of_a_region_come_with_the_bytes_they_share_in_the_order_given() -> None:
+    first, other_owner, disjoint, last = (
+        _store(0, 0, 0, ((0, 8),)),
+        _store(0, 1, 1, ((0, 8),)),
+        _store(1, 0, 0, ((8, 16),)),
+        _store(1, 1, 0, ((4, 6), (7, 12))),
+    )
+    index = WriteIndex([first, other_owner, disjoint, last])
+    read = Region(memory=3, owner=0, ranges=((5, 8),))
+    assert index.overlapping(read) == [(first, ((5, 8),)), (last, ((5, 6), (7, 8)))]
+    assert index.overlapping(read) is index.overlapping(read)  # kept, not found again
+    assert index.overlapping(Region(memory=4, owner=0, ranges=((0, 8),))) == []
+
+
+def _rank_contexts() -> int:
+    return sum(isinstance(thing, RankContext) for thing in gc.get_objects())
+
+
+def test_a_finished_run_is_freed_as_soon_as_it_is_dropped_without_the_collector() -> None:
+    (spec,) = discover(load_file(str(EXAMPLES / "08_allreduce_mesh.py")))
+    gc.collect()
+    before = _rank_contexts()
+    gc.disable()
+    try:
+        execution = simulate(spec.instantiate(4))
+        assert execution.trace.size > 0
+        del execution
+        assert _rank_contexts() == before
+    finally:
+        gc.enable()
