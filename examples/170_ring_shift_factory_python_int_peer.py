@@ -11,9 +11,13 @@ racecheck expects:
     ranks 2..6: proved shift+1
 """
 
+import argparse
+
 import pypto.language as pl
 import pypto.language.distributed as pld
 import torch
+from pypto import ir
+from pypto.ir.distributed_compiled_program import DistributedConfig
 
 SIZE = 64
 
@@ -68,3 +72,27 @@ def build_ring_shift(nr: int):
 
 def expected_shift(inputs: torch.Tensor) -> torch.Tensor:
     return torch.roll(inputs, shifts=-1, dims=0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="ring shift built by a factory")
+    parser.add_argument("-p", "--platform", default="a2a3sim")
+    parser.add_argument("-d", "--device", default="0,1,2,3", help="comma-separated device ids")
+    args = parser.parse_args()
+
+    device_ids = [int(d) for d in args.device.split(",")]
+    nr = len(device_ids)
+    compiled = ir.compile(
+        build_ring_shift(nr),
+        platform=args.platform,
+        distributed_config=DistributedConfig(device_ids=device_ids, num_sub_workers=0),
+    )
+    x = torch.randn((nr, 1, SIZE), dtype=torch.float32)
+    y = torch.zeros((nr, 1, SIZE), dtype=torch.float32)
+    compiled(x, y)
+    print("OK" if torch.equal(y, expected_shift(x)) else "MISMATCH")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
