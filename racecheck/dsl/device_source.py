@@ -138,23 +138,32 @@ def with_device_arithmetic(definition: ast.FunctionDef) -> ast.FunctionDef:
 
 
 def compiled_function(
-    definition: ast.FunctionDef,
-    filename: str,
-    globals: dict[str, Any],
-    cells: dict[str, CellType],
-    *,
-    class_name: str | None = None,
+    definition: ast.FunctionDef, filename: str, globals: dict[str, Any], cells: dict[str, CellType]
 ) -> FunctionType:
     """`definition`, its operators rewritten, compiled at its own lines of `filename`: its
-    free variables are `cells`, by name (the helper among them), its globals `globals`.
-    Within `class_name` its private names are mangled as in the class it was written in."""
-    definition = with_device_arithmetic(definition)
+    free variables are `cells`, by name, its globals `globals`."""
+    code = _compiled_code(definition, filename, tuple(cells), None)
+    return _function(code, globals, cells)
+
+
+def _function(code: CodeType, globals: dict[str, Any], cells: dict[str, CellType]) -> FunctionType:
     free = {**cells, HELPER: CellType(device_arithmetic)}
+    closure = tuple(free[name] for name in code.co_freevars)
+    return FunctionType(code, globals, code.co_name, None, closure)
+
+
+def _compiled_code(
+    definition: ast.FunctionDef, filename: str, free: tuple[str, ...], class_name: str | None
+) -> CodeType:
+    """The code of `definition` with its operators rewritten, whose free variables may be
+    `free` and the helper. Within `class_name` its private names are mangled as in the
+    class it was written in."""
+    definition = with_device_arithmetic(definition)
     outer = ast.FunctionDef(
         name="_racecheck_scope",
         args=ast.arguments(
             posonlyargs=[],
-            args=[ast.arg(arg=name) for name in free],
+            args=[ast.arg(arg=name) for name in dict.fromkeys((*free, HELPER))],
             kwonlyargs=[],
             kw_defaults=[],
             defaults=[],
@@ -169,12 +178,8 @@ def compiled_function(
             name=class_name, bases=[], keywords=[], body=[outer], decorator_list=[]
         )
     module = ast.Module(body=[ast.copy_location(scope, definition)], type_ignores=[])
-    code = _inner(
-        compile(ast.fix_missing_locations(module), filename, "exec", dont_inherit=True),
-        definition,
-    )
-    closure = tuple(free[name] for name in code.co_freevars)
-    return FunctionType(code, globals, definition.name, None, closure)
+    compiled = compile(ast.fix_missing_locations(module), filename, "exec", dont_inherit=True)
+    return _inner(compiled, definition)
 
 
 def _inner(code: CodeType, definition: ast.FunctionDef) -> CodeType:
@@ -202,6 +207,38 @@ def _definitions(source: str, filename: str) -> dict[tuple[str, int], ast.Functi
     }
 
 
+def _divides(definition: ast.FunctionDef) -> bool:
+    """Whether `definition` holds an operator that `with_device_arithmetic` rewrites."""
+    return any(
+        isinstance(node, (ast.BinOp, ast.AugAssign))
+        and type(node.op) in _SYMBOLS
+        or isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "divmod"
+        for node in ast.walk(definition)
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _device_code(
+    source: str,
+    filename: str,
+    name: str,
+    first_line: int,
+    class_name: str | None,
+    free: tuple[str, ...],
+) -> CodeType | bool:
+    """The recompiled code of the function `name` at `first_line`; True if it has nothing
+    to rewrite, False if it is not in `source`. A program built once per rank count
+    compiles its functions once."""
+    written = _definitions(source, filename).get((name, first_line))
+    if written is None:
+        return False
+    if not _divides(written):
+        return True
+    return _compiled_code(_bare(written, first_line), filename, free, class_name)
+
+
 def _class_of(function: FunctionType) -> str | None:
     """The class `function` was written in, from its qualified name."""
     parts = function.__qualname__.split(".")
@@ -209,25 +246,25 @@ def _class_of(function: FunctionType) -> str | None:
 
 
 def on_device(function: Callable[..., Any]) -> Callable[..., Any] | None:
-    """`function`, a DSL function as written, recompiled with the device's arithmetic and
-    everything else as it was: name, defaults, annotations, closure, globals, lines. None
-    when its source cannot be read (the caller says so)."""
+    """`function`, a DSL function as written, with the device's arithmetic and everything
+    else as it was: name, defaults, annotations, closure, globals, lines (itself when it
+    does not divide). None when its source cannot be read (the caller says so)."""
     if not isinstance(function, FunctionType):
         return None
     code = function.__code__
     source = "".join(linecache.getlines(code.co_filename, function.__globals__))
-    written = _definitions(source, code.co_filename).get((code.co_name, code.co_firstlineno))
-    if written is None:
-        return None
-    definition = _bare(written, code.co_firstlineno)
-    cells = dict(zip(code.co_freevars, function.__closure__ or (), strict=True))
-    recompiled = compiled_function(
-        definition,
+    device = _device_code(
+        source,
         code.co_filename,
-        function.__globals__,
-        cells,
-        class_name=_class_of(function),
+        code.co_name,
+        code.co_firstlineno,
+        _class_of(function),
+        code.co_freevars,
     )
+    if not isinstance(device, CodeType):
+        return function if device else None
+    cells = dict(zip(code.co_freevars, function.__closure__ or (), strict=True))
+    recompiled = _function(device, function.__globals__, cells)
     recompiled.__defaults__ = function.__defaults__
     recompiled.__kwdefaults__ = function.__kwdefaults__
     recompiled.__annotations__ = function.__annotations__

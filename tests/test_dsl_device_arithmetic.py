@@ -11,7 +11,7 @@ from types import CodeType
 import pytest
 
 import racecheck
-from racecheck.dsl.device_source import device_arithmetic
+from racecheck.dsl.device_source import device_arithmetic, on_device
 from racecheck.findings import FindingKind, ProgramResult, Verdict
 from racecheck.load import load_file
 
@@ -163,3 +163,34 @@ def test_a_kernel_without_source_runs_as_python_and_says_so(tmp_path: Path) -> N
 )
 def test_device_arithmetic(symbol: str, left: object, right: object, expected: object) -> None:
     assert device_arithmetic(symbol, left, right) == expected
+
+
+def _left(me: int, nr: int = 4, *, step: int = 1) -> int:
+    return (me - step) % nr
+
+
+def _right(me: int, nr: int) -> int:
+    return me + 1 - nr if me + 1 >= nr else me + 1
+
+
+class _Ring:
+    __step = 1
+
+    def left(self, me: int, nr: int) -> int:
+        return (me - self.__step) % nr
+
+
+def test_a_recompiled_function_is_the_function_as_written() -> None:
+    device = on_device(_left)
+    assert device is not None and device is not _left
+    assert device(0) == -1 and _left(0) == 3
+    assert device(5, step=2) == 3 and device.__defaults__ == (4,)
+    assert device.__kwdefaults__ == {"step": 1}
+    assert device.__annotations__ is _left.__annotations__
+    assert (device.__name__, device.__qualname__) == ("_left", "_left")
+    assert inspect.getsource(device) == inspect.getsource(_left)
+    again = on_device(device)  # a body already rewritten is rewritten from its source
+    assert again is not None and again(0) == -1
+    assert on_device(_right) is _right  # nothing to rewrite: the function itself
+    ring = on_device(_Ring.left)  # private names mangle as in the class
+    assert ring is not None and ring(_Ring(), 0, 4) == -1
