@@ -248,8 +248,9 @@ def _class_of(function: FunctionType) -> str | None:
 def on_device(function: Callable[..., Any]) -> Callable[..., Any] | None:
     """`function`, a DSL function as written, with the device's arithmetic and everything
     else as it was: name, defaults, annotations, closure, globals, lines (itself when it
-    does not divide). None when its source cannot be read (the caller says so)."""
-    if not isinstance(function, FunctionType):
+    does not divide). None when it is not a function written in a readable file (the
+    caller says so): made by `exec`, or wrapped by another decorator."""
+    if not isinstance(function, FunctionType) or hasattr(function, "__wrapped__"):
         return None
     code = function.__code__
     source = "".join(linecache.getlines(code.co_filename, function.__globals__))

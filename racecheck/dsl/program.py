@@ -58,7 +58,7 @@ class DslFunction:
     ) -> None:
         self.function = function
         self.role = role
-        self.as_written = as_written  # its source could not be read: run as Python
+        self.as_written = as_written  # not recompiled from its source: runs as Python
         if role is FunctionRole.PER_DEVICE:
             note_orchestration(function)
         self.__name__ = getattr(function, "__name__", "function")
@@ -189,8 +189,9 @@ def _note_as_written(name: str) -> None:
     context = current()
     if context is not None:
         context.note(
-            f"the source of {name}() could not be read: its body runs as Python, where `%`"
-            " and `//` of two Python ints floor instead of truncating as on the device"
+            f"racecheck could not recompile {name}() from its source (made by exec, or"
+            " wrapped by another decorator): its body runs as Python, where `%` and `//` of"
+            " two Python ints floor instead of truncating as on the device"
         )
 
 
