@@ -77,6 +77,47 @@ def test_python_int_arithmetic_in_a_kernel_truncates(tmp_path: Path, left: str) 
     _assert_out_of_bounds_at(path, put, ranks)
 
 
+@pytest.mark.parametrize(
+    ("per_rank", "host"),
+    [
+        ("k = 0\n            left = (k - 1) % nr\n", "left = 0"),  # in the per-device body
+        ("", "left = (int(r) - 1) % nr"),  # in the host entry's body
+    ],
+    ids=["per-device", "host"],
+)
+def test_python_int_arithmetic_in_orchestration_bodies_truncates(
+    tmp_path: Path, per_rank: str, host: str
+) -> None:
+    """The left peer computed outside the kernel and passed to it."""
+    source = EXAMPLE.read_text()
+    replacements = {
+        "            me = int(pld.rank(pld.get_comm_ctx(inbox)))\n": "",
+        LEFT: "",
+        "            signal: pld.DistributedTensor[[1, 1], pl.INT32],\n        ):\n": (
+            "            signal: pld.DistributedTensor[[1, 1], pl.INT32],\n"
+            "            left: pl.Scalar[pl.INT32],\n        ):\n"
+        ),
+        "            return self.pass_left(x, y, inbox, signal)\n": (
+            f"            {per_rank}            return self.pass_left(x, y, inbox, signal, left)\n"
+        ),
+        "                self.per_rank(x[r], y[r], inbox, signal, device=r)\n": (
+            f"                {host}\n"
+            "                self.per_rank(x[r], y[r], inbox, signal, left, device=r)\n"
+        ),
+    }
+    for old, new in replacements.items():
+        assert old in source, old
+        source = source.replace(old, new)
+    path = tmp_path / "orchestration.py"
+    path.write_text(source)
+    put = next(n for n, text in enumerate(source.splitlines(), 1) if text.endswith("# @put"))
+    for result in _verdicts(path, "2..3"):
+        assert result.verdict is Verdict.BUG, result
+        (finding,) = result.findings
+        assert finding.kind is FindingKind.OUT_OF_BOUNDS
+        assert finding.locations[0].line == put and 0 in finding.ranks
+
+
 def _lines(code: CodeType) -> set[int]:
     return {line for _, _, line in code.co_lines() if line is not None}
 

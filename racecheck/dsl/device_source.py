@@ -130,7 +130,7 @@ def _place_as(place: ast.expr, context: ast.expr_context) -> ast.expr:
     return ast.Attribute(value=place.value, attr=place.attr, ctx=context)
 
 
-def with_device_arithmetic(definition: ast.FunctionDef) -> ast.FunctionDef:
+def _with_device_arithmetic(definition: ast.FunctionDef) -> ast.FunctionDef:
     """`definition` (a copy the caller owns) with its operators rewritten."""
     rewritten = _DeviceArithmetic().visit(definition)
     assert isinstance(rewritten, ast.FunctionDef)
@@ -158,7 +158,7 @@ def _compiled_code(
     """The code of `definition` with its operators rewritten, whose free variables may be
     `free` and the helper. Within `class_name` its private names are mangled as in the
     class it was written in."""
-    definition = with_device_arithmetic(definition)
+    definition = _with_device_arithmetic(definition)
     outer = ast.FunctionDef(
         name="_racecheck_scope",
         args=ast.arguments(
@@ -208,7 +208,7 @@ def _definitions(source: str, filename: str) -> dict[tuple[str, int], ast.Functi
 
 
 def _divides(definition: ast.FunctionDef) -> bool:
-    """Whether `definition` holds an operator that `with_device_arithmetic` rewrites."""
+    """Whether `definition` holds an operator that `_with_device_arithmetic` rewrites."""
     return any(
         isinstance(node, (ast.BinOp, ast.AugAssign))
         and type(node.op) in _SYMBOLS
