@@ -1,11 +1,12 @@
 """Program structure: `@pl.program` classes, `@pl.function` roles, the `@pl.jit` family.
 
-Decorators only mark functions with their role (kernel, per-device, host entry);
-nothing is traced at decoration time. A call with `device=r` made from the host
-body records a dispatch for rank r (the keyword is not passed on); any other call
-runs the function directly, so kernels call kernels as plain Python. At one rank, a
-host call of a per-device function without `device=` is the dispatch to device 0
-(a single-device program, docs/model.md).
+Decorators only mark functions with their role (kernel, per-device, host entry), and
+recompile their bodies so that `%` and `//` divide like the device
+(`racecheck.dsl.device_source`); nothing is traced at decoration time. A call with
+`device=r` made from the host body records a dispatch for rank r (the keyword is not
+passed on); any other call runs the function directly, so kernels call kernels as
+plain Python. At one rank, a host call of a per-device function without `device=` is
+the dispatch to device 0 (a single-device program, docs/model.md).
 """
 
 from __future__ import annotations
