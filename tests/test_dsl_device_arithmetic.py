@@ -118,6 +118,31 @@ def test_python_int_arithmetic_in_orchestration_bodies_truncates(
         assert finding.locations[0].line == put and 0 in finding.ranks
 
 
+def test_an_inline_chip_region_divides_like_the_device(tmp_path: Path) -> None:
+    """`(k - 1) // ROWS` with `k = 0` in a `pl.at(level=CHIP)` region is row 0 on the
+    device (Python's -1 would be an out-of-bounds load that is not there)."""
+    source = (EXAMPLE.parent / "133_host_inline_chip_region.py").read_text()
+    replacements = {
+        "        f: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],\n    ) -> pl.Tensor[[ROWS, COLS], "
+        "pl.FP32]:\n        tile = pl.load(a, [0, 0], [ROWS, COLS])": (
+            "        f: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],\n"
+            "        row: pl.Scalar[pl.INDEX],\n    ) -> pl.Tensor[[ROWS, COLS], pl.FP32]:\n"
+            "        tile = pl.load(a, [row, 0], [ROWS, COLS])"
+        ),
+        "            out_f, copied = pl.submit(self.copy_step, a, f)\n": (
+            "            k = 0\n"
+            "            out_f, copied = pl.submit(self.copy_step, a, f, (k - 1) // ROWS)\n"
+        ),
+    }
+    for old, new in replacements.items():
+        assert old in source, old
+        source = source.replace(old, new)
+    path = tmp_path / "chip_region.py"
+    path.write_text(source)
+    (result,) = _verdicts(path, "1")
+    assert result.verdict is Verdict.PROVED, result
+
+
 def _lines(code: CodeType) -> set[int]:
     return {line for _, _, line in code.co_lines() if line is not None}
 
