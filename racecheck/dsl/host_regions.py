@@ -34,6 +34,7 @@ from typing import Any
 
 from racecheck.dsl import scopes
 from racecheck.dsl.context import current, host_context, is_rank_context
+from racecheck.dsl.device_source import compiled_function
 from racecheck.dsl.location import innermost_user_frame, unsupported
 from racecheck.dsl.program import DslFunction, FunctionRole, run_sub_worker
 from racecheck.dsl.types import Level, Role
@@ -127,11 +128,7 @@ def _compiled(frame: FrameType, region: ast.With, names: list[str]) -> Callable[
         end_lineno=region.end_lineno,
         end_col_offset=0,
     )
-    module = ast.fix_missing_locations(ast.Module(body=[definition], type_ignores=[]))
-    scope: dict[str, Any] = {}
-    exec(compile(module, frame.f_code.co_filename, "exec"), frame.f_globals, scope)  # noqa: S102 - the user's own body
-    function: Callable[..., Any] = scope[name]
-    return function
+    return compiled_function(definition, frame.f_code.co_filename, frame.f_globals, {})
 
 
 @contextmanager

@@ -1,11 +1,12 @@
 """Program structure: `@pl.program` classes, `@pl.function` roles, the `@pl.jit` family.
 
-Decorators only mark functions with their role (kernel, per-device, host entry);
-nothing is traced at decoration time. A call with `device=r` made from the host
-body records a dispatch for rank r (the keyword is not passed on); any other call
-runs the function directly, so kernels call kernels as plain Python. At one rank, a
-host call of a per-device function without `device=` is the dispatch to device 0
-(a single-device program, docs/model.md).
+Decorators only mark functions with their role (kernel, per-device, host entry), and
+recompile their bodies so that `%` and `//` divide like the device
+(`racecheck.dsl.device_source`); nothing is traced at decoration time. A call with
+`device=r` made from the host body records a dispatch for rank r (the keyword is not
+passed on); any other call runs the function directly, so kernels call kernels as
+plain Python. At one rank, a host call of a per-device function without `device=` is
+the dispatch to device 0 (a single-device program, docs/model.md).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from racecheck.dsl.async_put import drained_by_the_end
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.declared import as_declared
+from racecheck.dsl.device_source import on_device
 from racecheck.dsl.location import unsupported, user_location
 from racecheck.dsl.scalars import DeviceInt, as_index
 from racecheck.dsl.scopes import (
@@ -52,9 +54,12 @@ def _on_device(value: object) -> object:
 class DslFunction:
     """A decorated function: callable as plain Python, or dispatched with `device=`."""
 
-    def __init__(self, function: Callable[..., Any], role: FunctionRole) -> None:
+    def __init__(
+        self, function: Callable[..., Any], role: FunctionRole, *, as_written: bool = False
+    ) -> None:
         self.function = function
         self.role = role
+        self.as_written = as_written  # not recompiled from its source: runs as Python
         if role is FunctionRole.PER_DEVICE:
             note_orchestration(function)
         self.__name__ = getattr(function, "__name__", "function")
@@ -65,11 +70,14 @@ class DslFunction:
     def __get__(self, instance: object, owner: type | None = None) -> DslFunction:
         if instance is None:
             return self
-        return type(self)(self.function.__get__(instance, owner), self.role)
+        bound = self.function.__get__(instance, owner)
+        return type(self)(bound, self.role, as_written=self.as_written)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.role is FunctionRole.SUB_WORKER:
             return self._sub_worker_call()
+        if self.as_written:
+            _note_as_written(self.__name__)
         if "device" in kwargs:
             device = as_index(kwargs.pop("device"))
             host = host_context(f"{self.__name__}(..., device=...)")
@@ -178,6 +186,16 @@ def spmd_submit(
         return submit(kernel, *args, **options)
 
 
+def _note_as_written(name: str) -> None:
+    context = current()
+    if context is not None:
+        context.note(
+            f"racecheck could not recompile {name}() from its source (made by exec, or"
+            " wrapped by another decorator): its body runs as Python, where `%` and `//` of"
+            " two Python ints floor instead of truncating as on the device"
+        )
+
+
 def _not_run(name: str) -> UnsupportedConstruct:
     where = user_location()
     return UnsupportedConstruct(
@@ -229,9 +247,13 @@ def _declared(
     fn: Callable[..., Any], role: FunctionRole, options: Mapping[str, object]
 ) -> DslFunction:
     _resolve_annotations(fn)
+    device = None if role is FunctionRole.SUB_WORKER else on_device(fn)
+    body = fn if device is None else device
     if options.get("auto_scope") is False:
-        note_own_scopes(fn)
-    return DslFunction(fn, role)
+        note_own_scopes(body)
+    return DslFunction(
+        body, role, as_written=device is None and role is not FunctionRole.SUB_WORKER
+    )
 
 
 def _role_of(type: object = None, level: object = None, role: object = None) -> FunctionRole:

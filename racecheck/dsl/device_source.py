@@ -1,0 +1,305 @@
+"""DSL bodies recompiled so that their `%`, `//` and `divmod` divide like the device.
+
+PyPTO does not run a DSL function's body as Python: its parser turns the body's syntax
+into IR, so a `%` or `//` there is the device's scalar operation, which truncates toward
+zero (docs/model.md), whatever its operands are in Python: `k = 0; (k - 1) % nr` is -1
+for a literal `k` and a factory's `nr` too. racecheck runs the bodies, so it recompiles
+each one from its source with every `a % b`, `a // b`, `a %= b`, `a //= b` and
+`divmod(a, b)` made a call of `device_arithmetic`, at the operator's own line and
+column: two Python ints divide like the device, anything else (a `DeviceInt`, a value
+read from memory, a float, an array) as its own operator says.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import linecache
+from collections.abc import Callable
+from enum import Enum
+from types import CellType, CodeType, FunctionType
+from typing import Any
+
+from racecheck.dsl.scalars import truncating_div, truncating_mod
+
+HELPER = "_racecheck_device_arithmetic"
+_TARGET = "_racecheck_target"
+_KEY = "_racecheck_key"
+
+
+class Operator(Enum):
+    MOD = "%"
+    FLOOR_DIV = "//"
+    DIVMOD = "divmod"
+
+
+def _python(operator: Operator, left: Any, right: Any) -> Any:
+    if operator is Operator.MOD:
+        return left % right
+    if operator is Operator.FLOOR_DIV:
+        return left // right
+    return divmod(left, right)
+
+
+def device_arithmetic(symbol: str, left: Any, right: Any) -> Any:
+    """`left <op> right` in a DSL body: truncating for two Python ints (bools count)."""
+    operator = Operator(symbol)
+    if type(left) not in (int, bool) or type(right) not in (int, bool):
+        return _python(operator, left, right)
+    if operator is Operator.MOD:
+        return truncating_mod(left, right)
+    if operator is Operator.FLOOR_DIV:
+        return truncating_div(left, right)
+    return truncating_div(left, right), truncating_mod(left, right)
+
+
+_SYMBOLS: dict[type[ast.operator], Operator] = {
+    ast.Mod: Operator.MOD,
+    ast.FloorDiv: Operator.FLOOR_DIV,
+}
+
+
+def _call(operator: Operator, left: ast.expr, right: ast.expr, at: ast.AST) -> ast.Call:
+    call = ast.Call(
+        func=ast.Name(id=HELPER, ctx=ast.Load()),
+        args=[ast.Constant(value=operator.value), left, right],
+        keywords=[],
+    )
+    return ast.fix_missing_locations(ast.copy_location(call, at))
+
+
+class _DeviceArithmetic(ast.NodeTransformer):
+    """Rewrites the operators; every new node takes the location of the one it replaces."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        self.generic_visit(node)
+        operator = _SYMBOLS.get(type(node.op))
+        if operator is None:
+            return node
+        return _call(operator, node.left, node.right, node)
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "divmod"
+            and len(node.args) == 2
+            and not node.keywords
+            and not any(isinstance(argument, ast.Starred) for argument in node.args)
+        ):
+            return _call(Operator.DIVMOD, node.args[0], node.args[1], node)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
+        self.generic_visit(node)
+        operator = _SYMBOLS.get(type(node.op))
+        if operator is None:
+            return node
+        target = node.target
+        if isinstance(target, ast.Name):
+            value = _call(operator, ast.Name(id=target.id, ctx=ast.Load()), node.value, node)
+            return ast.copy_location(ast.Assign(targets=[target], value=value), node)
+        # `t[k] op= v` evaluates t and k once, then reads, computes and stores
+        staged: list[ast.stmt] = [_assign(_TARGET, target.value, node)]
+        if isinstance(target, ast.Subscript):
+            staged.append(_assign(_KEY, target.slice, node))
+            place: ast.expr = ast.Subscript(value=_name(_TARGET), slice=_name(_KEY))
+        else:
+            assert isinstance(target, ast.Attribute)
+            place = ast.Attribute(value=_name(_TARGET), attr=target.attr)
+        stored = _place_as(place, ast.Store())
+        value = _call(operator, _place_as(place, ast.Load()), node.value, node)
+        staged.append(ast.copy_location(ast.Assign(targets=[stored], value=value), node))
+        return [ast.fix_missing_locations(statement) for statement in staged]
+
+
+def _name(identifier: str) -> ast.Name:
+    return ast.Name(id=identifier, ctx=ast.Load())
+
+
+def _assign(identifier: str, value: ast.expr, at: ast.AST) -> ast.stmt:
+    statement = ast.Assign(targets=[ast.Name(id=identifier, ctx=ast.Store())], value=value)
+    return ast.fix_missing_locations(ast.copy_location(statement, at))
+
+
+def _place_as(place: ast.expr, context: ast.expr_context) -> ast.expr:
+    if isinstance(place, ast.Subscript):
+        return ast.Subscript(value=place.value, slice=place.slice, ctx=context)
+    assert isinstance(place, ast.Attribute)
+    return ast.Attribute(value=place.value, attr=place.attr, ctx=context)
+
+
+def _with_device_arithmetic(definition: ast.FunctionDef) -> ast.FunctionDef:
+    """`definition` (a copy the caller owns) with its operators rewritten."""
+    rewritten = _DeviceArithmetic().visit(definition)
+    assert isinstance(rewritten, ast.FunctionDef)
+    return rewritten
+
+
+def compiled_function(
+    definition: ast.FunctionDef, filename: str, globals: dict[str, Any], cells: dict[str, CellType]
+) -> FunctionType:
+    """`definition`, its operators rewritten, compiled at its own lines of `filename`: its
+    free variables are `cells`, by name, its globals `globals`."""
+    code = _compiled_code(definition, filename, tuple(cells), None)
+    return _function(code, globals, cells)
+
+
+def _function(code: CodeType, globals: dict[str, Any], cells: dict[str, CellType]) -> FunctionType:
+    free = {**cells, HELPER: CellType(device_arithmetic)}
+    closure = tuple(free[name] for name in code.co_freevars)
+    return FunctionType(code, globals, code.co_name, None, closure)
+
+
+def _compiled_code(
+    definition: ast.FunctionDef, filename: str, free: tuple[str, ...], class_name: str | None
+) -> CodeType:
+    """The code of `definition` with its operators rewritten, whose free variables may be
+    `free` and the helper. Within `class_name` its private names are mangled as in the
+    class it was written in."""
+    definition = _with_device_arithmetic(definition)
+    outer = ast.FunctionDef(
+        name="_racecheck_scope",
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=name) for name in dict.fromkeys((*free, HELPER))],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        ),
+        body=[definition, ast.Return(value=_name(definition.name))],
+        decorator_list=[],
+        returns=None,
+    )
+    scope: ast.stmt = outer
+    if class_name is not None:
+        scope = ast.ClassDef(
+            name=class_name, bases=[], keywords=[], body=[outer], decorator_list=[]
+        )
+    module = ast.Module(body=[ast.copy_location(scope, definition)], type_ignores=[])
+    compiled = compile(ast.fix_missing_locations(module), filename, "exec", dont_inherit=True)
+    return _inner(compiled, definition)
+
+
+def _inner(code: CodeType, definition: ast.FunctionDef) -> CodeType:
+    """The code of `definition` among the constants nested in `code`."""
+    nested = [constant for constant in code.co_consts if isinstance(constant, CodeType)]
+    while nested:
+        candidate = nested.pop()
+        if candidate.co_name == definition.name and candidate.co_firstlineno == definition.lineno:
+            return candidate
+        nested.extend(c for c in candidate.co_consts if isinstance(c, CodeType))
+    raise LookupError(definition.name)
+
+
+@functools.lru_cache(maxsize=16)
+def _definitions(source: str, filename: str) -> dict[tuple[str, int], ast.FunctionDef]:
+    """The file's function definitions by name and first line (the first decorator's)."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError:
+        return {}
+    return {
+        (node.name, min([node.lineno, *(d.lineno for d in node.decorator_list)])): node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+    }
+
+
+def _divides(definition: ast.FunctionDef) -> bool:
+    """Whether `definition` holds an operator that `_with_device_arithmetic` rewrites."""
+    return any(
+        isinstance(node, (ast.BinOp, ast.AugAssign))
+        and type(node.op) in _SYMBOLS
+        or isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "divmod"
+        for node in ast.walk(definition)
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _device_code(
+    source: str,
+    filename: str,
+    name: str,
+    first_line: int,
+    class_name: str | None,
+    free: tuple[str, ...],
+) -> CodeType | bool:
+    """The recompiled code of the function `name` at `first_line`; True if it has nothing
+    to rewrite, False if it is not in `source`. A program built once per rank count
+    compiles its functions once."""
+    written = _definitions(source, filename).get((name, first_line))
+    if written is None:
+        return False
+    if not _divides(written):
+        return True
+    return _compiled_code(_bare(written, first_line), filename, free, class_name)
+
+
+def _class_of(function: FunctionType) -> str | None:
+    """The class `function` was written in, from its qualified name."""
+    parts = function.__qualname__.split(".")
+    return parts[-2] if len(parts) > 1 and parts[-2] != "<locals>" else None
+
+
+def on_device(function: Callable[..., Any]) -> Callable[..., Any] | None:
+    """`function`, a DSL function as written, with the device's arithmetic and everything
+    else as it was: name, defaults, annotations, closure, globals, lines (itself when it
+    does not divide). None when it is not a function written in a readable file (the
+    caller says so): made by `exec`, or wrapped by another decorator."""
+    if not isinstance(function, FunctionType) or hasattr(function, "__wrapped__"):
+        return None
+    code = function.__code__
+    source = "".join(linecache.getlines(code.co_filename, function.__globals__))
+    device = _device_code(
+        source,
+        code.co_filename,
+        code.co_name,
+        code.co_firstlineno,
+        _class_of(function),
+        code.co_freevars,
+    )
+    if not isinstance(device, CodeType):
+        return function if device else None
+    cells = dict(zip(code.co_freevars, function.__closure__ or (), strict=True))
+    recompiled = _function(device, function.__globals__, cells)
+    recompiled.__defaults__ = function.__defaults__
+    recompiled.__kwdefaults__ = function.__kwdefaults__
+    recompiled.__annotations__ = function.__annotations__
+    recompiled.__dict__.update(function.__dict__)
+    recompiled.__qualname__ = function.__qualname__
+    recompiled.__module__ = function.__module__
+    recompiled.__doc__ = function.__doc__
+    return recompiled
+
+
+def _bare(written: ast.FunctionDef, first_line: int) -> ast.FunctionDef:
+    """A copy of `written` without what ran when its `def` did (decorators, defaults,
+    annotations: the recompiled function takes them from the original), starting at
+    `first_line` as the original's code does."""
+    arguments = written.args
+    bare = ast.FunctionDef(
+        name=written.name,
+        args=ast.arguments(
+            posonlyargs=[_unannotated(argument) for argument in arguments.posonlyargs],
+            args=[_unannotated(argument) for argument in arguments.args],
+            vararg=arguments.vararg and _unannotated(arguments.vararg),
+            kwonlyargs=[_unannotated(argument) for argument in arguments.kwonlyargs],
+            kw_defaults=[None] * len(arguments.kwonlyargs),
+            kwarg=arguments.kwarg and _unannotated(arguments.kwarg),
+            defaults=[],
+        ),
+        body=copy.deepcopy(written.body),
+        decorator_list=[],
+        returns=None,
+    )
+    ast.copy_location(bare, written)
+    bare.lineno = first_line
+    return bare
+
+
+def _unannotated(argument: ast.arg) -> ast.arg:
+    return ast.copy_location(ast.arg(arg=argument.arg), argument)
