@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dis
 import functools
 import linecache
 from collections.abc import Callable
@@ -253,6 +254,7 @@ def on_device(function: Callable[..., Any]) -> Callable[..., Any] | None:
     if not isinstance(function, FunctionType) or hasattr(function, "__wrapped__"):
         return None
     code = function.__code__
+    linecache.checkcache(code.co_filename)  # the file as it is now, as it was imported
     source = "".join(linecache.getlines(code.co_filename, function.__globals__))
     device = _device_code(
         source,
@@ -303,3 +305,19 @@ def _bare(written: ast.FunctionDef, first_line: int) -> ast.FunctionDef:
 
 def _unannotated(argument: ast.arg) -> ast.arg:
     return ast.copy_location(ast.arg(arg=argument.arg), argument)
+
+
+_DIVIDING = frozenset({"%", "//", "%=", "//="})
+
+
+def divides(code: CodeType) -> bool:
+    """Whether `code` (or a function nested in it) has a `%`, `//` or `divmod`: what a
+    body racecheck cannot recompile would compute with Python's rounding."""
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "BINARY_OP" and instruction.argrepr in _DIVIDING:
+            return True
+        if instruction.argval == "divmod" and instruction.opname.startswith("LOAD_"):
+            return True
+        if isinstance(instruction.argval, CodeType) and divides(instruction.argval):
+            return True
+    return False

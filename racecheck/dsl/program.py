@@ -21,7 +21,7 @@ from typing import Any
 from racecheck.dsl.async_put import drained_by_the_end
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.declared import as_declared
-from racecheck.dsl.device_source import on_device
+from racecheck.dsl.device_source import divides, on_device
 from racecheck.dsl.location import unsupported, user_location
 from racecheck.dsl.scalars import DeviceInt, as_index
 from racecheck.dsl.scopes import (
@@ -73,11 +73,25 @@ class DslFunction:
         bound = self.function.__get__(instance, owner)
         return type(self)(bound, self.role, as_written=self.as_written)
 
+    def _refuse_python_division(self) -> None:
+        layer: Any = self.function
+        codes = []
+        while layer is not None:
+            codes.append(getattr(layer, "__code__", None))
+            layer = getattr(layer, "__wrapped__", None)
+        if any(code is None or divides(code) for code in codes):
+            raise unsupported(
+                f"racecheck could not recompile {self.__name__}() from its source (made by"
+                " exec, or wrapped by another decorator), and its `%`, `//` or `divmod` would"
+                " floor where the device truncates: define it with `def` in the file, under"
+                " the pl decorator only"
+            )
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.role is FunctionRole.SUB_WORKER:
             return self._sub_worker_call()
         if self.as_written:
-            _note_as_written(self.__name__)
+            self._refuse_python_division()
         if "device" in kwargs:
             device = as_index(kwargs.pop("device"))
             host = host_context(f"{self.__name__}(..., device=...)")
@@ -184,16 +198,6 @@ def spmd_submit(
     del sync_start
     with spmd_blocks(core_num):
         return submit(kernel, *args, **options)
-
-
-def _note_as_written(name: str) -> None:
-    context = current()
-    if context is not None:
-        context.note(
-            f"racecheck could not recompile {name}() from its source (made by exec, or"
-            " wrapped by another decorator): its body runs as Python, where `%` and `//` of"
-            " two Python ints floor instead of truncating as on the device"
-        )
 
 
 def _not_run(name: str) -> UnsupportedConstruct:
