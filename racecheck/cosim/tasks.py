@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from racecheck.dsl.location import UNKNOWN_LOCATION, SourceLocation
 from racecheck.dsl.scopes import TaskSpec, TaskTag
 from racecheck.dsl.types import Direction
 from racecheck.events import AccessMode, Event, EventKind, Memory, MemoryKind, Region
@@ -45,6 +46,17 @@ TaskOrders = tuple[tuple[int, int, tuple[int, ...]], ...]
 counted from 1, the task indexes in the order they run)."""
 
 
+DispatchOrders = tuple[tuple[int, tuple[int, ...]], ...]
+"""The ranks that run their dispatches out of program order: (rank, its dispatch numbers
+counted from 1 over every --repeat round, in the order they run); the dispatches after
+the last one named run in program order."""
+
+
+def running_order(order: tuple[int, ...], count: int) -> tuple[int, ...]:
+    """A rank's dispatch numbers 1..count in the order it runs them."""
+    return (*order, *range(len(order) + 1, count + 1))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskRecord:
     """One task as a rank ran it: events [first, end) of the rank's sequence."""
@@ -54,14 +66,10 @@ class TaskRecord:
     first: int
     end: int
     dispatch: int  # which dispatch (counting every --repeat round) ran it
+    site: SourceLocation  # the host line of that dispatch
     domains: frozenset[tuple[int, ...]]  # the device sets of that dispatch's windows
     repeat: int
     glue: bool = False  # events of a per-device function outside any task
-
-    @property
-    def comm_dispatch(self) -> bool:
-        """Whether its dispatch has a window argument."""
-        return bool(self.domains)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,7 +158,7 @@ def _edge(
     if later.spec.cube_lane_of == earlier.index:
         return False  # the two lanes of one kernel run alongside each other
     if earlier.dispatch != later.dispatch:
-        return (earlier.comm_dispatch and later.comm_dispatch) or bool(written & looked_up)
+        return True  # dispatches never overlap; their orders are `DispatchGraph`'s
     if earlier.glue or later.glue or earlier.index in later.spec.deps:
         return True
     if earlier.spec.manual or later.spec.manual:
@@ -296,55 +304,115 @@ def overlaps(
     return found
 
 
-def cross_domain_conflicts(
-    tasks: Sequence[Sequence[TaskRecord]],
-    events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-) -> tuple[str, ...]:
-    """Why a run proves nothing: two dispatches of a rank whose windows belong to different
-    communication domains (no device set in common), which PyPTO's runtime leaves
-    unordered unless a tag edge orders them, access the same bytes, one writing.
-    racecheck runs a rank's dispatches with windows in program order (docs/model.md)."""
-    for rank, rank_tasks in enumerate(tasks):
-        dispatches: dict[int, list[TaskRecord]] = {}
-        for task in rank_tasks:
-            dispatches.setdefault(task.dispatch, []).append(task)
-        runs = sorted(dispatches.items())
-        for number, (earlier, first) in enumerate(runs):
-            for later, second in runs[number + 1 :]:
-                if _cross_domain_unordered(first, second, events[rank], rules, memories):
-                    a, b = first[0].spec, second[0].spec
-                    return (
-                        f"rank {rank}: its dispatches {earlier} and {later} (tasks {a.name},"
-                        f" line {a.location.line}, and {b.name}, line {b.location.line}) take"
-                        " windows of different communication domains, which PyPTO's runtime"
-                        " does not order, and access the same bytes, one writing; racecheck"
-                        " runs them in program order",
-                    )
-    return ()
+def _dispatch_edge(
+    earlier: TaskRecord, later: TaskRecord, written: frozenset[int], looked_up: frozenset[int]
+) -> bool:
+    """Whether the runtime runs dispatch `later` (its first task) after the earlier one:
+    a later --repeat round, a communication domain both take (its token), or a tag edge."""
+    return (
+        earlier.repeat != later.repeat
+        or bool(earlier.domains & later.domains)
+        or bool(written & looked_up)
+    )
 
 
-def _cross_domain_unordered(
-    first: Sequence[TaskRecord],
-    second: Sequence[TaskRecord],
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DispatchGraph:
+    """One rank's dispatches, numbered from 1 over every --repeat round, and the pairs
+    (a, b), a < b, that PyPTO's runtime runs in program order (docs/model.md). A
+    dispatch the run recorded no task of does nothing, and stays where it is."""
+
+    rank: int
+    first_tasks: tuple[TaskRecord | None, ...]  # dispatch n's first task at n - 1
+    edges: frozenset[tuple[int, int]]
+
+    @property
+    def count(self) -> int:
+        return len(self.first_tasks)
+
+    def orders(self, cap: int) -> list[tuple[int, ...]] | None:
+        """Every order of the dispatches the runtime allows, program order first, or
+        None when there are more than `cap`."""
+        before = {n: {a for a, b in self.edges if b == n} for n in range(1, self.count + 1)}
+        found: list[tuple[int, ...]] = []
+        stack: list[tuple[tuple[int, ...], frozenset[int]]] = [
+            ((), frozenset(range(1, self.count + 1)))
+        ]
+        while stack and len(found) <= cap:
+            prefix, left = stack.pop()
+            if not left:
+                found.append(prefix)
+            ready = [n for n in sorted(left) if not before[n] & left]
+            stack.extend(((*prefix, n), left - {n}) for n in reversed(ready))
+        return found if len(found) <= cap else None
+
+    def name(self, number: int) -> str:
+        task = self.first_tasks[number - 1]
+        where = f" ({task.spec.name}, line {task.site.line})" if task else ""
+        return f"dispatch {number}{where}"
+
+    def describe(self, order: tuple[int, ...]) -> str:
+        """The first dispatch `order` runs before one that precedes it in program order."""
+        k = next(k for k, number in enumerate(order) if number != k + 1)
+        earliest = min(order[k:])
+        return f"rank {self.rank} runs {self.name(order[k])} before {self.name(earliest)}"
+
+    def unordered(self) -> list[tuple[int, int]]:
+        """The pairs of dispatches neither of which the runtime runs after the other."""
+        after = {n: set[int]() for n in range(1, self.count + 1)}
+        for a, b in sorted(self.edges, key=lambda edge: -edge[0]):
+            after[a] |= {b, *after[b]}
+        return [
+            (a, b)
+            for a in range(1, self.count + 1)
+            for b in range(a + 1, self.count + 1)
+            if b not in after[a]
+        ]
+
+
+def dispatch_graph(
+    rank: int,
+    tasks: Sequence[TaskRecord],
     events: Sequence[Event],
     rules: RuntimeOrder,
     memories: Sequence[Memory],
-) -> bool:
-    """Whether two dispatches (their tasks) of different domains conflict unordered."""
-    a, b = first[0], second[0]
-    if not (a.domains and b.domains) or a.domains & b.domains or a.repeat != b.repeat:
-        return False
-    written = frozenset().union(*(_written_storages(t, events, rules, memories) for t in first))
-    looked_up = frozenset().union(
-        *(_tagged_storages(t, events, memories, _LOOKED_UP) for t in second)
+) -> DispatchGraph:
+    """`rank`'s dispatches as a run in program order recorded them."""
+    grouped: dict[int, list[TaskRecord]] = {}
+    for task in tasks:
+        grouped.setdefault(task.dispatch, []).append(task)
+    count = max(grouped, default=0)
+    written = {
+        n: frozenset().union(*(_written_storages(t, events, rules, memories) for t in run))
+        for n, run in grouped.items()
+    }
+    looked_up = {
+        n: frozenset().union(*(_tagged_storages(t, events, memories, _LOOKED_UP) for t in run))
+        for n, run in grouped.items()
+    }
+    edges = frozenset(
+        (a, b)
+        for b in range(1, count + 1)
+        for a in range(1, b)
+        if a not in grouped
+        or b not in grouped
+        or _dispatch_edge(grouped[a][0], grouped[b][0], written[a], looked_up[b])
     )
-    if written & looked_up:
-        return False
-    return _conflict(
-        [event for task in first for event in events[task.first : task.end]],
-        [event for task in second for event in events[task.first : task.end]],
+    first_tasks = tuple(grouped[n][0] if n in grouped else None for n in range(1, count + 1))
+    return DispatchGraph(rank=rank, first_tasks=first_tasks, edges=edges)
+
+
+def unordered_conflict(
+    graph: DispatchGraph, tasks: Sequence[TaskRecord], events: Sequence[Event]
+) -> tuple[int, int] | None:
+    """Two dispatches of the graph's rank that the runtime leaves unordered and that
+    access the same bytes, one writing: what each order leaves may differ."""
+    spans: dict[int, list[Event]] = {}
+    for task in tasks:
+        spans.setdefault(task.dispatch, []).extend(events[task.first : task.end])
+    return next(
+        ((a, b) for a, b in graph.unordered() if _conflict(spans.get(a, []), spans.get(b, []))),
+        None,
     )
 
 
@@ -497,6 +565,7 @@ class TaskLog:
         self.records: list[TaskRecord] = []
         self.next_index = 0
         self.dispatch = 0
+        self.site = UNKNOWN_LOCATION
         self.dispatch_name = ""
         self.dispatch_tags: tuple[TaskTag, ...] = ()
         self.domains: frozenset[tuple[int, ...]] = frozenset()
@@ -535,6 +604,7 @@ class TaskLog:
                 first=first,
                 end=len(events),
                 dispatch=self.dispatch,
+                site=self.site,
                 domains=self.domains,
                 repeat=self.repeat,
                 glue=glue,
