@@ -73,7 +73,7 @@ class ThreeGroupSwap:
         for r in pl.range(2):  # group A: devices 0 and 1
             scratch = pld.window(scratch_a_buf, [1, SIZE], dtype=pl.FP32)
             signal = pld.window(signal_a_buf, [1, 1], dtype=pl.INT32)
-            self.chip_orch(inputs[r], outputs_a[r], scratch, signal, 1 - r, device=r)
+            self.chip_orch(inputs[r], outputs_a[r], scratch, signal, 1 - r, device=r)  # @group_a
         for r in pl.range(0, 3, 2):  # group C: devices 0 and 2, members 0 and 1
             scratch = pld.window(scratch_c_buf, [1, SIZE], dtype=pl.FP32)
             signal = pld.window(signal_c_buf, [1, 1], dtype=pl.INT32)
@@ -81,7 +81,7 @@ class ThreeGroupSwap:
         for r in pl.range(1, 3):  # group B: devices 1 and 2, members 0 and 1
             scratch = pld.window(scratch_b_buf, [1, SIZE], dtype=pl.FP32)
             signal = pld.window(signal_b_buf, [1, 1], dtype=pl.INT32)
-            self.chip_orch(inputs[r], outputs_b[r], scratch, signal, 2 - r, device=r)
+            self.chip_orch(inputs[r], outputs_b[r], scratch, signal, 2 - r, device=r)  # @group_b
         return outputs_a
 
 

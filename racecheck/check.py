@@ -29,7 +29,7 @@ from racecheck.cosim.tasks import (
     Overlap,
     TaskOrders,
     allowed_order,
-    dispatch_graph,
+    dispatch_graphs,
     name_tasks,
     reorderings,
     task_overlaps,
@@ -291,8 +291,8 @@ def _check_one(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
         return dataclasses.replace(outcome, notes=(*notes, judge.RESET_NOTE))
     runs: list[Execution] = []
     outcome = _check_dispatch_order(spec, ranks, options, (), runs)
-    if judge.decide(outcome).verdict in (Verdict.BUG, Verdict.SKIPPED) or not runs:
-        return outcome
+    if judge.decide(outcome).verdict is not Verdict.PROVED:
+        return outcome  # a bug in program order is real; otherwise nothing is proved
     return _check_dispatch_orders(spec, ranks, options, runs, outcome)
 
 
@@ -321,87 +321,94 @@ DISPATCH_ORDERS = 16
 def _check_dispatch_orders(
     spec: ProgramSpec, ranks: int, options: Options, runs: Sequence[Execution], outcome: Outcome
 ) -> Outcome:
-    """The program-order answer, unless another order of some rank's dispatches that
-    PyPTO's runtime allows decides otherwise. A rank's dispatches never overlap
-    (docs/model.md), so checking each allowed order is exact: a bug, a deadlock
-    included, in any of them is one the device can show."""
-    graphs = [graph for graph in _dispatch_graphs(runs, options) if graph.edges != _chain(graph)]
-    if not graphs:
+    """A proof in program order, checked in every other order of the ranks' dispatches
+    that PyPTO's runtime allows. A rank's dispatches never overlap (docs/model.md), so
+    this is exact: a bug in any of them, a deadlock included, is one the device can
+    show; a proof in all of them is a proof."""
+    started = time.monotonic()
+    graphs, orders = _dispatch_orders(_dispatch_graphs(runs, options))
+    if isinstance(orders, str):
+        return _unknown(outcome, orders)
+    if len(orders) == 1:
         return outcome
-    choices: list[list[tuple[int, tuple[int, ...]]]] = []
-    for graph in graphs:
-        orders = graph.orders(DISPATCH_ORDERS)
-        if orders is None:
-            return _unknown(outcome, too_many_orders(graph))
-        choices.append([(graph.rank, order) for order in orders])
-    combined = list(itertools.product(*choices))
-    if len(combined) > DISPATCH_ORDERS:
-        return _unknown(outcome, too_many_orders(graphs[0], len(combined)))
     golden = dataclasses.replace(options, expect=options.expect or outcome.model)
-    undecided: tuple[str, Outcome] | None = None
-    for chosen in combined[1:]:  # the first is every rank in program order
-        order = tuple((rank, numbers) for rank, numbers in chosen)
+    undecided: Outcome | None = None
+    for order in orders[1:]:  # the first is every rank in program order
         said = "; ".join(
             graph.describe(numbers)
-            for graph, (_, numbers) in zip(graphs, chosen, strict=True)
+            for graph, (_, numbers) in zip(graphs, order, strict=True)
             if numbers != tuple(range(1, graph.count + 1))
         )
         checked = _check_dispatch_order(spec, ranks, golden, order, [])
         verdict = judge.decide(checked).verdict
         if verdict is Verdict.BUG:
-            note = f"{said}, an order PyPTO's runtime allows: the bug shows in it"
-            return dataclasses.replace(checked, notes=(*checked.notes, note))
+            note = f"{said}, as PyPTO's runtime may: the bug shows in that order"
+            return dataclasses.replace(
+                checked, notes=(*checked.notes, note), seconds=outcome.seconds + _since(started)
+            )
         if verdict is not Verdict.PROVED and undecided is None:
-            undecided = (said, checked)
-    if judge.decide(outcome).verdict is not Verdict.PROVED:
-        return outcome
-    if undecided is not None:
-        said, checked = undecided
-        return _unknown(outcome, f"{said}: {judge.decide(checked).message}")
-    if golden.expect is None:
+            undecided = _unknown(outcome, f"{said}: {judge.decide(checked).message}")
+    if undecided is None:
         unchecked = _order_dependent(graphs, runs)
-        if unchecked is not None:
-            return _unknown(outcome, unchecked)
-    ranks_said = ", ".join(str(graph.rank) for graph in graphs)
+        undecided = _unknown(outcome, unchecked) if unchecked is not None else None
+    plural = "s" if len(graphs) > 1 else ""
     note = (
-        f"checked in all {len(combined)} orders of the dispatches of rank"
-        f"{'s' if len(graphs) > 1 else ''} {ranks_said} that PyPTO's runtime allows"
+        f"checked in all {len(orders)} orders of the dispatches of rank{plural}"
+        f" {', '.join(str(graph.rank) for graph in graphs)} that PyPTO's runtime allows"
     )
-    return dataclasses.replace(outcome, notes=(*outcome.notes, note))
+    return dataclasses.replace(
+        undecided or dataclasses.replace(outcome, notes=(*outcome.notes, note)),
+        seconds=outcome.seconds + _since(started),
+    )
+
+
+def _dispatch_orders(
+    graphs: Sequence[DispatchGraph],
+) -> tuple[list[DispatchGraph], list[DispatchOrders] | str]:
+    """The ranks whose dispatches can run in more than one order that matters, and every
+    combination of their orders (program order first) — or why there are too many."""
+    loose: list[DispatchGraph] = []
+    choices: list[list[tuple[int, tuple[int, ...]]]] = []
+    for graph in graphs:
+        orders = graph.orders(DISPATCH_ORDERS)
+        if orders is None:
+            return [graph], too_many_orders([graph])
+        if len(orders) > 1:
+            loose.append(graph)
+            choices.append([(graph.rank, order) for order in orders])
+    combined = list(itertools.product(*choices))
+    if len(combined) > DISPATCH_ORDERS:
+        return loose, too_many_orders(loose, len(combined))
+    return loose, combined
 
 
 def _dispatch_graphs(runs: Sequence[Execution], options: Options) -> list[DispatchGraph]:
-    """Each rank's dispatches, ordered where every path's run orders them."""
+    """Each rank's dispatches: ordered, or of an order that cannot matter, where every
+    path's run says so."""
+    found = [
+        dispatch_graphs(run.tasks, run.trace.events, options.runtime_order, run.trace.memories)
+        for run in runs
+    ]
     graphs: list[DispatchGraph] = []
-    for rank in range(len(runs[0].tasks)):
-        found = [
-            dispatch_graph(
-                rank,
-                run.tasks[rank],
-                run.trace.events[rank],
-                options.runtime_order,
-                run.trace.memories,
-            )
-            for run in runs
-        ]
-        widest = max(found, key=lambda graph: graph.count)
-        edges = frozenset.intersection(*(graph.edges | _past(graph, widest) for graph in found))
-        graphs.append(dataclasses.replace(widest, edges=edges))
+    for rank_graphs in zip(*found, strict=True):
+        widest = max(rank_graphs, key=lambda graph: graph.count)
+        edges = frozenset.intersection(*(g.edges | _past(g, widest) for g in rank_graphs))
+        independent = (
+            frozenset.intersection(*(g.independent | _past(g, widest) for g in rank_graphs)) - edges
+        )
+        graphs.append(dataclasses.replace(widest, edges=edges, independent=independent))
     return graphs
 
 
 def _past(graph: DispatchGraph, widest: DispatchGraph) -> frozenset[tuple[int, int]]:
     """The pairs of `widest` that name a dispatch `graph`'s run did not reach."""
-    return frozenset(edge for edge in _chain(widest) if edge[1] > graph.count)
-
-
-def _chain(graph: DispatchGraph) -> frozenset[tuple[int, int]]:
-    return frozenset((a, b) for b in range(1, graph.count + 1) for a in range(1, b))
+    return frozenset((a, b) for b in range(graph.count + 1, widest.count + 1) for a in range(1, b))
 
 
 def _order_dependent(graphs: Sequence[DispatchGraph], runs: Sequence[Execution]) -> str | None:
-    """Why proofs in every order say nothing of the outputs: two unordered dispatches
-    touch the same bytes, one writing, and no golden model held every order's outputs."""
+    """Why proofs in every order say nothing of what the program leaves: two unordered
+    dispatches touch the same bytes, one writing, so the bytes some order leaves may
+    differ from another's where no golden model looks (it compares one output)."""
     for run in runs:
         for graph in graphs:
             pair = unordered_conflict(graph, run.tasks[graph.rank], run.trace.events[graph.rank])
@@ -409,18 +416,21 @@ def _order_dependent(graphs: Sequence[DispatchGraph], runs: Sequence[Execution])
                 a, b = pair
                 return (
                     f"rank {graph.rank}: PyPTO's runtime does not order {graph.name(a)} and"
-                    f" {graph.name(b)}, which access the same bytes, one writing; their"
-                    " outputs match no model that every order could be checked against"
+                    f" {graph.name(b)}, which access the same bytes, one writing: what each"
+                    " order leaves may differ, and racecheck has no golden for every byte"
                 )
     return None
 
 
-def too_many_orders(graph: DispatchGraph, count: int | None = None) -> str:
-    lines = ", ".join(graph.name(n) for n in range(1, graph.count + 1))
+def too_many_orders(graphs: Sequence[DispatchGraph], count: int | None = None) -> str:
+    listed = " and ".join(
+        f"rank {graph.rank} ({', '.join(graph.name(n) for n in range(1, graph.count + 1))})"
+        for graph in graphs
+    )
     many = f"{count}" if count is not None else f"more than {DISPATCH_ORDERS}"
     return (
-        f"rank {graph.rank}'s dispatches ({lines}) run in {many} orders PyPTO's runtime"
-        f" allows; racecheck checks at most {DISPATCH_ORDERS}"
+        f"the dispatches of {listed} run in {many} orders that PyPTO's runtime allows and"
+        f" that can matter; racecheck checks at most {DISPATCH_ORDERS}"
     )
 
 

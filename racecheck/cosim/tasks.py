@@ -318,33 +318,49 @@ def _dispatch_edge(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DispatchGraph:
-    """One rank's dispatches, numbered from 1 over every --repeat round, and the pairs
-    (a, b), a < b, that PyPTO's runtime runs in program order (docs/model.md). A
+    """One rank's dispatches, numbered from 1 over every --repeat round: the pairs
+    (a, b), a < b, that PyPTO's runtime runs in program order (docs/model.md), and
+    those of the others whose order cannot matter (`_matters`, both ways round). A
     dispatch the run recorded no task of does nothing, and stays where it is."""
 
     rank: int
     first_tasks: tuple[TaskRecord | None, ...]  # dispatch n's first task at n - 1
     edges: frozenset[tuple[int, int]]
+    independent: frozenset[tuple[int, int]]
 
     @property
     def count(self) -> int:
         return len(self.first_tasks)
 
     def orders(self, cap: int) -> list[tuple[int, ...]] | None:
-        """Every order of the dispatches the runtime allows, program order first, or
-        None when there are more than `cap`."""
-        before = {n: {a for a, b in self.edges if b == n} for n in range(1, self.count + 1)}
+        """The orders of the dispatches the runtime allows, program order first, one for
+        each way of ordering the pairs whose order can matter (a sleep set drops the
+        others), or None when there are more than `cap`."""
+        numbers = range(1, self.count + 1)
+        before = {n: {a for a, b in self.edges if b == n} for n in numbers}
+        free = {n: {b for b in numbers if self._free(n, b)} for n in numbers}
         found: list[tuple[int, ...]] = []
-        stack: list[tuple[tuple[int, ...], frozenset[int]]] = [
-            ((), frozenset(range(1, self.count + 1)))
+        stack: list[tuple[tuple[int, ...], frozenset[int], frozenset[int]]] = [
+            ((), frozenset(numbers), frozenset())
         ]
         while stack and len(found) <= cap:
-            prefix, left = stack.pop()
+            prefix, left, asleep = stack.pop()
             if not left:
                 found.append(prefix)
-            ready = [n for n in sorted(left) if not before[n] & left]
-            stack.extend(((*prefix, n), left - {n}) for n in reversed(ready))
+            if any(left - {n} <= free[n] for n in asleep):
+                continue  # a dispatch asleep for good: the orders below are all found elsewhere
+            children = []
+            explored: set[int] = set()
+            for n in sorted(left - asleep):
+                if not before[n] & left:
+                    woken = frozenset(m for m in asleep | explored if m in free[n])
+                    children.append(((*prefix, n), left - {n}, woken))
+                    explored.add(n)
+            stack.extend(reversed(children))
         return found if len(found) <= cap else None
+
+    def _free(self, a: int, b: int) -> bool:
+        return a != b and (min(a, b), max(a, b)) in self.independent
 
     def name(self, number: int) -> str:
         task = self.first_tasks[number - 1]
@@ -370,14 +386,28 @@ class DispatchGraph:
         ]
 
 
-def dispatch_graph(
+def dispatch_graphs(
+    tasks: Sequence[Sequence[TaskRecord]],
+    events: Sequence[Sequence[Event]],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+) -> list[DispatchGraph]:
+    """Every rank's dispatches as a run in program order recorded them."""
+    others_of = _others_of(events)
+    return [
+        _dispatch_graph(rank, rank_tasks, events[rank], (rules, memories), others_of(rank))
+        for rank, rank_tasks in enumerate(tasks)
+    ]
+
+
+def _dispatch_graph(
     rank: int,
     tasks: Sequence[TaskRecord],
     events: Sequence[Event],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
+    model: tuple[RuntimeOrder, Sequence[Memory]],
+    others: Callable[[], Sequence[Accesses]],
 ) -> DispatchGraph:
-    """`rank`'s dispatches as a run in program order recorded them."""
+    rules, memories = model
     grouped: dict[int, list[TaskRecord]] = {}
     for task in tasks:
         grouped.setdefault(task.dispatch, []).append(task)
@@ -390,16 +420,24 @@ def dispatch_graph(
         n: frozenset().union(*(_tagged_storages(t, events, memories, _LOOKED_UP) for t in run))
         for n, run in grouped.items()
     }
+    spans = {n: [e for t in run for e in events[t.first : t.end]] for n, run in grouped.items()}
+    pairs = [(a, b) for b in range(1, count + 1) for a in range(1, b)]
     edges = frozenset(
         (a, b)
-        for b in range(1, count + 1)
-        for a in range(1, b)
+        for a, b in pairs
         if a not in grouped
         or b not in grouped
         or _dispatch_edge(grouped[a][0], grouped[b][0], written[a], looked_up[b])
     )
+    independent = frozenset(
+        (a, b)
+        for a, b in pairs
+        if (a, b) not in edges
+        and not _matters(spans[a], spans[b], others)
+        and not _matters(spans[b], spans[a], others)
+    )
     first_tasks = tuple(grouped[n][0] if n in grouped else None for n in range(1, count + 1))
-    return DispatchGraph(rank=rank, first_tasks=first_tasks, edges=edges)
+    return DispatchGraph(rank=rank, first_tasks=first_tasks, edges=edges, independent=independent)
 
 
 def unordered_conflict(
@@ -446,14 +484,11 @@ def allowed_order(
     return True
 
 
-def task_overlaps(
-    tasks: Sequence[Sequence[TaskRecord]],
+def _others_of(
     events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-) -> list[Overlap]:
-    """Every rank's `overlaps`. The ranks' access tables are built once, on first use:
-    a rank of one task, or tasks that never wait, never ask for them."""
+) -> Callable[[int], Callable[[], Sequence[Accesses]]]:
+    """For each rank, the other ranks' access tables, one per rank. They are built once,
+    on first use: a rank of one task, or tasks that never wait, never ask for them."""
     tables: list[Accesses] = []
 
     def others_of(rank: int) -> Callable[[], Sequence[Accesses]]:
@@ -464,6 +499,17 @@ def task_overlaps(
 
         return others
 
+    return others_of
+
+
+def task_overlaps(
+    tasks: Sequence[Sequence[TaskRecord]],
+    events: Sequence[Sequence[Event]],
+    rules: RuntimeOrder,
+    memories: Sequence[Memory],
+) -> list[Overlap]:
+    """Every rank's `overlaps`."""
+    others_of = _others_of(events)
     found: list[Overlap] = []
     for rank, rank_tasks in enumerate(tasks):
         found.extend(overlaps(rank, rank_tasks, events[rank], rules, memories, others_of(rank)))
