@@ -6,10 +6,11 @@ the edges it tracks (docs/model.md): within one dispatch, RAW and WAW between th
 storages a task is tagged with (its arguments, with their declared directions), never
 WAR; since PyPTO #1683 a window that a task's `remote_store`, `put`, `get` or notify
 writes counts as written (`RuntimeOrder.CURRENT`; `PRE_1683` models the rules
-before); explicit `deps=`; no inferred edges inside `pl.manual_scope()`. Dispatches of
-one rank that both touch windows keep program order; other dispatches, only their
-edges, which a later dispatch gets on what it reads or declares `pl.InOut` (an `pl.Out`
-argument looks up no producer).
+before); explicit `deps=`; no inferred edges inside `pl.manual_scope()`. A rank's
+dispatches never overlap, and run in any order that keeps those of one communication
+domain in program order and the tag edges, which a later dispatch gets on what it reads
+or declares `pl.InOut` (an `pl.Out` argument looks up no producer): a `DispatchGraph`,
+whose orders the check runs one by one (`DispatchOrders`).
 Rounds of `--repeat` run one after another. Events of a dispatch outside any task
 (a dispatched kernel, or a per-device function's own) stay in program order with the
 dispatch's tasks, tagged with the dispatched function's arguments. A kernel task that
