@@ -334,11 +334,7 @@ def _check_dispatch_orders(
     golden = dataclasses.replace(options, expect=options.expect or outcome.model)
     undecided: Outcome | None = None
     for order in orders[1:]:  # the first is every rank in program order
-        said = "; ".join(
-            graph.describe(numbers)
-            for graph, (_, numbers) in zip(graphs, order, strict=True)
-            if numbers != tuple(range(1, graph.count + 1))
-        )
+        said = _describe_order(graphs, order)
         checked = _check_dispatch_order(spec, ranks, golden, order, [])
         verdict = judge.decide(checked).verdict
         if verdict is Verdict.BUG:
@@ -362,6 +358,15 @@ def _check_dispatch_orders(
     )
 
 
+def _describe_order(graphs: Sequence[DispatchGraph], order: DispatchOrders) -> str:
+    """What `order` changes: for each rank it reorders, a dispatch run early."""
+    return "; ".join(
+        graph.describe(numbers)
+        for graph, (_, numbers) in zip(graphs, order, strict=True)
+        if numbers != tuple(range(1, graph.count + 1))
+    )
+
+
 def _dispatch_orders(
     graphs: Sequence[DispatchGraph],
 ) -> tuple[list[DispatchGraph], list[DispatchOrders] | str]:
@@ -372,13 +377,13 @@ def _dispatch_orders(
     for graph in graphs:
         orders = graph.orders(DISPATCH_ORDERS)
         if orders is None:
-            return [graph], too_many_orders([graph])
+            return [graph], _too_many_orders([graph])
         if len(orders) > 1:
             loose.append(graph)
             choices.append([(graph.rank, order) for order in orders])
     combined = list(itertools.product(*choices))
     if len(combined) > DISPATCH_ORDERS:
-        return loose, too_many_orders(loose, len(combined))
+        return loose, _too_many_orders(loose, len(combined))
     return loose, combined
 
 
@@ -422,7 +427,7 @@ def _order_dependent(graphs: Sequence[DispatchGraph], runs: Sequence[Execution])
     return None
 
 
-def too_many_orders(graphs: Sequence[DispatchGraph], count: int | None = None) -> str:
+def _too_many_orders(graphs: Sequence[DispatchGraph], count: int | None = None) -> str:
     listed = " and ".join(
         f"rank {graph.rank} ({', '.join(graph.name(n) for n in range(1, graph.count + 1))})"
         for graph in graphs
