@@ -318,6 +318,39 @@ def _dispatch_edge(
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class _Placing:
+    """A prefix of an order of a rank's dispatches: those ready to run next, how many
+    dispatches each one still waits for, and the sleep set."""
+
+    order: tuple[int, ...]
+    left: frozenset[int]  # not placed yet
+    ready: frozenset[int]
+    waiting: tuple[int, ...]
+    asleep: frozenset[int]  # dispatches whose running next is found in another branch
+
+    def children(self, after: dict[int, list[int]], free: dict[int, set[int]]) -> list[_Placing]:
+        found: list[_Placing] = []
+        explored: set[int] = set()
+        for n in sorted(self.ready - self.asleep):
+            waiting = list(self.waiting)
+            for m in after[n]:
+                waiting[m] -= 1
+            ready = (self.ready - {n}) | {m for m in after[n] if not waiting[m]}
+            asleep = frozenset(m for m in self.asleep | explored if m in free[n])
+            found.append(
+                _Placing(
+                    order=(*self.order, n),
+                    left=self.left - {n},
+                    ready=ready,
+                    waiting=tuple(waiting),
+                    asleep=asleep,
+                )
+            )
+            explored.add(n)
+        return found
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DispatchGraph:
     """One rank's dispatches, numbered from 1 over every --repeat round: the pairs
     (a, b), a < b, that PyPTO's runtime runs in program order (docs/model.md), and
@@ -338,30 +371,34 @@ class DispatchGraph:
         each way of ordering the pairs whose order can matter (a sleep set drops the
         others), or None when there are more than `cap`."""
         numbers = range(1, self.count + 1)
-        before = {n: {a for a, b in self.edges if b == n} for n in numbers}
-        free = {n: {b for b in numbers if self._free(n, b)} for n in numbers}
+        after: dict[int, list[int]] = {n: [] for n in numbers}
+        free: dict[int, set[int]] = {n: set() for n in numbers}
+        waiting = [0] * (self.count + 1)  # by number: the dispatches it still waits for
+        for a, b in self.edges:
+            after[a].append(b)
+            waiting[b] += 1
+        for a, b in self.independent:
+            free[a].add(b)
+            free[b].add(a)
+        ready = frozenset(n for n in numbers if not waiting[n])
         found: list[tuple[int, ...]] = []
-        stack: list[tuple[tuple[int, ...], frozenset[int], frozenset[int]]] = [
-            ((), frozenset(numbers), frozenset())
+        stack = [
+            _Placing(
+                order=(),
+                left=frozenset(numbers),
+                ready=ready,
+                waiting=tuple(waiting),
+                asleep=frozenset(),
+            )
         ]
         while stack and len(found) <= cap:
-            prefix, left, asleep = stack.pop()
-            if not left:
-                found.append(prefix)
-            if any(left - {n} <= free[n] for n in asleep):
-                continue  # a dispatch asleep for good: the orders below are all found elsewhere
-            children = []
-            explored: set[int] = set()
-            for n in sorted(left - asleep):
-                if not before[n] & left:
-                    woken = frozenset(m for m in asleep | explored if m in free[n])
-                    children.append(((*prefix, n), left - {n}, woken))
-                    explored.add(n)
-            stack.extend(reversed(children))
+            placing = stack.pop()
+            if not placing.left:
+                found.append(placing.order)
+            elif not any(placing.left - {n} <= free[n] for n in placing.asleep):
+                # (else a dispatch asleep for good: the orders below are found elsewhere)
+                stack.extend(reversed(placing.children(after, free)))
         return found if len(found) <= cap else None
-
-    def _free(self, a: int, b: int) -> bool:
-        return a != b and (min(a, b), max(a, b)) in self.independent
 
     def name(self, number: int) -> str:
         task = self.first_tasks[number - 1]
