@@ -350,7 +350,8 @@ def _check_dispatch_orders(
     plural = "s" if len(graphs) > 1 else ""
     note = (
         f"checked in all {len(orders)} orders of the dispatches of rank{plural}"
-        f" {', '.join(str(graph.rank) for graph in graphs)} that PyPTO's runtime allows"
+        f" {', '.join(str(graph.rank) for graph in graphs)} that PyPTO's runtime allows and"
+        " that can matter"
     )
     return dataclasses.replace(
         undecided or dataclasses.replace(outcome, notes=(*outcome.notes, note)),
