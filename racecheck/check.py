@@ -326,7 +326,7 @@ def _check_dispatch_orders(
     this is exact: a bug in any of them, a deadlock included, is one the device can
     show; a proof in all of them is a proof."""
     started = time.monotonic()
-    graphs, orders = _dispatch_orders(_dispatch_graphs(runs, options))
+    graphs, orders = _dispatch_orders(_dispatch_graphs(runs))
     if isinstance(orders, str):
         return _unknown(outcome, orders)
     if len(orders) == 1:
@@ -388,13 +388,10 @@ def _dispatch_orders(
     return loose, combined
 
 
-def _dispatch_graphs(runs: Sequence[Execution], options: Options) -> list[DispatchGraph]:
+def _dispatch_graphs(runs: Sequence[Execution]) -> list[DispatchGraph]:
     """Each rank's dispatches: ordered, or of an order that cannot matter, where every
     path's run says so."""
-    found = [
-        dispatch_graphs(run.tasks, run.trace.events, options.runtime_order, run.trace.memories)
-        for run in runs
-    ]
+    found = [dispatch_graphs(run.tasks, run.trace.events) for run in runs]
     graphs: list[DispatchGraph] = []
     for rank_graphs in zip(*found, strict=True):
         widest = max(rank_graphs, key=lambda graph: graph.count)

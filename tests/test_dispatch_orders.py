@@ -137,3 +137,18 @@ def test_task_orders_name_a_dispatch_by_its_program_number_in_any_dispatch_order
         (1, "receive_step"),
         (1, "push_step"),
     ]
+
+
+def test_dispatches_are_ordered_by_the_directions_the_dispatched_function_declares() -> None:
+    """The kernel both orchestrations call takes `x` as InOut; only the orchestration's
+    own declaration counts (it was proved from the kernel's)."""
+    path = FIXTURES / "dispatch_declared_tags.py"
+    results = {r.program: r for r in racecheck.verify(str(path), ranks=[2]).results}
+    assert results["build[second_out=False]"].verdict is Verdict.PROVED
+    out = results["build[second_out=True]"]
+    assert out.verdict is Verdict.UNKNOWN
+    first, second = _line(path, "first"), _line(path, "second")
+    assert out.message.startswith(
+        f"rank 0: PyPTO's runtime does not order dispatch 1 (bump, line {first}) and"
+        f" dispatch 2 (bump, line {second}), which access the same bytes, one writing"
+    )

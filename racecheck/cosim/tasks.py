@@ -68,6 +68,7 @@ class TaskRecord:
     end: int
     dispatch: int  # which dispatch (counting every --repeat round) ran it
     site: SourceLocation  # the host line of that dispatch
+    dispatch_tags: tuple[TaskTag, ...]  # its arguments, as the dispatched function declares
     domains: frozenset[tuple[int, ...]]  # the device sets of that dispatch's windows
     repeat: int
     glue: bool = False  # events of a per-device function outside any task
@@ -305,15 +306,16 @@ def overlaps(
     return found
 
 
-def _dispatch_edge(
-    earlier: TaskRecord, later: TaskRecord, written: frozenset[int], looked_up: frozenset[int]
-) -> bool:
-    """Whether the runtime runs dispatch `later` (its first task) after the earlier one:
-    a later --repeat round, a communication domain both take (its token), or a tag edge."""
+def _dispatch_edge(earlier: TaskRecord, later: TaskRecord) -> bool:
+    """Whether the runtime runs the dispatch of `later` after that of `earlier`, an
+    earlier one: a later --repeat round, a communication domain both take (its token),
+    or a tag edge of the dispatched functions' declared arguments (a reader or `InOut`
+    after an earlier writer)."""
+    written = {tag.memory for tag in earlier.dispatch_tags if tag.direction is not Direction.IN}
     return (
         earlier.repeat != later.repeat
         or bool(earlier.domains & later.domains)
-        or bool(written & looked_up)
+        or any(tag.memory in written for tag in later.dispatch_tags if tag.direction in _LOOKED_UP)
     )
 
 
@@ -425,15 +427,12 @@ class DispatchGraph:
 
 
 def dispatch_graphs(
-    tasks: Sequence[Sequence[TaskRecord]],
-    events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
+    tasks: Sequence[Sequence[TaskRecord]], events: Sequence[Sequence[Event]]
 ) -> list[DispatchGraph]:
     """Every rank's dispatches as a run in program order recorded them."""
     others_of = _others_of(events)
     return [
-        _dispatch_graph(rank, rank_tasks, events[rank], (rules, memories), others_of(rank))
+        _dispatch_graph(rank, rank_tasks, events[rank], others_of(rank))
         for rank, rank_tasks in enumerate(tasks)
     ]
 
@@ -442,30 +441,18 @@ def _dispatch_graph(
     rank: int,
     tasks: Sequence[TaskRecord],
     events: Sequence[Event],
-    model: tuple[RuntimeOrder, Sequence[Memory]],
     others: Callable[[], Sequence[Accesses]],
 ) -> DispatchGraph:
-    rules, memories = model
     grouped: dict[int, list[TaskRecord]] = {}
     for task in tasks:
         grouped.setdefault(task.dispatch, []).append(task)
     count = max(grouped, default=0)
-    written = {
-        n: frozenset().union(*(_written_storages(t, events, rules, memories) for t in run))
-        for n, run in grouped.items()
-    }
-    looked_up = {
-        n: frozenset().union(*(_tagged_storages(t, events, memories, _LOOKED_UP) for t in run))
-        for n, run in grouped.items()
-    }
     spans = {n: [e for t in run for e in events[t.first : t.end]] for n, run in grouped.items()}
     pairs = [(a, b) for b in range(1, count + 1) for a in range(1, b)]
     edges = frozenset(
         (a, b)
         for a, b in pairs
-        if a not in grouped
-        or b not in grouped
-        or _dispatch_edge(grouped[a][0], grouped[b][0], written[a], looked_up[b])
+        if a not in grouped or b not in grouped or _dispatch_edge(grouped[a][0], grouped[b][0])
     )
     independent = frozenset(
         (a, b)
@@ -689,6 +676,7 @@ class TaskLog:
                 end=len(events),
                 dispatch=self.dispatch,
                 site=self.site,
+                dispatch_tags=self.dispatch_tags,
                 domains=self.domains,
                 repeat=self.repeat,
                 glue=glue,
