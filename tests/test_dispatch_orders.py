@@ -152,3 +152,19 @@ def test_dispatches_are_ordered_by_the_directions_the_dispatched_function_declar
         f"rank 0: PyPTO's runtime does not order dispatch 1 (bump, line {first}) and"
         f" dispatch 2 (bump, line {second}), which access the same bytes, one writing"
     )
+
+
+def test_combined_orders_beyond_the_cap_are_unknown_naming_every_rank() -> None:
+    path = FIXTURES / "ring_of_pairs.py"
+    results = {r.ranks: r for r in racecheck.verify(str(path), ranks=[2, 3, 5]).results}
+    assert results[2].verdict is Verdict.PROVED  # both pairs are one group: one domain
+    (deadlock,) = results[3].findings
+    assert deadlock.kind is FindingKind.DEADLOCK and deadlock.ranks == (0, 1, 2)
+    beyond = results[5]
+    assert beyond.verdict is Verdict.UNKNOWN
+    assert beyond.message.startswith("the dispatches of rank 0 (dispatch 1 (swap_step, line")
+    assert all(f" and rank {rank} (dispatch 1" in beyond.message for rank in range(1, 5))
+    assert beyond.message.endswith(
+        "run in 32 orders that PyPTO's runtime allows and that can matter; racecheck checks"
+        " at most 16"
+    )
