@@ -7,12 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from racecheck.dsl.groups import members
-from racecheck.dsl.location import (
-    UNKNOWN_LOCATION,
-    SourceLocation,
-    assigned_name,
-    user_location,
-)
+from racecheck.dsl.location import SourceLocation, assigned_name, user_location
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.tensors import TensorView, WindowBuffer
 from racecheck.errors import ProgramRejected
@@ -28,7 +23,7 @@ class Dispatch:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     group_of: TensorView | None = None  # runs only if the rank is in this window's group
-    site: SourceLocation = UNKNOWN_LOCATION  # the host line that dispatches it
+    site: SourceLocation  # the host line that dispatches it
 
 
 class HostCrash(Exception):
