@@ -155,6 +155,8 @@ class ProgramInstance:
     inputs: tuple[tuple[str, int, float], ...] = ()  # chosen elements: (tensor, index, value)
     # dispatches that run their tasks in another order the runtime allows (cosim.tasks)
     task_orders: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
+    # ranks that run their dispatches in another order the runtime allows (cosim.tasks)
+    dispatch_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
     def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
         return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)

@@ -2,7 +2,8 @@
 
 Decides nothing about correctness; it produces one execution. The host entry runs
 once (allocations, the dispatch loop); each rank then runs its dispatched functions
-in program order on its own thread. Exactly one thread runs at a time: every memory
+one after another on its own thread, in program order or in the order the instance's
+`dispatch_orders` gives it. Exactly one thread runs at a time: every memory
 or signal operation is a scheduling point, where the rank parks with its pending
 event and a `SchedulePolicy` picks which enabled rank executes next (a WAIT whose
 condition is false is not enabled). Values are real bytes, so control flow that

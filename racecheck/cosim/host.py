@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from racecheck.dsl.groups import members
-from racecheck.dsl.location import assigned_name, user_location
+from racecheck.dsl.location import SourceLocation, assigned_name, user_location
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.tensors import TensorView, WindowBuffer
 from racecheck.errors import ProgramRejected
@@ -23,6 +23,7 @@ class Dispatch:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     group_of: TensorView | None = None  # runs only if the rank is in this window's group
+    site: SourceLocation  # the host line that dispatches it
 
 
 class HostCrash(Exception):
@@ -98,7 +99,9 @@ class HostContext:
             raise ProgramRejected(
                 f"the program dispatches to device {rank} but runs on {self.ranks} ranks"
             )
-        dispatch = Dispatch(function=function, args=args, kwargs=kwargs, group_of=group_of)
+        dispatch = Dispatch(
+            function=function, args=args, kwargs=kwargs, group_of=group_of, site=user_location()
+        )
         self.dispatches[rank].append(dispatch)
 
     def settle_groups(self) -> None:

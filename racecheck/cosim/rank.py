@@ -157,12 +157,15 @@ class RankContext:
 
     def start_dispatch(
         self,
+        number: int,
+        site: SourceLocation,
         name: str,
         domains: frozenset[tuple[int, ...]],
         tags: tuple[TaskTag, ...],
         plan: tuple[int, ...] | None,
     ) -> None:
-        self.tasks.dispatch += 1
+        self.tasks.dispatch = number
+        self.tasks.site = site
         self._new_task_state()
         self.tasks.dispatch_name = name
         self.tasks.dispatch_tags = tags

@@ -11,7 +11,7 @@ from racecheck.cosim.policies import (
     SchedulePolicy,
 )
 from racecheck.cosim.rank import Abort, Crash, RankContext
-from racecheck.cosim.tasks import TaskOrders
+from racecheck.cosim.tasks import DispatchOrders, TaskOrders, running_order
 from racecheck.dsl.context import activated
 from racecheck.dsl.declared import as_declared
 from racecheck.dsl.groups import members
@@ -42,9 +42,11 @@ class BatonScheduler:
         max_events: int,
         dims: Mapping[str, int],
         task_orders: TaskOrders = (),
+        dispatch_orders: DispatchOrders = (),
     ) -> None:
         self.ranks = ranks
         self.task_orders = {(rank, dispatch): order for rank, dispatch, order in task_orders}
+        self.dispatch_orders = dict(dispatch_orders)
         self.dims = dims
         self.memory = memory
         self.policy = policy
@@ -173,10 +175,10 @@ class BatonScheduler:
         try:
             self._wait_for_baton(state)
             with activated(state):
-                for round_number in range(repeat):
-                    state.repeat = round_number
-                    for dispatch in dispatches:
-                        self._run_dispatch(state, dispatch)
+                planned = [(round_number, d) for round_number in range(repeat) for d in dispatches]
+                for number in running_order(self.dispatch_orders.get(state.rank, ()), len(planned)):
+                    state.repeat, dispatch = planned[number - 1]
+                    self._run_dispatch(state, dispatch, number)
             state.end = RankEnd.FORCED if state.forced else RankEnd.FINISHED
         except Abort:
             return
@@ -191,7 +193,7 @@ class BatonScheduler:
         except BaseException as error:  # noqa: BLE001 - a policy failing while handing over
             self._fail(error)
 
-    def _run_dispatch(self, state: RankContext, dispatch: Dispatch) -> None:
+    def _run_dispatch(self, state: RankContext, dispatch: Dispatch, number: int) -> None:
         args, kwargs = as_declared(dispatch.function, dispatch.args, dispatch.kwargs)
         arguments = (*args, *kwargs.values())
         domains = frozenset(
@@ -200,9 +202,9 @@ class BatonScheduler:
             if isinstance(value, TensorView) and value.is_window
         )
         name = getattr(dispatch.function, "__name__", "dispatch")
-        plan = self.task_orders.get((state.rank, state.tasks.dispatch + 1))
+        plan = self.task_orders.get((state.rank, number))
         tags = tags_of(dispatch.function, args, kwargs)
-        state.start_dispatch(name, domains, tags, plan)
+        state.start_dispatch(number, dispatch.site, name, domains, tags, plan)
         dispatch.function(*args, **kwargs)
         state.finish_dispatch()
 

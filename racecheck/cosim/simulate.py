@@ -142,6 +142,7 @@ def simulate(
                 max_events,
                 dict(instance.bindings),
                 instance.task_orders,
+                instance.dispatch_orders,
             )
             remaining = max(timeout - (time.monotonic() - started), 0.001)
             _execute_ranks(run, host, repeat, remaining, instance.name)
