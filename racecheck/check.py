@@ -530,7 +530,7 @@ def _check_hang_orders(
     confirmed findings of the run stand (running tasks in program order is an
     execution the runtime allows); else another order may decide; else unknown."""
     releasing = _overlapping(
-        runs, options, lambda run, overlap: overlap.may_release(run.trace.events[overlap.rank])
+        runs, options, lambda run, overlap: overlap.may_release(run.trace.events)
     )
     if releasing is None:
         return outcome
