@@ -600,3 +600,15 @@ def test_a_signal_stored_by_an_unordered_task_can_land_before_the_data() -> None
     push, load = _line(name, "push", FIXTURES), _line(name, "load", FIXTURES)
     assert found == {(FindingCode.RACE_RAW, (load, push))}
     assert any("task signal_step (line 52) may run before" in note for note in two.notes)
+
+
+def test_spmd_blocks_one_of_which_stores_into_a_signal_cell_are_never_proved() -> None:
+    """Block 1 publishes with a `remote_store` into the signal cell the receiver waits
+    on, block 0 the data: run one after another the signal follows the data, on the
+    device it may not (was proved at every P)."""
+    name = "spmd_block_signal_store.py"
+    results = racecheck.verify(str(FIXTURES / name), ranks=[1, 2, 3]).results
+    blocks = _line(name, "blocks", FIXTURES)
+    for result in results:
+        assert result.verdict is Verdict.UNKNOWN
+        assert result.message.startswith(f"pl.spmd at line {blocks}: its blocks notify, wait")

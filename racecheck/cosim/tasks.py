@@ -22,9 +22,9 @@ a run in another order holds its kernel calls back to the end of their dispatch
 Checking a trace in which every task runs after all its program-order predecessors is
 exact for a pair of unordered tasks A (earlier) and B exactly when reordering them
 cannot matter: no access of one conflicts with the other's, B signals nothing (no
-notify, no write of a cell any rank waits on: nothing can order it after A), and A has no wait unless B neither synchronises nor touches
-bytes another rank accesses in a conflicting way (what A waits for orders B after it
-only through such events).
+notify, no write of a cell any rank waits on: nothing can order it after A), and A
+has no wait unless B neither synchronises nor touches bytes another rank accesses in
+a conflicting way (what A waits for orders B after it only through such events).
 Pairs that fail this are `Overlap`s: the check runs them in another order the runtime
 allows (`reorder`), and what it cannot show stays unknown.
 """
@@ -289,19 +289,35 @@ def _matters(
     return _conflict(first, second)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Concurrent:
+    """Concurrent parts a rank ran one after another (`concurrent_inexact`)."""
+
+    what: str  # the construct and its line
+    parts: str  # what its parts are called: "blocks", "sub-lanes"
+    spans: Sequence[Sequence[tuple[int, int]]]  # each part's event ranges [first, end)
+
+
 def concurrent_inexact(
-    events: Sequence[Event], spans: Sequence[Sequence[tuple[int, int]]], parts: str
+    events: Sequence[Event],
+    spans: Sequence[Sequence[tuple[int, int]]],
+    parts: str,
+    waited: CellIndex,
 ) -> str | None:
     """Why running concurrent `parts` (the sub-lanes of a `pl.split_aiv` region, the
     blocks of a `pl.spmd`) one after another, as the events [first, end) of each range,
     may hide executions in which they overlap: a part after the first does something,
-    and one of them notifies or waits, or two touch the same bytes with a conflicting
-    access. None when every overlap is equivalent."""
+    and one of them waits or signals (`signals`: `waited` are the cells any rank waits
+    on), or two touch the same bytes with a conflicting access. None when every overlap
+    is equivalent."""
     runs = [[event for first, end in ranges for event in events[first:end]] for ranges in spans]
     if not any(runs[1:]):
         return None
-    if any(event.is_sync for run in runs for event in run):
-        return f"its {parts} notify or wait, and racecheck runs them one after another"
+    if any(event.is_sync or signals(event, waited) for run in runs for event in run):
+        return (
+            f"its {parts} notify, wait or write a cell some rank waits on, and racecheck runs"
+            " them one after another"
+        )
     for j, second in enumerate(runs):
         for i, first in enumerate(runs[:j]):
             if _conflict(first, second):
