@@ -612,3 +612,14 @@ def test_spmd_blocks_one_of_which_stores_into_a_signal_cell_are_never_proved() -
     for result in results:
         assert result.verdict is Verdict.UNKNOWN
         assert result.message.startswith(f"pl.spmd at line {blocks}: its blocks notify, wait")
+
+
+def test_a_hang_in_the_reordered_order_that_nothing_can_release_is_a_deadlock() -> None:
+    name = "release_real_deadlock.py"
+    wait = _line(name, "wait", FIXTURES)
+    for result in racecheck.verify(str(FIXTURES / name), ranks=[1, 2, 3]).results:
+        assert result.verdict is Verdict.BUG
+        assert {(f.kind, f.locations[0].line) for f in result.findings} == {
+            (FindingKind.DEADLOCK, wait)
+        }
+        assert any("task push_step (line 49) may run before" in note for note in result.notes)
