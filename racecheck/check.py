@@ -529,9 +529,7 @@ def _check_hang_orders(
     notify can release the wait (docs/model.md). Such a hang shows nothing. The other
     confirmed findings of the run stand (running tasks in program order is an
     execution the runtime allows); else another order may decide; else unknown."""
-    releasing = _overlapping(
-        runs, options, lambda run, overlap: overlap.may_release(run.trace.events[overlap.rank])
-    )
+    releasing = _overlapping(runs, options, _releases)
     if releasing is None:
         return outcome
     run, found = releasing
@@ -567,10 +565,8 @@ def _other_orders(
         order_runs: list[Execution] = []
         reordered = _check_order(spec, ranks, golden, orders, dispatches, order_runs)
         verdict = judge.decide(reordered).verdict
-        # A task that blocks in this order could be unblocked by the one it overtook,
-        # running alongside it: an order with a deadlock decides nothing.
         hangs = any(finding.kind is FindingKind.DEADLOCK for finding in reordered.findings)
-        if verdict is Verdict.BUG and not hangs:
+        if verdict is Verdict.BUG and (not hangs or _stuck(order_runs, options)):
             note = overlap.describe() + "; the bug shows when it runs first"
             return dataclasses.replace(reordered, notes=(*reordered.notes, note))
         if verdict is Verdict.PROVED and order_runs and _covers_every_order(order_runs, options):
@@ -579,6 +575,24 @@ def _other_orders(
             )
             return dataclasses.replace(reordered, notes=(*reordered.notes, note))
     return None
+
+
+def _releases(run: Execution, overlap: Overlap) -> bool:
+    return overlap.may_release(run.trace.events)
+
+
+def _stuck(runs: Sequence[Execution], options: Options) -> bool:
+    """Whether a hang in `runs` is one the device shows: each ran its tasks in an order
+    the runtime allows, and no task that blocks in it can be released by one it
+    overtook or one after it that runs alongside it (`Overlap.may_release`)."""
+    rules = options.runtime_order
+    return (
+        bool(runs)
+        and _overlapping(runs, options, _releases) is None
+        and all(
+            allowed_order(run.tasks, run.trace.events, rules, run.trace.memories) for run in runs
+        )
+    )
 
 
 def _check_path(

@@ -168,3 +168,12 @@ def test_combined_orders_beyond_the_cap_are_unknown_naming_every_rank() -> None:
         "run in 32 orders that PyPTO's runtime allows and that can matter; racecheck checks"
         " at most 16"
     )
+
+
+def test_a_dispatch_storing_into_a_signal_cell_is_reordered_like_one_that_notifies() -> None:
+    path = FIXTURES / "dispatch_signal_store.py"
+    (result,) = racecheck.verify(str(path), ranks=[3]).results
+    assert result.verdict is Verdict.BUG
+    found = {(f.kind, tuple(loc.line for loc in f.locations)) for f in result.findings}
+    assert found == {(FindingKind.RACE, (_line(path, "load"), _line(path, "push")))}
+    assert any("rank 1 runs dispatch 2 (signal_step" in note for note in result.notes)

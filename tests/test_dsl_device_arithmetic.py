@@ -8,6 +8,7 @@ import functools
 import inspect
 from pathlib import Path
 from types import CodeType
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,6 +16,9 @@ import racecheck
 from racecheck.dsl.device_source import device_arithmetic, on_device
 from racecheck.findings import FindingKind, ProgramResult, Verdict
 from racecheck.load import load_file
+
+if TYPE_CHECKING:
+    from racecheck.dsl.scalars import DeviceInt
 
 EXAMPLE = (
     Path(__file__).resolve().parent.parent
@@ -253,6 +257,19 @@ class _Ring:
 
     def left(self, me: int, nr: int) -> int:
         return (me - self.__step) % nr
+
+
+def _left_through_a_helper(me: int, nr: int) -> int:
+    def peer(rank: DeviceInt) -> DeviceInt:  # never evaluated: the module's future import
+        return (rank - 1) % nr
+
+    return int(peer(me))  # type: ignore[arg-type]
+
+
+def test_a_recompiled_function_keeps_its_modules_future_imports() -> None:
+    """Annotations this module leaves unevaluated stay so (was a NameError)."""
+    device = on_device(_left_through_a_helper)
+    assert device is not None and device(0, 4) == -1 and _left_through_a_helper(0, 4) == 3
 
 
 def test_a_recompiled_function_is_the_function_as_written() -> None:

@@ -218,10 +218,11 @@ def test_parallel_iterations_on_the_same_bytes_are_refused_at_the_loop(second: s
     assert "iterations 0 and 1 of this pl.parallel" in raised.value.message
 
 
-@pytest.mark.parametrize("sync", ["notify", "wait"])
+@pytest.mark.parametrize("sync", ["notify", "wait", "signal store"])
 def test_parallel_iterations_are_refused_when_one_of_them_synchronises(sync: str) -> None:
     """A notify run after an earlier iteration's store would publish it; concurrent
-    iterations give no such order, so racecheck refuses rather than proves."""
+    iterations give no such order, so racecheck refuses rather than proves. A store of
+    1 into an INT32 window publishes too when a rank waits on it (was proved)."""
     with rank() as (_, source, target), pytest.raises(UnsupportedConstruct) as raised:
         signal = _window(MemoryState(2), (1, 1), INT32)
         for row in local_ops.parallel(2):
@@ -230,6 +231,8 @@ def test_parallel_iterations_are_refused_when_one_of_them_synchronises(sync: str
             elif sync == "notify":
                 add = types.NotifyOp.AtomicAdd
                 dist_ops.notify(signal, peer=1, offsets=[0, 0], value=1, op=add)
+            elif sync == "signal store":
+                local_ops.store(tile_ops.full([1, 1], INT32, 1), [0, 0], signal)
             else:
                 dist_ops.wait(signal, offsets=[0, 0], expected=1, cmp=types.WaitCmp.Ge)
     assert "iterations 0 and 1 of this pl.parallel access memory and one of them" in (

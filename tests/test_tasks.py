@@ -36,8 +36,8 @@ def _order(execution: Execution, rank: int, rules: RuntimeOrder) -> dict[tuple[s
     }
 
 
-def _line(name: str, marker: str) -> int:
-    lines = (EXAMPLES / name).read_text().splitlines()
+def _line(name: str, marker: str, folder: Path = EXAMPLES) -> int:
+    lines = (folder / name).read_text().splitlines()
     return next(n for n, text in enumerate(lines, start=1) if text.endswith(f"# @{marker}"))
 
 
@@ -532,7 +532,7 @@ def test_an_order_proved_only_counts_when_no_two_unordered_tasks_matter_in_it() 
     execution = _run("160_receive_before_push_tasks.py", 1)
     trace = execution.trace
     (overlap,) = task_overlaps(execution.tasks, trace.events, RuntimeOrder.CURRENT, trace.memories)
-    assert overlap.may_release(trace.events[0])
+    assert overlap.may_release(trace.events)
     (result,) = racecheck.verify(
         str(EXAMPLES / "160_receive_before_push_tasks.py"), ranks=[1]
     ).results
@@ -576,3 +576,50 @@ def test_an_order_against_a_tracked_edge_is_not_one_the_runtime_allows() -> None
         RuntimeOrder.CURRENT,
         receive_first.trace.memories,
     )
+
+
+def test_a_later_task_storing_into_a_signal_cell_releases_a_hang_like_a_notify() -> None:
+    """The push signals with a `remote_store` into the neighbour's signal cell: it runs
+    alongside the blocked receive and releases it, so no deadlock (was one at every P)."""
+    name = "signal_store_release.py"
+    one, two, three = racecheck.verify(str(FIXTURES / name), ranks=[1, 2, 3]).results
+    assert not any(f.kind is FindingKind.DEADLOCK for r in (one, two, three) for f in r.findings)
+    assert one.verdict is Verdict.UNKNOWN
+    assert "task receive_step (line 47) may wait for task push_step (line 48)" in one.message
+    assert two.verdict is three.verdict is Verdict.PROVED
+
+
+def test_a_signal_stored_by_an_unordered_task_can_land_before_the_data() -> None:
+    """The signal is a `remote_store` into a signal cell in a task unordered with the
+    push: its order matters as a notify's would (was proved at every P)."""
+    name = "signal_store_split.py"
+    one, two = racecheck.verify(str(FIXTURES / name), ranks=[1, 2]).results
+    assert one.verdict is Verdict.PROVED
+    assert two.verdict is Verdict.BUG
+    found = {(f.code, tuple(loc.line for loc in f.locations)) for f in two.findings}
+    push, load = _line(name, "push", FIXTURES), _line(name, "load", FIXTURES)
+    assert found == {(FindingCode.RACE_RAW, (load, push))}
+    assert any("task signal_step (line 52) may run before" in note for note in two.notes)
+
+
+def test_spmd_blocks_one_of_which_stores_into_a_signal_cell_are_never_proved() -> None:
+    """Block 1 publishes with a `remote_store` into the signal cell the receiver waits
+    on, block 0 the data: run one after another the signal follows the data, on the
+    device it may not (was proved at every P)."""
+    name = "spmd_block_signal_store.py"
+    results = racecheck.verify(str(FIXTURES / name), ranks=[1, 2, 3]).results
+    blocks = _line(name, "blocks", FIXTURES)
+    for result in results:
+        assert result.verdict is Verdict.UNKNOWN
+        assert result.message.startswith(f"pl.spmd at line {blocks}: its blocks notify, wait")
+
+
+def test_a_hang_in_the_reordered_order_that_nothing_can_release_is_a_deadlock() -> None:
+    name = "release_real_deadlock.py"
+    wait = _line(name, "wait", FIXTURES)
+    for result in racecheck.verify(str(FIXTURES / name), ranks=[1, 2, 3]).results:
+        assert result.verdict is Verdict.BUG
+        assert {(f.kind, f.locations[0].line) for f in result.findings} == {
+            (FindingKind.DEADLOCK, wait)
+        }
+        assert any("task push_step (line 49) may run before" in note for note in result.notes)

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from racecheck.cosim.execution import CellUses, FlowRecorder, Pin
-from racecheck.cosim.tasks import HeldTask, TaskLog, concurrent_inexact, cube_lane_spec
+from racecheck.cosim.tasks import (
+    Concurrent,
+    HeldTask,
+    TaskLog,
+    concurrent_inexact,
+    cube_lane_spec,
+)
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import assigned_name, unsupported, user_location
@@ -22,6 +28,7 @@ from racecheck.dsl.tensors import TensorView, region_problem, region_runs
 from racecheck.errors import TracingError, UnsupportedConstruct
 from racecheck.events import (
     AccessMode,
+    CellIndex,
     Event,
     EventKind,
     EventRef,
@@ -79,6 +86,7 @@ class RankContext:
         self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
         self.sublanes_at: SourceLocation | None = None  # unjoined parts may still run
         self.inexact: list[str] = []  # why this trace cannot prove (`Execution.inexact`)
+        self.concurrent: list[Concurrent] = []  # judged once every rank's waits are known
         self.notes: list[str] = []
 
     # -- tasks (racecheck.dsl.scopes, racecheck.cosim.tasks)
@@ -219,11 +227,20 @@ class RankContext:
         `pl.spmd` blocks) ran one after another, as the events [first, end) of each
         range of each; unless `joined`, each part goes on with what follows once its
         own run ends."""
-        reason = concurrent_inexact(self.events, spans, parts)
-        if reason is not None:
-            self._inexact(f"{construct} at line {where.line}: {reason}")
+        self.concurrent.append(
+            Concurrent(what=f"{construct} at line {where.line}", parts=parts, spans=spans)
+        )
         if not joined and any(end > first for ranges in spans for first, end in ranges):
             self.sublanes_at = where
+
+    def concurrent_inexact(self, waited: CellIndex) -> list[str]:
+        """Why running this rank's concurrent parts one after another may hide an
+        execution (`concurrent_inexact`); `waited`: the cells any rank waits on."""
+        found = (
+            (part.what, concurrent_inexact(self.events, part.spans, part.parts, waited))
+            for part in self.concurrent
+        )
+        return [f"{what}: {reason}" for what, reason in found if reason is not None]
 
     def _inexact(self, reason: str) -> None:
         if reason not in self.inexact:

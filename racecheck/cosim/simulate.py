@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from racecheck.cosim.classify import call_user, classify, located
@@ -19,6 +19,7 @@ from racecheck.cosim.policies import (
 )
 from racecheck.cosim.rank import Abort, RankContext
 from racecheck.cosim.scheduler import BatonScheduler
+from racecheck.cosim.tasks import waited_cells
 from racecheck.dsl.context import activated
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
@@ -182,17 +183,22 @@ def simulate(
         notes=tuple(
             dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
         ),
-        inexact=tuple(
-            dict.fromkeys(
-                [*(reason for state in run.states for reason in state.inexact), *_host_flow(trace)]
-            )
-        ),
+        inexact=tuple(dict.fromkeys([*_rank_reasons(run.states, trace), *_host_flow(trace)])),
     )
     # The ranks' contexts and the scheduler refer to each other, and the contexts to
     # every event: parted, the trace is freed as soon as it is dropped, not by the
     # collector after walking it again.
     run.states.clear()
     return execution
+
+
+def _rank_reasons(states: Sequence[RankContext], trace: Trace) -> list[str]:
+    """Why a rank's run may hide executions: its own reasons, and its concurrent parts
+    judged against every rank's waits."""
+    waited = waited_cells(trace.events)
+    return [
+        reason for state in states for reason in (*state.inexact, *state.concurrent_inexact(waited))
+    ]
 
 
 def _host_flow(trace: Trace) -> tuple[str, ...]:

@@ -21,10 +21,10 @@ a run in another order holds its kernel calls back to the end of their dispatch
 
 Checking a trace in which every task runs after all its program-order predecessors is
 exact for a pair of unordered tasks A (earlier) and B exactly when reordering them
-cannot matter: no access of one conflicts with the other's, B has no notify (nothing
-can order it after A), and A has no wait unless B neither synchronises nor touches
-bytes another rank accesses in a conflicting way (what A waits for orders B after it
-only through such events).
+cannot matter: no access of one conflicts with the other's, B signals nothing (no
+notify, no write of a cell any rank waits on: nothing can order it after A), and A
+has no wait unless B neither synchronises nor touches bytes another rank accesses in
+a conflicting way (what A waits for orders B after it only through such events).
 Pairs that fail this are `Overlap`s: the check runs them in another order the runtime
 allows (`reorder`), and what it cannot show stays unknown.
 """
@@ -38,7 +38,16 @@ from typing import Any
 from racecheck.dsl.location import UNKNOWN_LOCATION, SourceLocation
 from racecheck.dsl.scopes import TaskSpec, TaskTag
 from racecheck.dsl.types import Direction
-from racecheck.events import AccessMode, Event, EventKind, Memory, MemoryKind, Region
+from racecheck.events import (
+    AccessMode,
+    CellIndex,
+    Event,
+    EventKind,
+    Memory,
+    MemoryKind,
+    Region,
+    cell_effect,
+)
 from racecheck.findings import Finding
 from racecheck.options import RuntimeOrder
 
@@ -91,13 +100,16 @@ class Overlap:
             "dependency between them (docs/model.md)"
         )
 
-    def may_release(self, events: Sequence[Event]) -> bool:
-        """Whether a wait of the earlier task could be answered by a notify of the later
-        one, which runs alongside it when the earlier blocks."""
-        first = events[self.first.first : self.first.end]
-        second = events[self.second.first : self.second.end]
+    def may_release(self, events: Sequence[Sequence[Event]]) -> bool:
+        """Whether a wait of the earlier task could be answered, directly or through other
+        ranks, by the later one, which runs alongside it when the earlier blocks (`events`
+        are every rank's)."""
+        own = events[self.rank]
+        first = own[self.first.first : self.first.end]
+        second = own[self.second.first : self.second.end]
+        waited = waited_cells(events)
         return any(event.kind is EventKind.WAIT for event in first) and any(
-            event.kind is EventKind.NOTIFY for event in second
+            signals(event, waited) for event in second
         )
 
     def describe_release(self) -> str:
@@ -107,6 +119,23 @@ class Overlap:
             f"{b.name} (line {b.location.line}), which PyPTO's runtime does not order after "
             "it and runs alongside it (docs/model.md)"
         )
+
+
+def waited_cells(events: Sequence[Sequence[Event]]) -> CellIndex:
+    """The signal cells some rank's wait reads."""
+    return CellIndex(
+        dict.fromkeys(
+            event.wait.cell.key for rank in events for event in rank if event.wait is not None
+        )
+    )
+
+
+def signals(event: Event, waited: CellIndex) -> bool:
+    """Whether `event` can release a wait: a notify, or a write of a cell some rank waits
+    on (`cell_effect`), such as a `remote_store` into a signal window."""
+    return event.kind is EventKind.NOTIFY or any(
+        cell_effect(event, key) is not None for key in waited.touching(event.access)
+    )
 
 
 def _written_storages(
@@ -238,7 +267,10 @@ _COMPATIBLE: dict[AccessMode | None, frozenset[AccessMode | None]] = {
 
 
 def _matters(
-    first: Sequence[Event], second: Sequence[Event], others: Callable[[], Sequence[Accesses]]
+    first: Sequence[Event],
+    second: Sequence[Event],
+    others: Callable[[], Sequence[Accesses]],
+    waited: CellIndex,
 ) -> bool:
     """Whether running `second` after `first` could decide something the runtime leaves
     open. A wait of `first` can order `second` after other ranks' events, which matters
@@ -246,7 +278,7 @@ def _matters(
     conflicting way (`others`): else no race, wait or value of `second` involves them."""
     if not first or not second:
         return False
-    if any(event.kind is EventKind.NOTIFY for event in second):
+    if any(signals(event, waited) for event in second):
         return True
     waits = any(event.kind is EventKind.WAIT for event in first)
     if waits and (
@@ -257,19 +289,35 @@ def _matters(
     return _conflict(first, second)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Concurrent:
+    """Concurrent parts a rank ran one after another (`concurrent_inexact`)."""
+
+    what: str  # the construct and its line
+    parts: str  # what its parts are called: "blocks", "sub-lanes"
+    spans: Sequence[Sequence[tuple[int, int]]]  # each part's event ranges [first, end)
+
+
 def concurrent_inexact(
-    events: Sequence[Event], spans: Sequence[Sequence[tuple[int, int]]], parts: str
+    events: Sequence[Event],
+    spans: Sequence[Sequence[tuple[int, int]]],
+    parts: str,
+    waited: CellIndex,
 ) -> str | None:
     """Why running concurrent `parts` (the sub-lanes of a `pl.split_aiv` region, the
     blocks of a `pl.spmd`) one after another, as the events [first, end) of each range,
     may hide executions in which they overlap: a part after the first does something,
-    and one of them notifies or waits, or two touch the same bytes with a conflicting
-    access. None when every overlap is equivalent."""
+    and one of them waits or signals (`signals`: `waited` are the cells any rank waits
+    on), or two touch the same bytes with a conflicting access. None when every overlap
+    is equivalent."""
     runs = [[event for first, end in ranges for event in events[first:end]] for ranges in spans]
     if not any(runs[1:]):
         return None
-    if any(event.is_sync for run in runs for event in run):
-        return f"its {parts} notify or wait, and racecheck runs them one after another"
+    if any(event.is_sync or signals(event, waited) for run in runs for event in run):
+        return (
+            f"its {parts} notify, wait or write a cell some rank waits on, and racecheck runs"
+            " them one after another"
+        )
     for j, second in enumerate(runs):
         for i, first in enumerate(runs[:j]):
             if _conflict(first, second):
@@ -284,9 +332,11 @@ def overlaps(
     rules: RuntimeOrder,
     memories: Sequence[Memory],
     others: Callable[[], Sequence[Accesses]],
+    waited: CellIndex,
 ) -> list[Overlap]:
     """The pairs of `rank`'s tasks the runtime leaves unordered and whose order matters;
-    `others()` gives the other ranks' accesses, one table per rank."""
+    `others()` gives the other ranks' accesses, one table per rank, `waited` the cells
+    any rank waits on."""
     before = ordered_pairs(tasks, events, rules, memories)
     found: list[Overlap] = []
     for j, second in enumerate(tasks):
@@ -294,7 +344,7 @@ def overlaps(
             if before[i][j]:
                 continue
             first_events = events[first.first : first.end]
-            if _matters(first_events, events[second.first : second.end], others):
+            if _matters(first_events, events[second.first : second.end], others, waited):
                 reorderable = first.dispatch == second.dispatch and not any(
                     task.glue or task.spec.region
                     for task in tasks
@@ -431,8 +481,9 @@ def dispatch_graphs(
 ) -> list[DispatchGraph]:
     """Every rank's dispatches as a run in program order recorded them."""
     others_of = _others_of(events)
+    waited = waited_cells(events)
     return [
-        _dispatch_graph(rank, rank_tasks, events[rank], others_of(rank))
+        _dispatch_graph(rank, rank_tasks, events[rank], others_of(rank), waited)
         for rank, rank_tasks in enumerate(tasks)
     ]
 
@@ -442,6 +493,7 @@ def _dispatch_graph(
     tasks: Sequence[TaskRecord],
     events: Sequence[Event],
     others: Callable[[], Sequence[Accesses]],
+    waited: CellIndex,
 ) -> DispatchGraph:
     grouped: dict[int, list[TaskRecord]] = {}
     for task in tasks:
@@ -458,8 +510,8 @@ def _dispatch_graph(
         (a, b)
         for a, b in pairs
         if (a, b) not in edges
-        and not _matters(spans[a], spans[b], others)
-        and not _matters(spans[b], spans[a], others)
+        and not _matters(spans[a], spans[b], others, waited)
+        and not _matters(spans[b], spans[a], others, waited)
     )
     first_tasks = tuple(grouped[n][0] if n in grouped else None for n in range(1, count + 1))
     return DispatchGraph(rank=rank, first_tasks=first_tasks, edges=edges, independent=independent)
@@ -535,9 +587,12 @@ def task_overlaps(
 ) -> list[Overlap]:
     """Every rank's `overlaps`."""
     others_of = _others_of(events)
+    waited = waited_cells(events)
     found: list[Overlap] = []
     for rank, rank_tasks in enumerate(tasks):
-        found.extend(overlaps(rank, rank_tasks, events[rank], rules, memories, others_of(rank)))
+        found.extend(
+            overlaps(rank, rank_tasks, events[rank], rules, memories, others_of(rank), waited)
+        )
     return found
 
 

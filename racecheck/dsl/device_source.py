@@ -11,18 +11,26 @@ read from memory, a float, an array) as its own operator says.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import copy
 import dis
 import functools
 import linecache
+import operator
 from collections.abc import Callable
 from enum import Enum
 from types import CellType, CodeType, FunctionType
 from typing import Any
 
 from racecheck.dsl.scalars import truncating_div, truncating_mod
+
+FUTURE_FLAGS = functools.reduce(
+    operator.or_, (getattr(__future__, name).compiler_flag for name in __future__.all_feature_names)
+)
+"""The `from __future__` imports a code object's `co_flags` carry: a body is recompiled
+with those of its module (annotations left unevaluated stay so)."""
 
 HELPER = "_racecheck_device_arithmetic"
 _TARGET = "_racecheck_target"
@@ -139,11 +147,16 @@ def _with_device_arithmetic(definition: ast.FunctionDef) -> ast.FunctionDef:
 
 
 def compiled_function(
-    definition: ast.FunctionDef, filename: str, globals: dict[str, Any], cells: dict[str, CellType]
+    definition: ast.FunctionDef,
+    filename: str,
+    globals: dict[str, Any],
+    cells: dict[str, CellType],
+    future: int,
 ) -> FunctionType:
-    """`definition`, its operators rewritten, compiled at its own lines of `filename`: its
-    free variables are `cells`, by name, its globals `globals`."""
-    code = _compiled_code(definition, filename, tuple(cells), None)
+    """`definition`, its operators rewritten, compiled at its own lines of `filename` with
+    the `from __future__` imports of `future` (`FUTURE_FLAGS`): its free variables are
+    `cells`, by name, its globals `globals`."""
+    code = _compiled_code(definition, filename, tuple(cells), None, future)
     return _function(code, globals, cells)
 
 
@@ -154,7 +167,11 @@ def _function(code: CodeType, globals: dict[str, Any], cells: dict[str, CellType
 
 
 def _compiled_code(
-    definition: ast.FunctionDef, filename: str, free: tuple[str, ...], class_name: str | None
+    definition: ast.FunctionDef,
+    filename: str,
+    free: tuple[str, ...],
+    class_name: str | None,
+    future: int,
 ) -> CodeType:
     """The code of `definition` with its operators rewritten, whose free variables may be
     `free` and the helper. Within `class_name` its private names are mangled as in the
@@ -179,7 +196,13 @@ def _compiled_code(
             name=class_name, bases=[], keywords=[], body=[outer], decorator_list=[]
         )
     module = ast.Module(body=[ast.copy_location(scope, definition)], type_ignores=[])
-    compiled = compile(ast.fix_missing_locations(module), filename, "exec", dont_inherit=True)
+    compiled = compile(
+        ast.fix_missing_locations(module),
+        filename,
+        "exec",
+        flags=future & FUTURE_FLAGS,
+        dont_inherit=True,
+    )
     return _inner(compiled, definition)
 
 
@@ -228,6 +251,7 @@ def _device_code(
     first_line: int,
     class_name: str | None,
     free: tuple[str, ...],
+    future: int,
 ) -> CodeType | bool:
     """The recompiled code of the function `name` at `first_line`; True if it has nothing
     to rewrite, False if it is not in `source`. A program built once per rank count
@@ -237,7 +261,7 @@ def _device_code(
         return False
     if not _divides(written):
         return True
-    return _compiled_code(_bare(written, first_line), filename, free, class_name)
+    return _compiled_code(_bare(written, first_line), filename, free, class_name, future)
 
 
 def _class_of(function: FunctionType) -> str | None:
@@ -263,6 +287,7 @@ def on_device(function: Callable[..., Any]) -> Callable[..., Any] | None:
         code.co_firstlineno,
         _class_of(function),
         code.co_freevars,
+        code.co_flags & FUTURE_FLAGS,
     )
     if not isinstance(device, CodeType):
         return function if device else None

@@ -128,7 +128,8 @@ def _compiled(frame: FrameType, region: ast.With, names: list[str]) -> Callable[
         end_lineno=region.end_lineno,
         end_col_offset=0,
     )
-    return compiled_function(definition, frame.f_code.co_filename, frame.f_globals, {})
+    code = frame.f_code
+    return compiled_function(definition, code.co_filename, frame.f_globals, {}, code.co_flags)
 
 
 @contextmanager

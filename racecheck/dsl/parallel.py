@@ -8,8 +8,10 @@ at least one a plain write, or a plain access against an atomic one, as docs/mod
 defines a race) stops tracing with an unsupported construct at the loop's line, so
 such a kernel is never reported proved. A notify or wait conflicts with every access of
 another iteration: run in order, it would order that iteration's accesses, which
-concurrent iterations do not. Kernel-local buffers created before the loop
-(`Tile.storage`) are checked the same way.
+concurrent iterations do not. So does a store into an INT32 window, which may be a
+signal cell some rank waits on (which cells those are is known only once every rank
+has run). Kernel-local buffers created before the loop (`Tile.storage`) are checked the
+same way.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from racecheck.dsl.context import (
     is_rank_context,
     make_current,
 )
+from racecheck.dsl.dtypes import INT32
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.symbolic import Forms
@@ -43,7 +46,7 @@ class _Access:
     ranges: tuple[tuple[int, int], ...]
     mode: AccessMode
     name: str
-    sync: bool  # a notify or a wait
+    sync: bool  # a notify, a wait or a store into an INT32 window (a signal cell it may be)
 
 
 def _conflicting(first: AccessMode, second: AccessMode) -> bool:
@@ -96,7 +99,8 @@ class IterationRecorder(RankContextProxy):
     ) -> None:
         mode = AccessMode.ATOMIC if accumulate else AccessMode.WRITE
         extent = list(np.shape(values))[-len(offsets) :] if len(offsets) else []
-        self.record(view, owner, offsets, _padded(extent, len(offsets)), mode)
+        signal = view.is_window and view.dtype is INT32
+        self.record(view, owner, offsets, _padded(extent, len(offsets)), mode, sync=signal)
         super().store(
             view, owner, offsets, values, label, accumulate=accumulate, sources=sources, forms=forms
         )
@@ -148,7 +152,12 @@ class IterationRecorder(RankContextProxy):
         if earlier.iteration == access.iteration:
             return
         if earlier.sync or access.sync:
-            self._refuse(earlier, access, "access memory and one of them notifies or waits")
+            self._refuse(
+                earlier,
+                access,
+                "access memory and one of them notifies, waits or stores into an INT32"
+                " window (a signal cell it may be)",
+            )
         if (earlier.memory, earlier.owner) != (access.memory, access.owner) or not _conflicting(
             earlier.mode, access.mode
         ):
