@@ -287,3 +287,12 @@ def test_a_recompiled_function_is_the_function_as_written() -> None:
     assert on_device(functools.wraps(_left)(lambda *a, **k: _left(*a, **k))) is None
     ring = on_device(_Ring.left)  # private names mangle as in the class
     assert ring is not None and ring(_Ring(), 0, 4) == -1
+
+
+def test_a_kernel_under_a_wrapper_without_wrapped_that_divides_is_refused() -> None:
+    """The wrapper forwards `*args, **kwargs` to the function its closure holds, whose
+    `%` would run with Python's rounding: refused, not proved."""
+    path = Path(__file__).resolve().parent / "fixtures" / "unwrapped_decorator.py"
+    for result in _verdicts(path, "2..3"):
+        assert result.verdict is Verdict.UNKNOWN
+        assert "could not recompile inner() from its source" in result.message

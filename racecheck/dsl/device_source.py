@@ -17,6 +17,7 @@ import ast
 import copy
 import dis
 import functools
+import inspect
 import linecache
 import operator
 from collections.abc import Callable
@@ -275,7 +276,7 @@ def on_device(function: Callable[..., Any]) -> Callable[..., Any] | None:
     else as it was: name, defaults, annotations, closure, globals, lines (itself when it
     does not divide). None when it is not a function written in a readable file (the
     caller says so): made by `exec`, or wrapped by another decorator."""
-    if not isinstance(function, FunctionType) or hasattr(function, "__wrapped__"):
+    if not isinstance(function, FunctionType) or _layers(function)[1:]:
         return None
     code = function.__code__
     linecache.checkcache(code.co_filename)  # the file as it is now, as it was imported
@@ -346,3 +347,45 @@ def divides(code: CodeType) -> bool:
         if isinstance(instruction.argval, CodeType) and divides(instruction.argval):
             return True
     return False
+
+
+_FORWARDS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+def _layers(function: Any) -> list[Any]:
+    """`function` and the functions it wraps, at any depth: `__wrapped__`, and for a
+    decorator's wrapper without it (`def wrapper(*args, **kwargs)`), the functions its
+    closure holds."""
+    layers: list[Any] = []
+    pending = [function]
+    while pending:
+        layer = pending.pop()
+        if any(layer is seen for seen in layers):
+            continue
+        layers.append(layer)
+        wrapped = getattr(layer, "__wrapped__", None)
+        if wrapped is not None:
+            pending.append(wrapped)
+        code = getattr(layer, "__code__", None)
+        if code is not None and code.co_flags & _FORWARDS == _FORWARDS:
+            cells = getattr(layer, "__closure__", None) or ()
+            pending.extend(
+                _contents(cell) for cell in cells if isinstance(_contents(cell), FunctionType)
+            )
+    return layers
+
+
+def _contents(cell: CellType) -> object:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
+def divides_as_python(function: Any) -> bool:
+    """Whether `function`, run as written (not recompiled), or a function it wraps may
+    compute a `%`, `//` or `divmod` with Python's rounding."""
+    return any(
+        getattr(layer, "__code__", None) is None or divides(layer.__code__)
+        for layer in _layers(function)
+    )

@@ -21,7 +21,7 @@ from typing import Any
 from racecheck.dsl.async_put import drained_by_the_end
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.declared import as_declared
-from racecheck.dsl.device_source import divides, on_device
+from racecheck.dsl.device_source import divides_as_python, on_device
 from racecheck.dsl.location import unsupported, user_location
 from racecheck.dsl.scalars import DeviceInt, as_index
 from racecheck.dsl.scopes import (
@@ -74,12 +74,7 @@ class DslFunction:
         return type(self)(bound, self.role, as_written=self.as_written)
 
     def _refuse_python_division(self) -> None:
-        layer: Any = self.function
-        codes = []
-        while layer is not None:
-            codes.append(getattr(layer, "__code__", None))
-            layer = getattr(layer, "__wrapped__", None)
-        if any(code is None or divides(code) for code in codes):
+        if divides_as_python(self.function):
             raise unsupported(
                 f"racecheck could not recompile {self.__name__}() from its source (made by"
                 " exec, or wrapped by another decorator), and its `%`, `//` or `divmod` would"
