@@ -111,6 +111,10 @@ def intersect_ranges(
     a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]
 ) -> tuple[tuple[int, int], ...]:
     """Intersection of two sorted disjoint range lists, by a merge sweep."""
+    if len(a) == 1 and len(b) == 1:  # the common case, without the sweep
+        lo = max(a[0][0], b[0][0])
+        hi = min(a[0][1], b[0][1])
+        return ((lo, hi),) if lo < hi else ()
     out: list[tuple[int, int]] = []
     i = j = 0
     while i < len(a) and j < len(b):

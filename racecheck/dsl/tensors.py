@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -151,7 +152,7 @@ class TensorView:
 
     def block(self, offsets: Sequence[int], shape: Sequence[int], name: str) -> TensorView:
         """The view of a contiguous block starting at `offsets`, shaped `shape`."""
-        strides = [math.prod(self.shape[axis + 1 :]) for axis in range(self.ndim)]
+        strides = _strides(self.shape)
         first = sum(start * stride for start, stride in zip(offsets, strides, strict=True))
         return TensorView(
             memory=self.memory,
@@ -306,7 +307,7 @@ def region_runs(
     # dims [inner:] are fully covered; dim inner-1 contributes a contiguous span
     if inner == 0:
         return ((view.base, view.base + view.nbytes),)
-    strides = [math.prod(shape[axis + 1 :]) for axis in range(len(shape))]
+    strides = _strides(shape)
     span_axis = inner - 1
     span = extent[span_axis] * strides[span_axis]
     if all(size == 1 for size in extent[:span_axis]):
@@ -321,6 +322,12 @@ def region_runs(
         first = view.base + start * itemsize
         runs.append((first, first + span * itemsize))
     return union_ranges(runs)
+
+
+@cache
+def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Elements per step of each axis of a row-major `shape`."""
+    return tuple(math.prod(shape[axis + 1 :]) for axis in range(len(shape)))
 
 
 def element_slices(offsets: Sequence[int], extent: Sequence[int]) -> tuple[slice, ...]:
