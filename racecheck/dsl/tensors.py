@@ -11,6 +11,7 @@ contiguous byte runs an access touches, one per run, never one per element.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -278,9 +279,8 @@ def region_problem(view: TensorView, offsets: Sequence[int], extent: Sequence[in
             f"offsets {list(offsets)} / shape {list(extent)} do not match the "
             f"{len(shape)} dims of {view!r}"
         )
-    for axis in range(len(shape)):
-        start, size = offsets[axis], extent[axis]
-        if start < 0 or size < 0 or start + size > shape[axis]:
+    for axis, (start, size, length) in enumerate(zip(offsets, extent, shape, strict=True)):
+        if start < 0 or size < 0 or start + size > length:
             return (
                 f"region offsets {list(offsets)} shape {list(extent)} exceeds "
                 f"{view!r} in dim {axis}"
@@ -311,7 +311,7 @@ def region_runs(
     span_axis = inner - 1
     span = extent[span_axis] * strides[span_axis]
     if all(size == 1 for size in extent[:span_axis]):
-        start = sum(offsets[axis] * strides[axis] for axis in range(inner))
+        start = sum(map(operator.mul, offsets[:inner], strides))
         first = view.base + start * itemsize
         return ((first, first + span * itemsize),)
     runs: list[tuple[int, int]] = []
