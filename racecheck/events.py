@@ -111,6 +111,10 @@ def intersect_ranges(
     a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]
 ) -> tuple[tuple[int, int], ...]:
     """Intersection of two sorted disjoint range lists, by a merge sweep."""
+    if len(a) == 1 and len(b) == 1:  # the common case, without the sweep
+        lo = max(a[0][0], b[0][0])
+        hi = min(a[0][1], b[0][1])
+        return ((lo, hi),) if lo < hi else ()
     out: list[tuple[int, int]] = []
     i = j = 0
     while i < len(a) and j < len(b):
@@ -310,13 +314,23 @@ class WriteIndex:
 
     def overlapping(self, region: Region) -> list[tuple[Event, Ranges]]:
         if region not in self.known:
-            self.known[region] = [
-                (write, shared)
-                for write in self.by_instance.get((region.memory, region.owner), ())
-                if write.access is not None
-                and (shared := intersect_ranges(write.access.ranges, region.ranges))
-            ]
+            self.known[region] = self._overlapping(region)
         return self.known[region]
+
+    def _overlapping(self, region: Region) -> list[tuple[Event, Ranges]]:
+        if not region.ranges:
+            return []
+        low, high = region.ranges[0][0], region.ranges[-1][1]
+        return [
+            (write, shared)
+            for write in self.by_instance.get((region.memory, region.owner), ())
+            if write.access is not None
+            and write.access.ranges
+            # sorted ranges: no shared byte outside both spans (a cheap first test)
+            and write.access.ranges[0][0] < high
+            and low < write.access.ranges[-1][1]
+            and (shared := intersect_ranges(write.access.ranges, region.ranges))
+        ]
 
 
 def cell_effect(event: Event, cell: CellKey) -> CellEffect | None:

@@ -15,6 +15,7 @@ from racecheck.events import (
     Region,
     SourceLocation,
     WriteIndex,
+    intersect_ranges,
 )
 from racecheck.load import discover, load_file
 
@@ -45,6 +46,33 @@ def test_the_writes_of_a_region_come_with_the_bytes_they_share_in_the_order_give
     assert index.overlapping(read) == [(first, ((5, 8),)), (last, ((5, 6), (7, 8)))]
     assert index.overlapping(read) is index.overlapping(read)  # kept, not found again
     assert index.overlapping(Region(memory=4, owner=0, ranges=((0, 8),))) == []
+
+
+def test_every_write_sharing_bytes_with_a_region_of_runs_is_found_not_one_touching_it() -> None:
+    touching_before, in_gap, spanning, empty, early, late, touching_after = (
+        _store(0, 0, 0, ((0, 4),)),
+        _store(0, 1, 0, ((6, 8),)),
+        _store(1, 0, 0, ((2, 5), (9, 11))),
+        _store(1, 1, 0, ()),
+        _store(2, 0, 0, ((3, 5),)),
+        _store(2, 1, 0, ((9, 12),)),
+        _store(2, 2, 0, ((10, 12),)),
+    )
+    index = WriteIndex([touching_before, in_gap, spanning, empty, early, late, touching_after])
+    read = Region(memory=3, owner=0, ranges=((4, 6), (8, 10)))
+    assert index.overlapping(read) == [
+        (spanning, ((4, 5), (9, 10))),
+        (early, ((4, 5),)),
+        (late, ((9, 10),)),
+    ]
+    assert index.overlapping(Region(memory=3, owner=0, ranges=())) == []
+
+
+def test_single_ranges_intersect_as_the_sweep_of_many_does() -> None:
+    assert intersect_ranges(((0, 8),), ((4, 12),)) == ((4, 8),)
+    assert intersect_ranges(((0, 8),), ((8, 12),)) == ()
+    assert intersect_ranges(((3, 5),), ((0, 8),)) == ((3, 5),)
+    assert intersect_ranges(((0, 8),), ((2, 3), (5, 9))) == ((2, 3), (5, 8))
 
 
 def _rank_contexts() -> int:

@@ -82,8 +82,13 @@ class BatonScheduler:
             self.runnable.add(state.rank)
         else:
             self.blocked.add(state.rank)
-        self._pass_baton(current=None if priming else state.rank)
-        self._wait_for_baton(state)
+        current = None if priming else state.rank
+        if self._pass_baton(current, holder=state.rank) == state.rank:
+            # granted to itself: it holds its own baton already
+            if state.abort:
+                raise Abort()
+        else:
+            self._wait_for_baton(state)
 
     def executed(self, state: RankContext, event: Event) -> None:
         del self.pending[state.rank]
@@ -127,28 +132,32 @@ class BatonScheduler:
             self.runnable.discard(rank)
             self.blocked.add(rank)
 
-    def _pass_baton(self, current: int | None) -> None:
+    def _pass_baton(self, current: int | None, holder: int | None = None) -> int | None:
+        """The rank granted the baton (`holder`, the rank calling, keeps its own), None
+        once the run is over."""
         if self.unprimed:
-            self._grant(self.unprimed[0])
-        elif self.runnable:
-            self._grant(self.policy.choose(self.runnable, current, self.pending))
-        elif self.blocked and self.force_waits:
+            return self._grant(self.unprimed[0], holder)
+        if self.runnable:
+            return self._grant(self.policy.choose(self.runnable, current, self.pending), holder)
+        if self.blocked and self.force_waits:
             rank = min(self.blocked)
             self.blocked.discard(rank)
             self.runnable.add(rank)
             self.states[rank].force_next = True
-            self._grant(rank)
-        else:
-            self.stalled = tuple(self.pending[rank].ref for rank in sorted(self.blocked))
-            self.running = None
-            self.done.set()
+            return self._grant(rank, holder)
+        self.stalled = tuple(self.pending[rank].ref for rank in sorted(self.blocked))
+        self.running = None
+        self.done.set()
+        return None
 
-    def _grant(self, rank: int) -> None:
+    def _grant(self, rank: int, holder: int | None = None) -> int:
+        """Pass the baton to `rank`; `holder`, the rank calling, keeps its own."""
         self.running = rank
-        if rank in self.runnable or rank in self.unprimed:
+        if rank not in self.runnable and rank not in self.unprimed:
+            raise ScheduleDivergence(f"policy chose rank {rank}, which cannot run")
+        if rank != holder:
             self.states[rank].baton.release()
-            return
-        raise ScheduleDivergence(f"policy chose rank {rank}, which cannot run")
+        return rank
 
     def _wait_for_baton(self, state: RankContext) -> None:
         state.baton.acquire()

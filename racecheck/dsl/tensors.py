@@ -11,8 +11,10 @@ contiguous byte runs an access touches, one per run, never one per element.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -151,7 +153,7 @@ class TensorView:
 
     def block(self, offsets: Sequence[int], shape: Sequence[int], name: str) -> TensorView:
         """The view of a contiguous block starting at `offsets`, shaped `shape`."""
-        strides = [math.prod(self.shape[axis + 1 :]) for axis in range(self.ndim)]
+        strides = _strides(self.shape)
         first = sum(start * stride for start, stride in zip(offsets, strides, strict=True))
         return TensorView(
             memory=self.memory,
@@ -277,9 +279,8 @@ def region_problem(view: TensorView, offsets: Sequence[int], extent: Sequence[in
             f"offsets {list(offsets)} / shape {list(extent)} do not match the "
             f"{len(shape)} dims of {view!r}"
         )
-    for axis in range(len(shape)):
-        start, size = offsets[axis], extent[axis]
-        if start < 0 or size < 0 or start + size > shape[axis]:
+    for axis, (start, size, length) in enumerate(zip(offsets, extent, shape, strict=True)):
+        if start < 0 or size < 0 or start + size > length:
             return (
                 f"region offsets {list(offsets)} shape {list(extent)} exceeds "
                 f"{view!r} in dim {axis}"
@@ -306,11 +307,11 @@ def region_runs(
     # dims [inner:] are fully covered; dim inner-1 contributes a contiguous span
     if inner == 0:
         return ((view.base, view.base + view.nbytes),)
-    strides = [math.prod(shape[axis + 1 :]) for axis in range(len(shape))]
+    strides = _strides(shape)
     span_axis = inner - 1
     span = extent[span_axis] * strides[span_axis]
     if all(size == 1 for size in extent[:span_axis]):
-        start = sum(offsets[axis] * strides[axis] for axis in range(inner))
+        start = sum(map(operator.mul, offsets[:inner], strides))
         first = view.base + start * itemsize
         return ((first, first + span * itemsize),)
     runs: list[tuple[int, int]] = []
@@ -321,6 +322,12 @@ def region_runs(
         first = view.base + start * itemsize
         runs.append((first, first + span * itemsize))
     return union_ranges(runs)
+
+
+@cache
+def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Elements per step of each axis of a row-major `shape`."""
+    return tuple(math.prod(shape[axis + 1 :]) for axis in range(len(shape)))
 
 
 def element_slices(offsets: Sequence[int], extent: Sequence[int]) -> tuple[slice, ...]:
