@@ -464,7 +464,9 @@ def _check_order(
 
 
 def _overlapping(
-    runs: Sequence[Execution], options: Options, keep: Callable[[Execution, Overlap], bool]
+    runs: Sequence[Execution],
+    options: Options,
+    keep: Callable[[Execution, Overlap], bool] = lambda run, overlap: True,
 ) -> tuple[Execution, list[Overlap]] | None:
     """The first run with tasks the runtime may overlap whose order matters (those
     `keep` accepts), and those overlaps."""
@@ -485,8 +487,12 @@ def _overlapping(
 def _covers_every_order(runs: Sequence[Execution], options: Options) -> bool:
     """Whether checking `runs` decides every order of their tasks: each ran them in an
     order the runtime allows, in which no two it leaves unordered can matter."""
+    return _overlapping(runs, options) is None and _in_allowed_orders(runs, options)
+
+
+def _in_allowed_orders(runs: Sequence[Execution], options: Options) -> bool:
     rules = options.runtime_order
-    return _overlapping(runs, options, lambda run, overlap: True) is None and all(
+    return all(
         allowed_order(run.tasks, run.trace.events, rules, run.trace.memories) for run in runs
     )
 
@@ -503,15 +509,14 @@ def _check_task_orders(
     runtime leaves unordered could matter on any path (`cosim.tasks`); else the other
     orders of those tasks are checked, and an overlap they do not decide is unknown.
     Every execution of such an order that does not hang is one the runtime can run."""
-    loose = _overlapping(runs, options, lambda run, overlap: True)
+    loose = _overlapping(runs, options)
     if loose is None:
         return outcome
     run, found = loose
     other = _other_orders(spec, ranks, options, dispatches, run, outcome, found)
-    return other or dataclasses.replace(
+    return other or _unknown(
         outcome,
-        findings=(),
-        unknown=found[0].describe()
+        found[0].describe()
         + "; racecheck checks the orders of such tasks it can run, not their overlap",
     )
 
@@ -538,11 +543,9 @@ def _check_hang_orders(
     if judge.decide(without).verdict is Verdict.BUG:
         return dataclasses.replace(without, notes=(*without.notes, found[0].describe_release()))
     other = _other_orders(spec, ranks, options, dispatches, run, outcome, found)
-    return other or dataclasses.replace(
+    return other or _unknown(
         outcome,
-        findings=(),
-        hung=False,
-        unknown=found[0].describe_release()
+        found[0].describe_release()
         + "; racecheck runs a rank's tasks one after another, not alongside each other",
     )
 
@@ -578,20 +581,17 @@ def _other_orders(
 
 
 def _releases(run: Execution, overlap: Overlap) -> bool:
-    return overlap.may_release(run.trace.events)
+    return overlap.may_release
 
 
 def _stuck(runs: Sequence[Execution], options: Options) -> bool:
     """Whether a hang in `runs` is one the device shows: each ran its tasks in an order
     the runtime allows, and no task that blocks in it can be released by one it
     overtook or one after it that runs alongside it (`Overlap.may_release`)."""
-    rules = options.runtime_order
     return (
         bool(runs)
         and _overlapping(runs, options, _releases) is None
-        and all(
-            allowed_order(run.tasks, run.trace.events, rules, run.trace.memories) for run in runs
-        )
+        and _in_allowed_orders(runs, options)
     )
 
 

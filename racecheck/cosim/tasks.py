@@ -91,6 +91,9 @@ class Overlap:
     first: TaskRecord  # earlier in program order
     second: TaskRecord
     reorderable: bool  # same dispatch, no region: `reorder` can run `second` first
+    # a wait of `first` could be answered, directly or through other ranks, by a signal
+    # of `second` (`signals`), which runs alongside it when `first` blocks
+    may_release: bool
 
     def describe(self) -> str:
         a, b = self.first.spec, self.second.spec
@@ -98,18 +101,6 @@ class Overlap:
             f"rank {self.rank}: task {b.name} (line {b.location.line}) may run before or "
             f"during task {a.name} (line {a.location.line}): PyPTO's runtime tracks no "
             "dependency between them (docs/model.md)"
-        )
-
-    def may_release(self, events: Sequence[Sequence[Event]]) -> bool:
-        """Whether a wait of the earlier task could be answered, directly or through other
-        ranks, by the later one, which runs alongside it when the earlier blocks (`events`
-        are every rank's)."""
-        own = events[self.rank]
-        first = own[self.first.first : self.first.end]
-        second = own[self.second.first : self.second.end]
-        waited = waited_cells(events)
-        return any(event.kind is EventKind.WAIT for event in first) and any(
-            signals(event, waited) for event in second
         )
 
     def describe_release(self) -> str:
@@ -155,12 +146,9 @@ def _written_storages(
 
 
 def _tagged_storages(
-    task: TaskRecord,
-    events: Sequence[Event],
-    memories: Sequence[Memory],
-    directions: frozenset[Direction] = frozenset(Direction),
+    task: TaskRecord, events: Sequence[Event], memories: Sequence[Memory]
 ) -> frozenset[int]:
-    tagged = {tag.memory for tag in task.spec.tags if tag.direction in directions}
+    tagged = {tag.memory for tag in task.spec.tags}
     if task.spec.region:
         tagged.update(e.access.memory for e in events[task.first : task.end] if e.access)
     return frozenset(tagged) - _untracked(task, memories)
@@ -182,7 +170,6 @@ def _edge(
     later: TaskRecord,
     written: frozenset[int],
     tagged: frozenset[int],
-    looked_up: frozenset[int],
 ) -> bool:
     if earlier.repeat != later.repeat:
         return True
@@ -212,12 +199,11 @@ def ordered_pairs(
     tagged = [
         _tagged_storages(task, events, memories) | written[n] for n, task in enumerate(ranked)
     ]
-    looked_up = [_tagged_storages(task, events, memories, _LOOKED_UP) for task in ranked]
     count = len(tasks)
     after = [[False] * count for _ in range(count)]
     for j in range(count):
         for i in range(j):
-            if after[i][j] or _edge(ranked[i], ranked[j], written[i], tagged[j], looked_up[j]):
+            if after[i][j] or _edge(ranked[i], ranked[j], written[i], tagged[j]):
                 after[i][j] = True
                 for k in range(i):
                     if after[k][i]:
@@ -344,14 +330,24 @@ def overlaps(
             if before[i][j]:
                 continue
             first_events = events[first.first : first.end]
-            if _matters(first_events, events[second.first : second.end], others, waited):
+            second_events = events[second.first : second.end]
+            if _matters(first_events, second_events, others, waited):
                 reorderable = first.dispatch == second.dispatch and not any(
                     task.glue or task.spec.region
                     for task in tasks
                     if task.dispatch == first.dispatch
                 )
+                may_release = any(event.kind is EventKind.WAIT for event in first_events) and any(
+                    signals(event, waited) for event in second_events
+                )
                 found.append(
-                    Overlap(rank=rank, first=first, second=second, reorderable=reorderable)
+                    Overlap(
+                        rank=rank,
+                        first=first,
+                        second=second,
+                        reorderable=reorderable,
+                        may_release=may_release,
+                    )
                 )
     return found
 
