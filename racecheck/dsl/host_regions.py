@@ -218,14 +218,30 @@ def _results(region: ast.With, enclosing: ast.AST) -> list[str]:
 
 def _written(region: ast.With, enclosing: ast.AST) -> list[str]:
     """What a region writes that the host can see: its results, and values it stores
-    into (`x[i] = ...`, `x.attr = ...`, `x.copy_(...)`, `torch.mul(y, 2, out=x)`)."""
+    into (`x[i] = ...`, `x.attr = ...`, `x.numpy()[:] = ...`, `x.copy_(...)`,
+    `torch.mul(y, 2, out=x)`, `np.copyto(x, ...)`)."""
     stored = set(_results(region, enclosing))
     for statement in region.body:
         for node in ast.walk(statement):
             stored.update(
-                target.id for target in _stored_into(node) if isinstance(target, ast.Name)
+                root.id for root in map(_root, _stored_into(node)) if isinstance(root, ast.Name)
             )
     return sorted(stored)
+
+
+def _root(node: ast.expr) -> ast.expr:
+    """The value an expression reaches into: `x` of `x.numpy()[0].data`."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return node
+
+
+_DESTINATION_FIRST = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal"})
+"""numpy's functions that write into their first argument."""
 
 
 def _stored_into(node: ast.AST) -> list[ast.expr]:
@@ -235,11 +251,11 @@ def _stored_into(node: ast.AST) -> list[ast.expr]:
     if not isinstance(node, ast.Call):
         return []
     targets = [keyword.value for keyword in node.keywords if keyword.arg == "out"]
-    method = node.func
-    if (
-        isinstance(method, ast.Attribute)
-        and method.attr.endswith("_")
-        and not method.attr.startswith("_")
-    ):
-        targets.append(method.value)  # torch's in-place methods end in "_"
+    function = node.func
+    name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+    in_place = name.endswith("_") and not name.startswith("_")  # torch's in-place methods
+    if in_place and isinstance(function, ast.Attribute):
+        targets.append(function.value)
+    if (in_place or name in _DESTINATION_FIRST) and node.args:
+        targets.append(node.args[0])  # torch.add_(x, ...), np.copyto(x, ...)
     return targets
