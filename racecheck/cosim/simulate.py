@@ -27,6 +27,7 @@ from racecheck.dsl.watchdog import Overrun, interrupt, thread_location, within
 from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
     AccessMode,
+    CellIndex,
     Event,
     MemoryKind,
     OutOfBounds,
@@ -147,13 +148,15 @@ def simulate(
             )
             remaining = max(timeout - (time.monotonic() - started), 0.001)
             _execute_ranks(run, host, repeat, remaining, instance.name)
+        events = tuple(tuple(state.events) for state in run.states)
+        waited = waited_cells(events)
         if any(state.flow.pins for state in run.states):
-            uses = CellUses([state.events for state in run.states])
+            uses = CellUses(events, waited)
             for state in run.states:
                 state.settle_pins(uses)
         trace = Trace(
             ranks=instance.ranks,
-            events=tuple(tuple(state.events) for state in run.states),
+            events=events,
             memories=tuple(memory.memories),
             ends=tuple(_end_of(state, run) for state in run.states),
             out_of_bounds=tuple(sorted(run.out_of_bounds, key=lambda record: record.rank)),
@@ -183,7 +186,7 @@ def simulate(
         notes=tuple(
             dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
         ),
-        inexact=tuple(dict.fromkeys([*_rank_reasons(run.states, trace), *_host_flow(trace)])),
+        inexact=tuple(dict.fromkeys([*_rank_reasons(run.states, waited), *_host_flow(trace)])),
     )
     # The ranks' contexts and the scheduler refer to each other, and the contexts to
     # every event: parted, the trace is freed as soon as it is dropped, not by the
@@ -192,10 +195,9 @@ def simulate(
     return execution
 
 
-def _rank_reasons(states: Sequence[RankContext], trace: Trace) -> list[str]:
+def _rank_reasons(states: Sequence[RankContext], waited: CellIndex) -> list[str]:
     """Why a rank's run may hide executions: its own reasons, and its concurrent parts
-    judged against every rank's waits."""
-    waited = waited_cells(trace.events)
+    judged against `waited`, the cells every rank waits on."""
     return [
         reason for state in states for reason in (*state.inexact, *state.concurrent_inexact(waited))
     ]
