@@ -51,9 +51,7 @@ class HostContext:
         """A window named `name`, else after the variable the user's line assigns."""
         if not name:
             name = assigned_name(f"window{len(self.memory.memories)}")
-        taken = {memory.name for memory in self.memory.memories}
-        if name in taken:
-            name = f"{name}#{len(self.memory.memories)}"
+        name = self.memory.fresh_name(name)
         memory = self.memory.add_window(name, nbytes)
         return WindowBuffer(memory=memory.id, nbytes=nbytes, name=name)
 
