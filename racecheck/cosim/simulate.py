@@ -203,13 +203,17 @@ def _rank_reasons(states: Sequence[RankContext], waited: CellIndex) -> list[str]
     ]
 
 
+Accesses = dict[tuple[int, int], list[tuple[Event, Region]]]  # (memory, call) -> accesses
+
+
 def _host_flow(trace: Trace) -> tuple[str, ...]:
-    """Why the run proves nothing when one rank reads host tensor bytes another rank
-    wrote in the same call: a dispatch's host tensors are copied to the device before it
-    runs and back after it, so what the read sees depends on when the two dispatches
-    start and end, which racecheck does not model (docs/model.md)."""
-    reads: dict[tuple[int, int], list[tuple[Event, Region]]] = defaultdict(list)
-    writes: dict[tuple[int, int], list[tuple[Event, Region]]] = defaultdict(list)
+    """Why the run proves nothing when one rank reads or writes host tensor bytes another
+    rank wrote in the same call: a dispatch's host tensors are copied to the device before
+    it runs and back after it, so what the read sees, or which write the tensor keeps,
+    depends on when the two dispatches start and end, which racecheck does not model
+    (docs/model.md)."""
+    reads: Accesses = defaultdict(list)
+    writes: Accesses = defaultdict(list)
     for rank_events in trace.events:
         for event in rank_events:
             access = event.access
@@ -217,18 +221,32 @@ def _host_flow(trace: Trace) -> tuple[str, ...]:
                 continue
             accesses = reads if event.mode is AccessMode.READ else writes
             accesses[(access.memory, event.repeat)].append((event, access))
-    for key in reads.keys() & writes.keys():
-        for read, read_bytes in reads[key]:
-            for write, written in writes[key]:
-                if write.rank != read.rank and written.overlaps(read_bytes):
-                    return (
-                        f"rank {read.rank} reads bytes of host tensor {trace.memory(key[0]).name}"
-                        f" (line {read.location.line}) that rank {write.rank} writes (line"
-                        f" {write.location.line}): PyPTO copies a dispatch's host tensors to the"
-                        " device before it runs and back after it, so what the read sees depends"
-                        " on when the two dispatches start and end, which racecheck does not model",
-                    )
+    for others, verb, outcome in (
+        (reads, "reads", "what the read sees"),
+        (writes, "writes", "which write the tensor keeps"),
+    ):
+        crossing = _crossing(others, writes)
+        if crossing is not None:
+            memory, other, write = crossing
+            return (
+                f"rank {other.rank} {verb} bytes of host tensor {trace.memory(memory).name}"
+                f" (line {other.location.line}) that rank {write.rank} writes (line"
+                f" {write.location.line}): PyPTO copies a dispatch's host tensors to the device"
+                f" before it runs and back after it, so {outcome} depends on when the two"
+                " dispatches start and end, which racecheck does not model",
+            )
     return ()
+
+
+def _crossing(others: Accesses, writes: Accesses) -> tuple[int, Event, Event] | None:
+    """The first access of `others` to bytes another rank writes in the same call: its
+    memory, the access and the write."""
+    for key in others.keys() & writes.keys():
+        for other, touched in others[key]:
+            for write, written in writes[key]:
+                if write.rank != other.rank and written.overlaps(touched):
+                    return key[0], other, write
+    return None
 
 
 def _host_crash(
