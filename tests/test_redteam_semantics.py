@@ -51,6 +51,28 @@ def test_host_tensor_bytes_another_rank_wrote_prove_nothing() -> None:
             )
 
 
+def test_host_tensor_bytes_two_ranks_write_prove_nothing() -> None:
+    """Two ranks' stores into the same host tensor bytes, ordered by a signal: each
+    dispatch writes its copy back after it runs, so the signal does not fix which store
+    the tensor keeps (no false proof); stores into distinct rows still prove."""
+    path = FIXTURES / "host_tensor_overwrite.py"
+    report = racecheck.verify(str(path), ranks="2..3")
+    first, second = _line(path, "# @first"), _line(path, "# @second")
+    verdicts = {(result.program, result.ranks): result.verdict for result in report.results}
+    assert verdicts == {
+        ("build[same_row=True]", 2): Verdict.UNKNOWN,
+        ("build[same_row=True]", 3): Verdict.UNKNOWN,
+        ("build[same_row=False]", 2): Verdict.PROVED,
+        ("build[same_row=False]", 3): Verdict.PROVED,
+    }
+    for result in report.results:
+        if result.verdict is Verdict.UNKNOWN:
+            assert result.message.startswith(
+                f"rank 0 writes bytes of host tensor h (line {first})"
+                f" that rank 1 writes (line {second})"
+            )
+
+
 def test_a_deadlock_before_any_event_is_confirmed() -> None:
     """Ranks that block on their first event: a deadlock with an empty witness, confirmed
     by replaying it (it was `unknown`, "did not replay")."""

@@ -13,6 +13,7 @@ from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.types import Direction
 from racecheck.events import (
     AccessMode,
+    CellIndex,
     Event,
     EventKind,
     EventRef,
@@ -73,10 +74,8 @@ class CellUses:
     (`racecheck.engines.skeleton` uses their values) and the writes of each instance
     (`racecheck.analysis` compares two Sets of one cell)."""
 
-    def __init__(self, events: Sequence[Sequence[Event]]) -> None:
-        self.waited = {
-            event.wait.cell.key for rank in events for event in rank if event.wait is not None
-        }
+    def __init__(self, events: Sequence[Sequence[Event]], waited: CellIndex) -> None:
+        self.waited = waited.order
         self.writes = WriteIndex(
             event
             for rank_events in events

@@ -51,9 +51,7 @@ class HostContext:
         """A window named `name`, else after the variable the user's line assigns."""
         if not name:
             name = assigned_name(f"window{len(self.memory.memories)}")
-        taken = {memory.name for memory in self.memory.memories}
-        if name in taken:
-            name = f"{name}#{len(self.memory.memories)}"
+        name = self.memory.fresh_name(name)
         memory = self.memory.add_window(name, nbytes)
         return WindowBuffer(memory=memory.id, nbytes=nbytes, name=name)
 
@@ -109,14 +107,18 @@ class HostContext:
         of the host body adds to, later ones included (docs/model.md): so it is offered to
         every rank in program order, and kept, once the body has run, on the group's
         members only. Its operands join the group (a signal inherits its data window's)."""
-        offered = [dispatch for queue in self.dispatches for dispatch in queue]
-        grouped = [dispatch for dispatch in offered if dispatch.group_of is not None]
+        grouped = [
+            (dispatch.group_of, dispatch.args)
+            for queue in self.dispatches
+            for dispatch in queue
+            if dispatch.group_of is not None
+        ]
         grew = True
         while grew:
             grew = False
-            for dispatch in grouped:
-                group = set(members(dispatch.group_of, self.ranks))  # type: ignore[arg-type]
-                for operand in dispatch.args:
+            for window, operands in grouped:
+                group = set(members(window, self.ranks))
+                for operand in operands:
                     if operand.devices is not None and not group <= operand.devices:
                         operand.devices.update(group)
                         grew = True

@@ -124,10 +124,8 @@ class RankContext:
         """`pl.create_tensor` in a per-device function: a zeroed tensor of this rank's
         device memory, which the function's tasks share and are tagged with like any
         argument; with `manual_dep`, no task gets an edge on it (docs/model.md)."""
-        name = f"{assigned_name('tensor')}@{self.rank}"
         memory = self.run.memory
-        if any(known.name == name for known in memory.memories):
-            name = f"{name}#{len(memory.memories)}"
+        name = memory.fresh_name(f"{assigned_name('tensor')}@{self.rank}")
         values = np.zeros(shape, dtype=dtype.compute)
         return memory.add_host_tensor(name, values, dtype, manual_dep=manual_dep)
 

@@ -27,6 +27,7 @@ from racecheck.dsl.watchdog import Overrun, interrupt, thread_location, within
 from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
     AccessMode,
+    CellIndex,
     Event,
     MemoryKind,
     OutOfBounds,
@@ -147,13 +148,15 @@ def simulate(
             )
             remaining = max(timeout - (time.monotonic() - started), 0.001)
             _execute_ranks(run, host, repeat, remaining, instance.name)
+        events = tuple(tuple(state.events) for state in run.states)
+        waited = waited_cells(events)
         if any(state.flow.pins for state in run.states):
-            uses = CellUses([state.events for state in run.states])
+            uses = CellUses(events, waited)
             for state in run.states:
                 state.settle_pins(uses)
         trace = Trace(
             ranks=instance.ranks,
-            events=tuple(tuple(state.events) for state in run.states),
+            events=events,
             memories=tuple(memory.memories),
             ends=tuple(_end_of(state, run) for state in run.states),
             out_of_bounds=tuple(sorted(run.out_of_bounds, key=lambda record: record.rank)),
@@ -183,7 +186,7 @@ def simulate(
         notes=tuple(
             dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
         ),
-        inexact=tuple(dict.fromkeys([*_rank_reasons(run.states, trace), *_host_flow(trace)])),
+        inexact=tuple(dict.fromkeys([*_rank_reasons(run.states, waited), *_host_flow(trace)])),
     )
     # The ranks' contexts and the scheduler refer to each other, and the contexts to
     # every event: parted, the trace is freed as soon as it is dropped, not by the
@@ -192,22 +195,25 @@ def simulate(
     return execution
 
 
-def _rank_reasons(states: Sequence[RankContext], trace: Trace) -> list[str]:
+def _rank_reasons(states: Sequence[RankContext], waited: CellIndex) -> list[str]:
     """Why a rank's run may hide executions: its own reasons, and its concurrent parts
-    judged against every rank's waits."""
-    waited = waited_cells(trace.events)
+    judged against `waited`, the cells every rank waits on."""
     return [
         reason for state in states for reason in (*state.inexact, *state.concurrent_inexact(waited))
     ]
 
 
+Accesses = dict[tuple[int, int], list[tuple[Event, Region]]]  # (memory, call) -> accesses
+
+
 def _host_flow(trace: Trace) -> tuple[str, ...]:
-    """Why the run proves nothing when one rank reads host tensor bytes another rank
-    wrote in the same call: a dispatch's host tensors are copied to the device before it
-    runs and back after it, so what the read sees depends on when the two dispatches
-    start and end, which racecheck does not model (docs/model.md)."""
-    reads: dict[tuple[int, int], list[tuple[Event, Region]]] = defaultdict(list)
-    writes: dict[tuple[int, int], list[tuple[Event, Region]]] = defaultdict(list)
+    """Why the run proves nothing when one rank reads or writes host tensor bytes another
+    rank wrote in the same call: a dispatch's host tensors are copied to the device before
+    it runs and back after it, so what the read sees, or which write the tensor keeps,
+    depends on when the two dispatches start and end, which racecheck does not model
+    (docs/model.md)."""
+    reads: Accesses = defaultdict(list)
+    writes: Accesses = defaultdict(list)
     for rank_events in trace.events:
         for event in rank_events:
             access = event.access
@@ -215,18 +221,32 @@ def _host_flow(trace: Trace) -> tuple[str, ...]:
                 continue
             accesses = reads if event.mode is AccessMode.READ else writes
             accesses[(access.memory, event.repeat)].append((event, access))
-    for key in reads.keys() & writes.keys():
-        for read, read_bytes in reads[key]:
-            for write, written in writes[key]:
-                if write.rank != read.rank and written.overlaps(read_bytes):
-                    return (
-                        f"rank {read.rank} reads bytes of host tensor {trace.memory(key[0]).name}"
-                        f" (line {read.location.line}) that rank {write.rank} writes (line"
-                        f" {write.location.line}): PyPTO copies a dispatch's host tensors to the"
-                        " device before it runs and back after it, so what the read sees depends"
-                        " on when the two dispatches start and end, which racecheck does not model",
-                    )
+    for others, verb, outcome in (
+        (reads, "reads", "what the read sees"),
+        (writes, "writes", "which write the tensor keeps"),
+    ):
+        crossing = _crossing(others, writes)
+        if crossing is not None:
+            memory, other, write = crossing
+            return (
+                f"rank {other.rank} {verb} bytes of host tensor {trace.memory(memory).name}"
+                f" (line {other.location.line}) that rank {write.rank} writes (line"
+                f" {write.location.line}): PyPTO copies a dispatch's host tensors to the device"
+                f" before it runs and back after it, so {outcome} depends on when the two"
+                " dispatches start and end, which racecheck does not model",
+            )
     return ()
+
+
+def _crossing(others: Accesses, writes: Accesses) -> tuple[int, Event, Event] | None:
+    """The first access of `others` to bytes another rank writes in the same call: its
+    memory, the access and the write."""
+    for key in others.keys() & writes.keys():
+        for other, touched in others[key]:
+            for write, written in writes[key]:
+                if write.rank != other.rank and written.overlaps(touched):
+                    return key[0], other, write
+    return None
 
 
 def _host_crash(

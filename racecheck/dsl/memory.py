@@ -47,6 +47,12 @@ class MemoryState:
         # (memory, owner) -> first byte of an element -> (its dtype, its symbolic form)
         self.forms: dict[tuple[int, int], dict[int, tuple[DType, Expr]]] = {}
 
+    def fresh_name(self, name: str) -> str:
+        """`name`, or `name#id` (the next memory's id) when a memory has it already."""
+        if any(memory.name == name for memory in self.memories):
+            return f"{name}#{len(self.memories)}"
+        return name
+
     def add_window(self, name: str, nbytes: int) -> Memory:
         memory = Memory(id=len(self.memories), kind=MemoryKind.WINDOW, name=name, nbytes=nbytes)
         self.memories.append(memory)
