@@ -539,13 +539,6 @@ def _ordered_pair(a: Event, b: Event) -> tuple[Event, Event]:
     return (a, b) if (a.rank, a.index) <= (b.rank, b.index) else (b, a)
 
 
-def _all_writes(trace: Trace) -> Iterator[Event]:
-    for rank_events in trace.events:
-        for event in rank_events:
-            if event.access is not None and _writes(event):
-                yield event
-
-
 def _always_before(oracle: OrderOracle, earlier: Event, later: Event) -> bool:
     if earlier.rank == later.rank:
         return earlier.index < later.index
@@ -575,7 +568,7 @@ class _Details:
     def __init__(self, trace: Trace, oracle: OrderOracle) -> None:
         self.trace = trace
         self.oracle = oracle
-        self.writes = WriteIndex(_all_writes(trace))
+        self.writes = WriteIndex.of_run(trace.events)
         self.known: dict[tuple[int, int, tuple[tuple[int, int], ...]], RaceDetail] = {}
 
     def of(self, read: Event, write: Event) -> RaceDetail:

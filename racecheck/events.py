@@ -312,6 +312,20 @@ class WriteIndex:
             self.by_instance.setdefault(key, []).append(event)
         self.known: dict[Region, list[tuple[Event, Ranges]]] = {}
 
+    @classmethod
+    def of_run(cls, events: Iterable[Iterable[Event]]) -> WriteIndex:
+        """The index of the memory writes of a run's events (per rank), in rank and
+        program order: a wait only reads its cell, any other access not in READ mode
+        writes."""
+        return cls(
+            event
+            for rank in events
+            for event in rank
+            if event.access is not None
+            and event.kind is not EventKind.WAIT
+            and event.mode is not AccessMode.READ
+        )
+
     def overlapping(self, region: Region) -> list[tuple[Event, Ranges]]:
         if region not in self.known:
             self.known[region] = self._overlapping(region)

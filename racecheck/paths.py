@@ -271,9 +271,11 @@ def _realised(pending: _Pending, outcome: PathOutcome) -> bool:
 
 def merged(outcomes: list[Outcome], unsettled: tuple[Unsettled, ...]) -> Outcome:
     """The facts of all paths as one outcome: their findings once each, the first reason
-    a path could not be decided, and the open values no path settled (which
-    `racecheck.judge` turns into `unknown` unless some path shows a bug)."""
+    a path could not be decided, the open values no path settled (which
+    `racecheck.judge` turns into `unknown` unless some path shows a bug), and the golden
+    model only if every path's outputs match it."""
     first = outcomes[0]
+    model = first.model if all(o.model == first.model for o in outcomes) else None
     findings: dict[tuple[object, ...], Finding] = {}
     for outcome in outcomes:
         for finding in outcome.findings:
@@ -285,6 +287,7 @@ def merged(outcomes: list[Outcome], unsettled: tuple[Unsettled, ...]) -> Outcome
         first,
         findings=tuple(findings.values()),
         unknown=unknown,
+        model=model,
         hung=any(outcome.hung for outcome in outcomes),
         notes=tuple(dict.fromkeys(note for outcome in outcomes for note in outcome.notes)),
         seconds=round(sum(outcome.seconds for outcome in outcomes), 4),

@@ -31,7 +31,6 @@ from racecheck.cosim.execution import DataFlow
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
-    AccessMode,
     CellIndex,
     Event,
     EventKind,
@@ -132,12 +131,7 @@ class _Feeders:
 
     def __init__(self, trace: Trace, oracle: OrderOracle) -> None:
         self.oracle = oracle
-        self.writes = WriteIndex(
-            event
-            for rank_events in trace.events
-            for event in rank_events
-            if event.access is not None and _writes(event)
-        )
+        self.writes = WriteIndex.of_run(trace.events)
         self.trace = trace
         self.known: dict[EventRef, list[Event]] = {}
 
@@ -151,10 +145,6 @@ class _Feeders:
                 if _may_precede(self.oracle, write, read)
             ]
         return self.known[load]
-
-
-def _writes(event: Event) -> bool:
-    return event.kind is not EventKind.WAIT and event.mode is not AccessMode.READ
 
 
 def _may_precede(oracle: OrderOracle, first: Event, second: Event) -> bool:

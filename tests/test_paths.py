@@ -312,3 +312,24 @@ def test_a_finding_seen_on_an_earlier_path_gets_no_witness_built_again(
     assert all(not finding.witness and not finding.confirmed for finding in again)
     races = [finding for finding in result.findings if finding.kind is FindingKind.RACE]
     assert races and all(finding.witness and finding.confirmed for finding in races)
+
+
+def test_a_golden_model_is_named_only_when_the_outputs_of_every_path_match_it(
+    tmp_path: Path,
+) -> None:
+    # the rows after the counted ones are copied from count * (3 - count): at count 1,
+    # a path the first (seeded) one does not take, row 1 of every block is never copied
+    source = (EXAMPLES / "135_all_to_all_v_input_count.py").read_text()
+    skipping = source.replace(
+        "pl.range(n_rows, MAX_RECV)", "pl.range(n_rows * (3 - n_rows), MAX_RECV)"
+    )
+    assert skipping != source
+    path = tmp_path / "rest_skips_at_one.py"
+    path.write_text(skipping)
+    (result,) = check(str(path), Options(ranks=(2,))).results
+    assert result.verdict is Verdict.PROVED  # no race: only the output is off
+    assert result.model is None
+    (correct,) = check(
+        str(EXAMPLES / "135_all_to_all_v_input_count.py"), Options(ranks=(2,))
+    ).results
+    assert (correct.verdict, correct.model) == (Verdict.PROVED, "all_to_all")

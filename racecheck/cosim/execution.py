@@ -12,10 +12,8 @@ from racecheck.cosim.tasks import TaskRecord
 from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.types import Direction
 from racecheck.events import (
-    AccessMode,
     CellIndex,
     Event,
-    EventKind,
     EventRef,
     Schedule,
     SourceLocation,
@@ -76,12 +74,7 @@ class CellUses:
 
     def __init__(self, events: Sequence[Sequence[Event]], waited: CellIndex) -> None:
         self.waited = waited.order
-        self.writes = WriteIndex(
-            event
-            for rank_events in events
-            for event in rank_events
-            if event.access is not None and not _reads_only(event)
-        )
+        self.writes = WriteIndex.of_run(events)
 
     def pinned(self, pin: Pin) -> bool:
         """Do the engines use the value `pin`'s notify writes?"""
@@ -90,10 +83,6 @@ class CellUses:
             return True
         writes = self.writes.overlapping(pin.notify.access)
         return any(write.ref != pin.notify.ref for write, _ in writes)
-
-
-def _reads_only(event: Event) -> bool:
-    return event.kind is EventKind.WAIT or event.mode is AccessMode.READ
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -221,13 +221,8 @@ def _lower_repeated_sets(
     `upper_bound` ends."""
     writes = [_CellWrites() for _ in skeleton.cells]
     for rank in range(skeleton.ranks):
-        waited: dict[int, int] = {}  # cell -> threshold of the rank's last step there, a wait
-        for kind, cell, amount, index in skeleton.steps(rank):
-            writes[cell].note(
-                EventRef(rank=rank, index=index), kind, amount, waited.pop(cell, None)
-            )
-            if kind == WAIT_GE:
-                waited[cell] = amount
+        for kind, cell, amount, index, waited in skeleton.steps_after_waits(rank):
+            writes[cell].note(EventRef(rank=rank, index=index), kind, amount, waited)
     lowered = False
     for rank in range(skeleton.ranks):
         since: dict[int, _SinceSet] = {}  # cell -> the rank's writes since its last Set
@@ -330,15 +325,10 @@ def _most_taken(takes: list[_Take], inside: list[bool], ceiling: int) -> int:
 def _bound_amounts(skeleton: SyncSkeleton, rank: int, waiters: list[set[int]]) -> list[int]:
     """What each step of `rank` adds to the bound (waits keep their thresholds)."""
     amounts: list[int] = []
-    passed: dict[int, int] = {}  # cell -> threshold of the rank's last step on it, a wait
-    for kind, cell, amount in zip(
-        skeleton.kind[rank], skeleton.cell[rank], skeleton.amount[rank], strict=True
-    ):
+    for kind, cell, amount, _, threshold in skeleton.steps_after_waits(rank):
         if kind < ADD:
-            passed[cell] = amount
             amounts.append(amount)
             continue
-        threshold = passed.pop(cell, None)
         consumer = threshold if waiters[cell] == {rank} else None
         amounts.append(_bound_effect(kind, amount, consumer))
     return amounts

@@ -125,13 +125,8 @@ def _may_go_negative(skeleton: SyncSkeleton) -> set[int]:
     with Adds >= 0, so it leaves >= t - v >= 0."""
     negative: set[int] = set()
     for rank in range(skeleton.ranks):
-        passed: dict[int, int] = {}  # cell -> threshold of the rank's last step on it, a wait
-        for kind, cell, amount, _ in skeleton.steps(rank):
-            if kind < ADD:
-                passed[cell] = amount
-                continue
-            threshold = passed.pop(cell, None)
-            if amount < 0 and (threshold is None or threshold < -amount):
+        for kind, cell, amount, _, threshold in skeleton.steps_after_waits(rank):
+            if kind >= ADD and amount < 0 and (threshold is None or threshold < -amount):
                 negative.add(cell)
     return negative
 

@@ -16,6 +16,7 @@ either whole or cut down to the causal past of one event.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from copy import copy
 from dataclasses import dataclass
 
@@ -126,6 +127,15 @@ class SyncSkeleton:
         return zip(
             self.kind[rank], self.cell[rank], self.amount[rank], self.index[rank], strict=True
         )
+
+    def steps_after_waits(self, rank: int) -> Iterator[tuple[int, int, int, int, int | None]]:
+        """`steps`, each with the threshold of the rank's previous step on the same cell
+        when that step is a wait (None otherwise)."""
+        passed: dict[int, int] = {}
+        for kind, cell, amount, index in self.steps(rank):
+            yield kind, cell, amount, index, passed.pop(cell, None)
+            if kind < ADD:
+                passed[cell] = amount
 
     def with_effects(self, kind: list[list[int]], amount: list[list[int]]) -> SyncSkeleton:
         """The same steps (events, cells) with other kinds and amounts."""

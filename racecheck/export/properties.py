@@ -31,13 +31,12 @@ from racecheck.events import (
     EventRef,
     MemoryKind,
     NotifyOp,
+    Ranges,
     Trace,
     intersect_ranges,
     subtract_ranges,
     union_ranges,
 )
-
-Ranges = tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
