@@ -118,9 +118,10 @@ class MemoryState:
         kept = self.forms.get((view.memory, owner))
         if not kept:
             return None
+        starts = _starts(region_runs(view, offsets, extent), view.dtype)
         found = [
             form[1] if form is not None and form[0] == view.dtype else None
-            for form in (kept.get(at) for at in _starts(view, offsets, extent))
+            for form in (kept.get(at) for at in starts)
         ]
         if all(form is None for form in found):
             return None
@@ -143,10 +144,8 @@ class MemoryState:
             return
         if isinstance(forms, InputBlock):
             forms = forms.forms()
-        size = view.dtype.nbytes
-        starts = [at for start, end in runs for at in range(start, end, size)]
         kept = self.forms.setdefault((view.memory, owner), {})
-        for at, expr in zip(starts, forms.reshape(-1), strict=True):
+        for at, expr in zip(_starts(runs, view.dtype), forms.reshape(-1), strict=True):
             if _kept(expr, view.dtype):
                 kept[at] = (view.dtype, expr)
 
@@ -174,9 +173,7 @@ class MemoryState:
         return view.dtype.decode(self._elements(view, HOST_OWNER))
 
 
-def _starts(view: TensorView, offsets: Sequence[int], extent: Sequence[int]) -> list[int]:
-    """The first byte of each element of a region, in row-major order."""
-    size = view.dtype.nbytes
-    return [
-        at for start, end in region_runs(view, offsets, extent) for at in range(start, end, size)
-    ]
+def _starts(runs: Runs, dtype: DType) -> list[int]:
+    """The first byte of each `dtype` element of the byte `runs` of a region, in
+    row-major order."""
+    return [at for start, end in runs for at in range(start, end, dtype.nbytes)]
