@@ -347,8 +347,9 @@ def _arguments(
 
 
 def declared_results(function: Callable[..., Any]) -> int:
-    """How many results `function`'s return annotation declares."""
-    declared = inspect.signature(function).return_annotation
+    """How many results `function`'s return annotation declares (evaluated, also in a
+    file that postpones annotations)."""
+    declared = signature_of(function).return_annotation
     if declared in (inspect.Signature.empty, None, "None"):
         return 0
     return len(typing.get_args(declared)) if typing.get_origin(declared) is tuple else 1
