@@ -148,17 +148,13 @@ def _with_device_arithmetic(definition: ast.FunctionDef) -> ast.FunctionDef:
 
 
 def compiled_function(
-    definition: ast.FunctionDef,
-    filename: str,
-    globals: dict[str, Any],
-    cells: dict[str, CellType],
-    future: int,
+    definition: ast.FunctionDef, filename: str, globals: dict[str, Any], future: int
 ) -> FunctionType:
-    """`definition`, its operators rewritten, compiled at its own lines of `filename` with
-    the `from __future__` imports of `future` (`FUTURE_FLAGS`): its free variables are
-    `cells`, by name, its globals `globals`."""
-    code = _compiled_code(definition, filename, tuple(cells), None, future)
-    return _function(code, globals, cells)
+    """`definition`, a function without free variables, its operators rewritten, compiled
+    at its own lines of `filename` with the `from __future__` imports of `future`
+    (`FUTURE_FLAGS`), over `globals`."""
+    code = _compiled_code(definition, filename, (), None, future)
+    return _function(code, globals, {})
 
 
 def _function(code: CodeType, globals: dict[str, Any], cells: dict[str, CellType]) -> FunctionType:

@@ -129,7 +129,7 @@ def _compiled(frame: FrameType, region: ast.With, names: list[str]) -> Callable[
         end_col_offset=0,
     )
     code = frame.f_code
-    return compiled_function(definition, code.co_filename, frame.f_globals, {}, code.co_flags)
+    return compiled_function(definition, code.co_filename, frame.f_globals, code.co_flags)
 
 
 @contextmanager
