@@ -7,8 +7,9 @@ has one zero-initialised byte array per rank; a host tensor has one shared array
 Beside the bytes, an element written with a symbolic form (`dsl.symbolic`) keeps it
 (concolic: it is what this run wrote there); a read of exactly that element, as the
 same type, gets it back. Any other write of any of its bytes forgets it. Only a bare
-integer input element in a signed integer of 4 bytes or more is kept: it is stored
-unchanged, whatever the input (a sum could wrap, a float round).
+integer input element in an integer type that holds every value of its own dtype is
+kept: it is stored unchanged, whatever the input (a sum could wrap, a float round, an
+INT64 input wrap in an INT32).
 """
 
 from __future__ import annotations
@@ -27,14 +28,13 @@ Runs = tuple[tuple[int, int], ...]
 _CELL = 4  # bytes of a signal cell (INT32)
 
 
-def _holds_inputs(dtype: DType) -> bool:
-    """Does an element of `dtype` hold every integer input element's value unchanged?"""
-    return dtype.storage.kind == "i" and not dtype.is_float and dtype.nbytes >= _CELL
-
-
 def _kept(expr: object, dtype: DType) -> TypeGuard[Var]:
     """Does an element of `dtype` hold the value of `expr` for every input?"""
-    return _holds_inputs(dtype) and isinstance(expr, Var) and not expr.is_float
+    limits = dtype.limits
+    if limits is None or not isinstance(expr, Var) or expr.is_float:
+        return False
+    low, high = expr.limits
+    return limits[0] <= low and high <= limits[1]
 
 
 class MemoryState:
@@ -140,7 +140,7 @@ class MemoryState:
                 del kept[at]
 
     def _remember(self, view: TensorView, owner: int, runs: Runs, forms: Forms) -> None:
-        if not _holds_inputs(view.dtype):
+        if view.dtype.limits is None:
             return
         if isinstance(forms, InputBlock):
             forms = forms.forms()
