@@ -21,8 +21,10 @@ from tracebuild import TraceBuilder
 
 from racecheck.check import check
 from racecheck.cosim import Execution, simulate
+from racecheck.dsl import local_ops
 from racecheck.dsl.dtypes import FP32, INT8, INT16, INT32, INT64, DType
 from racecheck.dsl.memory import MemoryState
+from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.symbolic import Apply, Const, Decision, InputBlock, Op, Var, first_form
 from racecheck.dsl.tensors import TensorView
 from racecheck.engines import prepare
@@ -370,3 +372,13 @@ def test_an_input_block_makes_the_symbols_of_the_elements_asked_for() -> None:
         Var("x", 12, False),
     ]
     assert first_form(block.reshape(-1)) == Var("x", 10, False)
+
+
+def test_an_integer_cast_wraps_and_keeps_the_form_only_where_the_target_holds_it() -> None:
+    """`pl.cast(v, pl.INT8)` of an INT32 input of 300 is 44 on the device, and not `v`
+    for every input; to INT64 it is `v` itself."""
+    read = Tainted(300, frozenset(), COUNT)
+    narrow = local_ops.cast(read, INT8)
+    assert isinstance(narrow, Tainted) and (narrow.value, narrow.symbolic) == (44, None)
+    wide = local_ops.cast(read, INT64)
+    assert isinstance(wide, Tainted) and (wide.value, wide.symbolic) == (300, COUNT)

@@ -24,7 +24,7 @@ from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, device_scalar, sources_of
-from racecheck.dsl.symbolic import Forms, InputBlock, first_form
+from racecheck.dsl.symbolic import Forms, InputBlock, first_form, fits
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import DimExpr
 from racecheck.events import HOST_OWNER
@@ -356,11 +356,15 @@ def cast(
         data = target.decode(target.encode(value.data.astype(target.compute)))
         return Tile(data=data, dtype=target, valid=value.valid, sources=value.sources)
     plain = as_data(value)
-    converted = float(plain) if target.is_float else DeviceInt(int(plain))
+    if target.is_float:
+        converted: float | DeviceInt = float(plain)
+    else:  # truncated, then wrapped into the target's range as the device does
+        stored = target.encode(np.asarray(int(plain)))
+        converted = DeviceInt(int(target.decode(stored)))
     if not isinstance(value, Tainted):
         return converted
-    unchanged = isinstance(plain, int) and not target.is_float  # an integer stays itself
-    return Tainted(converted, value.sources, value.symbolic if unchanged else None)
+    symbolic = value.symbolic if fits(value.symbolic, target.limits) else None
+    return Tainted(converted, value.sources, symbolic)
 
 
 class _CarriedLoop:

@@ -15,26 +15,16 @@ INT64 input wrap in an INT32).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeGuard
 
 import numpy as np
 
 from racecheck.dsl.dtypes import INT32, DType
-from racecheck.dsl.symbolic import Expr, Forms, InputBlock, Var
+from racecheck.dsl.symbolic import Expr, Forms, InputBlock, fits
 from racecheck.dsl.tensors import TensorView, element_slices, region_runs
 from racecheck.events import HOST_OWNER, Memory, MemoryKind, SignalCell
 
 Runs = tuple[tuple[int, int], ...]
 _CELL = 4  # bytes of a signal cell (INT32)
-
-
-def _kept(expr: object, dtype: DType) -> TypeGuard[Var]:
-    """Does an element of `dtype` hold the value of `expr` for every input?"""
-    limits = dtype.limits
-    if limits is None or not isinstance(expr, Var) or expr.is_float:
-        return False
-    low, high = expr.limits
-    return limits[0] <= low and high <= limits[1]
 
 
 class MemoryState:
@@ -146,7 +136,7 @@ class MemoryState:
             forms = forms.forms()
         kept = self.forms.setdefault((view.memory, owner), {})
         for at, expr in zip(_starts(runs, view.dtype), forms.reshape(-1), strict=True):
-            if _kept(expr, view.dtype):
+            if fits(expr, view.dtype.limits):
                 kept[at] = (view.dtype, expr)
 
     def accumulate(
@@ -166,7 +156,7 @@ class MemoryState:
         raw[cell.offset : cell.offset + _CELL].view(np.int32)[0] = wrapped
         key = (cell.memory, cell.owner)
         self._forget(key, ((cell.offset, cell.offset + _CELL),))
-        if _kept(form, INT32):
+        if fits(form, INT32.limits):
             self.forms.setdefault(key, {})[cell.offset] = (INT32, form)
 
     def snapshot(self, view: TensorView) -> np.ndarray:

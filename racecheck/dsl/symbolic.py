@@ -16,7 +16,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -110,6 +110,15 @@ class InputBlock:
 
     def _var(self, element: int) -> Var:
         return Var(self.tensor, int(element), self.is_float, self.limits)
+
+
+def fits(expr: object, limits: tuple[int, int] | None) -> TypeGuard[Var]:
+    """Whether `expr` is an integer input element whose every value lies within
+    `limits` (an integer dtype's; None: not one): stored or cast there, it is itself."""
+    if limits is None or not isinstance(expr, Var) or expr.is_float:
+        return False
+    low, high = expr.limits
+    return limits[0] <= low and high <= limits[1]
 
 
 # per-element symbolic forms: an object array (Expr or None) or an input block
