@@ -322,6 +322,7 @@ def test_an_inline_chip_region_is_a_chip_orchestration_on_the_one_device() -> No
         ),
         ("WorkerStoresIntoInput", 1, "Role.Worker", "sub-worker callback that writes a, f"),
         ("WorkerWritesThroughOut", 1, "Role.Worker", "sub-worker callback that writes a"),
+        ("WorkerWritesThroughARow", 1, "Role.Worker", "sub-worker callback that writes a"),
         ("OneWithTwoRegions", 1, "), pl.at(", "write each region as its own, nested `with`"),
     ],
 )

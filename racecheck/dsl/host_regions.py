@@ -223,9 +223,16 @@ def _written(region: ast.With, enclosing: ast.AST) -> list[str]:
     for statement in region.body:
         for node in ast.walk(statement):
             stored.update(
-                target.id for target in _stored_into(node) if isinstance(target, ast.Name)
+                root.id for root in map(_root, _stored_into(node)) if isinstance(root, ast.Name)
             )
     return sorted(stored)
+
+
+def _root(value: ast.expr) -> ast.expr:
+    """The value a subscript or attribute chain starts from: `x` of `x[0].data`."""
+    while isinstance(value, (ast.Subscript, ast.Attribute)):
+        value = value.value
+    return value
 
 
 def _stored_into(node: ast.AST) -> list[ast.expr]:
