@@ -289,10 +289,27 @@ def test_a_recompiled_function_is_the_function_as_written() -> None:
     assert ring is not None and ring(_Ring(), 0, 4) == -1
 
 
-def test_a_kernel_under_a_wrapper_without_wrapped_that_divides_is_refused() -> None:
-    """The wrapper forwards `*args, **kwargs` to the function its closure holds, whose
-    `%` would run with Python's rounding: refused, not proved."""
-    path = Path(__file__).resolve().parent / "fixtures" / "unwrapped_decorator.py"
+FORWARDING = "    def inner(*args, **kwargs):\n        return fn(*args, **kwargs)\n"
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        FORWARDING,
+        "    def inner(self, x, y, inbox, signal):\n        return fn(self, x, y, inbox, signal)\n",
+    ],
+    ids=["forwarding", "fixed-signature"],
+)
+def test_a_kernel_under_a_wrapper_without_wrapped_that_divides_is_refused(
+    tmp_path: Path, wrapper: str
+) -> None:
+    """The wrapper calls the function its closure holds, whose `%` would run with
+    Python's rounding: refused, not proved, whether it forwards `*args, **kwargs` or
+    has the kernel's own parameters (made by the decorator, not by the class body)."""
+    source = (Path(__file__).resolve().parent / "fixtures" / "unwrapped_decorator.py").read_text()
+    assert source.count(FORWARDING) == 1
+    path = tmp_path / "wrapped.py"
+    path.write_text(source.replace(FORWARDING, wrapper))
     for result in _verdicts(path, "2..3"):
         assert result.verdict is Verdict.UNKNOWN
         assert "could not recompile inner() from its source" in result.message

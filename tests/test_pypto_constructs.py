@@ -324,6 +324,8 @@ def test_an_inline_chip_region_is_a_chip_orchestration_on_the_one_device() -> No
         ("WorkerWritesThroughOut", 1, "Role.Worker", "sub-worker callback that writes a"),
         ("WorkerCopiesIntoANumpyView", 1, "Role.Worker", "sub-worker callback that writes a"),
         ("WorkerStoresIntoANumpyView", 1, "Role.Worker", "sub-worker callback that writes a"),
+        ("WorkerWritesThroughARow", 1, "Role.Worker", "sub-worker callback that writes a"),
+        ("WorkerSetsItemOfANumpyView", 1, "Role.Worker", "sub-worker callback that writes a"),
         ("OneWithTwoRegions", 1, "), pl.at(", "write each region as its own, nested `with`"),
     ],
 )

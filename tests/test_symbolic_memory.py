@@ -21,8 +21,10 @@ from tracebuild import TraceBuilder
 
 from racecheck.check import check
 from racecheck.cosim import Execution, simulate
-from racecheck.dsl.dtypes import FP32, INT16, INT32, DType
+from racecheck.dsl import local_ops
+from racecheck.dsl.dtypes import FP32, INT8, INT16, INT32, INT64, DType
 from racecheck.dsl.memory import MemoryState
+from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.symbolic import Apply, Const, Decision, InputBlock, Op, Var, first_form
 from racecheck.dsl.tensors import TensorView
 from racecheck.engines import prepare
@@ -37,6 +39,7 @@ from racecheck.report.phrases import describe_finding
 from racecheck.steering import Cause, open_reads
 
 COUNT = Var("count", 0, is_float=False)
+WIDE = Var("wide", 0, is_float=False, limits=INT64.limits)  # an INT64 input element
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -114,8 +117,9 @@ def test_a_cell_set_with_a_form_is_read_back_as_int32() -> None:
         (FP32, Var("x", 0, is_float=True)),  # a float could round
         (INT16, COUNT),  # could wrap
         (INT32, Apply(Op.ADD, (COUNT, Const(1)))),  # a sum could wrap
+        (INT32, WIDE),  # an INT64 input could wrap
     ],
-    ids=["float", "narrow", "sum"],
+    ids=["float", "narrow", "sum", "wide"],
 )
 def test_only_forms_stored_unchanged_for_every_input_are_kept(dtype: DType, form) -> None:
     memory, box = _memory()
@@ -310,6 +314,25 @@ def test_a_finding_on_a_path_with_chosen_inputs_names_them() -> None:
     assert f"with the input count.flat[0] = {int(value)} (the other" in describe_finding(finding)
 
 
+def test_an_input_narrower_than_where_it_is_stored_is_kept() -> None:
+    memory, box = _memory()
+    small = Var("small", 0, is_float=False, limits=INT8.limits)
+    view = _view(box, INT16, 8)
+    memory.write(view, 0, [0], np.array([3]), _forms(small))
+    assert _read_back(memory, view, 0) == small
+
+
+def test_an_integer_input_takes_any_value_of_its_dtype_and_no_other() -> None:
+    """An INT64 element reaches past INT32; an INT8 one does not reach 200."""
+    past = Decision(condition=Apply(Op.LT, (WIDE, Const(2**31))), taken=True)
+    ((_, wide),) = flips([past], 0, deadline=float("inf"))
+    assert wide.answer is Answer.FOUND and wide.values[0][2] >= 2**31
+    small = Var("small", 0, is_float=False, limits=INT8.limits)
+    below = Decision(condition=Apply(Op.LT, (small, Const(200))), taken=True)
+    ((_, narrow),) = flips([below], 0, deadline=float("inf"))
+    assert narrow.answer is Answer.INFEASIBLE
+
+
 def test_each_decision_flips_with_the_ones_before_it_kept() -> None:
     above = Decision(condition=Apply(Op.GT, (COUNT, Const(2))), taken=True)
     below = Decision(condition=Apply(Op.LT, (COUNT, Const(5))), taken=True)
@@ -349,3 +372,13 @@ def test_an_input_block_makes_the_symbols_of_the_elements_asked_for() -> None:
         Var("x", 12, False),
     ]
     assert first_form(block.reshape(-1)) == Var("x", 10, False)
+
+
+def test_an_integer_cast_wraps_and_keeps_the_form_only_where_the_target_holds_it() -> None:
+    """`pl.cast(v, pl.INT8)` of an INT32 input of 300 is 44 on the device, and not `v`
+    for every input; to INT64 it is `v` itself."""
+    read = Tainted(300, frozenset(), COUNT)
+    narrow = local_ops.cast(read, INT8)
+    assert isinstance(narrow, Tainted) and (narrow.value, narrow.symbolic) == (44, None)
+    wide = local_ops.cast(read, INT64)
+    assert isinstance(wide, Tainted) and (wide.value, wide.symbolic) == (300, COUNT)

@@ -12,6 +12,7 @@ import pytest
 import racecheck
 from racecheck.cosim import Execution, simulate
 from racecheck.cosim.tasks import ordered_pairs
+from racecheck.dsl.scopes import declared_results
 from racecheck.dsl.types import Direction
 from racecheck.events import MemoryKind
 from racecheck.findings import FindingKind, Verdict
@@ -249,3 +250,15 @@ def test_an_auto_scope_in_a_function_that_places_its_own_changes_no_order(tmp_pa
     (result,) = racecheck.verify(str(scoped), ranks=[3]).results
     assert result.verdict is Verdict.BUG
     assert [finding.kind for finding in result.findings] == [FindingKind.WRONG_RESULT]
+
+
+def test_a_postponed_tuple_annotation_declares_each_of_its_results() -> None:
+    """This file postpones annotations: `-> tuple[...]` is a string until evaluated."""
+
+    def two(x: int) -> tuple[int, int]:
+        return x, x
+
+    def none(x: int) -> None:
+        del x
+
+    assert (declared_results(two), declared_results(none)) == (2, 0)

@@ -380,7 +380,11 @@ class RankContext:
         )
         if len(elements) != math.prod(extent):
             return None
-        return InputBlock(name, elements.reshape(tuple(extent)), view.dtype.is_float)
+        shaped = elements.reshape(tuple(extent))
+        limits = view.dtype.limits
+        if limits is None:
+            return InputBlock(name, shaped, view.dtype.is_float)
+        return InputBlock(name, shaped, view.dtype.is_float, limits)
 
     def fail_bounds(self, message: str) -> None:
         raise Crash(OutOfBounds(rank=self.rank, location=user_location(), message=message))

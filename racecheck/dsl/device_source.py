@@ -25,6 +25,7 @@ from enum import Enum
 from types import CellType, CodeType, FunctionType
 from typing import Any
 
+from racecheck.dsl.location import innermost_user_frame
 from racecheck.dsl.scalars import truncating_div, truncating_mod
 
 FUTURE_FLAGS = functools.reduce(
@@ -148,17 +149,13 @@ def _with_device_arithmetic(definition: ast.FunctionDef) -> ast.FunctionDef:
 
 
 def compiled_function(
-    definition: ast.FunctionDef,
-    filename: str,
-    globals: dict[str, Any],
-    cells: dict[str, CellType],
-    future: int,
+    definition: ast.FunctionDef, filename: str, globals: dict[str, Any], future: int
 ) -> FunctionType:
-    """`definition`, its operators rewritten, compiled at its own lines of `filename` with
-    the `from __future__` imports of `future` (`FUTURE_FLAGS`): its free variables are
-    `cells`, by name, its globals `globals`."""
-    code = _compiled_code(definition, filename, tuple(cells), None, future)
-    return _function(code, globals, cells)
+    """`definition`, a function without free variables, its operators rewritten, compiled
+    at its own lines of `filename` with the `from __future__` imports of `future`
+    (`FUTURE_FLAGS`), over `globals`."""
+    code = _compiled_code(definition, filename, (), None, future)
+    return _function(code, globals, {})
 
 
 def _function(code: CodeType, globals: dict[str, Any], cells: dict[str, CellType]) -> FunctionType:
@@ -276,7 +273,11 @@ def on_device(function: Callable[..., Any]) -> Callable[..., Any] | None:
     else as it was: name, defaults, annotations, closure, globals, lines (itself when it
     does not divide). None when it is not a function written in a readable file (the
     caller says so): made by `exec`, or wrapped by another decorator."""
-    if not isinstance(function, FunctionType) or _layers(function)[1:]:
+    if (
+        not isinstance(function, FunctionType)
+        or not _defined_by_a_caller(function)
+        or _layers(function)[1:]
+    ):
         return None
     code = function.__code__
     linecache.checkcache(code.co_filename)  # the file as it is now, as it was imported
@@ -302,6 +303,22 @@ def on_device(function: Callable[..., Any]) -> Callable[..., Any] | None:
     recompiled.__module__ = function.__module__
     recompiled.__doc__ = function.__doc__
     return recompiled
+
+
+def _defined_by_a_caller(function: FunctionType) -> bool:
+    """Whether code now running (the user's, applying the decorator) made `function`
+    with its `def`: another decorator's wrapper (`def wrapper(self, x, y)` returned by
+    a user decorator below the pl one) was made by code that has returned, and its
+    source is not the DSL body. Decorating outside a loaded user file cannot tell, and
+    counts as made there."""
+    frame = innermost_user_frame()
+    if frame is None:
+        return True
+    while frame is not None:
+        if any(constant is function.__code__ for constant in frame.f_code.co_consts):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _bare(written: ast.FunctionDef, first_line: int) -> ast.FunctionDef:
@@ -352,10 +369,10 @@ def divides(code: CodeType) -> bool:
 _FORWARDS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 
 
-def _layers(function: Any) -> list[Any]:
+def _layers(function: Any, *, closures: bool = False) -> list[Any]:
     """`function` and the functions it wraps, at any depth: `__wrapped__`, and for a
-    decorator's wrapper without it (`def wrapper(*args, **kwargs)`), the functions its
-    closure holds."""
+    decorator's wrapper without it (`def wrapper(*args, **kwargs)`, or any function
+    with `closures`), the functions its closure holds."""
     layers: list[Any] = []
     pending = [function]
     while pending:
@@ -367,7 +384,7 @@ def _layers(function: Any) -> list[Any]:
         if wrapped is not None:
             pending.append(wrapped)
         code = getattr(layer, "__code__", None)
-        if code is not None and code.co_flags & _FORWARDS == _FORWARDS:
+        if code is not None and (closures or code.co_flags & _FORWARDS == _FORWARDS):
             cells = getattr(layer, "__closure__", None) or ()
             pending.extend(
                 _contents(cell) for cell in cells if isinstance(_contents(cell), FunctionType)
@@ -383,9 +400,9 @@ def _contents(cell: CellType) -> object:
 
 
 def divides_as_python(function: Any) -> bool:
-    """Whether `function`, run as written (not recompiled), or a function it wraps may
-    compute a `%`, `//` or `divmod` with Python's rounding."""
+    """Whether `function`, run as written (not recompiled), or a function it wraps or
+    closes over may compute a `%`, `//` or `divmod` with Python's rounding."""
     return any(
         getattr(layer, "__code__", None) is None or divides(layer.__code__)
-        for layer in _layers(function)
+        for layer in _layers(function, closures=True)
     )

@@ -27,6 +27,14 @@ class DType:
     def __repr__(self) -> str:
         return f"pl.{self.name}"
 
+    @property
+    def limits(self) -> tuple[int, int] | None:
+        """The least and the greatest value of an integer dtype (None: not one)."""
+        if self.storage.kind not in "iu":
+            return None
+        info = np.iinfo(self.storage)
+        return int(info.min), int(info.max)
+
     def encode(self, values: np.ndarray) -> np.ndarray:
         """Computed values → storage elements (same shape)."""
         if self.name == "BF16":

@@ -129,7 +129,7 @@ def _compiled(frame: FrameType, region: ast.With, names: list[str]) -> Callable[
         end_col_offset=0,
     )
     code = frame.f_code
-    return compiled_function(definition, code.co_filename, frame.f_globals, {}, code.co_flags)
+    return compiled_function(definition, code.co_filename, frame.f_globals, code.co_flags)
 
 
 @contextmanager
@@ -253,7 +253,9 @@ def _stored_into(node: ast.AST) -> list[ast.expr]:
     targets = [keyword.value for keyword in node.keywords if keyword.arg == "out"]
     function = node.func
     name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
-    in_place = name.endswith("_") and not name.startswith("_")  # torch's in-place methods
+    in_place = (name.endswith("_") and not name.startswith("_")) or (  # torch's x.mul_()
+        name in ("__setitem__", "__delitem__") or (name.startswith("__i") and name.endswith("__"))
+    )
     if in_place and isinstance(function, ast.Attribute):
         targets.append(function.value)
     if (in_place or name in _DESTINATION_FIRST) and node.args:

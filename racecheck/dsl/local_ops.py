@@ -23,8 +23,8 @@ import numpy as np
 from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.parallel import record_local, tracked
-from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, sources_of
-from racecheck.dsl.symbolic import Forms, InputBlock, first_form
+from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, device_scalar, sources_of
+from racecheck.dsl.symbolic import Forms, InputBlock, first_form, fits
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import DimExpr
 from racecheck.events import HOST_OWNER
@@ -356,11 +356,15 @@ def cast(
         data = target.decode(target.encode(value.data.astype(target.compute)))
         return Tile(data=data, dtype=target, valid=value.valid, sources=value.sources)
     plain = as_data(value)
-    converted = float(plain) if target.is_float else DeviceInt(int(plain))
+    if target.is_float:
+        converted: float | DeviceInt = float(plain)
+    else:  # truncated, then wrapped into the target's range as the device does
+        stored = target.encode(np.asarray(int(plain)))
+        converted = DeviceInt(int(target.decode(stored)))
     if not isinstance(value, Tainted):
         return converted
-    unchanged = isinstance(plain, int) and not target.is_float  # an integer stays itself
-    return Tainted(converted, value.sources, value.symbolic if unchanged else None)
+    symbolic = value.symbolic if fits(value.symbolic, target.limits) else None
+    return Tainted(converted, value.sources, symbolic)
 
 
 class _CarriedLoop:
@@ -409,7 +413,7 @@ def _carried_iteration(
     steps: Iterator[object], init: tuple[object, ...]
 ) -> Iterator[tuple[object, ...]]:
     stack = _carried_stack()
-    loop = _CarriedLoop(_device_scalars(init))
+    loop = _CarriedLoop(tuple(map(device_scalar, init)))
     stack.append(loop)
     try:
         for index in steps:
@@ -459,15 +463,9 @@ def _caller_unpacks(frame: Any) -> bool:
     return known
 
 
-def _device_scalars(values: tuple[object, ...]) -> tuple[object, ...]:
-    """Loop-carried values are device variables: an integer among them divides like the
-    device (`scalars.DeviceInt`)."""
-    return tuple(DeviceInt(value) if type(value) is int else value for value in values)
-
-
 def yield_(*values: object) -> Any:
     """Carry `values` into the next iteration of the innermost `init_values` loop."""
-    values = _device_scalars(values)
+    values = tuple(map(device_scalar, values))  # loop-carried values are device scalars
     stack = _carried_stack()
     if stack:
         stack[-1].values = values

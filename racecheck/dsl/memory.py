@@ -7,34 +7,24 @@ has one zero-initialised byte array per rank; a host tensor has one shared array
 Beside the bytes, an element written with a symbolic form (`dsl.symbolic`) keeps it
 (concolic: it is what this run wrote there); a read of exactly that element, as the
 same type, gets it back. Any other write of any of its bytes forgets it. Only a bare
-integer input element in a signed integer of 4 bytes or more is kept: it is stored
-unchanged, whatever the input (a sum could wrap, a float round).
+integer input element in an integer type that holds every value of its own dtype is
+kept: it is stored unchanged, whatever the input (a sum could wrap, a float round, an
+INT64 input wrap in an INT32).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeGuard
 
 import numpy as np
 
 from racecheck.dsl.dtypes import INT32, DType
-from racecheck.dsl.symbolic import Expr, Forms, InputBlock, Var
+from racecheck.dsl.symbolic import Expr, Forms, InputBlock, fits
 from racecheck.dsl.tensors import TensorView, element_slices, region_runs
 from racecheck.events import HOST_OWNER, Memory, MemoryKind, SignalCell
 
 Runs = tuple[tuple[int, int], ...]
 _CELL = 4  # bytes of a signal cell (INT32)
-
-
-def _holds_inputs(dtype: DType) -> bool:
-    """Does an element of `dtype` hold every integer input element's value unchanged?"""
-    return dtype.storage.kind == "i" and not dtype.is_float and dtype.nbytes >= _CELL
-
-
-def _kept(expr: object, dtype: DType) -> TypeGuard[Var]:
-    """Does an element of `dtype` hold the value of `expr` for every input?"""
-    return _holds_inputs(dtype) and isinstance(expr, Var) and not expr.is_float
 
 
 class MemoryState:
@@ -124,9 +114,10 @@ class MemoryState:
         kept = self.forms.get((view.memory, owner))
         if not kept:
             return None
+        starts = _starts(region_runs(view, offsets, extent), view.dtype)
         found = [
             form[1] if form is not None and form[0] == view.dtype else None
-            for form in (kept.get(at) for at in _starts(view, offsets, extent))
+            for form in (kept.get(at) for at in starts)
         ]
         if all(form is None for form in found):
             return None
@@ -145,15 +136,13 @@ class MemoryState:
                 del kept[at]
 
     def _remember(self, view: TensorView, owner: int, runs: Runs, forms: Forms) -> None:
-        if not _holds_inputs(view.dtype):
+        if view.dtype.limits is None:
             return
         if isinstance(forms, InputBlock):
             forms = forms.forms()
-        size = view.dtype.nbytes
-        starts = [at for start, end in runs for at in range(start, end, size)]
         kept = self.forms.setdefault((view.memory, owner), {})
-        for at, expr in zip(starts, forms.reshape(-1), strict=True):
-            if _kept(expr, view.dtype):
+        for at, expr in zip(_starts(runs, view.dtype), forms.reshape(-1), strict=True):
+            if fits(expr, view.dtype.limits):
                 kept[at] = (view.dtype, expr)
 
     def accumulate(
@@ -173,16 +162,14 @@ class MemoryState:
         raw[cell.offset : cell.offset + _CELL].view(np.int32)[0] = wrapped
         key = (cell.memory, cell.owner)
         self._forget(key, ((cell.offset, cell.offset + _CELL),))
-        if _kept(form, INT32):
+        if fits(form, INT32.limits):
             self.forms.setdefault(key, {})[cell.offset] = (INT32, form)
 
     def snapshot(self, view: TensorView) -> np.ndarray:
         return view.dtype.decode(self._elements(view, HOST_OWNER))
 
 
-def _starts(view: TensorView, offsets: Sequence[int], extent: Sequence[int]) -> list[int]:
-    """The first byte of each element of a region, in row-major order."""
-    size = view.dtype.nbytes
-    return [
-        at for start, end in region_runs(view, offsets, extent) for at in range(start, end, size)
-    ]
+def _starts(runs: Runs, dtype: DType) -> list[int]:
+    """The first byte of each `dtype` element of the byte `runs` of a region, in
+    row-major order."""
+    return [at for start, end in runs for at in range(start, end, dtype.nbytes)]

@@ -23,7 +23,7 @@ from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.declared import as_declared
 from racecheck.dsl.device_source import divides_as_python, on_device
 from racecheck.dsl.location import unsupported, user_location
-from racecheck.dsl.scalars import DeviceInt, as_index
+from racecheck.dsl.scalars import as_index, device_scalar
 from racecheck.dsl.scopes import (
     declared_results,
     dep_indexes,
@@ -43,12 +43,6 @@ class FunctionRole(Enum):
     PER_DEVICE = "per-device"
     HOST = "host"
     SUB_WORKER = "sub-worker"  # a host callback (`pl.Role.SubWorker`): never traced
-
-
-def _on_device(value: object) -> object:
-    """A host integer passed to a device becomes a device scalar, whose `%` and `//`
-    truncate (docs/model.md); other arguments pass as they are."""
-    return DeviceInt(value) if type(value) is int else value
 
 
 class DslFunction:
@@ -96,8 +90,8 @@ class DslFunction:
             host.dispatch(
                 device,
                 self.function,
-                tuple(_on_device(value) for value in args),
-                {name: _on_device(value) for name, value in kwargs.items()},
+                tuple(device_scalar(value) for value in args),
+                {name: device_scalar(value) for name, value in kwargs.items()},
             )
             return None
         context = current()

@@ -117,6 +117,13 @@ class DeviceInt(int):
         return DeviceInt(~int(self))
 
 
+def device_scalar(value: object) -> object:
+    """A Python integer handed to the device (a dispatch argument, a loop-carried value)
+    as the device scalar it becomes, whose `%` and `//` truncate (docs/model.md); any
+    other value as it is."""
+    return DeviceInt(value) if type(value) is int else value
+
+
 def _plain(value: object) -> object:
     return value.value if isinstance(value, Tainted) else value
 

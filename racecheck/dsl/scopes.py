@@ -235,12 +235,10 @@ def _refuse_written_locals(
     `pl.create_tensor` made outside a per-device function's own body) is refused:
     racecheck shares only the tensors that body creates between its tasks."""
     try:
-        signature = signature_of(function)
-        bound = signature.bind(*args, **kwargs)
+        arguments = _arguments(function, args, kwargs)
     except (TypeError, ValueError):
         return
-    for key, value in bound.arguments.items():
-        annotation = signature.parameters[key].annotation
+    for key, value, annotation in arguments:
         if (
             isinstance(value, Tile)
             and isinstance(annotation, TensorType)
@@ -268,19 +266,16 @@ def held_result(
     directly declares as many as it writes; through `pl.submit`, none. The call is
     refused when neither is as many; once it runs, what it returns must be them, or
     nothing (`stands_for`)."""
-    signature = signature_of(function)
-    bound = signature.bind(*args, **kwargs)
     written: list[TensorView] = []
     outs: list[TensorView] = []
-    for key, value in bound.arguments.items():
-        annotation = signature.parameters[key].annotation
+    for _, value, annotation in _arguments(function, args, kwargs):
         if not isinstance(value, TensorView) or not isinstance(annotation, TensorType):
             continue
         if annotation.direction is not Direction.IN:
             written.append(value)
         if annotation.direction is Direction.OUT:
             outs.append(value)
-    unannotated = signature.return_annotation is inspect.Signature.empty
+    unannotated = signature_of(function).return_annotation is inspect.Signature.empty
     declared = len(written) if unannotated and not submit else declared_results(function)
     if declared == 0:  # `pl.submit` then returns the task id alone
         return None if submit else HeldBack(name=name, location=user_location())
@@ -338,9 +333,23 @@ def stands_for(result: Any, held: Any) -> bool:
     return held is None
 
 
+def _arguments(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[tuple[str, Any, Any]]:
+    """Each argument of the call `function(*args, **kwargs)`: its parameter's name, its
+    value and its declared annotation (TypeError or ValueError if the call does not bind)."""
+    signature = signature_of(function)
+    bound = signature.bind(*args, **kwargs)
+    return [
+        (name, value, signature.parameters[name].annotation)
+        for name, value in bound.arguments.items()
+    ]
+
+
 def declared_results(function: Callable[..., Any]) -> int:
-    """How many results `function`'s return annotation declares."""
-    declared = inspect.signature(function).return_annotation
+    """How many results `function`'s return annotation declares (evaluated, also in a
+    file that postpones annotations)."""
+    declared = signature_of(function).return_annotation
     if declared in (inspect.Signature.empty, None, "None"):
         return 0
     return len(typing.get_args(declared)) if typing.get_origin(declared) is tuple else 1
@@ -363,16 +372,14 @@ def tags_of(
 ) -> tuple[TaskTag, ...]:
     """The tensors a call passes, with the directions the callee declares for them."""
     try:
-        signature = signature_of(function)
-        bound = signature.bind(*args, **kwargs)
+        arguments = _arguments(function, args, kwargs)
     except (TypeError, ValueError):
         return tuple(
             TaskTag(memory=view.memory, direction=Direction.INOUT)
             for view in _views((*args, *kwargs.values()))
         )
     tags: list[TaskTag] = []
-    for name, value in bound.arguments.items():
-        annotation = signature.parameters[name].annotation
+    for _, value, annotation in arguments:
         direction = annotation.direction if isinstance(annotation, TensorType) else Direction.IN
         tags.extend(TaskTag(memory=view.memory, direction=direction) for view in _views((value,)))
     return tuple(tags)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -42,13 +42,18 @@ class Op(Enum):
 _COMPARISONS = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 
 
+INT32_LIMITS = (-(2**31), 2**31 - 1)
+
+
 @dataclass(frozen=True, slots=True)
 class Var:
-    """Element `index` (flat, row-major) of the input host tensor `tensor`."""
+    """Element `index` (flat, row-major) of the input host tensor `tensor`; an integer
+    element holds any value within `limits` (its dtype's, both ends included)."""
 
     tensor: str
     index: int
     is_float: bool
+    limits: tuple[int, int] = INT32_LIMITS
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,32 +80,45 @@ class InputBlock:
     tensor: str
     elements: np.ndarray
     is_float: bool
+    limits: tuple[int, int] = INT32_LIMITS  # as `Var.limits`
 
     def __getitem__(self, key: Any) -> InputBlock | Var | None:
         picked = self.elements[key]
         if isinstance(picked, np.ndarray):
-            return InputBlock(self.tensor, picked, self.is_float)
-        return None if picked < 0 else Var(self.tensor, int(picked), self.is_float)
+            return replace(self, elements=picked)
+        return None if picked < 0 else self._var(picked)
 
     def block(self, key: tuple[slice, ...]) -> InputBlock:
-        return InputBlock(self.tensor, self.elements[key], self.is_float)
+        return replace(self, elements=self.elements[key])
 
     def reshape(self, shape: Any) -> InputBlock:
-        return InputBlock(self.tensor, self.elements.reshape(shape), self.is_float)
+        return replace(self, elements=self.elements.reshape(shape))
 
     def padded(self, shape: tuple[int, ...]) -> InputBlock:
         """The block at the start of a larger tile of `shape`; the rest has none."""
         elements = np.full(shape, -1, dtype=np.int64)
         elements[tuple(slice(0, size) for size in self.elements.shape)] = self.elements
-        return InputBlock(self.tensor, elements, self.is_float)
+        return replace(self, elements=elements)
 
     def forms(self) -> np.ndarray:
         """Each position's `Var` (or None), as an object array."""
         forms = np.empty(self.elements.shape, dtype=object)
         for position, element in np.ndenumerate(self.elements):
             if element >= 0:
-                forms[position] = Var(self.tensor, int(element), self.is_float)
+                forms[position] = self._var(element)
         return forms
+
+    def _var(self, element: int) -> Var:
+        return Var(self.tensor, int(element), self.is_float, self.limits)
+
+
+def fits(expr: object, limits: tuple[int, int] | None) -> TypeGuard[Var]:
+    """Whether `expr` is an integer input element whose every value lies within
+    `limits` (an integer dtype's; None: not one): stored or cast there, it is itself."""
+    if limits is None or not isinstance(expr, Var) or expr.is_float:
+        return False
+    low, high = expr.limits
+    return limits[0] <= low and high <= limits[1]
 
 
 # per-element symbolic forms: an object array (Expr or None) or an input block

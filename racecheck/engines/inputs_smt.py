@@ -49,7 +49,8 @@ def flips(
     solver = z3.Solver()
     for var, symbol in symbols.items():
         if not var.is_float:
-            solver.add(symbol >= -(2**31), symbol < 2**31)  # INT32 and smaller elements
+            low, high = var.limits
+            solver.add(symbol >= low, symbol <= high)  # the values its dtype holds
     solver.add(*terms[:first])
     before = set(made[:first])
     involved = {var for decided in made[:first] for var in _vars(decided.condition)}
