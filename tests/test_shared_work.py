@@ -4,11 +4,14 @@ found once per region, and a finished run is freed without the collector."""
 from __future__ import annotations
 
 import gc
+import random
 from pathlib import Path
 
 from racecheck.cosim import simulate
 from racecheck.cosim.rank import RankContext
+from racecheck.cosim.simulate import _Writers
 from racecheck.events import (
+    HOST_OWNER,
     AccessMode,
     Event,
     EventKind,
@@ -91,3 +94,25 @@ def test_a_finished_run_is_freed_as_soon_as_it_is_dropped_without_the_collector(
         assert _rank_contexts() == before
     finally:
         gc.enable()
+
+
+def test_the_host_writers_of_a_byte_find_every_other_rank_as_the_pairwise_scan_does() -> None:
+    """`_Writers` (one pass over the bytes) against the pairwise overlap test it replaced,
+    on random writes of four ranks into one host tensor."""
+    rng = random.Random(7)
+    for _ in range(300):
+        writes = []
+        for n in range(rng.randint(1, 6)):
+            start = rng.randrange(0, 30)
+            region = Region(
+                memory=3, owner=HOST_OWNER, ranges=((start, start + rng.randint(1, 6)),)
+            )
+            writes.append((_store(rng.randrange(4), n, HOST_OWNER, region.ranges), region))
+        writers = _Writers(writes, 40)
+        for rank in range(4):
+            start = rng.randrange(0, 30)
+            touched = Region(memory=3, owner=HOST_OWNER, ranges=((start, start + 5),))
+            pairwise = [w for w, r in writes if w.rank != rank and r.overlaps(touched)]
+            found = writers.other_than(rank, touched)
+            assert (found is None) == (not pairwise)
+            assert found is None or found in pairwise

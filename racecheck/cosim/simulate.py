@@ -8,6 +8,8 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+import numpy as np
+
 from racecheck.cosim.classify import call_user, classify, located
 from racecheck.cosim.execution import CellUses, Execution, HostTensorRecord, merged_flow
 from racecheck.cosim.host import HostContext, HostCrash
@@ -225,7 +227,7 @@ def _host_flow(trace: Trace) -> tuple[str, ...]:
         (reads, "reads", "what the read sees"),
         (writes, "writes", "which write the tensor keeps"),
     ):
-        crossing = _crossing(others, writes)
+        crossing = _crossing(others, writes, trace)
         if crossing is not None:
             memory, other, write = crossing
             return (
@@ -238,15 +240,44 @@ def _host_flow(trace: Trace) -> tuple[str, ...]:
     return ()
 
 
-def _crossing(others: Accesses, writes: Accesses) -> tuple[int, Event, Event] | None:
+def _crossing(others: Accesses, writes: Accesses, trace: Trace) -> tuple[int, Event, Event] | None:
     """The first access of `others` to bytes another rank writes in the same call: its
-    memory, the access and the write."""
-    for key in others.keys() & writes.keys():
+    memory, the access and the write. Linear in the bytes accessed (`_Writers`)."""
+    for key in sorted(others.keys() & writes.keys()):
+        writers = _Writers(writes[key], trace.memory(key[0]).nbytes)
         for other, touched in others[key]:
-            for write, written in writes[key]:
-                if write.rank != other.rank and written.overlaps(touched):
-                    return key[0], other, write
+            write = writers.other_than(other.rank, touched)
+            if write is not None:
+                return key[0], other, write
     return None
+
+
+class _Writers:
+    """Per byte of one host tensor in one call: the first write of it, and the first
+    write of it by another rank than that one (indexes into `writes`; -1: none)."""
+
+    def __init__(self, writes: list[tuple[Event, Region]], nbytes: int) -> None:
+        self.events = [event for event, _ in writes]
+        self.ranks = np.array([event.rank for event in self.events])
+        self.first = np.full(nbytes, -1)
+        self.second = np.full(nbytes, -1)
+        for n, (event, region) in enumerate(writes):
+            for start, end in region.ranges:
+                first = self.first[start:end]
+                second = self.second[start:end]
+                first[first == -1] = n
+                second[(second == -1) & (self.ranks[first] != event.rank)] = n
+
+    def other_than(self, rank: int, region: Region) -> Event | None:
+        """A write of bytes of `region` by another rank than `rank`."""
+        for start, end in region.ranges:
+            first = self.first[start:end]
+            found = first[(first != -1) & (self.ranks[first] != rank)]
+            if not found.size:
+                found = self.second[start:end][self.second[start:end] != -1]
+            if found.size:
+                return self.events[int(found[0])]
+        return None
 
 
 def _host_crash(

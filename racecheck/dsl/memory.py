@@ -9,7 +9,9 @@ Beside the bytes, an element written with a symbolic form (`dsl.symbolic`) keeps
 same type, gets it back. Any other write of any of its bytes forgets it. Only a bare
 integer input element in an integer type that holds every value of its own dtype is
 kept: it is stored unchanged, whatever the input (a sum could wrap, a float round, an
-INT64 input wrap in an INT32).
+INT64 input wrap in an INT32). One-byte types keep none: they carry bulk data rather
+than counts, and a form per byte of a large tile costs more than it decides (a read
+back has no form; what it steers is unknown, never proved).
 """
 
 from __future__ import annotations
@@ -136,8 +138,8 @@ class MemoryState:
                 del kept[at]
 
     def _remember(self, view: TensorView, owner: int, runs: Runs, forms: Forms) -> None:
-        if view.dtype.limits is None:
-            return
+        if view.dtype.limits is None or view.dtype.nbytes == 1:
+            return  # single bytes carry bulk data, not counts: a form per byte is waste
         if isinstance(forms, InputBlock):
             forms = forms.forms()
         kept = self.forms.setdefault((view.memory, owner), {})
