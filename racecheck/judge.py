@@ -114,6 +114,11 @@ def decide(outcome: Outcome) -> ProgramResult:
     )
 
 
+def shows_bug(outcome: Outcome) -> bool:
+    """Is `outcome` a bug, whatever other paths show (a bug is never overruled)?"""
+    return _verdict(outcome)[0] is Verdict.BUG
+
+
 def _verdict(outcome: Outcome) -> tuple[Verdict, str, tuple[Finding, ...], tuple[str, ...]]:
     if outcome.skipped is not None:
         return Verdict.SKIPPED, outcome.skipped, (), ()
@@ -122,7 +127,7 @@ def _verdict(outcome: Outcome) -> tuple[Verdict, str, tuple[Finding, ...], tuple
     shown = tuple(f for f in outcome.findings if f not in unconfirmed)
     dropped = tuple(_unconfirmed_note(f) for f in unconfirmed)
     if len(unconfirmed) < len(errors):
-        return Verdict.BUG, "", shown, dropped
+        return Verdict.BUG, "", shown, dropped + _unchecked(outcome)
     if outcome.unknown is not None:
         return Verdict.UNKNOWN, outcome.unknown, (), ()
     if unconfirmed:
@@ -131,6 +136,13 @@ def _verdict(outcome: Outcome) -> tuple[Verdict, str, tuple[Finding, ...], tuple
         reason = "the traced run hung but no engine found the deadlock; refusing to answer"
         return Verdict.UNKNOWN, reason, shown, ()
     return Verdict.PROVED, "", shown, ()
+
+
+def _unchecked(outcome: Outcome) -> tuple[str, ...]:
+    """A bug shown while some executions went unchecked: there may be more to fix."""
+    if outcome.unknown is None:
+        return ()
+    return (f"more may be wrong in executions not checked: {outcome.unknown}",)
 
 
 def _unconfirmed_note(finding: Finding) -> str:

@@ -21,12 +21,17 @@ from racecheck.dsl.symbolic import Decision
 from racecheck.engines.base import OrderOracle
 from racecheck.events import EventRef, Schedule, Stuck
 from racecheck.findings import Finding
-from racecheck.judge import Outcome
+from racecheck.judge import Outcome, shows_bug
 from racecheck.load import ProgramInstance
 from racecheck.steering import Cause, OpenRead
 
 BUDGET = 16
 """Paths checked per program and P before an open value makes the verdict unknown."""
+
+SATURATED_AFTER = 3
+"""Once the paths checked show a bug, exploring stops after this many paths in a row
+found nothing new: the verdict cannot change, further paths could only add findings,
+and each costs a co-simulation. The paths left are named in a note."""
 
 PathKey = tuple[frozenset[EventRef], tuple[tuple[str, int, float], ...]]
 
@@ -116,10 +121,6 @@ class Unsettled:
     opened: OpenRead
     why: str
 
-    @property
-    def message(self) -> str:
-        return f"{self.opened.message} ({self.why})"
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Pending:
@@ -131,31 +132,58 @@ class _Pending:
 def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float) -> Outcome:
     """Check the first path, then the paths its open values lead to, breadth first, all
     within `timeout` seconds (`check_path` gets the deadline, a `time.monotonic()`
-    value) and `BUDGET` paths."""
+    value) and `BUDGET` paths, until a bug is shown and `SATURATED_AFTER` paths add
+    nothing to it."""
     deadline = time.monotonic() + timeout
     first = check_path(FIRST, deadline)
     results = [first.outcome]
     unsettled: list[Unsettled] = []
     seen = {FIRST.key}
+    found = _Found(first.outcome)
     todo = _branches(FIRST, first, unsettled, seen, deadline, BUDGET - 1)
     while todo:
         pending = todo.pop(0)
-        if len(results) >= BUDGET or time.monotonic() > deadline:
-            why = (
-                f"past the budget of {BUDGET} paths" if len(results) >= BUDGET else "past --timeout"
-            )
+        why = _stop(results, found, deadline)
+        if why is not None:
             unsettled.extend(
                 Unsettled(opened=waiting.reason, why=why) for waiting in [pending, *todo]
             )
             break
         outcome = check_path(pending.path, deadline)
         results.append(_with_inputs(outcome.outcome, pending.path))
+        found.add(outcome.outcome)
         if not _realised(pending, outcome):
             why = "its other path could not be realised"
             unsettled.append(Unsettled(opened=pending.reason, why=why))
         room = BUDGET - len(results) - len(todo)
         todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline, room))
     return merged(results, tuple(unsettled))
+
+
+class _Found:
+    """The findings of the paths checked so far, and how many paths in a row added none."""
+
+    def __init__(self, first: Outcome) -> None:
+        self.identities = {finding.identity for finding in first.findings}
+        self.bug = shows_bug(first)
+        self.quiet = 0
+
+    def add(self, outcome: Outcome) -> None:
+        new = {finding.identity for finding in outcome.findings} - self.identities
+        self.identities |= new
+        self.bug = self.bug or shows_bug(outcome)
+        self.quiet = 0 if new else self.quiet + 1
+
+
+def _stop(results: list[Outcome], found: _Found, deadline: float) -> str | None:
+    """Why exploring stops before the next path, None while it goes on."""
+    if len(results) >= BUDGET:
+        return f"past the budget of {BUDGET} paths"
+    if time.monotonic() > deadline:
+        return "past --timeout"
+    if found.bug and found.quiet >= SATURATED_AFTER:
+        return f"not explored: a bug is shown and the last {SATURATED_AFTER} paths added no finding"
+    return None
 
 
 def _with_inputs(outcome: Outcome, path: Path) -> Outcome:
@@ -269,6 +297,14 @@ def _realised(pending: _Pending, outcome: PathOutcome) -> bool:
     return all(order[ref] <= order[pending.last] for ref in pending.reason.writers)
 
 
+def _unsettled_message(unsettled: tuple[Unsettled, ...]) -> str:
+    """Each open value once, with every reason it stayed open."""
+    whys: dict[str, dict[str, None]] = {}
+    for entry in unsettled:
+        whys.setdefault(entry.opened.message, {})[entry.why] = None
+    return "; ".join(f"{message} ({'; '.join(why)})" for message, why in whys.items())
+
+
 def merged(outcomes: list[Outcome], unsettled: tuple[Unsettled, ...]) -> Outcome:
     """The facts of all paths as one outcome: their findings once each, the first reason
     a path could not be decided, the open values no path settled (which
@@ -282,7 +318,7 @@ def merged(outcomes: list[Outcome], unsettled: tuple[Unsettled, ...]) -> Outcome
             findings.setdefault(finding.identity, finding)
     unknown = next((o.unknown for o in outcomes if o.unknown is not None), None)
     if unknown is None and unsettled:
-        unknown = "; ".join(dict.fromkeys(entry.message for entry in unsettled))
+        unknown = _unsettled_message(unsettled)
     return dataclasses.replace(
         first,
         findings=tuple(findings.values()),

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import racecheck.check
 from racecheck import judge
 from racecheck.check import check
 from racecheck.cosim import simulate
@@ -25,6 +26,7 @@ from racecheck.engines import prepare
 from racecheck.findings import Finding, FindingKind, Verdict
 from racecheck.load import discover, load_file
 from racecheck.options import EngineChoice, Options
+from racecheck.paths import SATURATED_AFTER
 from racecheck.steering import Cause, open_reads
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -166,6 +168,29 @@ def test_past_the_path_budget_the_verdict_is_unknown_naming_the_branch() -> None
     assert result.verdict is Verdict.UNKNOWN
     assert "75_input_branch.py:36 depends on input data" in result.message
     assert "past the budget of 16 paths" in result.message
+
+
+def test_once_a_bug_is_shown_exploring_stops_when_paths_add_nothing(monkeypatch) -> None:
+    """Example 50 at P=3: the first path shows its races, the second (a negative count)
+    adds the out-of-bounds access, the next SATURATED_AFTER add nothing: exploring stops
+    there, the rest of the input branches named in a note, not checked one by one."""
+    checked: list[object] = []
+    check_path = racecheck.check._check_path
+
+    def counted(spec, ranks, options, path, *rest):  # type: ignore[no-untyped-def]
+        checked.append(path)
+        return check_path(spec, ranks, options, path, *rest)
+
+    monkeypatch.setattr(racecheck.check, "_check_path", counted)
+    name = "50_kernel_all_to_all_v_bug_loop.py"
+    (result,) = check(str(EXAMPLES / name), Options(ranks=(3,))).results
+    assert result.verdict is Verdict.BUG
+    kinds = {finding.kind for finding in result.findings}
+    assert kinds == {FindingKind.RACE, FindingKind.OUT_OF_BOUNDS}
+    assert len(checked) == 2 + SATURATED_AFTER
+    (note,) = [note for note in result.notes if note.startswith("more may be wrong")]
+    assert f"{name}:47 depends on input data" in note
+    assert f"the last {SATURATED_AFTER} paths added no finding" in note
 
 
 KERNEL = """
