@@ -553,6 +553,8 @@ def markdown(
         "",
         "## Growth in P",
         "",
+        "![time against P, log axes](benchmarks.png)",
+        "",
         "| protocol | engine | P | events | seconds (median) | checking s | peak MiB | verdict |",
         "|---|---|---:|---:|---:|---:|---:|---|",
     ]
