@@ -31,45 +31,70 @@ def test_a_host_ring_chunk_of_partial_lines_is_said_with_its_line() -> None:
 
 def test_host_tensor_bytes_another_rank_wrote_prove_nothing() -> None:
     """A signal between two ranks' dispatches does not carry host tensor data: each
-    dispatch works on copies uploaded before it runs (no false proof)."""
+    dispatch works on copies uploaded before it runs (no false proof). Reading its own
+    row proves nothing either: every rank copies all of `h` back after its dispatch."""
     path = FIXTURES / "host_tensor_channel.py"
     report = racecheck.verify(str(path), ranks="2..3")
     write, read = _line(path, "# @write"), _line(path, "# @read")
+    dispatch = _line(path, "# @dispatch")
     verdicts = {(result.program, result.ranks): result.verdict for result in report.results}
-    assert verdicts == {
-        ("build[own_row=False]", 2): Verdict.UNKNOWN,
-        ("build[own_row=False]", 3): Verdict.UNKNOWN,
-        ("build[own_row=True]", 2): Verdict.PROVED,
-        ("build[own_row=True]", 3): Verdict.PROVED,
-    }
+    assert set(verdicts.values()) == {Verdict.UNKNOWN}
     for result in report.results:
-        if result.verdict is Verdict.UNKNOWN:
+        if result.program == "build[own_row=False]":
             reader, writer = (0, result.ranks - 1)  # rank 0 reads its left neighbour's row
             assert result.message.startswith(
                 f"rank {reader} reads bytes of host tensor h (line {read})"
                 f" that rank {writer} writes (line {write})"
+            )
+        else:
+            assert result.message.startswith(
+                f"rank 0 writes bytes of host tensor h (line {write})"
+                f" that rank 1 copies back (line {dispatch})"
             )
 
 
 def test_host_tensor_bytes_two_ranks_write_prove_nothing() -> None:
     """Two ranks' stores into the same host tensor bytes, ordered by a signal: each
     dispatch writes its copy back after it runs, so the signal does not fix which store
-    the tensor keeps (no false proof); stores into distinct rows still prove."""
+    the tensor keeps (no false proof); into distinct rows neither, as each copy-back
+    writes the whole unsliced tensor."""
     path = FIXTURES / "host_tensor_overwrite.py"
     report = racecheck.verify(str(path), ranks="2..3")
     first, second = _line(path, "# @first"), _line(path, "# @second")
+    dispatch = _line(path, "# @dispatch")
+    verdicts = {(result.program, result.ranks): result.verdict for result in report.results}
+    assert set(verdicts.values()) == {Verdict.UNKNOWN}
+    for result in report.results:
+        same = result.program == "build[same_row=True]"
+        assert result.message.startswith(
+            f"rank 0 writes bytes of host tensor h (line {first})"
+            + (
+                f" that rank 1 writes (line {second})"
+                if same
+                else f" that rank 1 copies back (line {dispatch})"
+            )
+        )
+
+
+def test_an_unsliced_out_argument_is_copied_back_whole() -> None:
+    """Every rank stores its own row of an unsliced `Out` host tensor: each dispatch
+    copies the whole tensor back, undoing the other ranks' rows in some order; this was
+    proved. Passing each rank its row `y[r]` proves."""
+    path = FIXTURES / "host_tensor_whole_out.py"
+    report = racecheck.verify(str(path), ranks="2..3")
+    store, dispatch = _line(path, "# @store"), _line(path, "# @dispatch")
     verdicts = {(result.program, result.ranks): result.verdict for result in report.results}
     assert verdicts == {
-        ("build[same_row=True]", 2): Verdict.UNKNOWN,
-        ("build[same_row=True]", 3): Verdict.UNKNOWN,
-        ("build[same_row=False]", 2): Verdict.PROVED,
-        ("build[same_row=False]", 3): Verdict.PROVED,
+        ("build[whole=True]", 2): Verdict.UNKNOWN,
+        ("build[whole=True]", 3): Verdict.UNKNOWN,
+        ("build[whole=False]", 2): Verdict.PROVED,
+        ("build[whole=False]", 3): Verdict.PROVED,
     }
     for result in report.results:
         if result.verdict is Verdict.UNKNOWN:
             assert result.message.startswith(
-                f"rank 0 writes bytes of host tensor h (line {first})"
-                f" that rank 1 writes (line {second})"
+                f"rank 0 writes bytes of host tensor y (line {store})"
+                f" that rank 1 copies back (line {dispatch})"
             )
 
 

@@ -7,6 +7,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,13 +22,15 @@ from racecheck.cosim.policies import (
 )
 from racecheck.cosim.rank import Abort, RankContext
 from racecheck.cosim.scheduler import BatonScheduler
-from racecheck.cosim.tasks import waited_cells
+from racecheck.cosim.tasks import TaskRecord, waited_cells
 from racecheck.dsl.context import activated
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
+from racecheck.dsl.types import Direction
 from racecheck.dsl.watchdog import Overrun, interrupt, thread_location, within
 from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
+    HOST_OWNER,
     AccessMode,
     CellIndex,
     Event,
@@ -35,6 +38,7 @@ from racecheck.events import (
     OutOfBounds,
     RankEnd,
     Region,
+    SourceLocation,
     Trace,
 )
 from racecheck.load import ProgramInstance
@@ -177,6 +181,7 @@ def simulate(
             for tensor in tensors
         )
         _settle(trace)
+    tasks = tuple(tuple(state.tasks.records) for state in run.states)
     execution = Execution(
         trace=trace,
         schedule=tuple(run.schedule),
@@ -184,11 +189,13 @@ def simulate(
         forced=tuple(run.forced),
         stalled=run.stalled,
         flow=merged_flow(state.flow for state in run.states),
-        tasks=tuple(tuple(state.tasks.records) for state in run.states),
+        tasks=tasks,
         notes=tuple(
             dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
         ),
-        inexact=tuple(dict.fromkeys([*_rank_reasons(run.states, waited), *_host_flow(trace)])),
+        inexact=tuple(
+            dict.fromkeys([*_rank_reasons(run.states, waited), *_host_flow(trace, tasks)])
+        ),
     )
     # The ranks' contexts and the scheduler refer to each other, and the contexts to
     # every event: parted, the trace is freed as soon as it is dropped, not by the
@@ -205,15 +212,26 @@ def _rank_reasons(states: Sequence[RankContext], waited: CellIndex) -> list[str]
     ]
 
 
-Accesses = dict[tuple[int, int], list[tuple[Event, Region]]]  # (memory, call) -> accesses
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _CopyBack:
+    """A dispatch's copy of an `Out` or `InOut` host argument back to the host after it
+    ran: it writes every byte of the argument, whichever the dispatch stored."""
+
+    rank: int
+    location: SourceLocation
 
 
-def _host_flow(trace: Trace) -> tuple[str, ...]:
+Access = tuple[Event | _CopyBack, Region]
+Accesses = dict[tuple[int, int], list[Access]]  # (memory, call) -> accesses
+
+
+def _host_flow(trace: Trace, tasks: Sequence[Sequence[TaskRecord]]) -> tuple[str, ...]:
     """Why the run proves nothing when one rank reads or writes host tensor bytes another
     rank wrote in the same call: a dispatch's host tensors are copied to the device before
     it runs and back after it, so what the read sees, or which write the tensor keeps,
     depends on when the two dispatches start and end, which racecheck does not model
-    (docs/model.md)."""
+    (docs/model.md). A copy-back writes the whole argument (`_copy_backs`): it can undo
+    another rank's write of bytes the dispatch never stored."""
     reads: Accesses = defaultdict(list)
     writes: Accesses = defaultdict(list)
     for rank_events in trace.events:
@@ -223,24 +241,52 @@ def _host_flow(trace: Trace) -> tuple[str, ...]:
                 continue
             accesses = reads if event.mode is AccessMode.READ else writes
             accesses[(access.memory, event.repeat)].append((event, access))
-    for others, verb, outcome in (
-        (reads, "reads", "what the read sees"),
-        (writes, "writes", "which write the tensor keeps"),
+    copied = defaultdict(list, {key: list(accesses) for key, accesses in writes.items()})
+    for key, copy_back in _copy_backs(trace, tasks):
+        copied[key].append(copy_back)
+    for others, writers, verb, outcome in (
+        (reads, writes, "reads", "what the read sees"),
+        (writes, copied, "writes", "which write the tensor keeps"),
     ):
-        crossing = _crossing(others, writes, trace)
+        crossing = _crossing(others, writers, trace)
         if crossing is not None:
             memory, other, write = crossing
             return (
-                f"rank {other.rank} {verb} bytes of host tensor {trace.memory(memory).name}"
-                f" (line {other.location.line}) that rank {write.rank} writes (line"
-                f" {write.location.line}): PyPTO copies a dispatch's host tensors to the device"
-                f" before it runs and back after it, so {outcome} depends on when the two"
-                " dispatches start and end, which racecheck does not model",
+                f"rank {other.rank} {verb} bytes of host tensor"
+                f" {trace.memory(memory).name} (line {other.location.line}) that rank"
+                f" {write.rank} {_verb(write)} (line {write.location.line}):"
+                " PyPTO copies a dispatch's host tensors to the device before it runs and back"
+                f" after it, so {outcome} depends on when the two dispatches start and end,"
+                " which racecheck does not model",
             )
     return ()
 
 
-def _crossing(others: Accesses, writes: Accesses, trace: Trace) -> tuple[int, Event, Event] | None:
+def _verb(write: Event | _CopyBack) -> str:
+    return "copies back" if isinstance(write, _CopyBack) else "writes"
+
+
+def _copy_backs(
+    trace: Trace, tasks: Sequence[Sequence[TaskRecord]]
+) -> Iterator[tuple[tuple[int, int], Access]]:
+    """Each dispatch's `Out` and `InOut` host arguments, keyed as `_host_flow`'s accesses:
+    the copy-back writes bytes the dispatch never stored too (docs/model.md)."""
+    for rank, rank_tasks in enumerate(tasks):
+        dispatches = {(task.repeat, task.dispatch): task for task in rank_tasks}
+        for task in dispatches.values():
+            for tag in task.dispatch_tags:
+                if tag.direction is Direction.IN:
+                    continue
+                if trace.memory(tag.memory).kind is not MemoryKind.HOST:
+                    continue
+                region = Region(memory=tag.memory, owner=HOST_OWNER, ranges=(tag.span,))
+                copy_back = _CopyBack(rank=rank, location=task.site)
+                yield (tag.memory, task.repeat), (copy_back, region)
+
+
+def _crossing(
+    others: Accesses, writes: Accesses, trace: Trace
+) -> tuple[int, Event | _CopyBack, Event | _CopyBack] | None:
     """The first access of `others` to bytes another rank writes in the same call: its
     memory, the access and the write. Linear in the bytes accessed (`_Writers`)."""
     for key in sorted(others.keys() & writes.keys()):
@@ -256,7 +302,7 @@ class _Writers:
     """Per byte of one host tensor in one call: the first write of it, and the first
     write of it by another rank than that one (indexes into `writes`; -1: none)."""
 
-    def __init__(self, writes: list[tuple[Event, Region]], nbytes: int) -> None:
+    def __init__(self, writes: list[Access], nbytes: int) -> None:
         self.events = [event for event, _ in writes]
         self.ranks = np.array([event.rank for event in self.events])
         self.first = np.full(nbytes, -1)
@@ -268,7 +314,7 @@ class _Writers:
                 first[first == -1] = n
                 second[(second == -1) & (self.ranks[first] != event.rank)] = n
 
-    def other_than(self, rank: int, region: Region) -> Event | None:
+    def other_than(self, rank: int, region: Region) -> Event | _CopyBack | None:
         """A write of bytes of `region` by another rank than `rank`."""
         for start, end in region.ranges:
             first = self.first[start:end]

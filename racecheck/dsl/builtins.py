@@ -141,7 +141,7 @@ def _chip_task(
         name=label,
         location=where,
         tags=tuple(
-            scopes.TaskTag(memory=operand.memory, direction=direction)
+            scopes.view_tag(operand, direction)
             for operand, direction in zip(operands, directions, strict=True)
         ),
         manual=scopes.in_manual_scope(),

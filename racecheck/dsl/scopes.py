@@ -96,10 +96,12 @@ class TaskIdArray:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskTag:
-    """One tensor argument of a task: its storage (`Memory.id`) and declared direction."""
+    """One tensor argument of a task: its storage (`Memory.id`), declared direction and
+    the bytes of that storage the argument's view spans."""
 
     memory: int
     direction: Direction
+    span: tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -374,15 +376,19 @@ def tags_of(
     try:
         arguments = _arguments(function, args, kwargs)
     except (TypeError, ValueError):
-        return tuple(
-            TaskTag(memory=view.memory, direction=Direction.INOUT)
-            for view in _views((*args, *kwargs.values()))
-        )
+        return tuple(view_tag(view, Direction.INOUT) for view in _views((*args, *kwargs.values())))
     tags: list[TaskTag] = []
     for _, value, annotation in arguments:
         direction = annotation.direction if isinstance(annotation, TensorType) else Direction.IN
-        tags.extend(TaskTag(memory=view.memory, direction=direction) for view in _views((value,)))
+        tags.extend(view_tag(view, direction) for view in _views((value,)))
     return tuple(tags)
+
+
+def view_tag(view: TensorView, direction: Direction) -> TaskTag:
+    """`view` as a task argument declared `direction`."""
+    return TaskTag(
+        memory=view.memory, direction=direction, span=(view.base, view.base + view.nbytes)
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
