@@ -3,7 +3,7 @@
 `BoundedOracle` answers each question of `racecheck.engines.base` itself when it can
 prove the answer, and asks the exact oracle behind it (built on first use) otherwise:
 
-* "no" for `can_precede` from an *upper bound* of the trace, a cell value B >= 0 that
+* "no" for `can_precede` and `can_run` from an *upper bound* of the trace, a cell value B >= 0 that
   is >= the real value at every moment of every execution: every write becomes an Add
   to B. A negative Add adds 0 (it only lowers the real value) unless it is a
   consuming Add (below), an Add v >= 0 adds v.
@@ -31,11 +31,12 @@ prove the answer, and asks the exact oracle behind it (built on first use) other
   monotone engine decides exactly (Adds commute; the only decreases are a rank's
   consumes of a cell only it waits on, which disable no other rank's wait); what
   the bound cannot do, no execution does.
-* "yes" for `can_precede`, and `stuck`, from concrete runs of the trace itself, each
+* "yes" for `can_precede` and `can_run`, and `stuck`, from concrete runs of the trace itself, each
   until no rank can move (`_nth_run`: one *patient* run that lets waits and Sets go
   before Adds, then ranks run as far as they can in rank order and in seeded random
   orders, then one in *lockstep* (waits first, then the rank furthest behind); the
-  rank of `second` held just before it): a run that executes `first` is a witness,
+  rank of `second` held just before it): a run that executes `first` is a witness
+  (and shows that any event it executes can run),
   one that ends with a rank blocked is a stuck state; both are executions by
   construction.
 
@@ -385,6 +386,14 @@ class BoundedOracle:
         if run is None:
             return self.exact().witness(first, second)
         return self._skeleton.causal_schedule(run.steps, first)
+
+    def can_run(self, event: EventRef) -> bool:
+        if self._bound is not None and not self._bound.can_run(event):
+            return False
+        needed = self._skeleton.steps_before(event.rank, event.index + 1)
+        if any(run.positions[event.rank] >= needed for run in self._made):
+            return True
+        return self.exact().can_run(event)
 
     def stuck(self) -> Stuck | None:
         skeleton = self._skeleton

@@ -1,7 +1,7 @@
 """The `explore` engine: exhaustive exploration of a trace's executions.
 
-What it decides: the three questions of `racecheck.engines.base` (can_precede, witness,
-stuck) exactly, under the execution semantics stated there, from a search over the
+What it decides: the questions of `racecheck.engines.base` (can_precede, witness,
+can_run, stuck) exactly, under the execution semantics stated there, from a search over the
 trace's sync steps (`racecheck.engines.syncprogram`): data events commute with
 everything, so each rank's data events between two sync steps may have run in any
 combination, and can_precede((s, j), (r, i)) holds iff some execution has run f sync
@@ -95,6 +95,11 @@ class ExploreOracle:
         schedule, positions = self._concrete_path(movers)
         schedule += _run_rank(first.rank, positions, first.index + 1)
         return tuple(schedule[: schedule.index(first) + 1])
+
+    def can_run(self, event: EventRef) -> bool:
+        rank = event.rank
+        fewest = bisect_right(self._sync_indices[rank], event.index)
+        return self._explored.reaches(rank, fewest, rank, len(self._sync_indices[rank]))
 
     def stuck(self) -> Stuck | None:
         found = self._explored.deadlock()
