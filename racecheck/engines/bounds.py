@@ -3,10 +3,10 @@
 `BoundedOracle` answers each question of `racecheck.engines.base` itself when it can
 prove the answer, and asks the exact oracle behind it (built on first use) otherwise:
 
-* "no" for `can_precede` and `can_run` from an *upper bound* of the trace, a cell value B >= 0 that
-  is >= the real value at every moment of every execution: every write becomes an Add
-  to B. A negative Add adds 0 (it only lowers the real value) unless it is a
-  consuming Add (below), an Add v >= 0 adds v.
+* "no" for `can_precede` and `can_run` from an *upper bound* of the trace, a cell
+  value B >= 0 that is >= the real value at every moment of every execution: every
+  write becomes an Add to B. A negative Add adds 0 (it only lowers the real value)
+  unless it is a consuming Add (below), an Add v >= 0 adds v.
   A Set v adds max(v, 0) (v <= B + max(v, 0) as B >= 0), except a *consume*: a Set
   v >= 0 by the only rank that waits on the cell, whose previous step on the cell is
   a wait for >= t; it adds v - t. Between that wait (real value >= t, so B >= t) and
@@ -31,14 +31,13 @@ prove the answer, and asks the exact oracle behind it (built on first use) other
   monotone engine decides exactly (Adds commute; the only decreases are a rank's
   consumes of a cell only it waits on, which disable no other rank's wait); what
   the bound cannot do, no execution does.
-* "yes" for `can_precede` and `can_run`, and `stuck`, from concrete runs of the trace itself, each
-  until no rank can move (`_nth_run`: one *patient* run that lets waits and Sets go
-  before Adds, then ranks run as far as they can in rank order and in seeded random
-  orders, then one in *lockstep* (waits first, then the rank furthest behind); the
-  rank of `second` held just before it): a run that executes `first` is a witness
-  (and shows that any event it executes can run),
-  one that ends with a rank blocked is a stuck state; both are executions by
-  construction.
+* "yes" for `can_precede` and `can_run`, and `stuck`, from concrete runs of the trace
+  itself, each until no rank can move (`_nth_run`: one *patient* run that lets waits
+  and Sets go before Adds, then ranks run as far as they can in rank order and in
+  seeded random orders, then one in *lockstep* (waits first, then the rank furthest
+  behind); the rank of `second` held just before it): a run that executes `first` is a witness
+  (and shows that every event it executes can run), one that ends with a rank
+  blocked is a stuck state; both are executions by construction.
 
 Nothing is approximated in an answer: what neither settles goes to the exact oracle.
 """

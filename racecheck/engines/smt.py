@@ -2,11 +2,11 @@
 
 What it decides
     The questions of `racecheck.engines.base` (`can_precede`, `witness`, `can_run`,
-    `stuck`), exactly, for the execution semantics stated there. An execution is encoded as an
-    assignment to a Bool *executed* and an Int *time* per *signal event* (a WAIT, or
-    any event with a Set or Add effect on a signal cell): the executed events form a
-    prefix of each rank, times follow program order, and an executed WAIT's condition
-    holds on its cell's value over the writes strictly before its time.
+    `stuck`), exactly, for the execution semantics stated there. An execution is
+    encoded as an assignment to a Bool *executed* and an Int *time* per *signal event*
+    (a WAIT, or any event with a Set or Add effect on a signal cell): the executed
+    events form a prefix of each rank, times follow program order, and an executed
+    WAIT's condition holds on its cell's value over the writes strictly before its time.
     Sorting the executed signal events by (time, waits before writers, rank, index)
     gives an execution, and every execution gives such an assignment, so satisfiable
     means reachable. Equal times need no exclusion: the encoding compares writers with
