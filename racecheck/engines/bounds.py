@@ -35,9 +35,9 @@ prove the answer, and asks the exact oracle behind it (built on first use) other
   itself, each until no rank can move (`_nth_run`: one *patient* run that lets waits
   and Sets go before Adds, then ranks run as far as they can in rank order and in
   seeded random orders, then one in *lockstep* (waits first, then the rank furthest
-  behind); the rank of `second` held just before it): a run that executes `first` is a witness
-  (and shows that every event it executes can run), one that ends with a rank
-  blocked is a stuck state; both are executions by construction.
+  behind); the rank of `second` held just before it): a run that executes `first` is
+  a witness (and shows that every event it executes can run), one that ends with a
+  rank blocked is a stuck state; both are executions by construction.
 
 Nothing is approximated in an answer: what neither settles goes to the exact oracle.
 """
