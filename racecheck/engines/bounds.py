@@ -389,10 +389,12 @@ class BoundedOracle:
     def can_run(self, event: EventRef) -> bool:
         if self._bound is not None and not self._bound.can_run(event):
             return False
-        needed = self._skeleton.steps_before(event.rank, event.index + 1)
+        skeleton = self._skeleton
+        needed = skeleton.steps_before(event.rank, event.index + 1)
         if any(run.positions[event.rank] >= needed for run in self._made):
             return True
-        return self.exact().can_run(event)
+        unheld = (event.rank, len(skeleton.kind[event.rank]))
+        return self._run_reaching(unheld, event) is not None or self.exact().can_run(event)
 
     def stuck(self) -> Stuck | None:
         skeleton = self._skeleton
@@ -432,27 +434,32 @@ class BoundedOracle:
 
     def _showing_run(self, first: EventRef, second: EventRef) -> Run | None:
         """A cached or new concrete run that executes `first` with `second` held back."""
+        held = (second.rank, self._skeleton.steps_before(second.rank, second.index))
+        return self._run_reaching(held, first)
+
+    def _run_reaching(self, held: tuple[int, int], event: EventRef) -> Run | None:
+        """A cached or new concrete run that executes `event` with rank `held[0]` held
+        after `held[1]` steps (at its end: not held)."""
         skeleton = self._skeleton
-        held = (second.rank, skeleton.steps_before(second.rank, second.index))
-        needed = skeleton.steps_before(first.rank, first.index + 1)
+        needed = skeleton.steps_before(event.rank, event.index + 1)
         runs = self._runs.setdefault(held, [])
         for run in runs:
-            if run.positions[first.rank] >= needed:
+            if run.positions[event.rank] >= needed:
                 return run
         limits = [len(kinds) for kinds in skeleton.kind]
         limits[held[0]] = held[1]
         while len(runs) < RUNS_PER_HOLD:
             runs.append(_nth_run(skeleton, limits, len(runs)))
             self._made.append(runs[-1])
-            if runs[-1].positions[first.rank] >= needed:
+            if runs[-1].positions[event.rank] >= needed:
                 return runs[-1]
-        if (held, first.rank) not in self._eager:
-            # `first`'s rank ahead of everyone: it passes its waits before the Sets of
+        if (held, event.rank) not in self._eager:
+            # `event`'s rank ahead of everyone: it passes its waits before the Sets of
             # other ranks (resets) can erase what they added for it
-            self._eager.add((held, first.rank))
-            runs.append(patient_run(skeleton, limits, eager=first.rank))
+            self._eager.add((held, event.rank))
+            runs.append(patient_run(skeleton, limits, eager=event.rank))
             self._made.append(runs[-1])
-            if runs[-1].positions[first.rank] >= needed:
+            if runs[-1].positions[event.rank] >= needed:
                 return runs[-1]
         return None
 
