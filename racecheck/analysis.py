@@ -14,10 +14,11 @@
   before the write it was meant to see lands).
 * Stale read: bytes of a window, other than its signal cells, that a read covers and
   that no write can precede in any execution. Checked per byte region: a window that
-  also holds signal cells is checked on its other bytes. A read that only runs after
-  a wait of a deadlock is part of that deadlock, not a stale read. A stale read is a
-  warning (docs/model.md): `racecheck.judge` makes it an error when the
-  functional check at that P fails.
+  also holds signal cells is checked on its other bytes. A read that no execution
+  runs (some wait before it never passes) is part of the deadlock, not a stale read;
+  one that some execution runs is checked, whichever stuck state the engine shows.
+  A stale read is a warning (docs/model.md): `racecheck.judge` makes it an error
+  when the functional check at that P fails.
 * Deadlock: the engine's `stuck()` state.
 * Out of bounds: recorded by the co-simulation with its line.
 
@@ -51,7 +52,6 @@ from racecheck.events import (
     EventRef,
     MemoryKind,
     NotifyOp,
-    RankEnd,
     Region,
     Schedule,
     SignalCell,
@@ -181,8 +181,9 @@ def _set_add_mix(
     trace: Trace, oracle: OrderOracle, set_event: Event, add_event: Event
 ) -> Hazard | None:
     assert set_event.notify is not None
-    if set_event.rank == add_event.rank and trace.ends[set_event.rank] is not RankEnd.FINISHED:
-        return None  # the rank may never reach the pair: the deadlock is the finding
+    later = max(set_event, add_event, key=lambda event: event.index)
+    if set_event.rank == add_event.rank and not oracle.can_run(later.ref):
+        return None  # no execution reaches the pair: the deadlock is the finding
     if _can_precede(oracle, set_event, add_event):
         bad_first, bad_second = set_event.ref, add_event.ref
     elif _can_precede(oracle, add_event, set_event):
@@ -655,7 +656,9 @@ def stale_reads(
     blocked: tuple[EventRef, ...] = (),
 ) -> list[Hazard]:
     """Reads of window bytes, other than signal cells, that no write can precede; a read
-    behind a wait that never passes belongs to the deadlock."""
+    that no execution runs belongs to the deadlock. `blocked`: the waits of a stuck
+    state (none when no execution deadlocks); its execution runs every read but those
+    behind them, so only those, when stale, take the engine's `can_run`."""
     cell_spans: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     for cell in cells:
         cell_spans[(cell.memory, cell.owner)].append((cell.offset, cell.offset + _CELL_BYTES))
@@ -670,12 +673,11 @@ def stale_reads(
             memory = trace.memory(event.access.memory)
             if memory.kind is not MemoryKind.WINDOW or event.location in found:
                 continue
-            if event.index > first_blocked.get(event.rank, len(rank_events)):
-                continue  # never runs: the rank waits forever before it
             key = (event.access.memory, event.access.owner)
             signal = union_ranges(cell_spans.get(key, []))
             hazard = _stale(trace, by_key[key], preceding, event, signal, cells)
-            if hazard is not None:
+            ran = event.index < first_blocked.get(event.rank, len(rank_events))
+            if hazard is not None and (ran or oracle.can_run(event.ref)):
                 found[event.location] = hazard
     return list(found.values())
 

@@ -93,6 +93,9 @@ class PathOracle:
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
         return self.oracle.can_precede(first, second)
 
+    def can_run(self, event: EventRef) -> bool:
+        return self.oracle.can_run(event)
+
     def stuck(self) -> Stuck | None:
         return self.oracle.stuck()
 

@@ -157,7 +157,7 @@ def reachable_states(trace: Trace, *, limit: int = 200_000) -> set[State]:
 
 
 class BruteForce:
-    """The three engine questions, answered from the full set of reachable states."""
+    """The engine questions, answered from the full set of reachable states."""
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
@@ -170,8 +170,23 @@ class BruteForce:
             for state in self.states
         )
 
+    def can_run(self, event: EventRef) -> bool:
+        return any(state.positions[event.rank] > event.index for state in self.states)
+
     def has_stuck_state(self) -> bool:
         return any(is_stuck(self.trace, state) for state in self.states)
+
+    def stuck_waits(self) -> set[tuple[EventRef, ...]]:
+        """The blocked waits of every stuck state."""
+        return {
+            tuple(
+                event.ref
+                for rank in range(self.trace.ranks)
+                if (event := next_event(self.trace, state, rank)) is not None
+            )
+            for state in self.states
+            if is_stuck(self.trace, state)
+        }
 
 
 def cross_rank_pairs(trace: Trace) -> list[tuple[EventRef, EventRef]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -13,10 +14,11 @@ from tracebuild import (
 )
 
 from racecheck.analysis import Hazard, find_hazards, to_finding
+from racecheck.engines import ENGINES
 from racecheck.engines.monotone import MonotoneEngine
 from racecheck.engines.skeleton import SyncSkeleton
-from racecheck.events import HOST_OWNER, EventRef, Trace
-from racecheck.findings import FindingKind, Severity
+from racecheck.events import HOST_OWNER, EventRef, NotifyOp, RankEnd, Trace, WaitCmp
+from racecheck.findings import FindingKind, RaceDetail, Severity
 
 
 def hazards_of(trace: Trace) -> list[Hazard]:
@@ -172,6 +174,80 @@ def test_a_read_behind_a_wait_that_never_passes_belongs_to_the_deadlock() -> Non
     builder.load(1, buf, 0, 0, 64, line=3)  # never runs
     (hazard,) = hazards_of(builder.build())
     assert hazard.kind is FindingKind.DEADLOCK
+
+
+def _hazards_by(engine_name: str, trace: Trace) -> list[Hazard]:
+    engine = ENGINES[engine_name]()
+    skeleton = SyncSkeleton(trace)
+    assert engine.unsupported(skeleton) is None
+    return find_hazards(trace, engine.order(skeleton, deadline=time.monotonic() + 30))
+
+
+def _stale_lines(hazards: list[Hazard]) -> list[tuple[int, tuple[int, ...]]]:
+    return [
+        (hazard.locations[0].line, hazard.ranks)
+        for hazard in hazards
+        if hazard.kind is FindingKind.STALE_READ
+    ]
+
+
+@pytest.mark.parametrize("engine_name", ["explore", "smt"])
+def test_a_read_behind_a_wait_that_only_some_executions_pass_is_stale(engine_name: str) -> None:
+    """Rank 0's Eq wait passes between rank 1's two Adds, else it never passes; rank 2
+    waits forever. Some stuck states block rank 0, some do not: whichever the engine
+    shows, rank 0's read runs in some execution and nothing writes its bytes. Rank 2's
+    read runs in no execution: it belongs to the deadlock."""
+    builder = TraceBuilder(3)
+    buf = builder.window("buf", 64)
+    sig = builder.window("sig", 8)
+    builder.wait(0, sig, 0, line=1, cmp=WaitCmp.EQ)
+    builder.load(0, buf, 0, 0, 64, line=2)
+    builder.notify(1, sig, 0, 0, line=3)
+    builder.notify(1, sig, 0, 0, line=4)
+    builder.wait(2, sig, 4, line=5)  # nobody notifies it
+    builder.load(2, buf, 2, 0, 64, line=6)
+    hazards = _hazards_by(engine_name, builder.build())
+    assert any(hazard.kind is FindingKind.DEADLOCK for hazard in hazards)
+    assert _stale_lines(hazards) == [(2, (0,))]
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+def test_no_engine_reports_a_read_no_execution_runs(engine_name: str) -> None:
+    """Rank 1's read sits behind a wait nobody notifies, rank 0's behind one that passes."""
+    builder = TraceBuilder(2)
+    buf = builder.window("buf", 64)
+    sig = builder.window("sig", 8)
+    builder.notify(0, sig, 0, 0, line=1)
+    builder.wait(0, sig, 0, line=2)
+    builder.load(0, buf, 0, 0, 64, line=3)
+    builder.wait(1, sig, 0, line=4)
+    builder.load(1, buf, 1, 0, 64, line=5)
+    assert _stale_lines(_hazards_by(engine_name, builder.build())) == [(3, (0,))]
+
+
+@pytest.mark.parametrize("engine_name", ["explore", "smt"])
+def test_a_set_add_mix_is_reported_where_some_execution_reaches_it(engine_name: str) -> None:
+    """Rank 0 reaches its Set and Add only between rank 1's two Adds, rank 2 never
+    reaches its own; the tracing run forced both ranks' waits."""
+    builder = TraceBuilder(3)
+    sig = builder.window("sig", 16)
+    builder.wait(0, sig, 0, line=1, cmp=WaitCmp.EQ)
+    builder.notify(0, sig, 1, 4, line=2, op=NotifyOp.SET)
+    builder.notify(0, sig, 1, 4, line=3)
+    builder.notify(1, sig, 0, 0, line=4)
+    builder.notify(1, sig, 0, 0, line=5)
+    builder.wait(2, sig, 8, line=6)  # nobody notifies it
+    builder.notify(2, sig, 1, 12, line=7, op=NotifyOp.SET)
+    builder.notify(2, sig, 1, 12, line=8)
+    trace = dataclasses.replace(
+        builder.build(), ends=(RankEnd.FORCED, RankEnd.FINISHED, RankEnd.FORCED)
+    )
+    mixes = [
+        [location.line for location in hazard.locations]
+        for hazard in _hazards_by(engine_name, trace)
+        if hazard.detail == RaceDetail.SET_ADD_MIX.value
+    ]
+    assert mixes == [[2, 3]]
 
 
 def test_two_ranks_writing_one_host_row_race() -> None:

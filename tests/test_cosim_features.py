@@ -316,3 +316,27 @@ def test_an_eq_wait_stepped_past_is_a_replayed_deadlock(engine: str) -> None:
             assert deadlock.kind is FindingKind.DEADLOCK and deadlock.confirmed
             assert [location.line for location in deadlock.locations] == [first]
             assert deadlock.ranks == (0,)
+
+
+STALE_BEHIND_EQ = FIXTURES / "stale_behind_eq_wait.py"
+
+
+@pytest.mark.parametrize("engine", ["explore", "smt", "auto"])
+def test_a_read_some_execution_runs_past_an_eq_wait_is_stale_beside_the_deadlock(
+    engine: str,
+) -> None:
+    report = racecheck.verify(str(STALE_BEHIND_EQ), ranks=[2, 3, 4], engine=engine)
+    lines = STALE_BEHIND_EQ.read_text().splitlines()
+    wait, read = (
+        next(n for n, text in enumerate(lines, 1) if tag in text) for tag in ("# @wait", "# @read")
+    )
+    found = {
+        result.ranks: {
+            (finding.kind, tuple(location.line for location in finding.locations), finding.ranks)
+            for finding in result.findings
+        }
+        for result in report.results
+    }
+    stale = (FindingKind.STALE_READ, (read,), (0,))
+    deadlock = (FindingKind.DEADLOCK, (wait,), (0,))
+    assert found == {2: {stale}, 3: {deadlock, stale}, 4: {deadlock, stale}}

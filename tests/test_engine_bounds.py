@@ -104,6 +104,9 @@ class NeverAsked:
     def witness(self, first: object, second: object) -> tuple[()]:
         raise AssertionError("asked witness")
 
+    def can_run(self, event: object) -> bool:
+        raise AssertionError(f"asked can_run({event})")
+
     def stuck(self) -> None:
         raise AssertionError("asked stuck")
 
@@ -123,6 +126,9 @@ def _assert_answered_alone(trace: Trace) -> None:
     for first, second in cross_rank_pairs(trace):
         expected = truth.can_precede(first, second)
         assert oracle.can_precede(first, second) == expected, (first, second)
+    for rank_events in trace.events:
+        for event in rank_events:
+            assert oracle.can_run(event.ref) == truth.can_run(event.ref), event.ref
 
 
 def _two_rounds(reset: NotifyOp) -> Protocol:

@@ -1,6 +1,7 @@
-"""Every engine answers the three ordering questions exactly like the brute force.
+"""Every engine answers the ordering questions exactly like the brute force.
 
 On random protocols (tests/strategies.py): `can_precede` for every cross-rank pair,
+`can_run` for every event,
 every witness replays as an execution ending with `first` and without `second`,
 `stuck()` is None iff the brute force reaches no stuck state, and every Stuck replays to
 a state where no rank can move and exactly the reported waits are blocked. Every
@@ -46,6 +47,9 @@ def assert_conforms(engine: Engine, trace: Trace) -> None:
         assert oracle.can_precede(first, second) == expected, (first, second)
         if expected:
             assert_witness(trace, oracle, first, second)
+    for rank_events in trace.events:
+        for event in rank_events:
+            assert oracle.can_run(event.ref) == truth.can_run(event.ref), event.ref
     assert_stuck(trace, oracle, truth)
 
 

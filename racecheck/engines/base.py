@@ -19,6 +19,7 @@ The questions:
 * `can_precede(first, second)`: does some execution contain `first` but not (yet)
   `second`? Asked for events of different ranks only.
 * `witness(first, second)`: such an execution, ending with `first`.
+* `can_run(event)`: does some execution contain `event`?
 * `stuck()`: an execution after which no rank can move again while some rank has not
   finished (every unfinished rank sits at a disabled WAIT that nothing can enable).
 
@@ -44,6 +45,10 @@ class OrderOracle(Protocol):
 
         Only called when `can_precede(first, second)` is true.
         """
+        ...
+
+    def can_run(self, event: EventRef) -> bool:
+        """True iff some execution has executed `event`."""
         ...
 
     def stuck(self) -> Stuck | None:

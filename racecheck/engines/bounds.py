@@ -3,10 +3,10 @@
 `BoundedOracle` answers each question of `racecheck.engines.base` itself when it can
 prove the answer, and asks the exact oracle behind it (built on first use) otherwise:
 
-* "no" for `can_precede` from an *upper bound* of the trace, a cell value B >= 0 that
-  is >= the real value at every moment of every execution: every write becomes an Add
-  to B. A negative Add adds 0 (it only lowers the real value) unless it is a
-  consuming Add (below), an Add v >= 0 adds v.
+* "no" for `can_precede` and `can_run` from an *upper bound* of the trace, a cell
+  value B >= 0 that is >= the real value at every moment of every execution: every
+  write becomes an Add to B. A negative Add adds 0 (it only lowers the real value)
+  unless it is a consuming Add (below), an Add v >= 0 adds v.
   A Set v adds max(v, 0) (v <= B + max(v, 0) as B >= 0), except a *consume*: a Set
   v >= 0 by the only rank that waits on the cell, whose previous step on the cell is
   a wait for >= t; it adds v - t. Between that wait (real value >= t, so B >= t) and
@@ -31,13 +31,13 @@ prove the answer, and asks the exact oracle behind it (built on first use) other
   monotone engine decides exactly (Adds commute; the only decreases are a rank's
   consumes of a cell only it waits on, which disable no other rank's wait); what
   the bound cannot do, no execution does.
-* "yes" for `can_precede`, and `stuck`, from concrete runs of the trace itself, each
-  until no rank can move (`_nth_run`: one *patient* run that lets waits and Sets go
-  before Adds, then ranks run as far as they can in rank order and in seeded random
-  orders, then one in *lockstep* (waits first, then the rank furthest behind); the
-  rank of `second` held just before it): a run that executes `first` is a witness,
-  one that ends with a rank blocked is a stuck state; both are executions by
-  construction.
+* "yes" for `can_precede` and `can_run`, and `stuck`, from concrete runs of the trace
+  itself, each until no rank can move (`_nth_run`: one *patient* run that lets waits
+  and Sets go before Adds, then ranks run as far as they can in rank order and in
+  seeded random orders, then one in *lockstep* (waits first, then the rank furthest
+  behind); the rank of `second` held just before it): a run that executes `first` is
+  a witness (and shows that every event it executes can run), one that ends with a
+  rank blocked is a stuck state; both are executions by construction.
 
 Nothing is approximated in an answer: what neither settles goes to the exact oracle.
 """
@@ -386,6 +386,16 @@ class BoundedOracle:
             return self.exact().witness(first, second)
         return self._skeleton.causal_schedule(run.steps, first)
 
+    def can_run(self, event: EventRef) -> bool:
+        if self._bound is not None and not self._bound.can_run(event):
+            return False
+        skeleton = self._skeleton
+        needed = skeleton.steps_before(event.rank, event.index + 1)
+        if any(run.positions[event.rank] >= needed for run in self._made):
+            return True
+        unheld = (event.rank, len(skeleton.kind[event.rank]))
+        return self._run_reaching(unheld, event) is not None or self.exact().can_run(event)
+
     def stuck(self) -> Stuck | None:
         skeleton = self._skeleton
         full = [len(kinds) for kinds in skeleton.kind]
@@ -424,27 +434,32 @@ class BoundedOracle:
 
     def _showing_run(self, first: EventRef, second: EventRef) -> Run | None:
         """A cached or new concrete run that executes `first` with `second` held back."""
+        held = (second.rank, self._skeleton.steps_before(second.rank, second.index))
+        return self._run_reaching(held, first)
+
+    def _run_reaching(self, held: tuple[int, int], event: EventRef) -> Run | None:
+        """A cached or new concrete run that executes `event` with rank `held[0]` held
+        after `held[1]` steps (at its end: not held)."""
         skeleton = self._skeleton
-        held = (second.rank, skeleton.steps_before(second.rank, second.index))
-        needed = skeleton.steps_before(first.rank, first.index + 1)
+        needed = skeleton.steps_before(event.rank, event.index + 1)
         runs = self._runs.setdefault(held, [])
         for run in runs:
-            if run.positions[first.rank] >= needed:
+            if run.positions[event.rank] >= needed:
                 return run
         limits = [len(kinds) for kinds in skeleton.kind]
         limits[held[0]] = held[1]
         while len(runs) < RUNS_PER_HOLD:
             runs.append(_nth_run(skeleton, limits, len(runs)))
             self._made.append(runs[-1])
-            if runs[-1].positions[first.rank] >= needed:
+            if runs[-1].positions[event.rank] >= needed:
                 return runs[-1]
-        if (held, first.rank) not in self._eager:
-            # `first`'s rank ahead of everyone: it passes its waits before the Sets of
+        if (held, event.rank) not in self._eager:
+            # `event`'s rank ahead of everyone: it passes its waits before the Sets of
             # other ranks (resets) can erase what they added for it
-            self._eager.add((held, first.rank))
-            runs.append(patient_run(skeleton, limits, eager=first.rank))
+            self._eager.add((held, event.rank))
+            runs.append(patient_run(skeleton, limits, eager=event.rank))
             self._made.append(runs[-1])
-            if runs[-1].positions[first.rank] >= needed:
+            if runs[-1].positions[event.rank] >= needed:
                 return runs[-1]
         return None
 

@@ -27,6 +27,10 @@ class DeadlineOracle:
         self._check()
         return self.oracle.witness(first, second)
 
+    def can_run(self, event: EventRef) -> bool:
+        self._check()
+        return self.oracle.can_run(event)
+
     def stuck(self) -> Stuck | None:
         self._check()
         return self.oracle.stuck()

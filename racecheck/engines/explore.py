@@ -1,11 +1,12 @@
 """The `explore` engine: exhaustive exploration of a trace's executions.
 
-What it decides: the three questions of `racecheck.engines.base` (can_precede, witness,
-stuck) exactly, under the execution semantics stated there, from a search over the
-trace's sync steps (`racecheck.engines.syncprogram`): data events commute with
+What it decides: the questions of `racecheck.engines.base` (can_precede, witness,
+can_run, stuck) exactly, under the execution semantics stated there, from a search over
+the trace's sync steps (`racecheck.engines.syncprogram`): data events commute with
 everything, so each rank's data events between two sync steps may have run in any
 combination, and can_precede((s, j), (r, i)) holds iff some execution has run f sync
-steps of s (f = those up to j) while r has run at most m (m = those before i). A
+steps of s (f = those up to j) while r has run at most m (m = those before i), and
+can_run((s, j)) iff some execution has run f sync steps of s. A
 witness is such an execution, each sync step preceded by its rank's data events, then
 `first`'s rank run up to `first`. Stuck: a deadlock with the fewest sync steps run (the
 blocked ranks sit at disabled WAITs; the others run to their end).
@@ -95,6 +96,11 @@ class ExploreOracle:
         schedule, positions = self._concrete_path(movers)
         schedule += _run_rank(first.rank, positions, first.index + 1)
         return tuple(schedule[: schedule.index(first) + 1])
+
+    def can_run(self, event: EventRef) -> bool:
+        rank = event.rank
+        fewest = bisect_right(self._sync_indices[rank], event.index)
+        return self._explored.reaches(rank, fewest, rank, len(self._sync_indices[rank]))
 
     def stuck(self) -> Stuck | None:
         found = self._explored.deadlock()

@@ -1,6 +1,6 @@
 """The `monotone` engine: exact ordering by holding one event back, no search.
 
-Decides: the three questions of `racecheck.engines.base` for monotone traces.
+Decides: the questions of `racecheck.engines.base` for monotone traces.
 
 Model boundary: a trace is monotone when every WAIT is Ge (signed, or unsigned on a cell
 that never goes negative: `_may_go_negative`), no waited cell can leave the int32 range
@@ -462,6 +462,12 @@ class MonotoneOracle:
         run = _Run(view, limits)
         run.run(list(range(view.ranks)))
         return view.causal_schedule(run.steps, first)
+
+    def can_run(self, event: EventRef) -> bool:
+        """Every execution extends to the maximal run (confluence): it runs every event
+        that can run."""
+        needed = self.view.steps_before(event.rank, event.index + 1)
+        return needed <= self._full.sync_pos[event.rank]
 
     def stuck(self) -> Stuck | None:
         view, run = self.view, self._full

@@ -1,12 +1,12 @@
 """The `smt` engine: ordering questions over every execution of a trace, decided by z3.
 
 What it decides
-    The three questions of `racecheck.engines.base` (`can_precede`, `witness`, `stuck`),
-    exactly, for the execution semantics stated there. An execution is encoded as an
-    assignment to a Bool *executed* and an Int *time* per *signal event* (a WAIT, or
-    any event with a Set or Add effect on a signal cell): the executed events form a
-    prefix of each rank, times follow program order, and an executed WAIT's condition
-    holds on its cell's value over the writes strictly before its time.
+    The questions of `racecheck.engines.base` (`can_precede`, `witness`, `can_run`,
+    `stuck`), exactly, for the execution semantics stated there. An execution is
+    encoded as an assignment to a Bool *executed* and an Int *time* per *signal event*
+    (a WAIT, or any event with a Set or Add effect on a signal cell): the executed
+    events form a prefix of each rank, times follow program order, and an executed
+    WAIT's condition holds on its cell's value over the writes strictly before its time.
     Sorting the executed signal events by (time, waits before writers, rank, index)
     gives an execution, and every execution gives such an assignment, so satisfiable
     means reachable. Equal times need no exclusion: the encoding compares writers with
@@ -19,7 +19,8 @@ What it decides
     Every other event neither reads nor changes a signal cell and is always enabled,
     so it gets no variables. For ranks f ≠ s,
     `can_precede(first, second)` is the query "the last signal event of f at or before
-    `first` executed, the first signal event of s at or after `second` not executed";
+    `first` executed, the first signal event of s at or after `second` not executed",
+    and `can_run(event)` the query "the last signal event at or before `event` executed";
     data events are filled back in when a schedule is decoded. Every z3 model is kept
     as a run and answers every later question that run settles.
 
@@ -547,6 +548,10 @@ class SmtOracle:
         if state is None or not schedule or schedule[-1] != first or second in schedule:
             raise SmtInternalError(f"decoded witness for {first} before {second} is not one")
         return schedule
+
+    def can_run(self, event: EventRef) -> bool:
+        last = self._last_signal_through(event)
+        return last is None or self._reach(last, None) is not None
 
     def stuck(self) -> Stuck | None:
         if not self._stuck_asked:

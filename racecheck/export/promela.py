@@ -13,10 +13,11 @@ The model follows the execution semantics of `racecheck.engines.base` literally:
 * Deadlock is SPIN's invalid end state: a state with no executable statement in which
   some rank has not reached the end of its proctype. Finished ranks have terminated,
   which SPIN counts as a valid end state; a rank blocked at a WAIT is not in one.
-* Each ordering question ("can `first` run while `second` has not?", see
-  `racecheck.export.properties`) is a *marker*: a `skip` labelled `q_<n>` on a line of
-  its own, inside the atomic step of `first`, guarded by "`second` has not run". It
-  is reachable iff the answer is yes. Whether `second` has run is read from its rank's
+* Each ordering question ("can `first` run while `second` has not?", or without
+  `second` "can `first` run?", see `racecheck.export.properties`) is a *marker*: a
+  statement labelled `q_<n>` on a line of its own, inside the atomic step of `first`,
+  guarded by "`second` has not run" (by `true` without `second`). It is reachable iff
+  the answer is yes. Whether `second` has run is read from its rank's
   `done_<rank>` counter, which the atomic steps of question targets (only those) set
   to their position + 1.
 * Data events that no question mentions and that change no signal cell are left out:
@@ -54,13 +55,13 @@ def to_promela(trace: Trace) -> str:
 
 
 def write_model(trace: Trace, asked: tuple[Question, ...]) -> PromelaModel:
-    """The model of `trace` with one marker per question of `asked` (questions of
-    different ranks only), and the line of each marker."""
+    """The model of `trace` with one marker per question of `asked` (ordering questions
+    of different ranks only), and the line of each marker."""
     cells = _signal_cells(trace)
     asked_after: dict[tuple[int, int], list[Question]] = defaultdict(list)
     for question in asked:
         asked_after[(question.first.rank, question.first.index)].append(question)
-    targets = {(q.second.rank, q.second.index) for q in asked}
+    targets = {(q.second.rank, q.second.index) for q in asked if q.second is not None}
     writer = _Writer()
     _header(writer, trace, len(asked))
     _declarations(writer, trace, cells, targets)
@@ -225,12 +226,14 @@ def _step(
         writer.line(f"{body}{statement}{'' if last else ';'}")
     for n, question in enumerate(asked):
         second = question.second
+        guard = "true" if second is None else f"done_{second.rank} <= {second.index}"
+        before = "" if second is None else f" before rank {second.rank} e{second.index}"
         writer.line(f"{body}if")
-        writer.line(f"{body}:: done_{second.rank} <= {second.index} ->")
+        writer.line(f"{body}:: {guard} ->")
         number = len(markers)
         line = writer.line(
             f'q_{number}: {body}printf("q_{number}\\n") '
-            + _comment(f"can e{event.index} run before rank {second.rank} e{second.index}?")
+            + _comment(f"can e{event.index} run{before}?")
         )
         markers[line] = question
         writer.line(f"{body}:: else -> skip")

@@ -2,17 +2,18 @@
 
 Decides nothing by itself: it lists, straight from the definitions (written here
 independently of `racecheck.analysis`, so that a SPIN run is a real second opinion),
-which `can_precede` questions a trace's race and stale-read verdicts rest on, and turns
-a model checker's answers to them into verdicts.
+which `can_precede` and `can_run` questions a trace's race and stale-read verdicts
+rest on, and turns a model checker's answers to them into verdicts.
 
 * Conflict: accesses of overlapping bytes of one memory instance by different ranks,
   at least one writing (a NOTIFY and an ATOMIC_ADD write, a WAIT only reads), not both
   atomic. A Set notify is not atomic but a plain store (docs/model.md), except
   against a WAIT, and two Sets of one value do not conflict. A conflicting pair races
   iff each can run while the other has not.
-* Stale read: a LOAD of a window; its bytes, other than the signal cells of that
-  instance (bytes a NOTIFY or WAIT accesses), that no overlapping write can precede
-  (an earlier write of the same rank always does) are stale.
+* Stale read: a LOAD of a window that some execution runs; its bytes, other than the
+  signal cells of that instance (bytes a NOTIFY or WAIT accesses), that no
+  overlapping write can precede (an earlier write of the same rank always does) are
+  stale. A LOAD no execution runs sits behind a wait that never passes: the deadlock.
 * Deadlock: answered by the model checker directly; nothing to derive.
 
 Assumes a well-formed trace (events indexed by position, regions normalised).
@@ -41,10 +42,11 @@ from racecheck.events import (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Question:
-    """Can `first` have run in some execution while `second` has not yet?"""
+    """Can `first` have run in some execution while `second` has not yet? Without
+    `second`: can `first` run in some execution at all?"""
 
     first: EventRef
-    second: EventRef
+    second: EventRef | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,11 +142,26 @@ def questions(trace: Trace) -> tuple[Question, ...]:
     for a, b in conflicting_pairs(trace):
         found[Question(first=a.ref, second=b.ref)] = None
         found[Question(first=b.ref, second=a.ref)] = None
-    for read, _, writers in stale_candidates(trace):
+    for read, data, writers in stale_candidates(trace):
+        if _own_writes_miss(read, data, writers):
+            found[Question(first=read.ref)] = None
         for writer in writers:
             if writer.rank != read.rank:
                 found[Question(first=writer.ref, second=read.ref)] = None
     return tuple(found)
+
+
+def _own_writes_miss(read: Event, data: Ranges, writers: list[Event]) -> bool:
+    """Whether earlier writes of the read's own rank leave some of `data` uncovered: only
+    then can the read be stale, and whether it runs at all matters."""
+    assert read.access is not None
+    own = [
+        span
+        for writer in writers
+        if writer.rank == read.rank and writer.index < read.index and writer.access is not None
+        for span in intersect_ranges(writer.access.ranges, read.access.ranges)
+    ]
+    return bool(subtract_ranges(data, union_ranges(own)))
 
 
 def decide(trace: Trace, answers: Mapping[Question, bool], *, deadlock: bool) -> Verdicts:
@@ -172,6 +189,6 @@ def decide(trace: Trace, answers: Mapping[Question, bool], *, deadlock: bool) ->
             ]
         )
         missing = subtract_ranges(data, reached)
-        if missing:
+        if missing and answers[Question(first=read.ref)]:
             stale.append(StaleRead(read=read.ref, ranges=missing))
     return Verdicts(races=races, stale_reads=tuple(stale), deadlock=deadlock)

@@ -2,7 +2,8 @@
 
 Decides: the race, stale-read and deadlock verdicts of a trace (`check_with_spin`),
 from one exhaustive SPIN safety search of the model of `racecheck.export.promela`:
-every ordering question is answered by whether its marker statement is reached (SPIN's
+every question (ordering, or whether an event runs at all) is answered by whether its
+marker statement is reached (SPIN's
 "unreached in proctype" report), and a deadlock exists iff the search meets an invalid
 end state. The three verdicts come from one compiled verifier per trace.
 
@@ -62,7 +63,7 @@ class SpinRun:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpinCheck:
     verdicts: Verdicts
-    answers: dict[Question, bool]  # every can_precede question the verdicts rest on
+    answers: dict[Question, bool]  # every question the verdicts rest on
     run: SpinRun
 
 
