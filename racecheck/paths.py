@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from racecheck.cosim import DefaultPolicy, HoldPolicy, SchedulePolicy
 from racecheck.cosim.execution import Decided
-from racecheck.dsl.symbolic import Decision
+from racecheck.dsl.symbolic import Decision, realises
 from racecheck.engines.base import OrderOracle
 from racecheck.events import EventRef, Schedule, Stuck
 from racecheck.findings import Finding
@@ -46,12 +46,17 @@ class Path:
     `inputs`: input elements chosen for this path (tensor, flat index, value).
     `forced`: the decisions these inputs were chosen for, in order; the run must make
     them (concolic search: its later decisions are flipped in turn by its children).
+    `avoided`: when the last forced decision is the other side of a pinned value
+    (`racecheck.dsl.symbolic.decision`), the values it took on the paths before, which
+    it must not take either: a pinned value is flipped again on each value it takes,
+    until no input gives it another (or the budget runs out, and it stays open).
     """
 
     held: tuple[EventRef, ...] = ()
     decided: frozenset[frozenset[EventRef]] = frozenset()
     inputs: tuple[tuple[str, int, float], ...] = ()
     forced: tuple[Decision, ...] = ()
+    avoided: tuple[Decision, ...] = ()
 
     def policy(self) -> SchedulePolicy:
         policy: SchedulePolicy = DefaultPolicy()
@@ -236,7 +241,11 @@ def _orders(path: Path, outcome: PathOutcome, unsettled: list[Unsettled]) -> lis
         for write in opened.writers:
             if write != last:
                 child = dataclasses.replace(
-                    path, held=(*path.held, write), decided=path.decided | {group}, forced=()
+                    path,
+                    held=(*path.held, write),
+                    decided=path.decided | {group},
+                    forced=(),
+                    avoided=(),
                 )  # another order may decide otherwise: its input decisions start afresh
                 branches.append(_Pending(path=child, reason=opened, last=write))
     return branches
@@ -265,20 +274,37 @@ def _inputs(
     from racecheck.engines.inputs_smt import Answer, flips  # z3 only when inputs steer
 
     made = [decided.decision for decided in outcome.decisions]
+    first, avoided = _repinned(path, made)
     branches: list[_Pending] = []
-    for n, solution in flips(made, len(path.forced), deadline=deadline):
+    for n, solution in flips(made, first, deadline=deadline, avoided=avoided):
         reason = _reason(inputs, outcome.decisions[n])
         if solution.answer is Answer.UNDECIDED:
             unsettled.append(Unsettled(opened=reason, why="the solver could not pick inputs"))
         elif solution.answer is Answer.FOUND:
             flipped = Decision(condition=made[n].condition, taken=not made[n].taken)
-            child = dataclasses.replace(path, inputs=solution.values, forced=(*made[:n], flipped))
+            child = dataclasses.replace(
+                path,
+                inputs=solution.values,
+                forced=(*made[:n], flipped),
+                avoided=avoided if n == first else (),
+            )
             pending = _Pending(path=child, reason=reason)
             if fresh(pending):
                 branches.append(pending)
             if len(branches) > room:
                 break
     return branches
+
+
+def _repinned(path: Path, made: list[Decision]) -> tuple[int, tuple[Decision, ...]]:
+    """The first decision of the path's run to flip, and the values it must avoid: the
+    last forced one again when the run met it by pinning a value to another value
+    than the ones avoided (its other values are still to try), else the first after
+    the forced ones."""
+    forced = path.forced
+    if forced and len(made) >= len(forced) and made[len(forced) - 1] != forced[-1]:
+        return len(forced) - 1, (forced[-1], *path.avoided)
+    return len(forced), ()
 
 
 def _reason(inputs: list[OpenRead], decided: Decided) -> OpenRead:
@@ -288,9 +314,13 @@ def _reason(inputs: list[OpenRead], decided: Decided) -> OpenRead:
 
 def _realised(pending: _Pending, outcome: PathOutcome) -> bool:
     """Did the path's run go the way it was chosen for: its held write landed last
-    among its group, and it made the forced decisions?"""
-    made = tuple(decided.decision for decided in outcome.decisions)
-    if made[: len(pending.path.forced)] != pending.path.forced:
+    among its group, and it made the forced decisions (a pinned value avoiding every
+    value `avoided`)?"""
+    forced = pending.path.forced
+    made = [decided.decision for decided in outcome.decisions[: len(forced)]]
+    if len(made) < len(forced) or not all(map(realises, made, forced)):
+        return False
+    if not all(realises(made[-1], value) for value in pending.path.avoided):
         return False
     if pending.last is None:
         return True

@@ -3,10 +3,11 @@
 A scalar read from an input host tensor (before anything wrote that tensor) is a
 `Var` naming the element, and keeps it when written to memory and read back whole
 (`racecheck.dsl.memory`); + - * (and / of floats) of such values and constants build
-`Apply` nodes, and a comparison is a condition. When a symbolic value steers the
+`Apply` nodes, as do `//` and `%` of integers (the device's, truncating toward zero:
+docs/model.md), and a comparison is a condition. When a symbolic value steers the
 program its `Decision` (condition, outcome) is recorded, so that a solver can pick
-inputs that take the other side. Anything else (integer division, tile arithmetic,
-memory that does not keep the form) has no symbolic form: the value is then opaque,
+inputs that take the other side. Anything else (`//` and `%` of floats, tile
+arithmetic, memory that does not keep the form) has no symbolic form: the value is then opaque,
 and the steering analysis says so. Plain data, no solver here (see racecheck/engines/inputs_smt.py).
 """
 
@@ -26,6 +27,8 @@ class Op(Enum):
     SUB = "-"
     MUL = "*"
     DIV = "/"
+    TRUNC_DIV = "//"  # integers only, truncating toward zero as on the device
+    TRUNC_MOD = "%"  # integers only: left - right * (left // right), the sign of left
     NEG = "neg"
     LT = "<"
     LE = "<="
@@ -38,8 +41,15 @@ class Op(Enum):
     def compares(self) -> bool:
         return self in _COMPARISONS
 
+    @property
+    def divides(self) -> bool:
+        """Whether a zero right operand makes it undefined (the run raises there)."""
+        return self in _DIVISIONS
+
 
 _COMPARISONS = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
+_DIVISIONS = frozenset({Op.DIV, Op.TRUNC_DIV, Op.TRUNC_MOD})
+_INTEGER_ONLY = frozenset({Op.TRUNC_DIV, Op.TRUNC_MOD})
 
 
 INT32_LIMITS = (-(2**31), 2**31 - 1)
@@ -144,6 +154,8 @@ _OPS: dict[Callable[[Any, Any], Any], Op] = {
     operator.sub: Op.SUB,
     operator.mul: Op.MUL,
     operator.truediv: Op.DIV,
+    operator.floordiv: Op.TRUNC_DIV,
+    operator.mod: Op.TRUNC_MOD,
     operator.lt: Op.LT,
     operator.le: Op.LE,
     operator.gt: Op.GT,
@@ -170,8 +182,11 @@ def combine(
         return None
     if isinstance(left, Const) and isinstance(right, Const):
         return None  # no input in it: the caller's value carries no symbol
-    if op is Op.DIV and not (_is_float(left) or _is_float(right)):
-        return None  # integer division truncates: not modelled
+    floats = _is_float(left) or _is_float(right)
+    if op is Op.DIV and not floats:
+        return None  # `/` of integers: not modelled
+    if op in _INTEGER_ONLY and floats:
+        return None  # `//` and `%` of floats round toward minus infinity: not modelled
     return Apply(op, (left, right))
 
 
@@ -186,6 +201,27 @@ def decision(symbolic: Expr, value: object, *, as_bool: bool) -> Decision:
             return Decision(condition=symbolic, taken=bool(value))
         return Decision(condition=Apply(Op.NE, (symbolic, Const(0))), taken=bool(value))
     return Decision(condition=Apply(Op.EQ, (symbolic, Const(value))), taken=True)  # type: ignore[arg-type]
+
+
+def realises(made: Decision, forced: Decision) -> bool:
+    """Whether a run that made `made` went the way `forced` asks: the same decision, or
+    (`forced` the other side of a pinned value, `decision(..., as_bool=False)`) the same
+    expression pinned to another value."""
+    if made == forced:
+        return True
+    pinned, avoided = made.condition, forced.condition
+    return (
+        made.taken
+        and not forced.taken
+        and isinstance(pinned, Apply)
+        and isinstance(avoided, Apply)
+        and pinned.op is Op.EQ
+        and avoided.op is Op.EQ
+        and pinned.args[0] == avoided.args[0]
+        and isinstance(pinned.args[1], Const)
+        and isinstance(avoided.args[1], Const)
+        and pinned.args[1].value != avoided.args[1].value
+    )
 
 
 def _is_float(expr: Expr) -> bool:

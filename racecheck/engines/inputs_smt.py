@@ -20,7 +20,7 @@ from enum import Enum
 
 import z3  # type: ignore[import-untyped]
 
-from racecheck.dsl.symbolic import Const, Decision, Expr, Op, Var
+from racecheck.dsl.symbolic import Apply, Const, Decision, Expr, Op, Var
 
 _SOLVER_MS = 2000
 
@@ -38,20 +38,27 @@ class Solution:
 
 
 def flips(
-    made: Sequence[Decision], first: int, *, deadline: float
+    made: Sequence[Decision],
+    first: int,
+    *,
+    deadline: float,
+    avoided: Sequence[Decision] = (),
 ) -> Iterator[tuple[int, Solution]]:
     """For each decision n >= `first` of a run, in turn: inputs under which the
-    decisions before it go as they went and it goes the other way. One solver holds
-    the decisions before n (incremental); a decision the ones before it already made
-    the same way cannot flip."""
+    decisions before it go as they went and it goes the other way, all of them with
+    the `avoided` decisions too (the other values a pinned value already took). One
+    solver holds the decisions before n (incremental); a decision the ones before it
+    already made the same way cannot flip."""
     symbols: dict[Var, z3.ArithRef] = {}
     terms = [_holds(decided.condition, decided.taken, symbols) for decided in made]
+    others = [_holds(decided.condition, not decided.taken, symbols) for decided in made]
+    held = [_holds(decided.condition, decided.taken, symbols) for decided in avoided]
     solver = z3.Solver()
     for var, symbol in symbols.items():
         if not var.is_float:
             low, high = var.limits
             solver.add(symbol >= low, symbol <= high)  # the values its dtype holds
-    solver.add(*terms[:first])
+    solver.add(*held, *terms[:first])
     before = set(made[:first])
     involved = {var for decided in made[:first] for var in _vars(decided.condition)}
     for n in range(first, len(made)):
@@ -62,7 +69,7 @@ def flips(
         seconds = deadline - time.monotonic()
         solver.set("timeout", max(1, int(min(seconds * 1000, _SOLVER_MS))))
         solver.push()
-        solver.add(z3.Not(terms[n]))
+        solver.add(others[n])
         negative = [symbols[var] < 0 for var in _vars(made[n].condition) if not var.is_float]
         yield n, _solution(solver, {var: symbols[var] for var in involved}, negative)
         solver.pop()
@@ -101,9 +108,20 @@ def _vars(expr: Expr) -> frozenset[Var]:
 
 
 def _holds(condition: Expr, taken: bool, symbols: dict[Var, z3.ArithRef]) -> z3.BoolRef:
+    """The inputs under which the run goes the `taken` way of `condition`: those that
+    make every divisor in it non-zero (with a zero one the run raises at the division,
+    and z3's value for it is no value the run computes) and the condition `taken`."""
     term = _term(condition, symbols)
     assert isinstance(term, z3.BoolRef)
-    return term if taken else z3.Not(term)
+    defined = [_term(divisor, symbols) != 0 for divisor in _divisors(condition)]
+    return z3.And(*defined, term if taken else z3.Not(term))
+
+
+def _divisors(expr: Expr) -> list[Expr]:
+    if not isinstance(expr, Apply):
+        return []
+    own = [expr.args[1]] if expr.op.divides else []
+    return own + [divisor for arg in expr.args for divisor in _divisors(arg)]
 
 
 def _term(expr: Expr, symbols: dict[Var, z3.ArithRef]) -> z3.ExprRef:
@@ -131,11 +149,25 @@ def _aligned(left: z3.ExprRef, right: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRe
     return left, right
 
 
+def _truncating_div(left: z3.ArithRef, right: z3.ArithRef) -> z3.ArithRef:
+    """The device's integer `//`: the quotient of the magnitudes (z3's `/` of
+    non-negative integers is floor division), negated when exactly one operand is
+    negative, as `racecheck.dsl.scalars.truncating_div` computes it."""
+    quotient = z3.Abs(left) / z3.Abs(right)
+    return z3.If((left < 0) == (right < 0), quotient, -quotient)
+
+
+def _truncating_mod(left: z3.ArithRef, right: z3.ArithRef) -> z3.ArithRef:
+    return left - right * _truncating_div(left, right)
+
+
 _BINARY = {
     Op.ADD: lambda a, b: a + b,
     Op.SUB: lambda a, b: a - b,
     Op.MUL: lambda a, b: a * b,
     Op.DIV: lambda a, b: a / b,
+    Op.TRUNC_DIV: _truncating_div,
+    Op.TRUNC_MOD: _truncating_mod,
     Op.LT: lambda a, b: a < b,
     Op.LE: lambda a, b: a <= b,
     Op.GT: lambda a, b: a > b,
