@@ -56,8 +56,11 @@ def _rank_ops(label: str, window: TensorView) -> RankOps:
 def _on_rank(
     where: SourceLocation, label: str, lower: Lower, *operands: Any, **options: Any
 ) -> None:
-    """One device's dispatch of a host builtin: its kernel, at the host call's line."""
-    with pinned(where):
+    """One device's dispatch of a host builtin: its kernel, at the host call's line.
+    No frame on the rank thread's stack is the user's (the dispatch calls this, and the
+    lowering calls no user code), so every location is that line: attributed once, not
+    searched for along the whole stack per event."""
+    with attributed(where):
         context = _rank_ops(label, operands[0])
         lower(context, lowering.Lowering.HOST, *operands, label=label, **options)
 
