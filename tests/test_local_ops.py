@@ -3,6 +3,8 @@ they compute and the memory events they make (kernel-local tensors make none).""
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from racecheck.dsl.dtypes import FP32, INT32
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
 from racecheck.dsl.symbolic import Decision
-from racecheck.dsl.tensors import TensorView, Tile
+from racecheck.dsl.tensors import TensorView, Tile, cell_start, region_problem, region_runs
 from racecheck.dsl.types import AtomicType, MemorySpace
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, MemoryKind, NotifyOp, WaitCmp
@@ -340,3 +342,35 @@ def test_a_valid_shape_larger_than_the_tile_is_refused_naming_both(tmp_path: Pat
     (result,) = racecheck.verify(str(path), ranks=[2], jobs=1).results
     assert result.verdict is racecheck.Verdict.UNKNOWN
     assert "valid_shape [1, 4] does not fit in the shape [1, 2]" in result.message
+
+
+@pytest.mark.parametrize(
+    ("shape", "base", "memory_nbytes"),
+    [((3, 4), 0, 48), ((2, 3, 2), 8, 56), ((5,), 4, 24), ((), 4, 8), ((2, 2), 8, 20)],
+)
+def test_cell_start_is_the_one_element_region(
+    shape: tuple[int, ...], base: int, memory_nbytes: int
+) -> None:
+    """`cell_start` (the signal path) agrees with `region_problem` + `region_runs` on
+    every one-element region, inside and out of bounds, and on a view that overruns its
+    buffer (the last shape)."""
+    view = TensorView(
+        memory=0,
+        kind=MemoryKind.WINDOW,
+        name="signal",
+        base=base,
+        shape=shape,
+        dtype=INT32,
+        memory_nbytes=memory_nbytes,
+    )
+    axes = [range(-1, size + 1) for size in shape]
+    checked = 0
+    for offsets in [*itertools.product(*axes), (0,) * (len(shape) + 1)]:
+        ones = [1] * len(offsets)
+        start = cell_start(view, offsets)
+        if region_problem(view, offsets, ones) is not None:
+            assert start is None, offsets
+        else:
+            assert region_runs(view, offsets, ones) == ((start, start + 4),), offsets
+            checked += 1
+    assert checked == (0 if base + view.nbytes > memory_nbytes else math.prod(shape))

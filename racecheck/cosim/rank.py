@@ -24,7 +24,7 @@ from racecheck.dsl.location import assigned_name, unsupported, user_location
 from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.scopes import TaskSpec, TaskTag, stands_for
 from racecheck.dsl.symbolic import Decision, Forms, InputBlock, decision
-from racecheck.dsl.tensors import TensorView, region_problem, region_runs
+from racecheck.dsl.tensors import TensorView, cell_start, region_problem, region_runs
 from racecheck.errors import TracingError, UnsupportedConstruct
 from racecheck.events import (
     AccessMode,
@@ -428,18 +428,23 @@ class RankContext:
     def _region(
         self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]
     ) -> Region:
-        if view.is_window and not 0 <= owner < self.ranks:
-            self.fail_bounds(f"peer {owner} is outside [0, {self.ranks}) accessing {view!r}")
+        self._check_owner(view, owner)
         problem = region_problem(view, offsets, extent)
         if problem is not None:
             self.fail_bounds(problem)
         return Region(memory=view.memory, owner=owner, ranges=region_runs(view, offsets, extent))
 
+    def _check_owner(self, view: TensorView, owner: int) -> None:
+        if view.is_window and not 0 <= owner < self.ranks:
+            self.fail_bounds(f"peer {owner} is outside [0, {self.ranks}) accessing {view!r}")
+
     def _cell(self, view: TensorView, owner: int, offsets: Sequence[int]) -> SignalCell:
-        region = self._region(view, owner, offsets, [1] * len(offsets))
+        self._check_owner(view, owner)
+        start = cell_start(view, offsets)
+        if start is None:  # out of bounds: the general path fails, saying why
+            start = self._region(view, owner, offsets, [1] * len(offsets)).ranges[0][0]
         if view.dtype.nbytes != 4 or view.dtype.is_float:
             self.fail_bounds(f"signal {view!r} must be INT32")
-        start = region.ranges[0][0]
         return SignalCell(memory=view.memory, owner=owner, offset=start, index=tuple(offsets))
 
 

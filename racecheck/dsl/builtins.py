@@ -26,7 +26,7 @@ from racecheck.dsl.dist_ops import _window, window
 from racecheck.dsl.dtypes import INT32
 from racecheck.dsl.groups import in_group, members
 from racecheck.dsl.local_ops import require_view
-from racecheck.dsl.location import pinned, unsupported, user_location
+from racecheck.dsl.location import attributed, pinned, unsupported, user_location
 from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, ReduceOp
@@ -56,8 +56,11 @@ def _rank_ops(label: str, window: TensorView) -> RankOps:
 def _on_rank(
     where: SourceLocation, label: str, lower: Lower, *operands: Any, **options: Any
 ) -> None:
-    """One device's dispatch of a host builtin: its kernel, at the host call's line."""
-    with pinned(where):
+    """One device's dispatch of a host builtin: its kernel, at the host call's line.
+    No frame on the rank thread's stack is the user's (the dispatch calls this, and the
+    lowering calls no user code), so every location is that line: attributed once, not
+    searched for along the whole stack per event."""
+    with attributed(where):
         context = _rank_ops(label, operands[0])
         lower(context, lowering.Lowering.HOST, *operands, label=label, **options)
 
@@ -81,7 +84,10 @@ def _launch(
     if host is None:
         lanes.note_comm(label)
         context = _rank_ops(label, window)
-        lower(context, lowering.Lowering.INCORE, *operands, label=label, **options)
+        # Every event of the lowering is at the kernel's call line, the innermost user
+        # frame all along (the lowering calls no user code): looked up once, not per event.
+        with attributed(user_location()):
+            lower(context, lowering.Lowering.INCORE, *operands, label=label, **options)
         return
     if host.ranks > HOST_MAX_RANKS:
         raise unsupported(

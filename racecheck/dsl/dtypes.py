@@ -9,6 +9,7 @@ float32.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -30,10 +31,7 @@ class DType:
     @property
     def limits(self) -> tuple[int, int] | None:
         """The least and the greatest value of an integer dtype (None: not one)."""
-        if self.storage.kind not in "iu":
-            return None
-        info = np.iinfo(self.storage)
-        return int(info.min), int(info.max)
+        return _limits(self.storage)
 
     def encode(self, values: np.ndarray) -> np.ndarray:
         """Computed values → storage elements (same shape)."""
@@ -48,6 +46,16 @@ class DType:
             widened = stored.astype(np.uint32) << 16
             return widened.view(np.float32).copy()
         return stored.astype(self.compute)
+
+
+@cache
+def _limits(storage: np.dtype) -> tuple[int, int] | None:
+    """`DType.limits` of a storage type: they depend on it alone (asked on every notify,
+    where building numpy's `iinfo` each time was a measurable share of a simulation)."""
+    if storage.kind not in "iu":
+        return None
+    info = np.iinfo(storage)
+    return int(info.min), int(info.max)
 
 
 def _dtype(name: str, storage: str, compute: str | None = None) -> DType:

@@ -13,6 +13,7 @@ whose windows reach every rank are unaffected.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 import numpy as np
 
@@ -32,15 +33,23 @@ def members(view: TensorView, ranks: int) -> tuple[int, ...]:
     return tuple(sorted(view.devices))
 
 
-def _is_world(group: tuple[int, ...], ranks: int) -> bool:
-    return group == tuple(range(ranks))
+def _spans_world(view: TensorView, ranks: int) -> bool:
+    """Whether `members(view, ranks)` is every rank, in order; found without sorting
+    the group, as it is asked on every access to a window."""
+    return not view.devices or view.devices == _world(ranks)
+
+
+@cache
+def _world(ranks: int) -> frozenset[int]:
+    """Ranks 0..ranks-1 (a function of `ranks` alone, so made once per rank count)."""
+    return frozenset(range(ranks))
 
 
 def world_peer(context: RankContext, view: TensorView, peer: int) -> int:
     """The world rank whose instance of window `view` is its group's member `peer`."""
-    group = members(view, context.ranks)
-    if _is_world(group, context.ranks):
+    if _spans_world(view, context.ranks):
         return peer  # the access itself bounds-checks it
+    group = members(view, context.ranks)
     if not 0 <= peer < len(group):
         context.fail_bounds(f"peer {peer} is outside the group of {view!r}, devices {list(group)}")
     return group[peer]
@@ -48,9 +57,9 @@ def world_peer(context: RankContext, view: TensorView, peer: int) -> int:
 
 def in_group(context: RankContext, view: TensorView) -> RankContext:
     """`context` as seen from `view`'s group: its rank and rank count are the group's."""
-    group = members(view, context.ranks)
-    if _is_world(group, context.ranks):
+    if _spans_world(view, context.ranks):
         return context
+    group = members(view, context.ranks)
     if context.rank not in group:
         where = user_location()
         raise UnsupportedConstruct(

@@ -56,8 +56,11 @@ def _note(kind: str, other: str, construct: str) -> None:
     frame = innermost_user_frame()
     if frame is None:
         return
-    # the frame itself is kept, so its id cannot be reused while it is recorded
-    _frames(kind).setdefault(id(frame), (frame, location_of(frame)))
+    # the frame itself is kept, so its id cannot be reused while it is recorded; its
+    # location is the one at its first note (later ones keep it, so are not looked up)
+    recorded = _frames(kind)
+    if id(frame) not in recorded:
+        recorded[id(frame)] = (frame, location_of(frame))
     earlier = _frames(other).get(id(frame))
     if earlier is None:
         return

@@ -324,6 +324,20 @@ def region_runs(
     return union_ranges(runs)
 
 
+def cell_start(view: TensorView, offsets: Sequence[int]) -> int | None:
+    """The first byte, in the memory, of the one element at `offsets` of `view`; None if
+    it is not inside the view or the view not inside its memory (`region_problem` of a
+    one-element extent says why). `region_runs` of that region, made cheap: a signal
+    cell is asked for on every notify and wait."""
+    shape = view.shape
+    if len(offsets) != len(shape) or view.base + view.nbytes > view.memory_nbytes:
+        return None
+    for start, length in zip(offsets, shape, strict=True):
+        if not 0 <= start < length:
+            return None
+    return view.base + sum(map(operator.mul, offsets, _strides(shape))) * view.dtype.nbytes
+
+
 @cache
 def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Elements per step of each axis of a row-major `shape`."""
