@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from symgen import Collective
 
 import racecheck
-from racecheck import check
 from racecheck.allp import Answer, prove_every_p
 from racecheck.allp.obligations import Obligation
 from racecheck.allp.paths import trace_protocol
@@ -167,7 +166,9 @@ def test_a_counter_model_the_concrete_check_does_not_confirm_is_a_fallback(
     """The counter barrier's cells take several notifies: outside the unique-writer
     argument, so z3 finds a counter-model that the concrete check refutes. (A budget
     no loaded machine runs out of: the subject is the refutation, not the clock.)"""
-    monkeypatch.setattr(check, "prove_every_p", functools.partial(prove_every_p, budget=120.0))
+    monkeypatch.setattr(
+        racecheck.allp, "prove_every_p", functools.partial(prove_every_p, budget=120.0)
+    )
     report = racecheck.verify(str(COUNTER_BARRIER), ranks="all", fallback="2..3")
     assert [result.verdict for result in report.results] == [Verdict.PROVED] * 2
     assert all("finds no bug" in result.notes[0] for result in report.results)

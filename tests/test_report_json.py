@@ -10,7 +10,7 @@ import jsonschema
 from report_samples import FILE, mixed_report, proved_report, race, result, stale_warning
 
 from racecheck.findings import OutputDiff, Report, Verdict
-from racecheck.report import render_json
+from racecheck.report.json import render_json
 
 LOCATION = {
     "type": "object",

@@ -14,8 +14,7 @@ import pytest
 from report_samples import FILE, mixed_report, proved_report, result, stale_warning
 
 from racecheck.findings import Report, Verdict
-from racecheck.report import render_sarif
-from racecheck.report.sarif import artifact_uri
+from racecheck.report.sarif import artifact_uri, render_sarif
 
 
 @pytest.fixture(scope="module")

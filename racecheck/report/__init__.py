@@ -8,8 +8,6 @@ from __future__ import annotations
 from enum import Enum
 
 from racecheck.findings import Report
-from racecheck.report.json import render_json
-from racecheck.report.sarif import render_sarif
 from racecheck.report.text import render_text
 
 
@@ -20,11 +18,16 @@ class OutputFormat(Enum):
 
 
 def render(report: Report, output_format: OutputFormat, *, color: bool) -> str:
+    # the JSON and SARIF renderers are imported only when asked for (start-up time)
     if output_format is OutputFormat.JSON:
+        from racecheck.report.json import render_json
+
         return render_json(report)
     if output_format is OutputFormat.SARIF:
+        from racecheck.report.sarif import render_sarif
+
         return render_sarif(report)
     return render_text(report, color=color)
 
 
-__all__ = ["OutputFormat", "render", "render_json", "render_sarif", "render_text"]
+__all__ = ["OutputFormat", "render", "render_text"]
