@@ -89,6 +89,25 @@ class _Parser(argparse.ArgumentParser):
         raise _ParserExit(status)
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed package's version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import version
+
+        print(f"racecheck {version('racecheck')}")
+        parser.exit()
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -176,6 +195,7 @@ def _build_parser() -> _Parser:
         prog="racecheck",
         description="Model checker and race detector for PyPTO distributed collectives.",
     )
+    parser.add_argument("--version", action=_Version, help="print racecheck's version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     verify = commands.add_parser("verify", help="prove a collective correct or show its bug")
     _add_program_flags(verify, files="+")

@@ -11,6 +11,7 @@ import io
 import json
 import subprocess
 import sys
+import tomllib
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -216,6 +217,14 @@ def test_help_goes_to_stdout() -> None:
     result = run("verify", "--help")
     assert result.code == 0
     assert "--ranks" in result.out and "--engine" in result.out
+
+
+def test_version_prints_the_installed_version_on_stdout() -> None:
+    result = run("--version")
+    declared = tomllib.loads(
+        (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    )["project"]["version"]
+    assert (result.code, result.out, result.err) == (0, f"racecheck {declared}\n", "")
 
 
 @pytest.mark.parametrize(
