@@ -181,14 +181,8 @@ def test_a_signal_value_leaving_int32_at_16_is_not_proved_for_every_p(tmp_path: 
     assert [(result.ranks, result.verdict) for result in results] == [
         (ranks, Verdict.PROVED) for ranks in range(2, 9)
     ]
-    assert (
-        results[0]
-        .notes[0]
-        .startswith(
-            f"not proved for every P: at P=16, line {line} computes `(P * 134217728)` outside"
-            " the INT32 range"
-        )
-    )
+    reason = f"at P=16, line {line} computes `(P * 134217728)` outside the INT32 range"
+    assert results[0].notes[0].startswith(f"not proved for every P: {reason}")
     (at_16,) = racecheck.verify(str(tmp_path / "variant.py"), ranks="16").results
     assert (at_16.verdict, at_16.findings) == (Verdict.UNKNOWN, ())
     assert at_16.message.startswith(f"line {line}: `16 * 134217728` = 2147483648")
