@@ -57,11 +57,16 @@ def _device_method(op: Callable[[int, int], int], symbol: str, *, reflected: boo
     (and `op`'s device semantics); anything else is left to the other operand or to
     `int`."""
 
+    low, high = INT32_MIN, INT32_MAX
+
     def method(self: DeviceInt, other: object) -> Any:
         if not _is_integral(other):
             return NotImplemented  # a Tainted, float or bool operand handles it itself
         left, right = (int(other), int(self)) if reflected else (int(self), int(other))  # type: ignore[call-overload]
-        return _int32(op(left, right), symbol, left, right)
+        result = op(left, right)
+        if low <= result <= high:  # the common case, without `_int32`'s call (hot path)
+            return DeviceInt(result)
+        return _int32(result, symbol, left, right)
 
     return method
 
