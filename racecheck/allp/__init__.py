@@ -136,9 +136,10 @@ def _int32_limit(
     leaves the fragment (the concrete check names the line): the proof would cover
     too few P to stand for every P."""
     fails = {check: All((check.guard, Not(check.holds))) for check in protocol.scalars}
-    if not fails or model_of(All((base, Any_(tuple(fails.values())))), deadline=deadline) is None:
+    failing = All((base, Any_(tuple(fails.values()))))
+    if not fails or model_of(failing, deadline=deadline) is None:
         return None
-    world = _smallest_world(All((base, Any_(tuple(fails.values())))), low, deadline)
+    world = _smallest_world(failing, low, deadline)
     at = All((base, Cmp(Rel.EQ, Var(WORLD), Const(world))))
     check = next(c for c, fail in fails.items() if model_of(All((at, fail)), deadline=deadline))
     where = f"line {check.location.line} computes `{check.what}` outside the INT32 range"

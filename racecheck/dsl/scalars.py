@@ -56,7 +56,6 @@ def _device_method(op: Callable[[int, int], int], symbol: str, *, reflected: boo
     """`DeviceInt`'s operator `op` (written `symbol`): integer operands keep the type
     (and `op`'s device semantics); anything else is left to the other operand or to
     `int`."""
-
     low, high = INT32_MIN, INT32_MAX
 
     def method(self: DeviceInt, other: object) -> Any:
