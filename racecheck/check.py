@@ -662,7 +662,7 @@ def _check_path(
         notes=(*judge.notes(trace, options), *execution.notes),
         **facts,
     )
-    outcome = _inexact(judge.functional(outcome, options), execution.inexact)
+    outcome = _inexact(judge.functional(outcome, options), execution)
     return PathOutcome(
         outcome=dataclasses.replace(outcome, seconds=_since(started)),
         opened=opened,
@@ -671,16 +671,20 @@ def _check_path(
     )
 
 
-def _inexact(outcome: Outcome, reasons: tuple[str, ...]) -> Outcome:
+def _inexact(outcome: Outcome, execution: Execution) -> Outcome:
     """A run whose order stands for only some executions (`Execution.inexact`) proves
     nothing. Its races and wrong results are real, as it is one execution with more
-    ordering than the device has; a deadlock or a stale read may be the extra order's."""
+    ordering than the device has; a deadlock or a stale read may be the extra order's.
+    A run that computed what the device does not (`Execution.unfollowed`) proves and
+    finds nothing."""
+    reasons = (*execution.unfollowed, *execution.inexact)
     if not reasons:
         return outcome
     dropped = (FindingKind.DEADLOCK, FindingKind.STALE_READ)
+    kept = () if execution.unfollowed else outcome.findings
     return dataclasses.replace(
         outcome,
-        findings=tuple(f for f in outcome.findings if f.kind not in dropped),
+        findings=tuple(f for f in kept if f.kind not in dropped),
         unknown=outcome.unknown or reasons[0],
     )
 

@@ -150,8 +150,8 @@ ABOVE_TWENTY = (
     ),
 )
 
-# probe: the notify value and the threshold reach 2^31 at P=16 and are cast to the i32
-# cell as -2^31, so the wait passes at once; the proof's integers did not wrap
+# probe: the notify value and the threshold reach 2^31 at P=16, a device scalar outside
+# INT32 there (it wraps or is undefined on the device); the proof's integers did not wrap
 WRAPS_AT_16 = (
     (CELL, CELL.replace("value=1", "value=nranks * 2**27")),
     (WAITS, WAITS.replace("expected=1", "expected=nranks * 2**27")),
@@ -163,9 +163,8 @@ WRAPS_AT_16 = (
     [
         (BEYOND_EIGHT, 9, FindingKind.DEADLOCK),
         (ABOVE_TWENTY, 22, FindingKind.RACE),
-        (WRAPS_AT_16, 16, FindingKind.RACE),
     ],
-    ids=["branch-on-p-gt-8", "rank-above-20-overwrites", "signal-value-wraps-at-16"],
+    ids=["branch-on-p-gt-8", "rank-above-20-overwrites"],
 )
 def test_a_bug_that_starts_at_larger_p_is_refuted_at_its_smallest_p(
     tmp_path: Path, edits: tuple[tuple[str, str], ...], ranks: int, kind: FindingKind
@@ -174,6 +173,19 @@ def test_a_bug_that_starts_at_larger_p_is_refuted_at_its_smallest_p(
     assert (result.ranks, result.verdict) == (ranks, Verdict.BUG)
     assert kind in {finding.kind for finding in result.findings}
     assert f"smallest failing P={ranks}" in result.notes[0]
+
+
+def test_a_signal_value_leaving_int32_at_16_is_not_proved_for_every_p(tmp_path: Path) -> None:
+    results = _verify_all(tmp_path, *WRAPS_AT_16)
+    line = _line(tmp_path, "value=nranks * 2**27")
+    assert [(result.ranks, result.verdict) for result in results] == [
+        (ranks, Verdict.PROVED) for ranks in range(2, 9)
+    ]
+    reason = f"at P=16, line {line} computes `(P * 134217728)` outside the INT32 range"
+    assert results[0].notes[0].startswith(f"not proved for every P: {reason}")
+    (at_16,) = racecheck.verify(str(tmp_path / "variant.py"), ranks="16").results
+    assert (at_16.verdict, at_16.findings) == (Verdict.UNKNOWN, ())
+    assert at_16.message.startswith(f"line {line}: `16 * 134217728` = 2147483648")
 
 
 EXTRA = "                extra = pl.load(gather, [0, 0], [1, SIZE])\n"

@@ -76,6 +76,9 @@ def prove_every_p(
         base = All((Cmp(Rel.LE, Const(low), Var(WORLD)), assumption))
         if counter_model(base, low) is None:
             raise OutsideFragment(f"the program rejects every P >= {low}")
+        below = _int32_limit(protocol, base, low, deadline)
+        if below is not None:
+            base = All((base, Cmp(Rel.LT, Var(WORLD), Const(below[0]))))
         failures = []
         for failure in Prover(protocol, low, assumption, deadline).failures():
             failures.append(failure)
@@ -105,6 +108,7 @@ def prove_every_p(
         )
     assumptions = [
         f"P >= {low}",
+        *(() if below is None else (below[1],)),
         *(
             f"the program accepts P (else skipped: {message})"
             for message in dict.fromkeys(r.message for r in protocol.rejections)
@@ -121,6 +125,40 @@ def prove_every_p(
         templates=len(protocol.templates),
         representatives=representatives,
     )
+
+
+def _int32_limit(
+    protocol: Protocol, base: Cond, low: int, deadline: float
+) -> tuple[int, str] | None:
+    """The smallest P at which some device scalar the program computes leaves INT32,
+    where the device wraps or is undefined (docs/model.md), with the assumption that P
+    stays below it; None if there is no such P. Such a P up to REPRESENTATIVE_CAP
+    leaves the fragment (the concrete check names the line): the proof would cover
+    too few P to stand for every P."""
+    fails = {check: All((check.guard, Not(check.holds))) for check in protocol.scalars}
+    failing = All((base, Any_(tuple(fails.values()))))
+    if not fails or model_of(failing, deadline=deadline) is None:
+        return None
+    world = _smallest_world(failing, low, deadline)
+    at = All((base, Cmp(Rel.EQ, Var(WORLD), Const(world))))
+    check = next(c for c, fail in fails.items() if model_of(All((at, fail)), deadline=deadline))
+    where = f"line {check.location.line} computes `{check.what}` outside the INT32 range"
+    if world <= REPRESENTATIVE_CAP:
+        raise OutsideFragment(f"at P={world}, {where}")
+    return world, f"P < {world} (at P={world}, {where}; the device wraps or is undefined there)"
+
+
+def _smallest_world(cond: Cond, low: int, deadline: float) -> int:
+    """The smallest N >= `low` satisfying `cond` (which some N does), by bisection."""
+    floor, ceiling = low, 2**31  # cond fails below floor; N = ceiling satisfies it
+    while floor < ceiling:
+        middle = (floor + ceiling) // 2
+        bounded = All((cond, Cmp(Rel.LE, Var(WORLD), Const(middle))))
+        if model_of(bounded, deadline=deadline) is None:
+            floor = middle + 1
+        else:
+            ceiling = middle
+    return ceiling
 
 
 def _representatives(

@@ -22,6 +22,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from racecheck.events import INT32_MAX, INT32_MIN
+
 WORLD = "N"
 
 
@@ -187,6 +189,10 @@ class Decide(Protocol):
 
     def choose(self, options: tuple[Cond, ...]) -> int: ...
 
+    def computed(self, value: Expr) -> None:
+        """The program computed the device scalar `value` (which must fit INT32)."""
+        ...
+
 
 def to_expr(value: object) -> Expr:
     if isinstance(value, (Const, Var, Bin)):
@@ -263,6 +269,18 @@ def quotient_is(quotient: int, left: Expr, right: Expr) -> Cond:
     return All((Cmp(Rel.LT, left, Const(0)), Cmp(Rel.LT, floor, left), Cmp(Rel.LE, left, low)))
 
 
+def _computed(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
+    """`left op right` computed by the program, each such result a device scalar that
+    must fit INT32 (docs/model.md): symbolic, `decide` records the obligation; a
+    constant outside it leaves the fragment (the concrete check names it)."""
+    result = _combine(op, left, right, decide)
+    if isinstance(result, Sym):
+        decide.computed(result.expr)
+    elif not INT32_MIN <= result <= INT32_MAX:
+        raise OutsideFragment(f"{left} {op.value} {right} = {result} leaves the INT32 range")
+    return result
+
+
 def _is_operand(value: object) -> bool:
     return isinstance(value, Sym) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -280,7 +298,7 @@ class Sym:
         if not _is_operand(other):
             return NotImplemented
         left, right = (to_expr(other), self.expr) if reflected else (self.expr, to_expr(other))
-        return _combine(op, left, right, self.decide)
+        return _computed(op, left, right, self.decide)
 
     def __add__(self, other: object) -> Operand:
         return self._binary(Op.ADD, other)
@@ -313,7 +331,7 @@ class Sym:
         return self._binary(Op.TMOD, other, reflected=True)
 
     def __neg__(self) -> Operand:
-        return _combine(Op.SUB, Const(0), self.expr, self.decide)
+        return _computed(Op.SUB, Const(0), self.expr, self.decide)
 
     def __pos__(self) -> Sym:
         return self

@@ -58,6 +58,7 @@ def trace_protocol(
     return Protocol(
         templates=tuple(dict.fromkeys(t for record in records for t in record.templates)),
         checks=tuple(dict.fromkeys(c for record in records for c in record.checks)),
+        scalars=tuple(dict.fromkeys(c for record in records for c in record.scalars)),
         rejections=tuple(
             dict.fromkeys(r for record in records if (r := record.rejection) is not None)
         ),

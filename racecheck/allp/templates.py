@@ -71,7 +71,8 @@ class Template:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BoundsCheck:
-    """`holds` must be true wherever `guard` is: an access or view inside its memory."""
+    """`holds` must be true wherever `guard` is: an access or view inside its memory, or
+    a device scalar the program computed (`what`) inside INT32."""
 
     holds: Cond
     guard: Cond
@@ -101,6 +102,7 @@ class Protocol:
 
     templates: tuple[Template, ...]
     checks: tuple[BoundsCheck, ...]
+    scalars: tuple[BoundsCheck, ...]  # the device scalars computed, each inside INT32
     rejections: tuple[Rejection, ...]
     cases: tuple[Case, ...]
     rank_var: str

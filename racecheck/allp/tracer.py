@@ -37,6 +37,7 @@ from racecheck.allp.expr import (
     TRUE,
     WORLD,
     All,
+    Any_,
     Cmp,
     Cond,
     Const,
@@ -48,6 +49,7 @@ from racecheck.allp.expr import (
     Sym,
     SymBool,
     Var,
+    renamed,
     variables,
 )
 from racecheck.allp.templates import (
@@ -61,7 +63,7 @@ from racecheck.allp.templates import (
     Template,
 )
 from racecheck.dsl.location import user_location
-from racecheck.events import NotifyOp, WaitCmp
+from racecheck.events import INT32_MAX, INT32_MIN, NotifyOp, WaitCmp
 
 Feasible = Callable[[Cond], bool]
 MAX_DECISIONS = 400
@@ -94,6 +96,7 @@ class PathRecord:
 
     templates: list[Template] = field(default_factory=list)
     checks: list[BoundsCheck] = field(default_factory=list)
+    scalars: list[BoundsCheck] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)
     rejection: Rejection | None = None
 
@@ -355,6 +358,17 @@ class Tracer:
                 cmp=cmp,
                 context=frozenset(self.context),
             )
+        )
+
+    def computed(self, value: Expr) -> None:
+        """`value` fits INT32 on this path, or N is beyond 2^31 (ranks are INT32, so no
+        such N runs)."""
+        fits = All((Cmp(Rel.LE, Const(INT32_MIN), value), Cmp(Rel.LE, value, Const(INT32_MAX))))
+        holds = Any_((Cmp(Rel.LT, Const(2**31), Var(WORLD)), fits))
+        names = {WORLD: "P"} if self.rank is None else {WORLD: "P", self.rank: "rank"}
+        what = str(renamed(value, names))
+        self.record.scalars.append(
+            BoundsCheck(holds=holds, guard=self.guard(), location=user_location(), what=what)
         )
 
     def check(self, holds: Cond, what: str) -> None:

@@ -178,3 +178,6 @@ class Execution:
     tasks: tuple[tuple[TaskRecord, ...], ...] = ()  # each rank's tasks, as they ran
     notes: tuple[str, ...] = ()  # what the host said about constructs it did not run
     inexact: tuple[str, ...] = ()  # why this run's order may hide executions (no proof)
+    # where the run computed what the device does not (`note_unfollowed`): no proof and
+    # no finding, since the device's run may differ from that line on
+    unfollowed: tuple[str, ...] = ()

@@ -46,6 +46,7 @@ class HostContext:
         self.sliced_rows: dict[int, set[int]] = {}
         self.host_roots: set[int] = set()
         self.notes: list[str] = []
+        self.unfollowed_at: list[str] = []  # where it left the model (`Execution.unfollowed`)
 
     def alloc_window(self, nbytes: int, name: str = "") -> WindowBuffer:
         """A window named `name`, else after the variable the user's line assigns."""
@@ -83,6 +84,10 @@ class HostContext:
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
+
+    def unfollowed(self, reason: str) -> None:
+        if reason not in self.unfollowed_at:
+            self.unfollowed_at.append(reason)
 
     def dispatch(
         self,

@@ -86,6 +86,7 @@ class RankContext:
         self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
         self.sublanes_at: SourceLocation | None = None  # unjoined parts may still run
         self.inexact: list[str] = []  # why this trace cannot prove (`Execution.inexact`)
+        self.unfollowed_at: list[str] = []  # where it left the model (`Execution.unfollowed`)
         self.concurrent: list[Concurrent] = []  # judged once every rank's waits are known
         self.notes: list[str] = []
 
@@ -392,6 +393,10 @@ class RankContext:
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
+
+    def unfollowed(self, reason: str) -> None:
+        if reason not in self.unfollowed_at:
+            self.unfollowed_at.append(reason)
 
     # -- helpers
 

@@ -196,6 +196,11 @@ def simulate(
         inexact=tuple(
             dict.fromkeys([*_rank_reasons(run.states, waited), *_host_flow(trace, tasks)])
         ),
+        unfollowed=tuple(
+            dict.fromkeys(
+                [*host.unfollowed_at, *(at for state in run.states for at in state.unfollowed_at)]
+            )
+        ),
     )
     # The ranks' contexts and the scheduler refer to each other, and the contexts to
     # every event: parted, the trace is freed as soon as it is dropped, not by the

@@ -44,6 +44,10 @@ class HostContext(Protocol):
 
     def note(self, text: str) -> None: ...  # said once in the program's result
 
+    def unfollowed(self, reason: str) -> None:
+        """The run left racecheck's model at the user's line (`note_unfollowed`)."""
+        ...
+
     def fail_bounds(self, message: str) -> None:
         """Record an out-of-bounds host slice at the user's line and stop the host."""
         ...
@@ -118,6 +122,10 @@ class RankContext(Protocol):
         ...
 
     def note(self, text: str) -> None: ...  # said once in the program's result
+
+    def unfollowed(self, reason: str) -> None:
+        """The run left racecheck's model at the user's line (`note_unfollowed`)."""
+        ...
 
 
 class RankContextProxy:
@@ -200,6 +208,9 @@ class RankContextProxy:
     def note(self, text: str) -> None:
         self.inner.note(text)
 
+    def unfollowed(self, reason: str) -> None:
+        self.inner.unfollowed(reason)
+
     def __getattr__(self, name: str) -> Any:
         """The co-simulation's own parts of the rank context are the inner one's."""
         return getattr(self.inner, name)
@@ -268,3 +279,13 @@ def note_control(sources: frozenset[EventRef], decision: Decision | None = None)
     context = current()
     if sources and context is not None and is_rank_context(context):
         context.note_control(sources, decision)  # type: ignore[union-attr]
+
+
+def note_unfollowed(reason: str) -> None:
+    """The running program computed what the device does not as racecheck does (a device
+    scalar out of the INT32 range): the run, host or rank, proves nothing and finds
+    nothing (`Execution.unfollowed`). Outside a DSL body (no active context) it runs as
+    Python and there is nothing to say."""
+    context = current()
+    if context is not None:
+        context.unfollowed(f"line {user_location().line}: {reason}")

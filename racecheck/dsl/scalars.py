@@ -17,9 +17,9 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from racecheck.dsl.context import note_control
+from racecheck.dsl.context import note_control, note_unfollowed
 from racecheck.dsl.symbolic import Expr, combine, decision, negated, operand
-from racecheck.events import EventRef
+from racecheck.events import INT32_MAX, INT32_MIN, EventRef
 
 Number = int | float
 
@@ -37,24 +37,44 @@ def _is_integral(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _device_method(op: Callable[[int, int], int], *, reflected: bool = False) -> Any:
-    """`DeviceInt`'s operator `op`: integer operands keep the type (and `op`'s device
-    semantics); anything else is left to the other operand or to `int`."""
+def _int32(result: int, symbol: str, *operands: int) -> DeviceInt:
+    """`result` of `symbol` over `operands` as a device scalar. Outside the INT32 range
+    the device wraps or is undefined (docs/model.md), which racecheck does not follow:
+    the run proves nothing (`note_unfollowed`)."""
+    if INT32_MIN <= result <= INT32_MAX:
+        return DeviceInt(result)
+    left, *right = operands
+    text = f"{left} {symbol} {right[0]}" if right else f"{symbol}({left})"
+    note_unfollowed(
+        f"`{text}` = {result} leaves the INT32 range; the device wraps or is undefined"
+        " there (docs/model.md), racecheck does not follow it"
+    )
+    return DeviceInt(result)
+
+
+def _device_method(op: Callable[[int, int], int], symbol: str, *, reflected: bool = False) -> Any:
+    """`DeviceInt`'s operator `op` (written `symbol`): integer operands keep the type
+    (and `op`'s device semantics); anything else is left to the other operand or to
+    `int`."""
+    low, high = INT32_MIN, INT32_MAX
 
     def method(self: DeviceInt, other: object) -> Any:
         if not _is_integral(other):
             return NotImplemented  # a Tainted, float or bool operand handles it itself
         left, right = (int(other), int(self)) if reflected else (int(self), int(other))  # type: ignore[call-overload]
-        return DeviceInt(op(left, right))
+        result = op(left, right)
+        if low <= result <= high:  # the common case, without `_int32`'s call (hot path)
+            return DeviceInt(result)
+        return _int32(result, symbol, left, right)
 
     return method
 
 
 def _device_divmod(self: DeviceInt, other: object, *, reflected: bool = False) -> Any:
-    quotient = _device_method(truncating_div, reflected=reflected)(self, other)
+    quotient = _device_method(truncating_div, "//", reflected=reflected)(self, other)
     if quotient is NotImplemented:
         return NotImplemented
-    return quotient, _device_method(truncating_mod, reflected=reflected)(self, other)
+    return quotient, _device_method(truncating_mod, "%", reflected=reflected)(self, other)
 
 
 class DeviceInt(int):
@@ -67,35 +87,37 @@ class DeviceInt(int):
     def __repr__(self) -> str:
         return int.__repr__(self)
 
-    __add__ = _device_method(operator.add)
-    __radd__ = _device_method(operator.add, reflected=True)
-    __sub__ = _device_method(operator.sub)
-    __rsub__ = _device_method(operator.sub, reflected=True)
-    __mul__ = _device_method(operator.mul)
-    __rmul__ = _device_method(operator.mul, reflected=True)
-    __floordiv__ = _device_method(truncating_div)
-    __rfloordiv__ = _device_method(truncating_div, reflected=True)
-    __mod__ = _device_method(truncating_mod)
-    __rmod__ = _device_method(truncating_mod, reflected=True)
-    __and__ = _device_method(operator.and_)
-    __rand__ = _device_method(operator.and_, reflected=True)
-    __or__ = _device_method(operator.or_)
-    __ror__ = _device_method(operator.or_, reflected=True)
-    __xor__ = _device_method(operator.xor)
-    __rxor__ = _device_method(operator.xor, reflected=True)
-    __lshift__ = _device_method(operator.lshift)
-    __rlshift__ = _device_method(operator.lshift, reflected=True)
-    __rshift__ = _device_method(operator.rshift)
-    __rrshift__ = _device_method(operator.rshift, reflected=True)
+    __add__ = _device_method(operator.add, "+")
+    __radd__ = _device_method(operator.add, "+", reflected=True)
+    __sub__ = _device_method(operator.sub, "-")
+    __rsub__ = _device_method(operator.sub, "-", reflected=True)
+    __mul__ = _device_method(operator.mul, "*")
+    __rmul__ = _device_method(operator.mul, "*", reflected=True)
+    __floordiv__ = _device_method(truncating_div, "//")
+    __rfloordiv__ = _device_method(truncating_div, "//", reflected=True)
+    __mod__ = _device_method(truncating_mod, "%")
+    __rmod__ = _device_method(truncating_mod, "%", reflected=True)
+    __and__ = _device_method(operator.and_, "&")
+    __rand__ = _device_method(operator.and_, "&", reflected=True)
+    __or__ = _device_method(operator.or_, "|")
+    __ror__ = _device_method(operator.or_, "|", reflected=True)
+    __xor__ = _device_method(operator.xor, "^")
+    __rxor__ = _device_method(operator.xor, "^", reflected=True)
+    __lshift__ = _device_method(operator.lshift, "<<")
+    __rlshift__ = _device_method(operator.lshift, "<<", reflected=True)
+    __rshift__ = _device_method(operator.rshift, ">>")
+    __rrshift__ = _device_method(operator.rshift, ">>", reflected=True)
 
     def __pow__(self, other: object, modulo: object = None) -> Any:
         if modulo is None and _is_integral(other) and other >= 0:  # type: ignore[operator]
-            return DeviceInt(int(self) ** int(other))  # type: ignore[call-overload]
+            left, right = int(self), int(other)  # type: ignore[call-overload]
+            return _int32(left**right, "**", left, right)
         return int.__pow__(self, other, modulo)  # type: ignore[call-overload]
 
     def __rpow__(self, other: object, modulo: object = None) -> Any:
         if modulo is None and _is_integral(other) and self >= 0:
-            return DeviceInt(int(other) ** int(self))  # type: ignore[call-overload]
+            left, right = int(other), int(self)  # type: ignore[call-overload]
+            return _int32(left**right, "**", left, right)
         return int.__rpow__(self, other, modulo)  # type: ignore[call-overload, operator]
 
     def __divmod__(self, other: object) -> Any:
@@ -105,13 +127,13 @@ class DeviceInt(int):
         return _device_divmod(self, other, reflected=True)
 
     def __neg__(self) -> DeviceInt:
-        return DeviceInt(-int(self))
+        return _int32(-int(self), "-", int(self))
 
     def __pos__(self) -> DeviceInt:
         return self
 
     def __abs__(self) -> DeviceInt:
-        return DeviceInt(abs(int(self)))
+        return _int32(abs(int(self)), "abs", int(self))
 
     def __invert__(self) -> DeviceInt:
         return DeviceInt(~int(self))
