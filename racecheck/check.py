@@ -264,7 +264,9 @@ def _proved_every_p(
     return dataclasses.replace(
         first,
         model=model,
-        every_p=EveryPProof(low=every_p.low, assumptions=(*outcome.assumptions, compared)),
+        every_p=EveryPProof(
+            low=every_p.low, assumptions=(*outcome.assumptions, compared), high=outcome.high
+        ),
         events=outcome.templates,  # for an all-P result: the number of event templates
         seconds=round(time.monotonic() - started, 4),
         engine="allp",

@@ -210,10 +210,16 @@ class Finding:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EveryPProof:
-    """`proved for every P >= low`, and what that proof rests on."""
+    """`proved for every P >= low` (below `high` if set: from `high` on, some device
+    scalar the program computes leaves INT32), and what that proof rests on."""
 
     low: int
     assumptions: tuple[str, ...]
+    high: int | None = None
+
+    @property
+    def span(self) -> str:
+        return f"P >= {self.low}" if self.high is None else f"{self.low} <= P < {self.high}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,11 +5,15 @@ P where one does (and falls back when that P is small)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import racecheck
 from racecheck.dsl.scalars import DeviceInt
 from racecheck.findings import ProgramResult, Verdict
+from racecheck.report.json import render_json
+from racecheck.report.sarif import render_sarif
+from racecheck.report.text import render_text
 
 # Every rank puts its row into rank 0's window and notifies; `{row}` computes the row
 # from `me`, the rank (an INT32 scalar); `{host}` is a line of the host entry.
@@ -120,11 +124,20 @@ def test_arithmetic_in_range_up_to_a_large_p_is_proved_below_it(tmp_path: Path) 
     path, line = _program(tmp_path, IN_RANGE)
     (result,) = _verify(path, "all")
     assert result.verdict is Verdict.PROVED and result.every_p is not None
-    assert result.every_p.low == 2
+    assert (result.every_p.low, result.every_p.high) == (2, 536870913)
     assert (
         f"P < 536870913 (at P=536870913, line {line} computes `(rank * 4)` outside the INT32"
         " range; the device wraps or is undefined there)"
     ) in result.every_p.assumptions
+
+
+def test_a_bounded_every_p_proof_says_its_bound_in_every_format(tmp_path: Path) -> None:
+    path, _ = _program(tmp_path, IN_RANGE)
+    report = racecheck.verify(str(path), ranks="all")
+    assert "proved for every 2 <= P < 536870913" in render_text(report, color=False)
+    assert "proved for every 2 <= P < 536870913, assuming" in render_sarif(report)
+    (described,) = json.loads(render_json(report))["results"]
+    assert (described["every_p"]["low"], described["every_p"]["high"]) == (2, 536870913)
 
 
 def test_a_run_past_int32_reports_no_finding_of_its_unbounded_values(tmp_path: Path) -> None:

@@ -53,6 +53,7 @@ class EveryPOutcome:
     smallest: int | None = None  # REFUTED: the smallest N of the counter-model
     assumptions: tuple[str, ...] = ()
     templates: int = 0
+    high: int | None = None  # PROVED: only below this P (a device scalar leaves INT32 there)
     # PROVED: the smallest P (up to REPRESENTATIVE_CAP) of each case of the program's
     # branches on P, for the caller to check concretely
     representatives: tuple[int, ...] = ()
@@ -124,6 +125,7 @@ def prove_every_p(
         assumptions=tuple(assumptions),
         templates=len(protocol.templates),
         representatives=representatives,
+        high=None if below is None else below[0],
     )
 
 

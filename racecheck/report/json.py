@@ -62,12 +62,17 @@ def _result(result: ProgramResult) -> JsonObject:
 
 
 def _every_p(result: ProgramResult) -> JsonObject:
-    """A result for every P: `"ranks": "all"`, its lower bound and its assumptions."""
+    """A result for every P: `"ranks": "all"`, its bounds (`high` exclusive, null for
+    none) and its assumptions."""
     if result.every_p is None:
         return {}
     return {
         "ranks": "all",
-        "every_p": {"low": result.every_p.low, "assumptions": list(result.every_p.assumptions)},
+        "every_p": {
+            "low": result.every_p.low,
+            "high": result.every_p.high,
+            "assumptions": list(result.every_p.assumptions),
+        },
     }
 
 

@@ -96,7 +96,7 @@ def _invocation(report: Report) -> JsonObject:
         {
             "level": "note",
             "message": {
-                "text": f"{result.program}: proved for every P >= {result.every_p.low}, assuming "
+                "text": f"{result.program}: proved for every {result.every_p.span}, assuming "
                 + "; ".join(result.every_p.assumptions)
             },
             "properties": {"ranks": "all"},

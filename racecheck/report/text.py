@@ -102,7 +102,7 @@ def _result_line(result: ProgramResult, name_width: int, rank_width: int, paint:
     elif result.verdict is Verdict.PROVED:
         fields.append(result.model if result.model is not None else "matches no model")
         if result.every_p is not None:
-            fields.append(f"proved for every P >= {result.every_p.low}")
+            fields.append(f"proved for every {result.every_p.span}")
         warnings = len(result.warnings)
         if warnings:
             fields.append(f"({warnings} warning{'' if warnings == 1 else 's'})")
