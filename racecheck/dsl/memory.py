@@ -23,7 +23,7 @@ import numpy as np
 from racecheck.dsl.dtypes import INT32, DType
 from racecheck.dsl.symbolic import Expr, Forms, InputBlock, fits
 from racecheck.dsl.tensors import TensorView, element_slices, region_runs
-from racecheck.events import HOST_OWNER, Memory, MemoryKind, SignalCell
+from racecheck.events import HOST_OWNER, Memory, MemoryKind, SignalCell, wrap_int32
 
 Runs = tuple[tuple[int, int], ...]
 _CELL = 4  # bytes of a signal cell (INT32)
@@ -160,8 +160,7 @@ class MemoryState:
     def set_cell(self, cell: SignalCell, value: int, form: Expr | None = None) -> None:
         """Set the INT32 cell to `value`, whose symbolic form is `form`."""
         raw = self.instances[(cell.memory, cell.owner)]
-        wrapped = (value + 2**31) % 2**32 - 2**31
-        raw[cell.offset : cell.offset + _CELL].view(np.int32)[0] = wrapped
+        raw[cell.offset : cell.offset + _CELL].view(np.int32)[0] = wrap_int32(value)
         key = (cell.memory, cell.owner)
         self._forget(key, ((cell.offset, cell.offset + _CELL),))
         if fits(form, INT32.limits):

@@ -21,6 +21,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from racecheck.events import INT32_MAX, INT32_MIN
+
 
 class Op(Enum):
     ADD = "+"
@@ -52,7 +54,7 @@ _DIVISIONS = frozenset({Op.DIV, Op.TRUNC_DIV, Op.TRUNC_MOD})
 _INTEGER_ONLY = frozenset({Op.TRUNC_DIV, Op.TRUNC_MOD})
 
 
-INT32_LIMITS = (-(2**31), 2**31 - 1)
+INT32_LIMITS = (INT32_MIN, INT32_MAX)
 
 
 @dataclass(frozen=True, slots=True)
