@@ -277,7 +277,7 @@ def _copy_backs(
     """Each dispatch's `Out` and `InOut` host arguments, keyed as `_host_flow`'s accesses:
     the copy-back writes bytes the dispatch never stored too (docs/model.md)."""
     for rank, rank_tasks in enumerate(tasks):
-        dispatches = {(task.repeat, task.dispatch): task for task in rank_tasks}
+        dispatches = {task.dispatch: task for task in rank_tasks}  # numbered over rounds
         for task in dispatches.values():
             for tag in task.dispatch_tags:
                 if tag.direction is Direction.IN:
