@@ -473,10 +473,12 @@ def _check_order(
 def _overlapping(
     runs: Sequence[Execution],
     options: Options,
-    keep: Callable[[Execution, Overlap], bool] = lambda run, overlap: True,
+    *,
+    may_release: bool = False,
 ) -> tuple[Execution, list[Overlap]] | None:
-    """The first run with tasks the runtime may overlap whose order matters (those
-    `keep` accepts), and those overlaps."""
+    """The first run with tasks the runtime may overlap whose order matters (with
+    `may_release`, only those where the later may release a wait of the earlier:
+    `Overlap.may_release`), and those overlaps."""
     for run in runs:
         trace = run.trace
         found = [
@@ -484,7 +486,7 @@ def _overlapping(
             for overlap in task_overlaps(
                 run.tasks, trace.events, options.runtime_order, trace.memories
             )
-            if keep(run, overlap)
+            if overlap.may_release or not may_release
         ]
         if found:
             return run, found
@@ -541,7 +543,7 @@ def _check_hang_orders(
     notify can release the wait (docs/model.md). Such a hang shows nothing. The other
     confirmed findings of the run stand (running tasks in program order is an
     execution the runtime allows); else another order may decide; else unknown."""
-    releasing = _overlapping(runs, options, _releases)
+    releasing = _overlapping(runs, options, may_release=True)
     if releasing is None:
         return outcome
     run, found = releasing
@@ -587,17 +589,13 @@ def _other_orders(
     return None
 
 
-def _releases(run: Execution, overlap: Overlap) -> bool:
-    return overlap.may_release
-
-
 def _stuck(runs: Sequence[Execution], options: Options) -> bool:
     """Whether a hang in `runs` is one the device shows: each ran its tasks in an order
     the runtime allows, and no task that blocks in it can be released by one it
     overtook or one after it that runs alongside it (`Overlap.may_release`)."""
     return (
         bool(runs)
-        and _overlapping(runs, options, _releases) is None
+        and _overlapping(runs, options, may_release=True) is None
         and _in_allowed_orders(runs, options)
     )
 

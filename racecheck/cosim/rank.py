@@ -23,7 +23,7 @@ from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import assigned_name, unsupported, user_location
 from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.scopes import TaskSpec, TaskTag, stands_for
-from racecheck.dsl.symbolic import Decision, Forms, InputBlock, decision
+from racecheck.dsl.symbolic import INT32_LIMITS, Decision, Forms, InputBlock, decision
 from racecheck.dsl.tensors import TensorView, cell_start, region_problem, region_runs
 from racecheck.errors import TracingError, UnsupportedConstruct
 from racecheck.events import (
@@ -381,11 +381,8 @@ class RankContext:
         )
         if len(elements) != math.prod(extent):
             return None
-        shaped = elements.reshape(tuple(extent))
-        limits = view.dtype.limits
-        if limits is None:
-            return InputBlock(name, shaped, view.dtype.is_float)
-        return InputBlock(name, shaped, view.dtype.is_float, limits)
+        limits = view.dtype.limits or INT32_LIMITS
+        return InputBlock(name, elements.reshape(tuple(extent)), view.dtype.is_float, limits)
 
     def fail_bounds(self, message: str) -> None:
         raise Crash(OutOfBounds(rank=self.rank, location=user_location(), message=message))

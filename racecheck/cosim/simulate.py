@@ -277,7 +277,7 @@ def _copy_backs(
     """Each dispatch's `Out` and `InOut` host arguments, keyed as `_host_flow`'s accesses:
     the copy-back writes bytes the dispatch never stored too (docs/model.md)."""
     for rank, rank_tasks in enumerate(tasks):
-        dispatches = {(task.repeat, task.dispatch): task for task in rank_tasks}
+        dispatches = {task.dispatch: task for task in rank_tasks}  # numbered over rounds
         for task in dispatches.values():
             for tag in task.dispatch_tags:
                 if tag.direction is Direction.IN:
@@ -322,10 +322,10 @@ class _Writers:
     def other_than(self, rank: int, region: Region) -> Event | _CopyBack | None:
         """A write of bytes of `region` by another rank than `rank`."""
         for start, end in region.ranges:
-            first = self.first[start:end]
+            first, second = self.first[start:end], self.second[start:end]
             found = first[(first != -1) & (self.ranks[first] != rank)]
             if not found.size:
-                found = self.second[start:end][self.second[start:end] != -1]
+                found = second[second != -1]
             if found.size:
                 return self.events[int(found[0])]
         return None
