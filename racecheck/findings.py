@@ -217,10 +217,6 @@ class EveryPProof:
     assumptions: tuple[str, ...]
     high: int | None = None
 
-    @property
-    def span(self) -> str:
-        return f"P >= {self.low}" if self.high is None else f"{self.low} <= P < {self.high}"
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProgramResult:

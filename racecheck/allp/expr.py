@@ -269,6 +269,15 @@ def quotient_is(quotient: int, left: Expr, right: Expr) -> Cond:
     return All((Cmp(Rel.LT, left, Const(0)), Cmp(Rel.LT, floor, left), Cmp(Rel.LE, left, low)))
 
 
+def int32_for_ranks(*values: Expr) -> Cond:
+    """Each of `values` is an INT32 number, or N is beyond 2^31: ranks are INT32
+    scalars, so no such N runs and nothing needs to hold there."""
+    in_range = [Cmp(Rel.LE, Const(INT32_MIN), value) for value in values] + [
+        Cmp(Rel.LE, value, Const(INT32_MAX)) for value in values
+    ]
+    return Any_((Cmp(Rel.LT, Const(INT32_MAX + 1), Var(WORLD)), All(tuple(in_range))))
+
+
 def _computed(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
     """`left op right` computed by the program, each such result a device scalar that
     must fit INT32 (docs/model.md): symbolic, `decide` records the obligation; a

@@ -49,12 +49,13 @@ from racecheck.allp.expr import (
     Op,
     Rel,
     Var,
+    int32_for_ranks,
     renamed,
     renamed_cond,
 )
 from racecheck.allp.solver import CounterModel, Undecided, counter_model, satisfiable
 from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template
-from racecheck.events import INT32_MAX, INT32_MIN, NotifyOp, SourceLocation, WaitCmp
+from racecheck.events import NotifyOp, SourceLocation, WaitCmp
 
 BATCH_SECONDS = 1.0  # for one solver call on all candidates of an obligation at once
 
@@ -632,14 +633,11 @@ def _fails_at_zero(wait: _Instance) -> Cond:
 
 def _held_exactly(wait: _Instance, notify: _Instance) -> Cond:
     """The notify's value and the wait's threshold are int32 numbers: the device casts
-    others to the i32 cell (docs/model.md), which the unbounded integers here do not.
-    Ranks are int32 scalars, so no N beyond 2^31 needs it."""
+    others to the i32 cell (docs/model.md), which the unbounded integers here do not
+    (`int32_for_ranks`)."""
     expected = wait.expr(wait.template.value or Const(0))
     value = notify.expr(notify.template.value or Const(0))
-    in_range = [Cmp(Rel.LE, Const(INT32_MIN), number) for number in (expected, value)] + [
-        Cmp(Rel.LE, number, Const(INT32_MAX)) for number in (expected, value)
-    ]
-    return Any_((Cmp(Rel.LT, Const(2**31), Var(WORLD)), All(tuple(in_range))))
+    return int32_for_ranks(expected, value)
 
 
 def _passes(wait: _Instance, notify: _Instance) -> Cond:

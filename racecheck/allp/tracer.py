@@ -37,7 +37,6 @@ from racecheck.allp.expr import (
     TRUE,
     WORLD,
     All,
-    Any_,
     Cmp,
     Cond,
     Const,
@@ -49,6 +48,7 @@ from racecheck.allp.expr import (
     Sym,
     SymBool,
     Var,
+    int32_for_ranks,
     renamed,
     variables,
 )
@@ -63,7 +63,7 @@ from racecheck.allp.templates import (
     Template,
 )
 from racecheck.dsl.location import user_location
-from racecheck.events import INT32_MAX, INT32_MIN, NotifyOp, WaitCmp
+from racecheck.events import NotifyOp, WaitCmp
 
 Feasible = Callable[[Cond], bool]
 MAX_DECISIONS = 400
@@ -361,10 +361,8 @@ class Tracer:
         )
 
     def computed(self, value: Expr) -> None:
-        """`value` fits INT32 on this path, or N is beyond 2^31 (ranks are INT32, so no
-        such N runs)."""
-        fits = All((Cmp(Rel.LE, Const(INT32_MIN), value), Cmp(Rel.LE, value, Const(INT32_MAX))))
-        holds = Any_((Cmp(Rel.LT, Const(2**31), Var(WORLD)), fits))
+        """`value` fits INT32 on this path (`int32_for_ranks`)."""
+        holds = int32_for_ranks(value)
         names = {WORLD: "P"} if self.rank is None else {WORLD: "P", self.rank: "rank"}
         what = str(renamed(value, names))
         self.record.scalars.append(

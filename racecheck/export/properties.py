@@ -22,7 +22,7 @@ Assumes a well-formed trace (events indexed by position, regions normalised).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from racecheck.events import (
@@ -143,7 +143,10 @@ def questions(trace: Trace) -> tuple[Question, ...]:
         found[Question(first=a.ref, second=b.ref)] = None
         found[Question(first=b.ref, second=a.ref)] = None
     for read, data, writers in stale_candidates(trace):
-        if _own_writes_miss(read, data, writers):
+        # stale only if its own rank's earlier writes leave bytes uncovered: only then
+        # does whether it runs at all matter
+        own = [w for w in writers if w.rank == read.rank and w.index < read.index]
+        if _uncovered(read, data, own):
             found[Question(first=read.ref)] = None
         for writer in writers:
             if writer.rank != read.rank:
@@ -151,17 +154,16 @@ def questions(trace: Trace) -> tuple[Question, ...]:
     return tuple(found)
 
 
-def _own_writes_miss(read: Event, data: Ranges, writers: list[Event]) -> bool:
-    """Whether earlier writes of the read's own rank leave some of `data` uncovered: only
-    then can the read be stale, and whether it runs at all matters."""
+def _uncovered(read: Event, data: Ranges, writers: Iterable[Event]) -> Ranges:
+    """The bytes of `data` (of `read`'s) that none of `writers` writes."""
     assert read.access is not None
-    own = [
+    written = [
         span
         for writer in writers
-        if writer.rank == read.rank and writer.index < read.index and writer.access is not None
+        if writer.access is not None
         for span in intersect_ranges(writer.access.ranges, read.access.ranges)
     ]
-    return bool(subtract_ranges(data, union_ranges(own)))
+    return subtract_ranges(data, union_ranges(written))
 
 
 def decide(trace: Trace, answers: Mapping[Question, bool], *, deadlock: bool) -> Verdicts:
@@ -179,16 +181,7 @@ def decide(trace: Trace, answers: Mapping[Question, bool], *, deadlock: bool) ->
     )
     stale = []
     for read, data, writers in stale_candidates(trace):
-        assert read.access is not None
-        reached = union_ranges(
-            [
-                span
-                for writer in writers
-                if writer.access is not None and can_precede(writer, read)
-                for span in intersect_ranges(writer.access.ranges, read.access.ranges)
-            ]
-        )
-        missing = subtract_ranges(data, reached)
+        missing = _uncovered(read, data, (w for w in writers if can_precede(w, read)))
         if missing and answers[Question(first=read.ref)]:
             stale.append(StaleRead(read=read.ref, ranges=missing))
     return Verdicts(races=races, stale_reads=tuple(stale), deadlock=deadlock)

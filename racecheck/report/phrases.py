@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from racecheck.events import HOST_OWNER, NotifyOp, WaitCmp
 from racecheck.findings import (
+    EveryPProof,
     Finding,
     FindingCode,
     FindingKind,
@@ -35,6 +36,12 @@ _CODE_TITLES = {
 def describe_code(code: FindingCode) -> str:
     """One line on what a finding code means (SARIF rule descriptions)."""
     return _CODE_TITLES[code]
+
+
+def describe_every_p(proof: EveryPProof) -> str:
+    """`proved for every P >= 4`, or `... 4 <= P < 65536` for a bounded proof."""
+    span = f"P >= {proof.low}" if proof.high is None else f"{proof.low} <= P < {proof.high}"
+    return f"proved for every {span}"
 
 
 def describe_rank_counts(counts: Iterable[int]) -> str:

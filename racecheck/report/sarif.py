@@ -24,6 +24,7 @@ from racecheck.report.json import region_to_json
 from racecheck.report.phrases import (
     describe_code,
     describe_diff,
+    describe_every_p,
     describe_finding,
     describe_rank_counts,
     describe_ranks,
@@ -96,7 +97,7 @@ def _invocation(report: Report) -> JsonObject:
         {
             "level": "note",
             "message": {
-                "text": f"{result.program}: proved for every {result.every_p.span}, assuming "
+                "text": f"{result.program}: {describe_every_p(result.every_p)}, assuming "
                 + "; ".join(result.every_p.assumptions)
             },
             "properties": {"ranks": "all"},

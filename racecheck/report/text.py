@@ -16,6 +16,7 @@ from racecheck.findings import Finding, ProgramResult, Report, Severity, Verdict
 from racecheck.report.grouping import FindingGroup, group_findings, group_notes
 from racecheck.report.phrases import (
     describe_diff,
+    describe_every_p,
     describe_finding,
     describe_rank_counts,
     describe_ranks,
@@ -102,7 +103,7 @@ def _result_line(result: ProgramResult, name_width: int, rank_width: int, paint:
     elif result.verdict is Verdict.PROVED:
         fields.append(result.model if result.model is not None else "matches no model")
         if result.every_p is not None:
-            fields.append(f"proved for every {result.every_p.span}")
+            fields.append(describe_every_p(result.every_p))
         warnings = len(result.warnings)
         if warnings:
             fields.append(f"({warnings} warning{'' if warnings == 1 else 's'})")
