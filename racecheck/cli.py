@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn, TextIO
 
+from racecheck import installed_version
 from racecheck.errors import ProgramRejected, UsageError, UserError
 from racecheck.findings import Report, exit_code_of
 from racecheck.options import (
@@ -102,9 +103,7 @@ class _Version(argparse.Action):
         values: object,
         option_string: str | None = None,
     ) -> None:
-        from importlib.metadata import version
-
-        print(f"racecheck {version('racecheck')}")
+        print(f"racecheck {installed_version()}")
         parser.exit()
 
 

@@ -12,11 +12,11 @@ execution notifications: they are not findings, but CI must see them.
 from __future__ import annotations
 
 import json
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from racecheck import installed_version
 from racecheck.events import SourceLocation
 from racecheck.findings import FindingCode, Report, Verdict, WitnessStep
 from racecheck.report.grouping import FindingGroup, group_findings
@@ -61,7 +61,7 @@ def sarif_log(report: Report) -> JsonObject:
 def _driver() -> JsonObject:
     return {
         "name": "racecheck",
-        "version": _racecheck_version(),
+        "version": installed_version(),
         "rules": [
             {
                 "id": code.value,
@@ -72,13 +72,6 @@ def _driver() -> JsonObject:
             for code in RULES
         ],
     }
-
-
-def _racecheck_version() -> str:
-    try:
-        return version("racecheck")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def _invocation(report: Report) -> JsonObject:
