@@ -22,6 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from racecheck.dsl.scalars import truncating_div, truncating_mod
 from racecheck.events import INT32_MAX, INT32_MIN
 
 WORLD = "N"
@@ -168,17 +169,12 @@ def renamed_cond(item: Cond, names: dict[str, str]) -> Cond:
     return All(parts) if isinstance(item, All) else Any_(parts)
 
 
-def truncating_div(left: int, right: int) -> int:
-    quotient = abs(left) // abs(right)
-    return quotient if (left < 0) == (right < 0) else -quotient
-
-
 _FOLD: dict[Op, Callable[[int, int], int]] = {
     Op.ADD: lambda a, b: a + b,
     Op.SUB: lambda a, b: a - b,
     Op.MUL: lambda a, b: a * b,
     Op.TDIV: truncating_div,
-    Op.TMOD: lambda a, b: a - b * truncating_div(a, b),
+    Op.TMOD: truncating_mod,
 }
 
 

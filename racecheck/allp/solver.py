@@ -94,14 +94,10 @@ class _Translator:
             return left - right
         if item.op is Op.MUL:
             return left * right
-        quotient = self._truncating_div(left, right)
-        return quotient if item.op is Op.TDIV else left - right * quotient
+        from racecheck.engines.inputs_smt import truncating_div_term, truncating_mod_term
 
-    def _truncating_div(self, left: Any, right: Any) -> Any:
-        z3 = self.z3
-        magnitude = z3.If(left >= 0, left, -left) / z3.If(right >= 0, right, -right)
-        same_sign = (left >= 0) == (right >= 0)
-        return z3.If(same_sign, magnitude, -magnitude)
+        divide = truncating_div_term if item.op is Op.TDIV else truncating_mod_term
+        return divide(left, right)
 
     def _cond(self, item: Cond) -> Any:
         z3 = self.z3

@@ -149,16 +149,17 @@ def _aligned(left: z3.ExprRef, right: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRe
     return left, right
 
 
-def _truncating_div(left: z3.ArithRef, right: z3.ArithRef) -> z3.ArithRef:
-    """The device's integer `//`: the quotient of the magnitudes (z3's `/` of
-    non-negative integers is floor division), negated when exactly one operand is
-    negative, as `racecheck.dsl.scalars.truncating_div` computes it."""
+def truncating_div_term(left: z3.ArithRef, right: z3.ArithRef) -> z3.ArithRef:
+    """The device's integer `//` as a z3 term (also the every-P prover's): the quotient
+    of the magnitudes (z3's `/` of non-negative integers is floor division), negated
+    when exactly one operand is negative, as `racecheck.dsl.scalars.truncating_div`
+    computes it. A zero divisor is the caller's to exclude."""
     quotient = z3.Abs(left) / z3.Abs(right)
     return z3.If((left < 0) == (right < 0), quotient, -quotient)
 
 
-def _truncating_mod(left: z3.ArithRef, right: z3.ArithRef) -> z3.ArithRef:
-    return left - right * _truncating_div(left, right)
+def truncating_mod_term(left: z3.ArithRef, right: z3.ArithRef) -> z3.ArithRef:
+    return left - right * truncating_div_term(left, right)
 
 
 _BINARY = {
@@ -166,8 +167,8 @@ _BINARY = {
     Op.SUB: lambda a, b: a - b,
     Op.MUL: lambda a, b: a * b,
     Op.DIV: lambda a, b: a / b,
-    Op.TRUNC_DIV: _truncating_div,
-    Op.TRUNC_MOD: _truncating_mod,
+    Op.TRUNC_DIV: truncating_div_term,
+    Op.TRUNC_MOD: truncating_mod_term,
     Op.LT: lambda a, b: a < b,
     Op.LE: lambda a, b: a <= b,
     Op.GT: lambda a, b: a > b,
