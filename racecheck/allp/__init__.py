@@ -138,7 +138,8 @@ def _int32_limit(
     leaves the fragment (the concrete check names the line): the proof would cover
     too few P to stand for every P."""
     fails = {check: All((check.guard, Not(check.holds))) for check in protocol.scalars}
-    failing = All((base, Any_(tuple(fails.values()))))
+    int32_world = Cmp(Rel.LT, Var(WORLD), Const(2**31))  # P is an INT32 scalar itself
+    failing = All((base, int32_world, Any_(tuple(fails.values()))))
     if not fails or model_of(failing, deadline=deadline) is None:
         return None
     world = _smallest_world(failing, low, deadline)
@@ -152,7 +153,7 @@ def _int32_limit(
 
 def _smallest_world(cond: Cond, low: int, deadline: float) -> int:
     """The smallest N >= `low` satisfying `cond` (which some N does), by bisection."""
-    floor, ceiling = low, 2**31  # cond fails below floor; N = ceiling satisfies it
+    floor, ceiling = low, 2**31  # cond fails below floor; some N <= ceiling satisfies it
     while floor < ceiling:
         middle = (floor + ceiling) // 2
         bounded = All((cond, Cmp(Rel.LE, Var(WORLD), Const(middle))))
