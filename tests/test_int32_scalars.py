@@ -159,3 +159,13 @@ def test_a_host_scalar_leaving_int32_makes_the_run_unknown(tmp_path: Path) -> No
 def test_outside_a_run_device_scalars_are_python_integers() -> None:
     assert DeviceInt(2**31 - 1) + 1 == 2**31
     assert -DeviceInt(-(2**31)) == 2**31
+
+
+def test_no_bound_where_only_p_itself_would_leave_int32() -> None:
+    """Example 01 computes `rank + 1`, which leaves INT32 only at P = 2^31: P is an INT32
+    scalar itself and never gets there, so the proof carries no bound."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "01_shift_builtin_barrier.py"
+    (result,) = racecheck.verify(str(example), ranks="all").results
+    assert result.verdict is Verdict.PROVED and result.every_p is not None
+    assert result.every_p.high is None
+    assert not any(assumption.startswith("P < ") for assumption in result.every_p.assumptions)
