@@ -142,8 +142,16 @@ class DeviceInt(int):
 def device_scalar(value: object) -> object:
     """A Python integer handed to the device (a dispatch argument, a loop-carried value)
     as the device scalar it becomes, whose `%` and `//` truncate (docs/model.md); any
-    other value as it is."""
-    return DeviceInt(value) if type(value) is int else value
+    other value as it is. One outside the INT32 range is not cast: the run proves
+    nothing, as for arithmetic that leaves it (`_int32`)."""
+    if type(value) is not int:
+        return value
+    if not INT32_MIN <= value <= INT32_MAX:
+        note_unfollowed(
+            f"`{value}` handed to the device leaves the INT32 range; the device wraps or is"
+            " undefined there (docs/model.md), racecheck does not follow it"
+        )
+    return DeviceInt(value)
 
 
 def _plain(value: object) -> object:
