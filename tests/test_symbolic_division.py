@@ -125,3 +125,19 @@ def test_a_pinned_value_with_more_values_than_the_budget_is_unknown(tmp_path: Pa
     assert result.verdict is Verdict.UNKNOWN
     assert f"twenty.py:{markers_of(source)['put']} depends on input data" in result.message
     assert "past the budget of 16 paths" in result.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a path where an input-dependent divisor is zero is never explored (docs/model.md)"
+    " and nothing says so: the device's division by zero is not followed, yet the run is proved",
+)
+def test_a_divisor_an_input_can_make_zero_is_not_proved(tmp_path: Path) -> None:
+    """`8 % chosen` at `chosen == 0` is a division by zero, which the device does not
+    define (a traced run that reaches one raises, hence `unknown`); every other input
+    gives a column of the rank's own, so only that input can be wrong."""
+    source = CORRECT.read_text().replace("((chosen % 2) + 2) % 2", "((8 % chosen) + 8) % 2")
+    path = tmp_path / "zero_divisor.py"
+    path.write_text(source)
+    (result,) = check(str(path), Options(ranks=(2,))).results
+    assert result.verdict is not Verdict.PROVED
