@@ -189,12 +189,25 @@ def _symbolic(value: object) -> Expr | None:
 
 
 def _binary(op: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[..., Tainted]:
+    divides = op in (operator.floordiv, operator.mod)
+
     def method(self: Tainted, other: object) -> Tainted:
         left, right = (other, self) if reflected else (self, other)
+        if divides and isinstance(right, Tainted):
+            _note_divisor(right)
         symbolic = combine(op, _symbolic(left), _symbolic(right))
         return Tainted(_scalar_op(op, left, right), _sources(self, other), symbolic)
 
     return method
+
+
+def _note_divisor(divisor: Tainted) -> None:
+    """An integer divisor with a symbolic form decides whether the division is defined:
+    the inputs that make it zero are another path, on which the run raises there
+    (docs/model.md)."""
+    symbolic = divisor.symbolic
+    if symbolic is not None and _is_integral(divisor.value) and divisor.value != 0:
+        note_control(divisor.sources, decision(symbolic, divisor.value, as_bool=True))
 
 
 class Tainted:
