@@ -169,3 +169,79 @@ def test_no_bound_where_only_p_itself_would_leave_int32() -> None:
     assert result.verdict is Verdict.PROVED and result.every_p is not None
     assert result.every_p.high is None
     assert not any(assumption.startswith("P < ") for assumption in result.every_p.assumptions)
+
+
+# Every rank stores its row into the window of rank `peer`, computed from a Python
+# integer the host hands the kernel as an INT32 scalar: 2^32, which the device does not
+# hold. Unbounded, `peer` is `me` (proved); cast to INT32 it is `me - 1`, -1 at rank 0.
+HANDED = """
+import pypto.language as pl
+import pypto.language.distributed as pld
+
+SIZE = 4
+BIG = 4294967296
+
+
+def build(nr: int):
+    @pl.program
+    class Handed:
+        @pl.function(type=pl.FunctionType.InCore)
+        def step(
+            self,
+            x: pl.Tensor[[1, SIZE], pl.FP32],
+            inbox: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+            k: pl.Scalar[pl.INT32],
+        ):
+            ctx = pld.get_comm_ctx(inbox)
+            {peer}
+            local = pl.load(x, [0, 0], [1, SIZE])
+            pld.tile.remote_store(local, inbox, peer=peer, offsets=[0, 0])
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def entry(self, x: pl.Tensor[[nr, 1, SIZE], pl.FP32]):
+            buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
+            for r in pl.range(pld.world_size()):
+                inbox = pld.window(buf, [1, SIZE], dtype=pl.FP32)
+                self.step(x[r], inbox, {k}, device=r)  # @dispatch
+
+    return Handed
+"""
+FROM_K = "peer = k // 65536 // 65536 - 1 + pld.rank(ctx)  # @peer"
+CARRIED = """for i, (acc,) in pl.range(0, 1, 1, init_values=(BIG,)):  # @peer
+                acc = pl.yield_(acc)
+            peer = acc // 65536 // 65536 - 1 + pld.rank(ctx)"""
+
+
+def _handed(tmp_path: Path, peer: str, k: str) -> Path:
+    path = tmp_path / "handed.py"
+    path.write_text(HANDED.replace("{peer}", peer).replace("{k}", k))
+    return path
+
+
+def test_a_dispatched_python_integer_outside_int32_makes_the_run_unknown(tmp_path: Path) -> None:
+    path = _handed(tmp_path, FROM_K, "BIG")
+    line = _line(path, "# @dispatch")
+    for result in _verify(path, "2..3"):
+        assert (result.verdict, result.findings) == (Verdict.UNKNOWN, ())
+        assert result.message == (
+            f"line {line}: `4294967296` handed to the device leaves the INT32 range; the device"
+            " wraps or is undefined there (docs/model.md), racecheck does not follow it"
+        )
+
+
+def test_a_loop_carried_python_integer_outside_int32_makes_the_run_unknown(
+    tmp_path: Path,
+) -> None:
+    path = _handed(tmp_path, CARRIED, "0")
+    line = _line(path, "# @peer")
+    (result,) = _verify(path, "2")
+    assert (result.verdict, result.findings) == (Verdict.UNKNOWN, ())
+    assert result.message.startswith(f"line {line}: `4294967296` handed to the device leaves")
+
+
+def test_a_dispatched_python_integer_in_int32_is_followed(tmp_path: Path) -> None:
+    path = _handed(tmp_path, FROM_K, "2147483647")
+    # k // 2^32 is 0: peer is me - 1, -1 at rank 0
+    (result,) = _verify(path, "2")
+    assert result.verdict is Verdict.BUG
+    assert {finding.kind.value for finding in result.findings} == {"out-of-bounds"}

@@ -125,3 +125,28 @@ def test_a_pinned_value_with_more_values_than_the_budget_is_unknown(tmp_path: Pa
     assert result.verdict is Verdict.UNKNOWN
     assert f"twenty.py:{markers_of(source)['put']} depends on input data" in result.message
     assert "past the budget of 16 paths" in result.message
+
+
+def test_a_divisor_an_input_can_make_zero_is_not_proved(tmp_path: Path) -> None:
+    """`8 % chosen` at `chosen == 0` is a division by zero, which the device does not
+    define (the run raises there); every other input gives a column of the rank's own,
+    so only that input is wrong. The divisor is a decision: its zero is a path."""
+    source = CORRECT.read_text().replace("((chosen % 2) + 2) % 2", "((8 % chosen) + 8) % 2")
+    path = tmp_path / "zero_divisor.py"
+    path.write_text(source)
+    for seed in range(2):
+        (result,) = check(str(path), Options(ranks=(2,), seed=seed)).results
+        assert (result.verdict, result.findings) == (Verdict.UNKNOWN, ())
+        assert result.message.endswith(
+            "raised ZeroDivisionError: integer division or modulo by zero"
+        )
+
+
+def test_a_divisor_no_input_makes_zero_is_proved(tmp_path: Path) -> None:
+    source = CORRECT.read_text().replace(
+        "((chosen % 2) + 2) % 2", "((8 % (chosen * chosen + 1)) + 8) % 2"
+    )
+    path = tmp_path / "nonzero_divisor.py"
+    path.write_text(source)
+    (result,) = check(str(path), Options(ranks=(2,))).results
+    assert result.verdict is Verdict.PROVED, result.message

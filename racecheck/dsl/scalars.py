@@ -142,8 +142,16 @@ class DeviceInt(int):
 def device_scalar(value: object) -> object:
     """A Python integer handed to the device (a dispatch argument, a loop-carried value)
     as the device scalar it becomes, whose `%` and `//` truncate (docs/model.md); any
-    other value as it is."""
-    return DeviceInt(value) if type(value) is int else value
+    other value as it is. One outside the INT32 range is not cast: the run proves
+    nothing, as for arithmetic that leaves it (`_int32`)."""
+    if type(value) is not int:
+        return value
+    if not INT32_MIN <= value <= INT32_MAX:
+        note_unfollowed(
+            f"`{value}` handed to the device leaves the INT32 range; the device wraps or is"
+            " undefined there (docs/model.md), racecheck does not follow it"
+        )
+    return DeviceInt(value)
 
 
 def _plain(value: object) -> object:
@@ -181,12 +189,25 @@ def _symbolic(value: object) -> Expr | None:
 
 
 def _binary(op: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[..., Tainted]:
+    divides = op in (operator.floordiv, operator.mod)
+
     def method(self: Tainted, other: object) -> Tainted:
         left, right = (other, self) if reflected else (self, other)
+        if divides and isinstance(right, Tainted):
+            _note_divisor(right)
         symbolic = combine(op, _symbolic(left), _symbolic(right))
         return Tainted(_scalar_op(op, left, right), _sources(self, other), symbolic)
 
     return method
+
+
+def _note_divisor(divisor: Tainted) -> None:
+    """An integer divisor with a symbolic form decides whether the division is defined:
+    the inputs that make it zero are another path, on which the run raises there
+    (docs/model.md)."""
+    symbolic = divisor.symbolic
+    if symbolic is not None and _is_integral(divisor.value) and divisor.value != 0:
+        note_control(divisor.sources, decision(symbolic, divisor.value, as_bool=True))
 
 
 class Tainted:
