@@ -25,7 +25,6 @@ __all__ = [
     "Report",
     "Verdict",
     "assert_proved",
-    "installed_version",
     "verify",
 ]
 
@@ -87,14 +86,3 @@ def assert_proved(path: str, **kwargs) -> Report:
 
         raise AssertionError(render_text(report, color=False))
     return report
-
-
-def installed_version() -> str:
-    """The installed package's version ("0+unknown" when run from an uninstalled tree);
-    looked up only when asked for (importlib.metadata costs start-up time)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("racecheck")
-    except PackageNotFoundError:
-        return "0+unknown"

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from racecheck import installed_version
 from racecheck.errors import ProgramRejected, UsageError, UserError
 from racecheck.findings import Report, exit_code_of
 from racecheck.options import (
@@ -37,7 +36,7 @@ from racecheck.options import (
     parse_seconds,
     runtime_order_choice,
 )
-from racecheck.report import OutputFormat, render
+from racecheck.report import OutputFormat, installed_version, render
 
 EXIT_NOT_CHECKED = 2
 ProgressSink = Callable[[str, int], None]

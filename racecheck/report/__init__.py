@@ -17,6 +17,17 @@ class OutputFormat(Enum):
     SARIF = "sarif"
 
 
+def installed_version() -> str:
+    """racecheck's installed version ("0+unknown" when run from an uninstalled tree), for
+    `--version` and SARIF's tool; looked up only when asked for (start-up time)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("racecheck")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def render(report: Report, output_format: OutputFormat, *, color: bool) -> str:
     # the JSON and SARIF renderers are imported only when asked for (start-up time)
     if output_format is OutputFormat.JSON:
@@ -30,4 +41,4 @@ def render(report: Report, output_format: OutputFormat, *, color: bool) -> str:
     return render_text(report, color=color)
 
 
-__all__ = ["OutputFormat", "render", "render_text"]
+__all__ = ["OutputFormat", "installed_version", "render", "render_text"]

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from racecheck import installed_version
 from racecheck.events import SourceLocation
 from racecheck.findings import FindingCode, Report, Verdict, WitnessStep
+from racecheck.report import installed_version
 from racecheck.report.grouping import FindingGroup, group_findings
 from racecheck.report.json import region_to_json
 from racecheck.report.phrases import (
