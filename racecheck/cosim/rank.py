@@ -46,7 +46,7 @@ from racecheck.events import (
 )
 
 if TYPE_CHECKING:
-    from racecheck.cosim.scheduler import BatonScheduler
+    from racecheck.cosim.turns import Turns
     from racecheck.dsl.memory import MemoryState
 
 
@@ -65,7 +65,7 @@ class Crash(BaseException):
 class RankContext:
     """One rank's context: turns DSL operations into scheduled, recorded events."""
 
-    def __init__(self, rank: int, run: BatonScheduler) -> None:
+    def __init__(self, rank: int, run: Turns[RankContext]) -> None:
         self.rank = rank
         self.ranks = run.ranks
         self.dims = run.dims

@@ -18,7 +18,6 @@ from urllib.parse import quote
 
 from racecheck.events import SourceLocation
 from racecheck.findings import FindingCode, Report, Verdict, WitnessStep
-from racecheck.report import installed_version
 from racecheck.report.grouping import FindingGroup, group_findings
 from racecheck.report.json import region_to_json
 from racecheck.report.phrases import (
@@ -30,6 +29,7 @@ from racecheck.report.phrases import (
     describe_ranks,
     describe_step,
 )
+from racecheck.report.version import installed_version
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = (
