@@ -66,10 +66,10 @@ from racecheck.events import (
 from racecheck.findings import (
     BlockedWait,
     Finding,
+    FindingCode,
     FindingKind,
     Place,
     RaceDetail,
-    Severity,
     StepKind,
     StepStatus,
     WitnessStep,
@@ -832,6 +832,6 @@ def to_finding(
         later_writer=hazard.later_writer,
         reason=hazard.reason,
         witness=witness_steps(trace, schedule, hazard.events, hazard.pending) if schedule else (),
-        severity=Severity.WARNING if hazard.kind is FindingKind.STALE_READ else Severity.ERROR,
+        severity=FindingCode.of(hazard.kind, hazard.detail).record.severity,
     )
     return finding, schedule

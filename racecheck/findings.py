@@ -5,8 +5,10 @@ nothing here is worded: findings and witness steps are typed facts, and every se
 a user reads is written by `racecheck.report.phrases`.
 Every finding has a stable kebab-case code (`FindingCode`): the `[race-raw]` of the
 text report, the SARIF rule id and the JSON `code`; its kind (`FindingKind`) is the
-JSON `kind` of docs/model.md. Codes never change meaning. The exit status is derived from
-verdicts and errors by `exit_code_of` only.
+JSON `kind` of docs/model.md. `FINDING_CODES` is the one record per code: its title,
+severity and SARIF rule text, the only names findings have outside `report.phrases`.
+Codes never change meaning. The exit status is derived from verdicts and errors by
+`exit_code_of` only.
 """
 
 from __future__ import annotations
@@ -46,19 +48,6 @@ class FindingKind(Enum):
     STALE_READ = "stale-read"
     WRONG_RESULT = "wrong-result"
 
-    @property
-    def title(self) -> str:
-        return _TITLES[self]
-
-
-_TITLES = {
-    FindingKind.RACE: "data race",
-    FindingKind.DEADLOCK: "deadlock",
-    FindingKind.OUT_OF_BOUNDS: "out-of-bounds access",
-    FindingKind.STALE_READ: "stale read",
-    FindingKind.WRONG_RESULT: "wrong result",
-}
-
 
 class RaceDetail(Enum):
     READ_AFTER_WRITE = "read-after-write"
@@ -81,17 +70,11 @@ class FindingCode(Enum):
 
     @staticmethod
     def of(kind: FindingKind, detail: str) -> FindingCode:
-        if kind is FindingKind.RACE:
-            return _RACE_CODES[RaceDetail(detail)]
-        return FindingCode(kind.value)
+        return _CODE_OF[(kind, detail if kind is FindingKind.RACE else "")]
 
-
-_RACE_CODES = {
-    RaceDetail.READ_AFTER_WRITE: FindingCode.RACE_RAW,
-    RaceDetail.WRITE_AFTER_READ: FindingCode.RACE_WAR,
-    RaceDetail.WRITE_AFTER_WRITE: FindingCode.RACE_WAW,
-    RaceDetail.SET_ADD_MIX: FindingCode.SET_ADD_MIX,
-}
+    @property
+    def record(self) -> CodeRecord:
+        return FINDING_CODES[self]
 
 
 class Severity(Enum):
@@ -99,6 +82,101 @@ class Severity(Enum):
 
     ERROR = "error"
     WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CodeRecord:
+    """One finding code, its only home: what it stands for (a kind, and for a race the
+    detail) and how every renderer names it."""
+
+    code: FindingCode
+    kind: FindingKind
+    detail: str  # the race detail it stands for; "" for a kind with one code
+    title: str  # the heading of its findings (text, HTML, SARIF message)
+    rule: str  # SARIF's rule description
+    severity: Severity  # what the analysis reports it as (the judge may raise it)
+    step_note: str = "the finding is about this step"  # HTML: the highlighted step
+
+
+_RACE = "data race"
+FINDING_CODES: dict[FindingCode, CodeRecord] = {
+    record.code: record
+    for record in (
+        CodeRecord(
+            code=FindingCode.RACE_RAW,
+            kind=FindingKind.RACE,
+            detail=RaceDetail.READ_AFTER_WRITE.value,
+            title=_RACE,
+            rule="data race: a read can miss the write it was meant to see",
+            severity=Severity.ERROR,
+            step_note="racing access",
+        ),
+        CodeRecord(
+            code=FindingCode.RACE_WAR,
+            kind=FindingKind.RACE,
+            detail=RaceDetail.WRITE_AFTER_READ.value,
+            title=_RACE,
+            rule="data race: a write can clobber data before it is read",
+            severity=Severity.ERROR,
+            step_note="racing access",
+        ),
+        CodeRecord(
+            code=FindingCode.RACE_WAW,
+            kind=FindingKind.RACE,
+            detail=RaceDetail.WRITE_AFTER_WRITE.value,
+            title=_RACE,
+            rule="data race: two writes in either order",
+            severity=Severity.ERROR,
+            step_note="racing access",
+        ),
+        CodeRecord(
+            code=FindingCode.SET_ADD_MIX,
+            kind=FindingKind.RACE,
+            detail=RaceDetail.SET_ADD_MIX.value,
+            title=_RACE,
+            rule="signal cell both Set and atomically added",
+            severity=Severity.ERROR,
+            step_note="racing access",
+        ),
+        CodeRecord(
+            code=FindingCode.DEADLOCK,
+            kind=FindingKind.DEADLOCK,
+            detail="",
+            title="deadlock",
+            rule="deadlock",
+            severity=Severity.ERROR,
+            step_note="blocked forever",
+        ),
+        CodeRecord(
+            code=FindingCode.OUT_OF_BOUNDS,
+            kind=FindingKind.OUT_OF_BOUNDS,
+            detail="",
+            title="out-of-bounds access",
+            rule="out-of-bounds access",
+            severity=Severity.ERROR,
+        ),
+        CodeRecord(
+            code=FindingCode.STALE_READ,
+            kind=FindingKind.STALE_READ,
+            detail="",
+            title="stale read",
+            rule="stale read of never-written window bytes",
+            severity=Severity.WARNING,
+            step_note="reads memory nothing wrote",
+        ),
+        CodeRecord(
+            code=FindingCode.WRONG_RESULT,
+            kind=FindingKind.WRONG_RESULT,
+            detail="",
+            title="wrong result",
+            rule="wrong result",
+            severity=Severity.ERROR,
+        ),
+    )
+}
+"""The finding-code registry: one record per code, read by every renderer."""
+
+_CODE_OF = {(record.kind, record.detail): code for code, record in FINDING_CODES.items()}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
