@@ -20,23 +20,13 @@ from racecheck.events import NotifyOp, Region, SourceLocation, WaitCmp
 
 
 class Verdict(Enum):
-    """Ordered worst-last: the verdict of several results is the maximum."""
+    """One program's answer at one rank count (docs/model.md §3); a file's is `FileVerdict`."""
 
     PROVED = "proved"
     SKIPPED = "skipped"
     UNKNOWN = "unknown"
     BUG = "bug"
 
-    @property
-    def severity(self) -> int:
-        return _SEVERITY[self]
-
-    @staticmethod
-    def worst(verdicts: list[Verdict]) -> Verdict:
-        return max(verdicts, key=lambda verdict: verdict.severity, default=Verdict.SKIPPED)
-
-
-_SEVERITY = {Verdict.PROVED: 0, Verdict.SKIPPED: 1, Verdict.UNKNOWN: 2, Verdict.BUG: 3}
 
 
 class FindingKind(Enum):
@@ -323,25 +313,46 @@ class Report:
     errors: tuple[str, ...] = field(default=())  # user-caused errors, "file:line: message"
 
     @property
-    def verdict(self) -> Verdict:
-        return Verdict.worst([result.verdict for result in self.results])
+    def verdict(self) -> FileVerdict:
+        return file_verdict(self)
 
     @property
     def exit_code(self) -> int:
         return exit_code_of([self])
 
 
+class FileVerdict(Enum):
+    """A file's answer, from its results and errors (`file_verdict`)."""
+
+    PROVED = "proved"
+    SKIPPED = "skipped"
+    UNKNOWN = "unknown"
+    BUG = "bug"
+    ERROR = "error"  # nothing was checked: the file's errors stopped every program
+
+    @property
+    def exit_code(self) -> int:
+        """docs/model.md §3: 1 on a bug; 0 when something was proved and nothing is
+        undecided; else 2 (an error, an unknown, every P skipped)."""
+        return {FileVerdict.BUG: 1, FileVerdict.PROVED: 0}.get(self, 2)
+
+
+def file_verdict(report: Report) -> FileVerdict:
+    """The one rule for a file's verdict: a bug anywhere is a bug; an error or an unknown
+    leaves it undecided; a proved P with the others skipped by the program's own rule is
+    proved (a skipped P checks nothing, so it takes nothing away)."""
+    verdicts = {result.verdict for result in report.results}
+    if Verdict.BUG in verdicts:
+        return FileVerdict.BUG
+    if report.errors and not report.results:
+        return FileVerdict.ERROR
+    if report.errors or Verdict.UNKNOWN in verdicts:
+        return FileVerdict.UNKNOWN
+    return FileVerdict.PROVED if Verdict.PROVED in verdicts else FileVerdict.SKIPPED
+
+
 def exit_code_of(reports: list[Report]) -> int:
     """docs/model.md §3, for one file or several: 1 on any bug; else 2 if anything was not
     checked (an error, an unknown, nothing proved); else 0."""
-    codes = [_exit_code(report) for report in reports]
+    codes = [file_verdict(report).exit_code for report in reports]
     return 1 if 1 in codes else max(codes, default=2)
-
-
-def _exit_code(report: Report) -> int:
-    verdicts = [result.verdict for result in report.results]
-    if Verdict.BUG in verdicts:
-        return 1
-    if report.errors or Verdict.UNKNOWN in verdicts:
-        return 2
-    return 0 if Verdict.PROVED in verdicts else 2
