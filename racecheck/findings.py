@@ -28,7 +28,6 @@ class Verdict(Enum):
     BUG = "bug"
 
 
-
 class FindingKind(Enum):
     """The registry of finding codes (JSON `kind`, SARIF rule id)."""
 

@@ -4,12 +4,18 @@ rest of racecheck reads instead of keeping copies."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import jsonschema
 import pytest
 
+import racecheck
+from racecheck.allp.shadow import Surface
+from racecheck.allp.tracer import Tracer
 from racecheck.check import check
+from racecheck.dsl.modules import MODULES, TYPE_NAMES
 from racecheck.findings import (
     FINDING_CODES,
     FileVerdict,
@@ -88,3 +94,72 @@ def test_an_error_only_report_fits_the_schema() -> None:
     document = report_to_json(_report(errors=("gone.py: error: no such file",)))
     assert document["verdict"] == "error"
     jsonschema.Draft202012Validator(schema).validate(document)
+
+
+def _reshaping_shift(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    """Example 02 with its inbox (and output) shaped [2, 32]: the whole-slice put copies
+    the [1, 64] slice flat into it, as PyPTO's put of a whole slice does."""
+    source = (
+        (EXAMPLES / "02_ring_shift_p2p.py")
+        .read_text()
+        .replace("SIZE = 64\n", "SIZE = 64\nH = 32\n")
+    )
+    for old, new in (
+        ("inbox: pld.DistributedTensor[[1, SIZE]", "inbox: pld.DistributedTensor[[2, H]"),
+        ("y: pl.Out[pl.Tensor[[1, SIZE]", "y: pl.Out[pl.Tensor[[2, H]"),
+        ("y: pl.Out[pl.Tensor[[NR, 1, SIZE]", "y: pl.Out[pl.Tensor[[NR, 2, H]"),
+        ("pl.load(inbox, [0, 0], [1, SIZE])", "pl.load(inbox, [0, 0], [2, H])"),
+        (
+            "alloc_window_buffer([1, SIZE], dtype=pl.FP32)",
+            "alloc_window_buffer([2, H], dtype=pl.FP32)",
+        ),
+        ("pld.window(inbox_buf, [1, SIZE]", "pld.window(inbox_buf, [2, H]"),
+        *edits,
+    ):
+        assert old in source, old
+        source = source.replace(old, new)
+    path = tmp_path / "reshaping_shift.py"
+    path.write_text(source)
+    return path
+
+
+def test_the_every_p_shadow_copies_a_whole_slice_as_the_co_simulation_does(tmp_path: Path) -> None:
+    path = _reshaping_shift(tmp_path)
+    concrete = racecheck.verify(str(path), ranks=(2, 3))
+    assert [r.verdict for r in concrete.results] == [Verdict.PROVED, Verdict.PROVED]
+    (every,) = racecheck.verify(str(path), ranks="all").results[:1]
+    assert every.every_p is not None and every.verdict is Verdict.PROVED, every.notes
+
+
+def test_a_whole_slice_copy_read_before_its_wait_is_a_bug_for_every_p(tmp_path: Path) -> None:
+    wait = "    pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)\n"
+    path = _reshaping_shift(tmp_path, (wait, ""))
+    results = racecheck.verify(str(path), ranks="all").results
+    assert results[0].verdict is Verdict.BUG
+    assert all(r.every_p is None for r in results)
+
+
+def test_the_shadow_reads_the_dsl_name_table() -> None:
+    """Every name the every-P shadow models is a name of the DSL (racecheck.dsl.modules)
+    in the same namespace, and its types come from the DSL's table."""
+    surface = Surface(
+        cast(Tracer, None), MODULES["pypto.language"], MODULES["pypto.language.distributed"]
+    )
+
+    def names(namespace: object, prefix: str) -> Iterator[str]:
+        for name, member in vars(namespace)["_members"].items():
+            yield f"{prefix}.{name}"
+            if type(member).__name__ == "_Namespace":
+                yield from names(member, f"{prefix}.{name}")
+
+    for dotted in [*names(surface.pl, "pl"), *names(surface.pld, "pld")]:
+        root, *path = dotted.split(".")
+        member: object = MODULES["pypto.language" if root == "pl" else "pypto.language.distributed"]
+        for part in path:
+            member = getattr(member, part)  # UnsupportedConstruct: a name the DSL lacks
+    real = {"pl": MODULES["pypto.language"], "pld": MODULES["pypto.language.distributed"]}
+    for name in TYPE_NAMES:
+        homes = [root for root, module in real.items() if name in vars(module)]
+        assert homes, f"{name} is in no DSL namespace"
+        for root in homes:
+            assert getattr(getattr(surface, root), name) is getattr(real[root], name)

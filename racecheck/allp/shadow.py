@@ -50,21 +50,12 @@ from racecheck.allp.views import (
     product,
     strides,
 )
-from racecheck.dsl import dist_ops, lowering
+from racecheck.dsl import dist_ops, lowering, modules
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lowering import Lowering
 from racecheck.dsl.program import FunctionRole, _role_of
 from racecheck.dsl.types import AtomicType, DimExpr, TensorType
 from racecheck.events import NotifyOp, WaitCmp
-
-_TYPE_NAMES = frozenset(
-    {
-        *("Tensor", "Out", "InOut", "Scalar", "Tile", "DistributedTensor", "dynamic"),
-        *("FP32", "FP16", "BF16", "INT32", "INDEX"),
-        *("FunctionType", "Level", "Role", "NotifyOp", "WaitCmp", "AtomicType", "ReduceOp"),
-        *("CommCtx", "CommCtxType"),
-    }
-)
 
 
 class Surface:
@@ -430,23 +421,26 @@ class Surface:
     def _transfer(
         self, dst: object, peer: object, src: object, regions: tuple, *, push: bool, atomic: object
     ) -> None:
+        label = "pld.tensor.put" if push else "pld.tensor.get"
         dst_view, src_view = as_view(dst), as_view(src)
         dst_offsets, src_offsets, shape = regions
-        if shape is None:
-            if any(part is not None for part in regions):
-                raise OutsideFragment("put/get with some region arguments only")
-            if len(src_view.shape) != len(dst_view.shape) or src_view.shape != dst_view.shape:
-                raise OutsideFragment("a whole-slice put/get between views of different shapes")
-            dst_offsets = src_offsets = [0] * len(dst_view.shape)
-            shape = list(dst_view.shape)
+        if dist_ops.regions_given(label, *regions):
+            src_region, dst_region = (src_offsets, shape), (dst_offsets, shape)
+        else:  # the whole slice, as the co-simulation copies it: flat, sizes equal
+            if product(src_view.shape) != product(dst_view.shape):
+                raise OutsideFragment(
+                    f"a whole-slice {label} whose src and dst sizes differ for some P"
+                )
+            src_region = ([0] * len(src_view.shape), list(src_view.shape))
+            dst_region = ([0] * len(dst_view.shape), list(dst_view.shape))
         target = to_expr(peer)
         src_owner = self._local_owner(src_view) if push else target
         dst_owner = target if push else self._local_owner(dst_view)
         if not (dst_view.window if push else src_view.window):
             raise OutsideFragment("put/get whose remote side is not a window")
-        self._access(Effect.READ, src_view, src_owner, src_offsets, shape)
+        self._access(Effect.READ, src_view, src_owner, *src_region)
         effect = Effect.ATOMIC_ADD if atomic is AtomicType.Add else Effect.WRITE
-        self._access(effect, dst_view, dst_owner, dst_offsets, shape)
+        self._access(effect, dst_view, dst_owner, *dst_region)
 
     def put(
         self,
@@ -558,6 +552,6 @@ class _Namespace:
             raise AttributeError(name)
         if name in self._members:
             return self._members[name]
-        if self._real is not None and name in _TYPE_NAMES:
+        if self._real is not None and name in modules.TYPE_NAMES:
             return getattr(self._real, name)
         raise OutsideFragment(f"{self._display}.{name} is outside the symbolic fragment")
