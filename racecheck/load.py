@@ -31,7 +31,7 @@ import os
 import sys
 import textwrap
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -215,6 +215,26 @@ def raised(error: BaseException) -> str:
     return f"raised {type(error).__name__}: {error}"
 
 
+def classify_raised(
+    error: BaseException, what: str, *, in_kernel: bool = False, file: str | None = None
+) -> ProgramRejected | TracingError:
+    """The one classifier of what user code raised: a `raise` or `assert` statement of
+    the user's file, outside kernels, is the program rejecting this P (docs/model.md §3;
+    a kernel does not reject a P); anything else is an error of the program, at the
+    user's line it came from (`file` when no line of theirs is on the traceback)."""
+    if isinstance(error, ProgramRejected):
+        return error
+    where = traceback_location(error.__traceback__)
+    message = None if in_kernel else rejection_message(error)
+    if message is not None and where is not None:
+        return ProgramRejected(message)
+    return TracingError(
+        f"{what} {raised(error)}",
+        file=where.file if where else file,
+        line=where.line if where else None,
+    )
+
+
 def _is_registered(filename: str) -> bool:
     from racecheck.dsl.location import is_user_file
 
@@ -228,15 +248,7 @@ def _user_call(loaded: LoadedFile, what: str, call: Callable[[], Any]) -> Any:
         except (UserError, ProgramRejected):
             raise
         except BaseException as error:  # noqa: BLE001 - classified here
-            message = rejection_message(error)
-            if message is not None:
-                raise ProgramRejected(message) from None
-            where = traceback_location(error.__traceback__)
-            raise TracingError(
-                f"{what} {raised(error)}",
-                file=loaded.path,
-                line=where.line if where else None,
-            ) from None
+            raise classify_raised(error, what, file=loaded.path) from None
 
 
 def _annotation(parameter: inspect.Parameter, function: Callable[..., Any]) -> Any:
@@ -265,14 +277,36 @@ def _dynamic_symbols(annotations: list[Any]) -> tuple[set[str], set[str]]:
     return symbols, leading
 
 
-def _instance(
-    loaded: LoadedFile, name: str, entry: DslFunction, ranks: int, args: Mapping[str, str]
-) -> ProgramInstance:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostBinding:
+    """A host entry's parameters bound by the one rule the co-simulation and the every-P
+    tracer share: a tensor takes its annotation; a scalar its `--arg`, else its default;
+    a `pl.dynamic` dim its `--arg`, else P if it is a leading host-tensor dim or named
+    like a rank count (`RANK_COUNT_NAMES`)."""
+
+    parameters: tuple[HostParameter, ...]
+    dims: tuple[tuple[str, int | None], ...]  # sorted by name; None: the rank count
+
+    @property
+    def rank_dims(self) -> frozenset[str]:
+        return frozenset(symbol for symbol, value in self.dims if value is None)
+
+    def dim_values(self, ranks: int) -> tuple[tuple[str, int], ...]:
+        return tuple((symbol, ranks if value is None else value) for symbol, value in self.dims)
+
+
+def bind_host(
+    loaded: LoadedFile,
+    name: str,
+    function: Callable[..., Any],
+    signature: Sequence[inspect.Parameter],
+    args: Mapping[str, str],
+) -> HostBinding:
+    """Bind the host entry `function`'s parameters `signature`; a UserError names what
+    has no value."""
     parameters: list[HostParameter] = []
-    annotations: list[Any] = []
-    for parameter in entry_parameters(entry):
-        annotation = _annotation(parameter, entry.function)
-        annotations.append(annotation)
+    for parameter in signature:
+        annotation = _annotation(parameter, function)
         if isinstance(annotation, TensorType):
             parameters.append(HostParameter(name=parameter.name, annotation=annotation))
             continue
@@ -287,24 +321,31 @@ def _instance(
                 file=loaded.path,
             )
         parameters.append(HostParameter(name=parameter.name, annotation=annotation, value=value))
-    symbols, leading = _dynamic_symbols(annotations)
-    bindings: dict[str, int] = {}
+    symbols, leading = _dynamic_symbols([parameter.annotation for parameter in parameters])
+    dims: list[tuple[str, int | None]] = []
     for symbol in sorted(symbols):
         if symbol in args:
-            bindings[symbol] = int(parse_arg(args[symbol], loaded))
+            dims.append((symbol, int(parse_arg(args[symbol], loaded))))
         elif symbol in leading or symbol.lower() in RANK_COUNT_NAMES:
-            bindings[symbol] = ranks
+            dims.append((symbol, None))
         else:
             raise UserError(
                 f"{name}: dynamic dim {symbol} is not the rank count; pass --arg {symbol}=VALUE",
                 file=loaded.path,
             )
+    return HostBinding(parameters=tuple(parameters), dims=tuple(dims))
+
+
+def _instance(
+    loaded: LoadedFile, name: str, entry: DslFunction, ranks: int, args: Mapping[str, str]
+) -> ProgramInstance:
+    binding = bind_host(loaded, name, entry.function, entry_parameters(entry), args)
     return ProgramInstance(
         name=name,
         ranks=ranks,
         entry=entry,
-        parameters=tuple(parameters),
-        bindings=tuple(bindings.items()),
+        parameters=binding.parameters,
+        bindings=binding.dim_values(ranks),
         file=loaded.path,
     )
 

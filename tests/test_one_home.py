@@ -3,6 +3,7 @@ rest of racecheck reads instead of keeping copies."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from racecheck.allp.shadow import Surface
 from racecheck.allp.tracer import Tracer
 from racecheck.check import check
 from racecheck.dsl.modules import MODULES, TYPE_NAMES
+from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.findings import (
     FINDING_CODES,
     FileVerdict,
@@ -28,6 +30,7 @@ from racecheck.findings import (
     Verdict,
     file_verdict,
 )
+from racecheck.load import LoadedFile, bind_host, classify_raised, load_file
 from racecheck.options import Options
 from racecheck.report.json import report_to_json
 from racecheck.report.sarif import _driver
@@ -163,3 +166,51 @@ def test_the_shadow_reads_the_dsl_name_table() -> None:
         assert homes, f"{name} is in no DSL namespace"
         for root in homes:
             assert getattr(getattr(surface, root), name) is getattr(real[root], name)
+
+
+RULES = """
+def rejects(n):
+    assert n % 2 == 0, "n must be even"
+
+
+def fails(n):
+    return [0][n]
+
+
+def host(x, scale, y: int = 3):
+    return x
+"""
+
+
+def _raise(loaded: LoadedFile, name: str) -> BaseException:
+    try:
+        loaded.namespace[name](1)
+    except BaseException as error:  # noqa: BLE001 - the test classifies it
+        return error
+    raise AssertionError(f"{name} did not raise")
+
+
+def test_one_classifier_tells_a_rejection_from_an_error_of_the_program(tmp_path: Path) -> None:
+    path = tmp_path / "rules.py"
+    path.write_text(RULES)
+    loaded = load_file(str(path))
+    rejected = classify_raised(_raise(loaded, "rejects"), "building p")
+    assert isinstance(rejected, ProgramRejected) and rejected.message == "n must be even"
+    in_kernel = classify_raised(_raise(loaded, "rejects"), "tracing p", in_kernel=True)
+    assert isinstance(in_kernel, TracingError)
+    failed = classify_raised(_raise(loaded, "fails"), "tracing p")
+    assert isinstance(failed, TracingError) and failed.line == 7
+    assert failed.message == "tracing p raised IndexError: list index out of range"
+
+
+def test_one_rule_binds_host_parameters(tmp_path: Path) -> None:
+    path = tmp_path / "rules.py"
+    path.write_text(RULES)
+    loaded = load_file(str(path))
+    host = loaded.namespace["host"]
+    signature = list(inspect.signature(host).parameters.values())
+    with pytest.raises(UserError, match="host parameter 'scale' has no default; pass --arg"):
+        bind_host(loaded, "host", host, signature[1:], {})
+    binding = bind_host(loaded, "host", host, signature[1:], {"scale": "2"})
+    assert [(p.name, p.value) for p in binding.parameters] == [("scale", 2), ("y", 3)]
+    assert binding.dims == ()
