@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from racecheck import reference
 from racecheck.analysis import Hazard, to_finding
+from racecheck.cells import after_write
 from racecheck.cosim import (
     DefaultPolicy,
     Execution,
@@ -43,7 +44,7 @@ from racecheck.cosim import simulate as _simulate
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.errors import UsageError
-from racecheck.events import CellIndex, CellKey, CellOp, Schedule, Trace, cell_effect, wrap_int32
+from racecheck.events import CellIndex, CellKey, CellOp, Schedule, Trace, cell_effect
 from racecheck.findings import (
     Finding,
     FindingKind,
@@ -311,5 +312,5 @@ def notes(trace: Trace, options: Options) -> tuple[str, ...]:
                     continue
                 if effect.op is not CellOp.ADD:
                     return ()  # a Set or a store: the end value is not a sum of adds
-                totals[key] = wrap_int32(totals.get(key, 0) + effect.value)
+                totals[key] = after_write(totals.get(key, 0), effect.value, True)
     return (SINGLE_USE_NOTE,) if any(totals.values()) else ()

@@ -15,7 +15,13 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "racecheck"
 
 STAGES: tuple[tuple[str, ...], ...] = (
-    ("racecheck.events", "racecheck.errors", "racecheck.findings", "racecheck.options"),
+    (
+        "racecheck.cells",
+        "racecheck.events",
+        "racecheck.errors",
+        "racecheck.findings",
+        "racecheck.options",
+    ),
     ("racecheck.describe",),
     ("racecheck.dsl",),
     ("racecheck.load", "racecheck.session", "racecheck.project_imports"),

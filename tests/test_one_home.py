@@ -15,9 +15,13 @@ import pytest
 import racecheck
 from racecheck.allp.shadow import Surface
 from racecheck.allp.tracer import Tracer
+from racecheck.cells import INT32_MAX, INT32_MIN, after_write, wrap_int32
 from racecheck.check import check
 from racecheck.dsl.modules import MODULES, TYPE_NAMES
+from racecheck.engines.skeleton import WAIT_EQ, WAIT_GE, WAIT_GE_UNSIGNED, wait_holds
+from racecheck.engines.syncprogram import LiveWrite
 from racecheck.errors import ProgramRejected, TracingError, UserError
+from racecheck.events import WaitCmp
 from racecheck.findings import (
     FINDING_CODES,
     FileVerdict,
@@ -214,3 +218,28 @@ def test_one_rule_binds_host_parameters(tmp_path: Path) -> None:
     binding = bind_host(loaded, "host", host, signature[1:], {"scale": "2"})
     assert [(p.name, p.value) for p in binding.parameters] == [("scale", 2), ("y", 3)]
     assert binding.dims == ()
+
+
+CELL_VALUES = (0, 1, -1, 7, INT32_MAX, INT32_MIN, -(2**31) + 5)
+
+
+@pytest.mark.parametrize("old", CELL_VALUES)
+@pytest.mark.parametrize("value", CELL_VALUES)
+def test_every_interpreter_applies_a_write_and_judges_a_wait_by_one_rule(
+    old: int, value: int
+) -> None:
+    added = wrap_int32(old + value)
+    assert INT32_MIN <= added <= INT32_MAX
+    assert after_write(old, value, True) == added and after_write(old, value, False) == value
+    assert LiveWrite(cell=0, add=True, value=value).after(old) == added
+    assert LiveWrite(cell=0, add=False, value=value).after(old) == value
+    for cmp, kind in ((WaitCmp.GE, WAIT_GE), (WaitCmp.EQ, WAIT_EQ)):
+        assert cmp.holds(old, value) == wait_holds(kind, old, value)
+    unsigned = WaitCmp.GE_UNSIGNED.holds(old, value)
+    assert unsigned == wait_holds(WAIT_GE_UNSIGNED, old, value % 2**32)
+    assert unsigned == (old % 2**32 >= value % 2**32)
+
+
+def test_an_add_past_int32_wraps_and_a_negative_cell_passes_an_unsigned_wait() -> None:
+    assert after_write(INT32_MAX, 1, True) == INT32_MIN
+    assert WaitCmp.GE_UNSIGNED.holds(INT32_MIN, 1) and not WaitCmp.GE.holds(INT32_MIN, 1)
