@@ -37,13 +37,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 
+from racecheck.conflicts import race_conflict, writes
 from racecheck.cosim.simulate import collector_paused
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.errors import EngineUnknown
 from racecheck.events import (
     HOST_OWNER,
-    AccessMode,
     CellIndex,
     CellKey,
     CellOp,
@@ -233,20 +233,8 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
     )
 
 
-def _writes(event: Event) -> bool:
-    return event.mode is AccessMode.WRITE or (
-        event.mode is AccessMode.ATOMIC and event.kind is not EventKind.WAIT
-    )
-
-
-def _conflict(a: Event, b: Event) -> bool:
-    if not (_writes(a) or _writes(b)):
-        return False
-    if a.notify is not None and b.notify is not None and _is_set(a) and _is_set(b):
-        return a.notify.value != b.notify.value
-    if (_is_set(a) or _is_set(b)) and EventKind.WAIT not in (a.kind, b.kind):
-        return True
-    return not (a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC)
+_conflict = race_conflict
+_writes = writes
 
 
 def _conflict_class(event: Event) -> tuple[object, ...]:

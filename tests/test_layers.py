@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "racecheck"
 STAGES: tuple[tuple[str, ...], ...] = (
     (
         "racecheck.cells",
+        "racecheck.conflicts",
         "racecheck.events",
         "racecheck.errors",
         "racecheck.findings",

@@ -3,6 +3,7 @@ rest of racecheck reads instead of keeping copies."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 from collections.abc import Iterator
@@ -11,17 +12,20 @@ from typing import cast
 
 import jsonschema
 import pytest
+from tracebuild import TraceBuilder
 
 import racecheck
 from racecheck.allp.shadow import Surface
 from racecheck.allp.tracer import Tracer
 from racecheck.cells import INT32_MAX, INT32_MIN, after_write, wrap_int32
 from racecheck.check import check
+from racecheck.conflicts import RELATIONS, modes_conflict, race_conflict
 from racecheck.dsl.modules import MODULES, TYPE_NAMES
 from racecheck.engines.skeleton import WAIT_EQ, WAIT_GE, WAIT_GE_UNSIGNED, wait_holds
 from racecheck.engines.syncprogram import LiveWrite
 from racecheck.errors import ProgramRejected, TracingError, UserError
-from racecheck.events import WaitCmp
+from racecheck.events import AccessMode, Event, NotifyOp, WaitCmp
+from racecheck.export import properties
 from racecheck.findings import (
     FINDING_CODES,
     FileVerdict,
@@ -243,3 +247,35 @@ def test_every_interpreter_applies_a_write_and_judges_a_wait_by_one_rule(
 def test_an_add_past_int32_wraps_and_a_negative_cell_passes_an_unsigned_wait() -> None:
     assert after_write(INT32_MAX, 1, True) == INT32_MIN
     assert WaitCmp.GE_UNSIGNED.holds(INT32_MIN, 1) and not WaitCmp.GE.holds(INT32_MIN, 1)
+
+
+def test_every_conflict_relation_is_named_once_and_resolves_to_its_home() -> None:
+    assert len({relation.name for relation in RELATIONS}) == len(RELATIONS)
+    for relation in RELATIONS:
+        module, function = relation.home.split(":")
+        assert callable(getattr(importlib.import_module(module), function)), relation.home
+
+
+def _sync_pair(op: NotifyOp, other_op: NotifyOp, *, value: int = 1) -> tuple[Event, Event]:
+    builder = TraceBuilder(3)
+    signal = builder.window("signal", 4)
+    builder.notify(0, signal, 2, 0, 10, op=op)
+    builder.notify(1, signal, 2, 0, 11, op=other_op, value=value)
+    builder.wait(2, signal, 0, 12)
+    trace = builder.build()
+    return trace.events[0][0], trace.events[1][0]
+
+
+def test_the_race_relation_refines_the_modes_relation_where_sets_are_involved() -> None:
+    adds = _sync_pair(NotifyOp.ATOMIC_ADD, NotifyOp.ATOMIC_ADD)
+    mixed = _sync_pair(NotifyOp.SET, NotifyOp.ATOMIC_ADD)
+    equal_sets = _sync_pair(NotifyOp.SET, NotifyOp.SET)
+    other_sets = _sync_pair(NotifyOp.SET, NotifyOp.SET, value=2)
+    assert not modes_conflict(AccessMode.ATOMIC, AccessMode.ATOMIC)
+    assert modes_conflict(AccessMode.READ, AccessMode.ATOMIC)
+    assert modes_conflict(None, AccessMode.READ) and not modes_conflict(
+        AccessMode.READ, AccessMode.READ
+    )
+    assert not race_conflict(*adds) and not race_conflict(*equal_sets)
+    assert race_conflict(*mixed) and race_conflict(*other_sets)
+    assert properties.conflicts(*mixed) and not properties.conflicts(*adds)
