@@ -57,25 +57,13 @@ from racecheck.load import ProgramInstance
 from racecheck.models import ModelNotApplicable
 from racecheck.options import Options
 from racecheck.reference import HostIO
+from racecheck.report.reasons import ReasonCode, reason
 
 _REPLAYED_KINDS = (FindingKind.RACE, FindingKind.DEADLOCK)
-REPEAT_NOTE = (
-    "--repeat runs the calls back to back on the same windows, never zeroed: persistent"
-    " windows without PyPTO's reset between requests (PyPTO's default zeroes them between"
-    " calls: --reset-windows)"
-)
-RESET_NOTE = (
-    "--reset-windows: every call starts from zeroed windows after the previous one ended,"
-    " so the calls are checked as one"
-)
-SINGLE_DEVICE_NOTE = (
-    "runs on one device (no device= dispatch, or an L2-only program): checked at P=1"
-    " whatever --ranks asks"
-)
-SINGLE_USE_NOTE = (
-    "signal cells end non-zero: this kernel is single-use as written;"
-    " if it runs in a loop, check it with --repeat 2"
-)
+REPEAT_NOTE = reason(ReasonCode.REPEAT)
+RESET_NOTE = reason(ReasonCode.RESET_WINDOWS)
+SINGLE_DEVICE_NOTE = reason(ReasonCode.SINGLE_DEVICE)
+SINGLE_USE_NOTE = reason(ReasonCode.SINGLE_USE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "racecheck"
 STAGES: tuple[tuple[str, ...], ...] = (
     (
         "racecheck.cells",
+        "racecheck.report.reasons",  # the wording of reasons: a leaf every stage reads
         "racecheck.conflicts",
         "racecheck.events",
         "racecheck.errors",

@@ -3,9 +3,11 @@ rest of racecheck reads instead of keeping copies."""
 
 from __future__ import annotations
 
+import collections
 import importlib
 import inspect
 import json
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -41,6 +43,7 @@ from racecheck.findings import (
 from racecheck.load import LoadedFile, bind_host, classify_raised, load_file
 from racecheck.options import Options
 from racecheck.report.json import report_to_json
+from racecheck.report.reasons import Reason, ReasonCode, has_code, reason
 from racecheck.report.sarif import _driver
 
 
@@ -279,3 +282,17 @@ def test_the_race_relation_refines_the_modes_relation_where_sets_are_involved() 
     assert not race_conflict(*adds) and not race_conflict(*equal_sets)
     assert race_conflict(*mixed) and race_conflict(*other_sets)
     assert properties.conflicts(*mixed) and not properties.conflicts(*adds)
+
+
+def test_a_reason_is_its_words_with_its_code_and_facts_and_survives_pickling() -> None:
+    made = reason(ReasonCode.ASSUME_LOW, low=3)
+    assert made == "P >= 3" and json.dumps([made]) == '["P >= 3"]'
+    assert has_code(made, ReasonCode.ASSUME_LOW) and made.facts["low"] == 3
+    assert not has_code("P >= 3", ReasonCode.ASSUME_LOW)  # words alone decide nothing
+    copied = pickle.loads(pickle.dumps(made))
+    assert has_code(copied, ReasonCode.ASSUME_LOW) and copied == made
+
+
+def test_every_reason_code_is_worded() -> None:
+    for code in ReasonCode:
+        assert str(Reason(code, collections.defaultdict(lambda: 1)))

@@ -1,0 +1,120 @@
+"""Reasons are data: every note, unknown reason, assumption and error has a code from
+`ReasonCode`, the one registry, and is worded here only.
+
+A `Reason` is the text a user reads (a `str`, so the public API and every renderer read
+it unchanged) that carries its code and facts: the stages decide by code, never by
+comparing words. A stage makes one with `reason(code, **facts)` and asks with
+`has_code(text, code)`. This module is the report stage's one leaf that every stage
+may import (tests/test_layers.py): it imports nothing of racecheck.
+
+Converting a stage's prose: add a code and its wording below, replace the literal with
+`reason(ReasonCode.X, fact=value)`; the output stays byte-identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from types import MappingProxyType
+
+
+class ReasonCode(Enum):
+    # notes on a program's result (judge)
+    REPEAT = "repeat"
+    RESET_WINDOWS = "reset-windows"
+    SINGLE_DEVICE = "single-device"
+    SINGLE_USE = "single-use"
+    # why a program is not proved for every P (allp)
+    EVERY_P_REPEAT = "every-p-repeat"
+    EVERY_P_NO_ORIGIN = "every-p-no-origin"
+    EVERY_P_REJECTS_ALL = "every-p-rejects-all"
+    EVERY_P_UNDECIDED = "every-p-undecided"
+    EVERY_P_REFUTED = "every-p-refuted"
+    EVERY_P_INT32 = "every-p-int32"
+    # what a proof for every P assumes (allp)
+    ASSUME_LOW = "assume-low"
+    ASSUME_BELOW = "assume-below"
+    ASSUME_ACCEPTS = "assume-accepts"
+    ASSUME_MODEL = "assume-model"
+    ASSUME_SCOPE = "assume-scope"
+    ASSUME_UNCHECKED = "assume-unchecked"
+    ASSUME_DISCHARGED = "assume-discharged"
+
+
+_WORDS: dict[ReasonCode, str] = {
+    ReasonCode.REPEAT: (
+        "--repeat runs the calls back to back on the same windows, never zeroed: persistent"
+        " windows without PyPTO's reset between requests (PyPTO's default zeroes them between"
+        " calls: --reset-windows)"
+    ),
+    ReasonCode.RESET_WINDOWS: (
+        "--reset-windows: every call starts from zeroed windows after the previous one ended,"
+        " so the calls are checked as one"
+    ),
+    ReasonCode.SINGLE_DEVICE: (
+        "runs on one device (no device= dispatch, or an L2-only program): checked at P=1"
+        " whatever --ranks asks"
+    ),
+    ReasonCode.SINGLE_USE: (
+        "signal cells end non-zero: this kernel is single-use as written;"
+        " if it runs in a loop, check it with --repeat 2"
+    ),
+    ReasonCode.EVERY_P_REPEAT: "--repeat runs are outside the symbolic fragment (one call only)",
+    ReasonCode.EVERY_P_NO_ORIGIN: "the program's origin is unknown",
+    ReasonCode.EVERY_P_REJECTS_ALL: "the program rejects every P >= {low}",
+    ReasonCode.EVERY_P_UNDECIDED: "z3 could not decide an obligation ({why})",
+    ReasonCode.EVERY_P_REFUTED: "no proof that {obligation}: counter-model at P={world} ({where})",
+    ReasonCode.EVERY_P_INT32: "at P={world}, line {line} computes `{what}` outside the INT32 range",
+    ReasonCode.ASSUME_LOW: "P >= {low}",
+    ReasonCode.ASSUME_BELOW: (
+        "P < {world} (at P={world}, line {line} computes `{what}` outside the INT32 range;"
+        " the device wraps or is undefined there)"
+    ),
+    ReasonCode.ASSUME_ACCEPTS: "the program accepts P (else skipped: {message})",
+    ReasonCode.ASSUME_MODEL: (
+        "the execution model of docs/model.md: notify/wait as release/acquire, windows zeroed"
+        " per call, one call (--repeat 1); the tasks of a rank, values that steer the program"
+        " and writes into signal cells other than notifies are checked at the concrete P below"
+    ),
+    ReasonCode.ASSUME_SCOPE: (
+        "proved: races, deadlocks, out-of-bounds accesses;"
+        " the golden-model comparison and stale-read warnings at the concrete P below only"
+    ),
+    ReasonCode.ASSUME_UNCHECKED: (
+        "not run concretely: the paths through line {lines}, taken only beyond"
+        " P={cap} (e.g. at P={world}): their races, deadlocks and bounds are"
+        " proved, their numbers unchecked"
+    ),
+    ReasonCode.ASSUME_DISCHARGED: "discharged for every P: {obligation}",
+}
+
+Fact = str | int
+
+
+class Reason(str):
+    """A reason's words, with the code and facts they were made from."""
+
+    code: ReasonCode
+    facts: Mapping[str, Fact]
+
+    def __new__(cls, code: ReasonCode, facts: Mapping[str, Fact]) -> Reason:
+        made = super().__new__(cls, _WORDS[code].format_map(facts))
+        made.code = code
+        made.facts = MappingProxyType(dict(facts))
+        return made
+
+    def __reduce__(self) -> tuple[object, ...]:  # across worker processes
+        return (_rebuilt, (self.code, dict(self.facts)))
+
+
+def _rebuilt(code: ReasonCode, facts: dict[str, Fact]) -> Reason:
+    return Reason(code, facts)
+
+
+def reason(code: ReasonCode, **facts: Fact) -> Reason:
+    return Reason(code, facts)
+
+
+def has_code(text: str, code: ReasonCode) -> bool:
+    """Whether `text` is a reason of `code` (never decided by its words)."""
+    return isinstance(text, Reason) and text.code is code
