@@ -122,8 +122,7 @@ def _verdict(outcome: Outcome) -> tuple[Verdict, str, tuple[Finding, ...], tuple
     if unconfirmed:
         return Verdict.UNKNOWN, _unconfirmed_note(unconfirmed[0]), shown, dropped[1:]
     if outcome.hung:
-        reason = "the traced run hung but no engine found the deadlock; refusing to answer"
-        return Verdict.UNKNOWN, reason, shown, ()
+        return Verdict.UNKNOWN, reason(ReasonCode.HUNG_UNFOUND), shown, ()
     return Verdict.PROVED, "", shown, ()
 
 
@@ -131,15 +130,12 @@ def _unchecked(outcome: Outcome) -> tuple[str, ...]:
     """A bug shown while some executions went unchecked: there may be more to fix."""
     if outcome.unknown is None:
         return ()
-    return (f"more may be wrong in executions not checked: {outcome.unknown}",)
+    return (reason(ReasonCode.MORE_UNCHECKED, why=outcome.unknown),)
 
 
 def _unconfirmed_note(finding: Finding) -> str:
     where = f" at {finding.locations[0]}" if finding.locations else ""
-    return (
-        f"internal inconsistency: the {finding.code.value} witness{where} did not replay"
-        " in the co-simulation; refusing to answer"
-    )
+    return reason(ReasonCode.WITNESS_UNREPLAYED, finding=finding.code.value, where=where)
 
 
 # --- confirmation -----------------------------------------------------------------------
@@ -226,9 +222,11 @@ def functional(outcome: Outcome, options: Options) -> Outcome:
 def _difference(model: str, io: HostIO, options: Options) -> OutputDiff | None:
     try:
         return reference.difference(model, io, repeat=options.repeat)
-    except ModelNotApplicable as reason:
+    except ModelNotApplicable as why:
         raise UsageError(
-            f"--expect {model} does not apply at P={len(io.inputs)}: {reason}"
+            reason(
+                ReasonCode.EXPECT_NOT_APPLICABLE, model=model, ranks=len(io.inputs), why=str(why)
+            )
         ) from None
 
 

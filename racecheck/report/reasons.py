@@ -39,6 +39,22 @@ class ReasonCode(Enum):
     ASSUME_SCOPE = "assume-scope"
     ASSUME_UNCHECKED = "assume-unchecked"
     ASSUME_DISCHARGED = "assume-discharged"
+    # why a result is unknown, or what it leaves unchecked (judge)
+    HUNG_UNFOUND = "hung-unfound"
+    MORE_UNCHECKED = "more-unchecked"
+    WITNESS_UNREPLAYED = "witness-unreplayed"
+    # errors (judge)
+    EXPECT_NOT_APPLICABLE = "expect-not-applicable"
+    # why path exploration stopped or left a value open (paths, steering)
+    PATH_UNREALISED = "path-unrealised"
+    PATHS_BUDGET = "paths-budget"
+    PATHS_TIMEOUT = "paths-timeout"
+    PATHS_SATURATED = "paths-saturated"
+    ORDERS_NOT_ENUMERATED = "orders-not-enumerated"
+    INPUT_NOT_SYMBOLIC = "input-not-symbolic"
+    INPUTS_UNDECIDED = "inputs-undecided"
+    OPEN_INPUT = "open-input"
+    OPEN_ORDER = "open-order"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -86,6 +102,33 @@ _WORDS: dict[ReasonCode, str] = {
         " proved, their numbers unchecked"
     ),
     ReasonCode.ASSUME_DISCHARGED: "discharged for every P: {obligation}",
+    ReasonCode.HUNG_UNFOUND: (
+        "the traced run hung but no engine found the deadlock; refusing to answer"
+    ),
+    ReasonCode.MORE_UNCHECKED: "more may be wrong in executions not checked: {why}",
+    ReasonCode.WITNESS_UNREPLAYED: (
+        "internal inconsistency: the {finding} witness{where} did not replay"
+        " in the co-simulation; refusing to answer"
+    ),
+    ReasonCode.EXPECT_NOT_APPLICABLE: "--expect {model} does not apply at P={ranks}: {why}",
+    ReasonCode.PATH_UNREALISED: "its other path could not be realised",
+    ReasonCode.PATHS_BUDGET: "past the budget of {budget} paths",
+    ReasonCode.PATHS_TIMEOUT: "past --timeout",
+    ReasonCode.PATHS_SATURATED: (
+        "not explored: a bug is shown and the last {quiet} paths added no finding"
+    ),
+    ReasonCode.ORDERS_NOT_ENUMERATED: (
+        "more than two writes, not all Sets: their orders are not enumerated"
+    ),
+    ReasonCode.INPUT_NOT_SYMBOLIC: "its dependence on the input has no symbolic form",
+    ReasonCode.INPUTS_UNDECIDED: "the solver could not pick inputs",
+    ReasonCode.OPEN_INPUT: (
+        "the value used at {used} depends on input data{read}; other inputs may take another path"
+    ),
+    ReasonCode.OPEN_ORDER: (
+        "the value used at {used} depends on the order of unordered writes"
+        "{read}; other orders may take another path"
+    ),
 }
 
 Fact = str | int
