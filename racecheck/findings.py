@@ -87,45 +87,40 @@ class CodeRecord:
     step_note: str = "the finding is about this step"  # HTML: the highlighted step
 
 
-_RACE = "data race"
+def _race(code: FindingCode, detail: RaceDetail, rule: str) -> CodeRecord:
+    return CodeRecord(
+        code=code,
+        kind=FindingKind.RACE,
+        detail=detail.value,
+        title="data race",
+        rule=rule,
+        severity=Severity.ERROR,
+        step_note="racing access",
+    )
+
+
 FINDING_CODES: dict[FindingCode, CodeRecord] = {
     record.code: record
     for record in (
-        CodeRecord(
-            code=FindingCode.RACE_RAW,
-            kind=FindingKind.RACE,
-            detail=RaceDetail.READ_AFTER_WRITE.value,
-            title=_RACE,
-            rule="data race: a read can miss the write it was meant to see",
-            severity=Severity.ERROR,
-            step_note="racing access",
+        _race(
+            FindingCode.RACE_RAW,
+            RaceDetail.READ_AFTER_WRITE,
+            "data race: a read can miss the write it was meant to see",
         ),
-        CodeRecord(
-            code=FindingCode.RACE_WAR,
-            kind=FindingKind.RACE,
-            detail=RaceDetail.WRITE_AFTER_READ.value,
-            title=_RACE,
-            rule="data race: a write can clobber data before it is read",
-            severity=Severity.ERROR,
-            step_note="racing access",
+        _race(
+            FindingCode.RACE_WAR,
+            RaceDetail.WRITE_AFTER_READ,
+            "data race: a write can clobber data before it is read",
         ),
-        CodeRecord(
-            code=FindingCode.RACE_WAW,
-            kind=FindingKind.RACE,
-            detail=RaceDetail.WRITE_AFTER_WRITE.value,
-            title=_RACE,
-            rule="data race: two writes in either order",
-            severity=Severity.ERROR,
-            step_note="racing access",
+        _race(
+            FindingCode.RACE_WAW,
+            RaceDetail.WRITE_AFTER_WRITE,
+            "data race: two writes in either order",
         ),
-        CodeRecord(
-            code=FindingCode.SET_ADD_MIX,
-            kind=FindingKind.RACE,
-            detail=RaceDetail.SET_ADD_MIX.value,
-            title=_RACE,
-            rule="signal cell both Set and atomically added",
-            severity=Severity.ERROR,
-            step_note="racing access",
+        _race(
+            FindingCode.SET_ADD_MIX,
+            RaceDetail.SET_ADD_MIX,
+            "signal cell both Set and atomically added",
         ),
         CodeRecord(
             code=FindingCode.DEADLOCK,
