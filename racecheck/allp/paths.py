@@ -25,6 +25,7 @@ from racecheck.dsl.program import DslFunction
 from racecheck.dsl.types import TensorType
 from racecheck.errors import ProgramRejected, UsageError, UserError
 from racecheck.load import ProgramOrigin, bind_host, classify_raised
+from racecheck.report.reasons import ReasonCode, reason
 
 MAX_PATHS = 256
 
@@ -37,9 +38,9 @@ def trace_protocol(
     rank_var = ""
     while pending:
         if len(records) >= MAX_PATHS:
-            raise OutsideFragment(f"more than {MAX_PATHS} branch paths")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_PATHS, paths=MAX_PATHS))
         if time.monotonic() > deadline:
-            raise OutsideFragment("the all-P time budget ran out while tracing")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_BUDGET))
         tracer = Tracer(
             pending.pop(), _until(feasible, deadline), Cmp(Rel.LE, Const(low), Var(WORLD))
         )
@@ -50,7 +51,7 @@ def trace_protocol(
         if tracer.left_early and tracer.record.rejection is None:
             raise OutsideFragment(tracer.left_early)
         if not surface.dispatched and tracer.record.rejection is None:
-            raise OutsideFragment("no dispatch loop `for r in pl.range(world size)` was followed")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_NO_DISPATCH_LOOP))
         rank_var = rank_var or _dispatch_var(tracer)
         pending.extend(tracer.alternatives)
         records.append(tracer.record)
@@ -89,7 +90,10 @@ def _run_path(origin: ProgramOrigin, surface: Surface) -> None:
         except Exception as error:  # noqa: BLE001 - the user's own exception, or ours
             failure = classify_raised(error, "")
             if not isinstance(failure, ProgramRejected):
-                raise OutsideFragment(f"{type(error).__name__}: {error}") from None
+                name = type(error).__name__
+                raise OutsideFragment(
+                    reason(ReasonCode.OUTSIDE_RAISED, error=name, why=str(error))
+                ) from None
             surface.tracer.reject(failure.message)
 
 
@@ -98,7 +102,7 @@ def _program(origin: ProgramOrigin, surface: Surface) -> Any:
     if not inspect.isfunction(value):
         return value
     if origin.rank_parameter is None:
-        raise OutsideFragment("a factory without a rank-count parameter")
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_NO_RANK_PARAMETER))
     keywords = dict(origin.keywords)
     keywords[origin.rank_parameter] = surface.tracer.world()
     return value(**keywords)

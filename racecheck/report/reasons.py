@@ -55,6 +55,31 @@ class ReasonCode(Enum):
     INPUTS_UNDECIDED = "inputs-undecided"
     OPEN_INPUT = "open-input"
     OPEN_ORDER = "open-order"
+    # what the every-P tracer does not follow (allp: OutsideFragment)
+    OUTSIDE_HOST_ROW = "outside-host-row"
+    OUTSIDE_TILE_VALUE = "outside-tile-value"
+    OUTSIDE_NOT_VIEW = "outside-not-view"
+    OUTSIDE_REMOTE_HOST = "outside-remote-host"
+    OUTSIDE_NOT_TILE = "outside-not-tile"
+    OUTSIDE_DIM_NOT_P = "outside-dim-not-p"
+    OUTSIDE_HOST_DIM = "outside-host-dim"
+    OUTSIDE_NOT_PROGRAM = "outside-not-program"
+    OUTSIDE_NO_HOST_ENTRY = "outside-no-host-entry"
+    OUTSIDE_NO_RANK_PARAMETER = "outside-no-rank-parameter"
+    OUTSIDE_PATHS = "outside-paths"
+    OUTSIDE_BUDGET = "outside-budget"
+    OUTSIDE_NO_DISPATCH_LOOP = "outside-no-dispatch-loop"
+    OUTSIDE_RAISED = "outside-raised"
+    OUTSIDE_NOT_INTEGER = "outside-not-integer"
+    OUTSIDE_DIVISOR_SIGN = "outside-divisor-sign"
+    OUTSIDE_DIVISION_CASES = "outside-division-cases"
+    OUTSIDE_QUOTIENT = "outside-quotient"
+    OUTSIDE_INT32 = "outside-int32"
+    OUTSIDE_COMPARISON = "outside-comparison"
+    OUTSIDE_CONCRETE_NEEDED = "outside-concrete-needed"
+    OUTSIDE_HASHED_VALUE = "outside-hashed-value"
+    OUTSIDE_HASHED_CONDITION = "outside-hashed-condition"
+    OUTSIDE_AS_TEXT = "outside-as-text"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -128,6 +153,40 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.OPEN_ORDER: (
         "the value used at {used} depends on the order of unordered writes"
         "{read}; other orders may take another path"
+    ),
+    ReasonCode.OUTSIDE_HOST_ROW: "only x[r] (one leading row) of a host tensor is followed",
+    ReasonCode.OUTSIDE_TILE_VALUE: "a value read out of a tile is outside the fragment",
+    ReasonCode.OUTSIDE_NOT_VIEW: "{value} is not a window or host tensor the tracer follows",
+    ReasonCode.OUTSIDE_REMOTE_HOST: "a remote access to a host tensor",
+    ReasonCode.OUTSIDE_NOT_TILE: "{value} is not a tile the tracer follows",
+    ReasonCode.OUTSIDE_DIM_NOT_P: "the dynamic dim {dim} is not the rank count",
+    ReasonCode.OUTSIDE_HOST_DIM: "the host tensor dim {dim} is outside the fragment",
+    ReasonCode.OUTSIDE_NOT_PROGRAM: "{value} is not a program the tracer can enter",
+    ReasonCode.OUTSIDE_NO_HOST_ENTRY: "a program class without a host entry",
+    ReasonCode.OUTSIDE_NO_RANK_PARAMETER: "a factory without a rank-count parameter",
+    ReasonCode.OUTSIDE_PATHS: "more than {paths} branch paths",
+    ReasonCode.OUTSIDE_BUDGET: "the all-P time budget ran out while tracing",
+    ReasonCode.OUTSIDE_NO_DISPATCH_LOOP: (
+        "no dispatch loop `for r in pl.range(world size)` was followed"
+    ),
+    ReasonCode.OUTSIDE_RAISED: "{error}: {why}",
+    ReasonCode.OUTSIDE_NOT_INTEGER: "{value} is not an integer the symbolic tracer can follow",
+    ReasonCode.OUTSIDE_DIVISOR_SIGN: "division by {divisor}, which may be zero or negative",
+    ReasonCode.OUTSIDE_DIVISION_CASES: "{left} // {right} has too many cases to split",
+    ReasonCode.OUTSIDE_QUOTIENT: (
+        "{left} {op} {right} may have a quotient outside {split}, the cases the"
+        " tracer splits a division by a symbolic value into"
+    ),
+    ReasonCode.OUTSIDE_INT32: "{left} {op} {right} = {result} leaves the INT32 range",
+    ReasonCode.OUTSIDE_COMPARISON: "comparing {left} with {right} is outside the fragment",
+    ReasonCode.OUTSIDE_CONCRETE_NEEDED: (
+        "the symbolic value {value} is used where Python needs a concrete integer"
+    ),
+    ReasonCode.OUTSIDE_HASHED_VALUE: "the symbolic value {value} is hashed or used as a key",
+    ReasonCode.OUTSIDE_HASHED_CONDITION: "the symbolic condition {cond} is hashed",
+    ReasonCode.OUTSIDE_AS_TEXT: (
+        "the symbolic value {value} is turned into text (line {line}) outside"
+        " a raise statement or an assert message"
     ),
 }
 
