@@ -80,6 +80,23 @@ class ReasonCode(Enum):
     OUTSIDE_HASHED_VALUE = "outside-hashed-value"
     OUTSIDE_HASHED_CONDITION = "outside-hashed-condition"
     OUTSIDE_AS_TEXT = "outside-as-text"
+    OUTSIDE_DECISIONS = "outside-decisions"
+    OUTSIDE_ESCAPED_INDEX = "outside-escaped-index"
+    OUTSIDE_STEP = "outside-step"
+    OUTSIDE_RANGE_NOT_FOR = "outside-range-not-for"
+    OUTSIDE_LEFT_EARLY = "outside-left-early"
+    OUTSIDE_PASSES = "outside-passes"
+    OUTSIDE_PARTLY_BOUND = "outside-partly-bound"
+    OUTSIDE_ZERO_TRIPS = "outside-zero-trips"
+    OUTSIDE_DISPATCH_OUTSIDE_LOOP = "outside-dispatch-outside-loop"
+    OUTSIDE_NO_DISPATCH = "outside-no-dispatch"
+    OUTSIDE_RAISES_IN_LOOP = "outside-raises-in-loop"
+    OUTSIDE_RAISES_ALWAYS = "outside-raises-always"
+    OUTSIDE_RAISES_ON_SOME_RANKS = "outside-raises-on-some-ranks"
+    OUTSIDE_NOT_BOUND = "outside-not-bound"
+    OUTSIDE_CARRIES_CONTAINER = "outside-carries-container"
+    OUTSIDE_CARRIES_VALUE = "outside-carries-value"
+    OUTSIDE_CARRIES_BY_PATH = "outside-carries-by-path"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -187,6 +204,41 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.OUTSIDE_AS_TEXT: (
         "the symbolic value {value} is turned into text (line {line}) outside"
         " a raise statement or an assert message"
+    ),
+    ReasonCode.OUTSIDE_DECISIONS: (
+        "more than {decisions} symbolic branches on one path"
+        " (a loop whose bound is symbolic but is not a pl.range?)"
+    ),
+    ReasonCode.OUTSIDE_ESCAPED_INDEX: (
+        "{what} at {at} uses a loop index outside its iteration"
+        " (after its loop, or on another path through the loop body)"
+    ),
+    ReasonCode.OUTSIDE_STEP: "pl.range with step {step} is outside the fragment",
+    ReasonCode.OUTSIDE_RANGE_NOT_FOR: (
+        "a pl.range at {at} that is not the iterable of a for statement"
+        " (a comprehension, list(), enumerate(), zip() ... would see one iteration)"
+    ),
+    ReasonCode.OUTSIDE_LEFT_EARLY: "a loop left early (break, return or an exception) in {name}",
+    ReasonCode.OUTSIDE_PASSES: "more than {passes} paths through one loop body",
+    ReasonCode.OUTSIDE_PARTLY_BOUND: (
+        "the loop at {at} binds {name} on some paths through its"
+        " body only, and it is read where those paths may not have run"
+    ),
+    ReasonCode.OUTSIDE_ZERO_TRIPS: (
+        "the loop at {at} may run zero times, leaving {name} unbound where it is read"
+    ),
+    ReasonCode.OUTSIDE_DISPATCH_OUTSIDE_LOOP: "a dispatch outside the host loop",
+    ReasonCode.OUTSIDE_NO_DISPATCH: "a per-rank operation outside a dispatch at {at}",
+    ReasonCode.OUTSIDE_RAISES_IN_LOOP: "the program raises inside a loop: {message}",
+    ReasonCode.OUTSIDE_RAISES_ALWAYS: "the program raises on every path: {message}",
+    ReasonCode.OUTSIDE_RAISES_ON_SOME_RANKS: "the program raises on some ranks only: {message}",
+    ReasonCode.OUTSIDE_NOT_BOUND: "{value} is not an integer bound",
+    ReasonCode.OUTSIDE_CARRIES_CONTAINER: "the loop carries the container {name}",
+    ReasonCode.OUTSIDE_CARRIES_VALUE: (
+        "the loop carries {name}: set in one iteration and still bound after the loop"
+    ),
+    ReasonCode.OUTSIDE_CARRIES_BY_PATH: (
+        "the loop carries {name}: its value after the loop depends on the path through the body"
     ),
 }
 
