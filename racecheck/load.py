@@ -44,6 +44,7 @@ from racecheck.dsl.watchdog import Overrun, within
 from racecheck.errors import LoadError, ProgramRejected, TracingError, UsageError, UserError
 from racecheck.options import parse_bool
 from racecheck.project_imports import project_imports, project_module_names
+from racecheck.report.reasons import ReasonCode, reason
 
 RANK_COUNT_NAMES = frozenset(
     {
@@ -90,15 +91,17 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
         with open(path, encoding="utf-8-sig") as handle:
             source = handle.read()
     except FileNotFoundError:
-        raise LoadError("no such file", file=path) from None
+        raise LoadError(reason(ReasonCode.NO_SUCH_FILE), file=path) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise LoadError(f"cannot read the file: {error}", file=path) from None
+        raise LoadError(reason(ReasonCode.UNREADABLE, why=str(error)), file=path) from None
     compiled_name = os.path.abspath(path)
     try:
         tree = ast.parse(source, filename=compiled_name)
         code = compile(tree, compiled_name, "exec", dont_inherit=True)
     except SyntaxError as error:
-        raise LoadError(f"syntax error: {error.msg}", file=path, line=error.lineno) from None
+        raise LoadError(
+            reason(ReasonCode.SYNTAX, why=error.msg), file=path, line=error.lineno
+        ) from None
     register_user_file(compiled_name, path)
     module = _fresh_module(compiled_name)
     with installed(), project_imports(path):
@@ -106,7 +109,9 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
             within(lambda: exec(code, module.__dict__), timeout)
         except Overrun as overrun:
             line = overrun.where.line if overrun.where else None
-            raise LoadError(f"importing the file {overrun}", file=path, line=line) from None
+            raise LoadError(
+                reason(ReasonCode.IMPORT_FAILED, how=str(overrun)), file=path, line=line
+            ) from None
         except UserError as error:
             if error.file is None:  # raised by racecheck's DSL: the user's line caused it
                 where = traceback_location(error.__traceback__)
@@ -115,7 +120,7 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
         except BaseException as error:  # noqa: BLE001 - any import-time failure is a LoadError
             where = traceback_location(error.__traceback__)
             raise LoadError(
-                f"importing the file {raised(error)}",
+                reason(ReasonCode.IMPORT_FAILED, how=raised(error)),
                 file=path,
                 line=where.line if where else None,
             ) from None
@@ -201,18 +206,20 @@ def rejection_message(error: BaseException) -> str | None:
     text = str(error)
     if not text:
         last = frames[-1]
-        text = f"{type(error).__name__} at line {last.lineno}: {(last.line or '').strip()}"
+        text = reason(
+            ReasonCode.REJECTED_SILENTLY,
+            error=type(error).__name__,
+            line=str(last.lineno),
+            text=(last.line or "").strip(),
+        )
     return text
 
 
 def raised(error: BaseException) -> str:
     """How user code failed, for a message: "raised ValueError: ..." or the exit it called."""
     if isinstance(error, SystemExit):
-        return (
-            f"called sys.exit/os._exit ({error.code}); racecheck cannot check a program"
-            " that exits the process"
-        )
-    return f"raised {type(error).__name__}: {error}"
+        return reason(ReasonCode.EXITED, status=str(error.code))
+    return reason(ReasonCode.RAISED, error=type(error).__name__, why=str(error))
 
 
 def classify_raised(
@@ -316,8 +323,7 @@ def bind_host(
             value = parameter.default
         else:
             raise UserError(
-                f"{name}: host parameter {parameter.name!r} has no default; pass "
-                f"--arg {parameter.name}=VALUE",
+                reason(ReasonCode.HOST_PARAMETER_UNBOUND, name=name, parameter=parameter.name),
                 file=loaded.path,
             )
         parameters.append(HostParameter(name=parameter.name, annotation=annotation, value=value))
@@ -330,7 +336,7 @@ def bind_host(
             dims.append((symbol, None))
         else:
             raise UserError(
-                f"{name}: dynamic dim {symbol} is not the rank count; pass --arg {symbol}=VALUE",
+                reason(ReasonCode.DIM_UNBOUND, name=name, dim=symbol),
                 file=loaded.path,
             )
     return HostBinding(parameters=tuple(parameters), dims=tuple(dims))
@@ -354,16 +360,12 @@ def _entry_of(value: Any, name: str, loaded: LoadedFile) -> DslFunction:
     if isinstance(value, Program):
         entry = _user_call(loaded, name, value.host_entry)
         if entry is None:
-            raise UserError(
-                f"program {name} has no host entry "
-                "(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator))",
-                file=loaded.path,
-            )
+            raise UserError(reason(ReasonCode.NO_HOST_ENTRY, name=name), file=loaded.path)
         return entry
     if isinstance(value, DslFunction) and value.role is FunctionRole.HOST:
         return value
     raise UserError(
-        f"{name} returned {value!r}, not a @pl.program class or a @pl.jit.host entry",
+        reason(ReasonCode.NOT_A_PROGRAM, name=name, value=repr(value)),
         file=loaded.path,
     )
 
@@ -388,7 +390,7 @@ def parse_arg(text: str, loaded: LoadedFile) -> Any:
     except Exception as error:  # noqa: BLE001 - anything else is taken as a plain string
         if _calls(text):
             raise UsageError(
-                f"--arg value {text!r} is evaluated over the file's names and {raised(error)}",
+                reason(ReasonCode.ARG_FAILED, text=text, how=raised(error)),
                 file=loaded.path,
             ) from None
         return text
@@ -522,15 +524,16 @@ def _factory_specs(
     rank_parameter = rank_parameter_of(parameters, rank_param)
     if rank_param is not None and rank_parameter is None:
         raise UsageError(
-            f"--rank-param {rank_param}: {name}() has no parameter of that name "
-            f"(parameters: {', '.join(names) or 'none'})",
+            reason(
+                ReasonCode.RANK_PARAM_UNKNOWN,
+                param=rank_param,
+                name=name,
+                parameters=", ".join(names) or "none",
+            ),
             file=loaded.path,
         )
     if rank_parameter is not None and rank_parameter in args:
-        raise UsageError(
-            f"--arg {rank_parameter}: {name}() receives the rank count P through "
-            f"{rank_parameter!r}; choose P with --ranks"
-        )
+        raise UsageError(reason(ReasonCode.ARG_IS_RANK_COUNT, param=rank_parameter, name=name))
     fixed: dict[str, Any] = {}
     both_ways: list[str] = []
     for parameter in parameters:
@@ -545,9 +548,7 @@ def _factory_specs(
         else:
             line = getattr(getattr(factory, "__code__", None), "co_firstlineno", None)
             raise UserError(
-                f"factory {name}() has a parameter {parameter.name!r} without a default; "
-                f"pass --arg {parameter.name}=VALUE (or --rank-param {parameter.name} "
-                "if it is the rank count)",
+                reason(ReasonCode.FACTORY_PARAMETER_UNBOUND, name=name, parameter=parameter.name),
                 file=loaded.path,
                 line=line,
             )
@@ -681,9 +682,7 @@ def _chip_builder(
         for parameter in entry_parameters(entry):
             if parameter.annotation is inspect.Parameter.empty and parameter.name not in args:
                 raise UserError(
-                    f"{name}: parameter {parameter.name!r} has no type annotation; an L2-only"
-                    " program is checked with host tensors of its orchestration's annotated"
-                    " shapes",
+                    reason(ReasonCode.L2_UNANNOTATED, name=name, parameter=parameter.name),
                     file=loaded.path,
                 )
         return _instance(loaded, name, entry, ranks, args)
@@ -781,7 +780,7 @@ def discover(
     _check_arg_names(specs, arguments, loaded)
     if rank_param is not None and all(spec.rank_param != rank_param for spec in specs):
         raise UsageError(
-            f"--rank-param {rank_param}: no selected factory has a parameter of that name",
+            reason(ReasonCode.RANK_PARAM_UNUSED, param=rank_param),
             file=loaded.path,
         )
     return specs
@@ -793,8 +792,7 @@ def _check_arg_names(specs: list[ProgramSpec], args: Mapping[str, str], loaded: 
     if unknown:
         listed = ", ".join(sorted(known)) or "none"
         raise UsageError(
-            f"--arg {unknown[0]}: no selected program has a parameter of that name "
-            f"(parameters: {listed})",
+            reason(ReasonCode.ARG_UNKNOWN, arg=unknown[0], parameters=listed),
             file=loaded.path,
         )
 
@@ -808,18 +806,11 @@ def _all_programs(
     if not specs:
         single_chip = _single_chip_programs(loaded)
         found = (
-            (
-                f" ({', '.join(single_chip)} has no host entry: nothing is dispatched to "
-                "ranks, so there is no collective to check)"
-            )
+            reason(ReasonCode.ONLY_SINGLE_CHIP, programs=", ".join(single_chip))
             if single_chip
             else ""
         )
-        raise UserError(
-            "no program found: expected a @pl.program class with a host entry, a "
-            f"@pl.jit.host entry or a factory function that returns one{found}",
-            file=loaded.path,
-        )
+        raise UserError(reason(ReasonCode.NO_PROGRAM, found=found), file=loaded.path)
     return specs
 
 
@@ -842,4 +833,6 @@ def _named(
         if chosen:
             return chosen
     available = ", ".join(spec.name for spec in _all_programs(loaded, args, rank_param)) or "none"
-    raise UserError(f"--program {name}: no such program (available: {available})", file=loaded.path)
+    raise UserError(
+        reason(ReasonCode.NO_SUCH_PROGRAM, name=name, available=available), file=loaded.path
+    )

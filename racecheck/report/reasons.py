@@ -97,6 +97,28 @@ class ReasonCode(Enum):
     OUTSIDE_CARRIES_CONTAINER = "outside-carries-container"
     OUTSIDE_CARRIES_VALUE = "outside-carries-value"
     OUTSIDE_CARRIES_BY_PATH = "outside-carries-by-path"
+    # the loader: errors and how user code failed (load)
+    NO_SUCH_FILE = "no-such-file"
+    UNREADABLE = "unreadable"
+    SYNTAX = "syntax"
+    IMPORT_FAILED = "import-failed"
+    RAISED = "raised"
+    NO_PROGRAM = "no-program"
+    REJECTED_SILENTLY = "rejected-silently"
+    EXITED = "exited"
+    NO_HOST_ENTRY = "no-host-entry"
+    NOT_A_PROGRAM = "not-a-program"
+    HOST_PARAMETER_UNBOUND = "host-parameter-unbound"
+    DIM_UNBOUND = "dim-unbound"
+    ARG_FAILED = "arg-failed"
+    RANK_PARAM_UNKNOWN = "rank-param-unknown"
+    ARG_IS_RANK_COUNT = "arg-is-rank-count"
+    FACTORY_PARAMETER_UNBOUND = "factory-parameter-unbound"
+    L2_UNANNOTATED = "l2-unannotated"
+    RANK_PARAM_UNUSED = "rank-param-unused"
+    ARG_UNKNOWN = "arg-unknown"
+    ONLY_SINGLE_CHIP = "only-single-chip"
+    NO_SUCH_PROGRAM = "no-such-program"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -240,6 +262,61 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.OUTSIDE_CARRIES_BY_PATH: (
         "the loop carries {name}: its value after the loop depends on the path through the body"
     ),
+    ReasonCode.NO_SUCH_FILE: "no such file",
+    ReasonCode.UNREADABLE: "cannot read the file: {why}",
+    ReasonCode.SYNTAX: "syntax error: {why}",
+    ReasonCode.IMPORT_FAILED: "importing the file {how}",
+    ReasonCode.RAISED: "raised {error}: {why}",
+    ReasonCode.NO_PROGRAM: (
+        "no program found: expected a @pl.program class with a host entry, a "
+        "@pl.jit.host entry or a factory function that returns one{found}"
+    ),
+    ReasonCode.REJECTED_SILENTLY: "{error} at line {line}: {text}",
+    ReasonCode.EXITED: (
+        "called sys.exit/os._exit ({status}); racecheck cannot check a program"
+        " that exits the process"
+    ),
+    ReasonCode.NO_HOST_ENTRY: (
+        "program {name} has no host entry "
+        "(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator))"
+    ),
+    ReasonCode.NOT_A_PROGRAM: (
+        "{name} returned {value}, not a @pl.program class or a @pl.jit.host entry"
+    ),
+    ReasonCode.HOST_PARAMETER_UNBOUND: (
+        "{name}: host parameter {parameter!r} has no default; pass --arg {parameter}=VALUE"
+    ),
+    ReasonCode.DIM_UNBOUND: (
+        "{name}: dynamic dim {dim} is not the rank count; pass --arg {dim}=VALUE"
+    ),
+    ReasonCode.ARG_FAILED: "--arg value {text!r} is evaluated over the file's names and {how}",
+    ReasonCode.RANK_PARAM_UNKNOWN: (
+        "--rank-param {param}: {name}() has no parameter of that name (parameters: {parameters})"
+    ),
+    ReasonCode.ARG_IS_RANK_COUNT: (
+        "--arg {param}: {name}() receives the rank count P through {param!r}; choose P with --ranks"
+    ),
+    ReasonCode.FACTORY_PARAMETER_UNBOUND: (
+        "factory {name}() has a parameter {parameter!r} without a default; "
+        "pass --arg {parameter}=VALUE (or --rank-param {parameter} "
+        "if it is the rank count)"
+    ),
+    ReasonCode.L2_UNANNOTATED: (
+        "{name}: parameter {parameter!r} has no type annotation; an L2-only"
+        " program is checked with host tensors of its orchestration's annotated"
+        " shapes"
+    ),
+    ReasonCode.RANK_PARAM_UNUSED: (
+        "--rank-param {param}: no selected factory has a parameter of that name"
+    ),
+    ReasonCode.ARG_UNKNOWN: (
+        "--arg {arg}: no selected program has a parameter of that name (parameters: {parameters})"
+    ),
+    ReasonCode.ONLY_SINGLE_CHIP: (
+        " ({programs} has no host entry: nothing is dispatched to "
+        "ranks, so there is no collective to check)"
+    ),
+    ReasonCode.NO_SUCH_PROGRAM: "--program {name}: no such program (available: {available})",
 }
 
 Fact = str | int
