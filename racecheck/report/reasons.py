@@ -119,6 +119,29 @@ class ReasonCode(Enum):
     ARG_UNKNOWN = "arg-unknown"
     ONLY_SINGLE_CHIP = "only-single-chip"
     NO_SUCH_PROGRAM = "no-such-program"
+    # what the every-P shadow of pl/pld does not follow (allp/shadow.py)
+    SHADOW_SCALAR_ARITHMETIC = "shadow-scalar-arithmetic"
+    SHADOW_DISPATCH_LOOPS = "shadow-dispatch-loops"
+    SHADOW_DEVICE_NOT_INDEX = "shadow-device-not-index"
+    SHADOW_TWO_KERNELS = "shadow-two-kernels"
+    SHADOW_DEFERRED_ALLGATHER = "shadow-deferred-allgather"
+    SHADOW_FOUR_ARGUMENTS = "shadow-four-arguments"
+    SHADOW_SOURCE_IS_TARGET = "shadow-source-is-target"
+    SHADOW_RANGE_CARRY = "shadow-range-carry"
+    SHADOW_RANGE_ARGS = "shadow-range-args"
+    SHADOW_SYMBOLIC_STEP = "shadow-symbolic-step"
+    SHADOW_ALLOC_NO_DTYPE = "shadow-alloc-no-dtype"
+    SHADOW_ALLOC_INSIDE = "shadow-alloc-inside"
+    SHADOW_WINDOW_OF = "shadow-window-of"
+    SHADOW_ACCESS_RANK = "shadow-access-rank"
+    SHADOW_ACCESS_TO = "shadow-access-to"
+    SHADOW_NOTIFY_OP = "shadow-notify-op"
+    SHADOW_WAIT_ARGUMENTS = "shadow-wait-arguments"
+    SHADOW_WAIT_CMP = "shadow-wait-cmp"
+    SHADOW_WHOLE_SLICE_SIZES = "shadow-whole-slice-sizes"
+    SHADOW_REMOTE_NOT_WINDOW = "shadow-remote-not-window"
+    SHADOW_REGION_SIZES = "shadow-region-sizes"
+    SHADOW_NAME = "shadow-name"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -317,6 +340,38 @@ _WORDS: dict[ReasonCode, str] = {
         "ranks, so there is no collective to check)"
     ),
     ReasonCode.NO_SUCH_PROGRAM: "--program {name}: no such program (available: {available})",
+    ReasonCode.SHADOW_SCALAR_ARITHMETIC: "scalar arithmetic through pl.* is outside the fragment",
+    ReasonCode.SHADOW_DISPATCH_LOOPS: "more than one dispatch loop per rank",
+    ReasonCode.SHADOW_DEVICE_NOT_INDEX: (
+        "a dispatch whose device= is not the index of one host loop"
+    ),
+    ReasonCode.SHADOW_TWO_KERNELS: (
+        "two kernel tasks per rank: the runtime may overlap them (docs/model.md)"
+    ),
+    ReasonCode.SHADOW_DEFERRED_ALLGATHER: (
+        "pld.tensor.allgather(defer=True) waits unsigned (docs/model.md)"
+    ),
+    ReasonCode.SHADOW_FOUR_ARGUMENTS: "the four-argument {label} is outside the fragment",
+    ReasonCode.SHADOW_SOURCE_IS_TARGET: "{label}: its source and target are views of one buffer",
+    ReasonCode.SHADOW_RANGE_CARRY: (
+        "pl.range with init_values (a loop carry) is outside the fragment"
+    ),
+    ReasonCode.SHADOW_RANGE_ARGS: "pl.range{args} is outside the fragment",
+    ReasonCode.SHADOW_SYMBOLIC_STEP: "pl.range with a symbolic step is outside the fragment",
+    ReasonCode.SHADOW_ALLOC_NO_DTYPE: "alloc_window_buffer(shape) without dtype",
+    ReasonCode.SHADOW_ALLOC_INSIDE: "a window buffer allocated inside a loop or a kernel",
+    ReasonCode.SHADOW_WINDOW_OF: "pld.window of something that is not a window buffer",
+    ReasonCode.SHADOW_ACCESS_RANK: "an access whose rank differs from its view's",
+    ReasonCode.SHADOW_ACCESS_TO: "an access to {view}, which is not a window or host tensor",
+    ReasonCode.SHADOW_NOTIFY_OP: "notify op {op}",
+    ReasonCode.SHADOW_WAIT_ARGUMENTS: "pld.system.wait without offsets= or expected=",
+    ReasonCode.SHADOW_WAIT_CMP: "wait cmp {cmp}",
+    ReasonCode.SHADOW_WHOLE_SLICE_SIZES: (
+        "a whole-slice {label} whose src and dst sizes differ for some P"
+    ),
+    ReasonCode.SHADOW_REMOTE_NOT_WINDOW: "put/get whose remote side is not a window",
+    ReasonCode.SHADOW_REGION_SIZES: "{label}: its source and target regions differ in size",
+    ReasonCode.SHADOW_NAME: "{name} is outside the symbolic fragment",
 }
 
 Fact = str | int
