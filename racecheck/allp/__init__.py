@@ -220,7 +220,7 @@ def _require_fragment(protocol: Protocol) -> None:
         if template.effect is Effect.NOTIFY:
             ops.setdefault(memory, set()).add(template.notify_op)
         if template.cmp is WaitCmp.GE_UNSIGNED:
-            raise OutsideFragment("a defer_wait compares unsigned")
+            raise OutsideFragment(reason(ReasonCode.EVERY_P_DEFER_WAIT))
     signal = set(ops) | {t.footprint.memory for t in protocol.templates if t.effect is Effect.WAIT}
     for template in protocol.templates:
         if (
@@ -228,9 +228,12 @@ def _require_fragment(protocol: Protocol) -> None:
             and template.footprint.memory in signal
         ):
             raise OutsideFragment(
-                f"a store into signal window {template.footprint.memory} (line"
-                f" {template.location.line}) besides its notifies"
+                reason(
+                    ReasonCode.EVERY_P_SIGNAL_STORE,
+                    memory=template.footprint.memory,
+                    line=template.location.line,
+                )
             )
     for memory, found in ops.items():
         if len(found) > 1:
-            raise OutsideFragment(f"Set and AtomicAdd notifies on one signal window ({memory})")
+            raise OutsideFragment(reason(ReasonCode.EVERY_P_SET_ADD, memory=memory))

@@ -31,6 +31,7 @@ class ReasonCode(Enum):
     EVERY_P_UNDECIDED = "every-p-undecided"
     EVERY_P_REFUTED = "every-p-refuted"
     EVERY_P_INT32 = "every-p-int32"
+    EVERY_P_BUDGET = "every-p-budget"
     # what a proof for every P assumes (allp)
     ASSUME_LOW = "assume-low"
     ASSUME_BELOW = "assume-below"
@@ -142,6 +143,17 @@ class ReasonCode(Enum):
     SHADOW_REMOTE_NOT_WINDOW = "shadow-remote-not-window"
     SHADOW_REGION_SIZES = "shadow-region-sizes"
     SHADOW_NAME = "shadow-name"
+    # what the every-P prover discharges (allp/obligations.py Obligation)
+    OBLIGATION_BOUNDS = "obligation-bounds"
+    OBLIGATION_UNIQUE_WRITER = "obligation-unique-writer"
+    OBLIGATION_WAIT_VALUE = "obligation-wait-value"
+    OBLIGATION_NOTIFY_EXISTS = "obligation-notify-exists"
+    OBLIGATION_NO_CIRCULAR_WAIT = "obligation-no-circular-wait"
+    OBLIGATION_ORDERED = "obligation-ordered"
+    # what the every-P prover refuses (allp/__init__.py)
+    EVERY_P_DEFER_WAIT = "every-p-defer-wait"
+    EVERY_P_SIGNAL_STORE = "every-p-signal-store"
+    EVERY_P_SET_ADD = "every-p-set-add"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -372,6 +384,27 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.SHADOW_REMOTE_NOT_WINDOW: "put/get whose remote side is not a window",
     ReasonCode.SHADOW_REGION_SIZES: "{label}: its source and target regions differ in size",
     ReasonCode.SHADOW_NAME: "{name} is outside the symbolic fragment",
+    ReasonCode.OBLIGATION_BOUNDS: "every access in bounds",
+    ReasonCode.OBLIGATION_UNIQUE_WRITER: (
+        "each waited signal cell is fed by one notify, or by one +1 from every other rank"
+        " with the wait at N - 1"
+    ),
+    ReasonCode.OBLIGATION_WAIT_VALUE: "each wait passes exactly when its cell's notify has landed",
+    ReasonCode.OBLIGATION_NOTIFY_EXISTS: (
+        "every wait's cell is notified (no wait without its notify)"
+    ),
+    ReasonCode.OBLIGATION_NO_CIRCULAR_WAIT: (
+        "no circular wait (the notify a wait needs is behind earlier waits only)"
+    ),
+    ReasonCode.OBLIGATION_ORDERED: (
+        "conflicting accesses of different ranks ordered by access → notify ⇒ wait → access"
+    ),
+    ReasonCode.EVERY_P_DEFER_WAIT: "a defer_wait compares unsigned",
+    ReasonCode.EVERY_P_SIGNAL_STORE: (
+        "a store into signal window {memory} (line {line}) besides its notifies"
+    ),
+    ReasonCode.EVERY_P_SET_ADD: "Set and AtomicAdd notifies on one signal window ({memory})",
+    ReasonCode.EVERY_P_BUDGET: "the all-P time budget ran out",
 }
 
 Fact = str | int
