@@ -46,6 +46,7 @@ from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
 from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
+from racecheck.report.reasons import ReasonCode, has_code
 from racecheck.session import Session
 from racecheck.steering import open_reads
 from racecheck.workers import Workers
@@ -294,7 +295,7 @@ def _check_one(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
         # Each call starts after the previous one ended, from zeroed windows: the calls
         # are independent, and checking one is checking them all (docs/model.md).
         outcome = _check_one(spec, ranks, dataclasses.replace(options, repeat=1))
-        notes = tuple(note for note in outcome.notes if note != judge.SINGLE_USE_NOTE)
+        notes = tuple(n for n in outcome.notes if not has_code(n, ReasonCode.SINGLE_USE))
         return dataclasses.replace(outcome, notes=(*notes, judge.RESET_NOTE))
     runs: list[Execution] = []
     outcome = _check_dispatch_order(spec, ranks, options, (), runs)

@@ -23,6 +23,7 @@ from racecheck.events import EventRef, Schedule, Stuck
 from racecheck.findings import Finding
 from racecheck.judge import Outcome, shows_bug
 from racecheck.load import ProgramInstance
+from racecheck.report.reasons import ReasonCode, reason
 from racecheck.steering import Cause, OpenRead
 
 BUDGET = 16
@@ -161,7 +162,7 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
         results.append(_with_inputs(outcome.outcome, pending.path))
         found.add(outcome.outcome)
         if not _realised(pending, outcome):
-            why = "its other path could not be realised"
+            why = reason(ReasonCode.PATH_UNREALISED)
             unsettled.append(Unsettled(opened=pending.reason, why=why))
         room = BUDGET - len(results) - len(todo)
         todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline, room))
@@ -186,11 +187,11 @@ class _Found:
 def _stop(results: list[Outcome], found: _Found, deadline: float) -> str | None:
     """Why exploring stops before the next path, None while it goes on."""
     if len(results) >= BUDGET:
-        return f"past the budget of {BUDGET} paths"
+        return reason(ReasonCode.PATHS_BUDGET, budget=BUDGET)
     if time.monotonic() > deadline:
-        return "past --timeout"
+        return reason(ReasonCode.PATHS_TIMEOUT)
     if found.bug and found.quiet >= SATURATED_AFTER:
-        return f"not explored: a bug is shown and the last {SATURATED_AFTER} paths added no finding"
+        return reason(ReasonCode.PATHS_SATURATED, quiet=SATURATED_AFTER)
     return None
 
 
@@ -234,7 +235,7 @@ def _orders(path: Path, outcome: PathOutcome, unsettled: list[Unsettled]) -> lis
         if opened.cause is not Cause.ORDER or group in path.decided:
             continue
         if not opened.last_wins:
-            why = "more than two writes, not all Sets: their orders are not enumerated"
+            why = reason(ReasonCode.ORDERS_NOT_ENUMERATED)
             unsettled.append(Unsettled(opened=opened, why=why))
             continue
         last = max(opened.writers, key=lambda ref: order.get(ref, -1))
@@ -265,7 +266,7 @@ def _inputs(
     unsettled."""
     inputs = [opened for opened in outcome.opened if opened.cause is Cause.INPUT]
     unsettled.extend(
-        Unsettled(opened=opened, why="its dependence on the input has no symbolic form")
+        Unsettled(opened=opened, why=reason(ReasonCode.INPUT_NOT_SYMBOLIC))
         for opened in inputs
         if not opened.symbolic
     )
@@ -277,9 +278,9 @@ def _inputs(
     first, avoided = _repinned(path, made)
     branches: list[_Pending] = []
     for n, solution in flips(made, first, deadline=deadline, avoided=avoided):
-        reason = _reason(inputs, outcome.decisions[n])
+        opened = _reason(inputs, outcome.decisions[n])
         if solution.answer is Answer.UNDECIDED:
-            unsettled.append(Unsettled(opened=reason, why="the solver could not pick inputs"))
+            unsettled.append(Unsettled(opened=opened, why=reason(ReasonCode.INPUTS_UNDECIDED)))
         elif solution.answer is Answer.FOUND:
             flipped = Decision(condition=made[n].condition, taken=not made[n].taken)
             child = dataclasses.replace(
@@ -288,7 +289,7 @@ def _inputs(
                 forced=(*made[:n], flipped),
                 avoided=avoided if n == first else (),
             )
-            pending = _Pending(path=child, reason=reason)
+            pending = _Pending(path=child, reason=opened)
             if fresh(pending):
                 branches.append(pending)
             if len(branches) > room:

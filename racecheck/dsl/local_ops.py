@@ -25,7 +25,7 @@ from racecheck.dsl.dtypes import DType
 from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, device_scalar, sources_of
 from racecheck.dsl.symbolic import Forms, InputBlock, first_form, fits
-from racecheck.dsl.tensors import TensorView, Tile
+from racecheck.dsl.tensors import KernelOps, TensorView, Tile, provide_kernel_ops
 from racecheck.dsl.types import DimExpr
 from racecheck.events import HOST_OWNER
 
@@ -472,3 +472,8 @@ def yield_(*values: object) -> Any:
     if len(values) == 1 and not _caller_unpacks(sys._getframe(1)):
         return values[0]
     return values
+
+
+provide_kernel_ops(
+    KernelOps(assign=assign, load_block=load_block, add=add, sub=sub, mul=mul, div=div, neg=neg)
+)

@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from racecheck.dsl.context import note_control, note_unfollowed
+from racecheck.dsl.active import note_control, note_unfollowed
 from racecheck.dsl.symbolic import Expr, combine, decision, negated, operand
 from racecheck.events import INT32_MAX, INT32_MIN, EventRef
 
