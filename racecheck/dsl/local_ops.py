@@ -21,10 +21,19 @@ from typing import Any
 import numpy as np
 
 from racecheck.dsl.context import rank_context
-from racecheck.dsl.dtypes import DType
+from racecheck.dsl.dtypes import INDEX, DType
 from racecheck.dsl.parallel import record_local, tracked
-from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, device_scalar, sources_of
-from racecheck.dsl.symbolic import Forms, InputBlock, first_form, fits
+from racecheck.dsl.scalars import (
+    DeviceIndex,
+    DeviceInt,
+    Tainted,
+    as_data,
+    as_index,
+    device_scalar,
+    sources_of,
+    typed,
+)
+from racecheck.dsl.symbolic import Forms, InputBlock, first_form, within
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import DimExpr
 from racecheck.events import HOST_OWNER
@@ -360,11 +369,12 @@ def cast(
         converted: float | DeviceInt = float(plain)
     else:  # truncated, then wrapped into the target's range as the device does
         stored = target.encode(np.asarray(int(plain)))
-        converted = DeviceInt(int(target.decode(stored)))
+        converted = typed(target, int(target.decode(stored)))
     if not isinstance(value, Tainted):
         return converted
-    symbolic = value.symbolic if fits(value.symbolic, target.limits) else None
-    return Tainted(converted, value.sources, symbolic)
+    symbolic = value.symbolic if within(value.symbolic, target.limits) else None
+    dtype = None if target.is_float else target
+    return Tainted(converted, value.sources, symbolic, dtype=dtype, guards=value.guards)
 
 
 class _CarriedLoop:
@@ -389,7 +399,7 @@ def _loop_indices(args: tuple[object, ...]) -> Iterator[object]:
         raise TypeError(f"pl.range takes 1 to 3 bounds, got {len(args)}")
     if any(isinstance(bound, Tainted) and bound.symbolic is not None for bound in args[:2]):
         return _compared(args)
-    return (DeviceInt(index) for index in range(*indices(args)))
+    return (DeviceIndex(index) for index in range(*indices(args)))  # INDEX, docs/model.md §1
 
 
 def _compared(args: tuple[object, ...]) -> Iterator[object]:
@@ -401,7 +411,7 @@ def _compared(args: tuple[object, ...]) -> Iterator[object]:
     step = as_index(args[2]) if len(args) == 3 else 1
     if step == 0:
         raise ValueError("pl.range() arg 3 must not be zero")
-    first: Any = start if isinstance(start, Tainted) else DeviceInt(as_index(start))
+    first: Any = start if isinstance(start, Tainted) else DeviceIndex(as_index(start))
     index, taken = first, 0
     while index < stop if step > 0 else index > stop:
         yield index
@@ -413,7 +423,7 @@ def _carried_iteration(
     steps: Iterator[object], init: tuple[object, ...]
 ) -> Iterator[tuple[object, ...]]:
     stack = _carried_stack()
-    loop = _CarriedLoop(tuple(map(device_scalar, init)))
+    loop = _CarriedLoop(tuple(device_scalar(value, INDEX) for value in init))
     stack.append(loop)
     try:
         for index in steps:
@@ -465,7 +475,7 @@ def _caller_unpacks(frame: Any) -> bool:
 
 def yield_(*values: object) -> Any:
     """Carry `values` into the next iteration of the innermost `init_values` loop."""
-    values = tuple(map(device_scalar, values))  # loop-carried values are device scalars
+    values = tuple(device_scalar(value, INDEX) for value in values)  # a literal: INDEX
     stack = _carried_stack()
     if stack:
         stack[-1].values = values

@@ -232,3 +232,58 @@ def _is_float(expr: Expr) -> bool:
     if isinstance(expr, Const):
         return isinstance(expr.value, float)
     return any(_is_float(arg) for arg in expr.args)
+
+
+def bounds(expr: Expr) -> tuple[int, int] | None:
+    """The least and the greatest value an integer expression takes over its inputs'
+    ranges, by intervals (may be wider than the true range; None: not an integer one)."""
+    if isinstance(expr, Var):
+        return None if expr.is_float else expr.limits
+    if isinstance(expr, Const):
+        value = expr.value
+        return (value, value) if isinstance(value, int) else None
+    found = [bounds(arg) for arg in expr.args]
+    if any(bound is None for bound in found):
+        return None
+    spans: list[tuple[int, int]] = found  # type: ignore[assignment]
+    if expr.op.compares:
+        return (0, 1)
+    if expr.op is Op.NEG:
+        return (-spans[0][1], -spans[0][0])
+    (a, b), (c, d) = spans
+    if expr.op is Op.ADD:
+        return (a + c, b + d)
+    if expr.op is Op.SUB:
+        return (a - d, b - c)
+    if expr.op is Op.MUL:
+        products = (a * c, a * d, b * c, b * d)
+        return (min(products), max(products))
+    largest = max(abs(a), abs(b))  # |l // r| <= |l|, |l % r| <= |l|
+    if expr.op is Op.TRUNC_MOD:
+        largest = min(largest, max(abs(c), abs(d)) - 1)
+    return None if expr.op is Op.DIV else (-largest, largest)
+
+
+def in_type(expr: Expr | None, limits: tuple[int, int] | None) -> tuple[Expr, ...]:
+    """The conditions under which the integer `expr` lies within `limits` (a device
+    scalar type's), the ones its inputs' ranges do not already guarantee."""
+    found = None if expr is None or limits is None else bounds(expr)
+    if found is None:
+        return ()
+    assert expr is not None and limits is not None
+    low, high = limits
+    conditions: list[Expr] = []
+    if found[0] < low:
+        conditions.append(Apply(Op.GE, (expr, Const(low))))
+    if found[1] > high:
+        conditions.append(Apply(Op.LE, (expr, Const(high))))
+    return tuple(conditions)
+
+
+def within(expr: Expr | None, limits: tuple[int, int] | None) -> TypeGuard[Expr]:
+    """Whether every value of the integer `expr` lies within `limits` (None: not an
+    integer type): cast there, it is itself."""
+    found = None if expr is None or limits is None else bounds(expr)
+    return (
+        found is not None and limits is not None and limits[0] <= found[0] <= found[1] <= limits[1]
+    )
