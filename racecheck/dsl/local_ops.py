@@ -29,11 +29,12 @@ from racecheck.dsl.scalars import (
     Tainted,
     as_data,
     as_index,
+    chosen_scalar,
     device_scalar,
     sources_of,
     typed,
 )
-from racecheck.dsl.symbolic import Forms, InputBlock, first_form, within
+from racecheck.dsl.symbolic import Forms, InputBlock, Op, first_form, within
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import DimExpr
 from racecheck.events import HOST_OWNER
@@ -325,19 +326,19 @@ def div(lhs: object, rhs: object) -> Any:
 
 def maximum(lhs: Any, rhs: Any) -> Any:
     if _scalar_from_memory(lhs, rhs):
-        return max(lhs, rhs)  # decides by comparison
+        return chosen_scalar(Op.MAX, lhs, rhs)  # an exact choice, or by comparison
     return _elementwise(np.maximum, lhs, rhs)
 
 
 def minimum(lhs: Any, rhs: Any) -> Any:
     if _scalar_from_memory(lhs, rhs):
-        return min(lhs, rhs)  # decides by comparison
+        return chosen_scalar(Op.MIN, lhs, rhs)
     return _elementwise(np.minimum, lhs, rhs)
 
 
 def _scalar_from_memory(*operands: object) -> bool:
-    """Scalars, one of them read from memory: a choice between them is a comparison
-    (`Tainted` records it), and the result is one of them, with its symbolic form."""
+    """Scalars, one of them read from memory: the result is one of them, chosen with
+    an exact form (`chosen_scalar`) or by a comparison `Tainted` records."""
     scalar = all(isinstance(operand, (int, float, Tainted)) for operand in operands)
     return scalar and any(isinstance(operand, Tainted) for operand in operands)
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from racecheck.dsl.dtypes import INT32, DType
-from racecheck.dsl.symbolic import Expr, Forms, InputBlock, fits
+from racecheck.dsl.symbolic import Expr, Forms, InputBlock, fits, settled, within
 from racecheck.dsl.tensors import TensorView, element_slices, region_runs
 from racecheck.events import HOST_OWNER, Memory, MemoryKind, SignalCell, wrap_int32
 
@@ -144,7 +144,7 @@ class MemoryState:
             forms = forms.forms()
         kept = self.forms.setdefault((view.memory, owner), {})
         for at, expr in zip(_starts(runs, view.dtype), forms.reshape(-1), strict=True):
-            if fits(expr, view.dtype.limits):
+            if fits(expr, view.dtype.limits) or (settled(expr) and within(expr, view.dtype.limits)):
                 kept[at] = (view.dtype, expr)
 
     def accumulate(
@@ -163,7 +163,7 @@ class MemoryState:
         raw[cell.offset : cell.offset + _CELL].view(np.int32)[0] = wrap_int32(value)
         key = (cell.memory, cell.owner)
         self._forget(key, ((cell.offset, cell.offset + _CELL),))
-        if fits(form, INT32.limits):
+        if settled(form):
             self.forms.setdefault(key, {})[cell.offset] = (INT32, form)
 
     def snapshot(self, view: TensorView) -> np.ndarray:

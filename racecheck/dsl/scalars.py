@@ -21,7 +21,17 @@ import numpy as np
 
 from racecheck.dsl.context import note_control, note_unfollowed
 from racecheck.dsl.dtypes import ALL_DTYPES, INDEX, INT32, DType
-from racecheck.dsl.symbolic import Decision, Expr, combine, decision, in_type, negated, operand
+from racecheck.dsl.symbolic import (
+    Decision,
+    Expr,
+    Op,
+    chosen,
+    combine,
+    decision,
+    in_type,
+    negated,
+    operand,
+)
 from racecheck.events import INT32_MAX, INT32_MIN, EventRef
 
 Number = int | float
@@ -382,6 +392,24 @@ class Tainted:
 
     def __abs__(self) -> Tainted:
         return Tainted(abs(self.value), self.sources, dtype=self.dtype, guards=self.guards)
+
+
+def chosen_scalar(op: Op, left: object, right: object) -> Any:
+    """`min` (`op` MIN) or `max` of two scalars, one of them read from memory, as the
+    device computes it: the value of one, with the exact form of the choice and no
+    branch (`symbolic.chosen`), so a clamp `pl.min(count, M)` does not split paths.
+    Without an integer form for both it decides by comparison, as Python does."""
+    pick: Any = min if op is Op.MIN else max
+    form = chosen(op, _symbolic(left), _symbolic(right))
+    left_type, right_type = scalar_type(left), scalar_type(right)
+    if form is None or left_type is None or right_type is None:
+        return pick(left, right)
+    value = pick(_plain(left), _plain(right))
+    guards = tuple(
+        guard for side in (left, right) if isinstance(side, Tainted) for guard in side.guards
+    )
+    dtype = promoted(left_type, right_type)
+    return Tainted(value, _sources(left, right), form, dtype=dtype, guards=guards)
 
 
 def as_index(value: object) -> int:

@@ -32,6 +32,8 @@ class Op(Enum):
     TRUNC_DIV = "//"  # integers only, truncating toward zero as on the device
     TRUNC_MOD = "%"  # integers only: left - right * (left // right), the sign of left
     NEG = "neg"
+    MIN = "min"  # integers only: the lesser operand (`pl.min`, a clamp), with no branch
+    MAX = "max"
     LT = "<"
     LE = "<="
     GT = ">"
@@ -51,7 +53,7 @@ class Op(Enum):
 
 _COMPARISONS = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 _DIVISIONS = frozenset({Op.DIV, Op.TRUNC_DIV, Op.TRUNC_MOD})
-_INTEGER_ONLY = frozenset({Op.TRUNC_DIV, Op.TRUNC_MOD})
+_INTEGER_ONLY = frozenset({Op.TRUNC_DIV, Op.TRUNC_MOD, Op.MIN, Op.MAX})
 
 
 INT32_LIMITS = (INT32_MIN, INT32_MAX)
@@ -258,6 +260,10 @@ def bounds(expr: Expr) -> tuple[int, int] | None:
     if expr.op is Op.MUL:
         products = (a * c, a * d, b * c, b * d)
         return (min(products), max(products))
+    if expr.op is Op.MIN:
+        return (min(a, c), min(b, d))
+    if expr.op is Op.MAX:
+        return (max(a, c), max(b, d))
     largest = max(abs(a), abs(b))  # |l // r| <= |l|, |l % r| <= |l|
     if expr.op is Op.TRUNC_MOD:
         largest = min(largest, max(abs(c), abs(d)) - 1)
@@ -287,3 +293,46 @@ def within(expr: Expr | None, limits: tuple[int, int] | None) -> TypeGuard[Expr]
     return (
         found is not None and limits is not None and limits[0] <= found[0] <= found[1] <= limits[1]
     )
+
+
+def chosen(op: Op, left: Expr | None, right: Expr | None) -> Expr | None:
+    """The form of `min` or `max` (`op`) of two integer operands: an exact choice, no
+    branch (None: an operand has no form, or is a float, or neither has an input)."""
+    if left is None or right is None or _is_float(left) or _is_float(right):
+        return None
+    if isinstance(left, Const) and isinstance(right, Const):
+        return None
+    return Apply(op, (left, right))
+
+
+def settled(expr: Expr | None) -> TypeGuard[Expr]:
+    """Whether the integer `expr` is exact for every input when kept in INT32 memory
+    or beyond: every operation in it stays within INT32 and within each of its input
+    elements' types, so none wrapped in the type it was computed in (at least as wide
+    as its narrowest input element's)."""
+    if expr is None:
+        return False
+    found = bounds(expr)
+    low, high = INT32_LIMITS
+    if found is None or found[0] < low or found[1] > high:
+        return False
+    for var in _all_vars(expr):
+        low, high = max(low, var.limits[0]), min(high, var.limits[1])
+    return _within_everywhere(expr, low, high)
+
+
+def _within_everywhere(expr: Expr, low: int, high: int) -> bool:
+    if not isinstance(expr, Apply):
+        return True
+    found = bounds(expr)
+    if found is None or found[0] < low or found[1] > high:
+        return False
+    return all(_within_everywhere(arg, low, high) for arg in expr.args)
+
+
+def _all_vars(expr: Expr) -> list[Var]:
+    if isinstance(expr, Var):
+        return [expr]
+    if isinstance(expr, Const):
+        return []
+    return [var for arg in expr.args for var in _all_vars(arg)]
