@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from racecheck import judge, reference
+from racecheck import judge, reference, symbolic_inputs
 from racecheck.analysis import find_hazards
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
 from racecheck.cosim.tasks import (
@@ -35,8 +35,11 @@ from racecheck.cosim.tasks import (
     task_overlaps,
     unordered_conflict,
 )
+from racecheck.dsl.summary import loops as summary_loops
+from racecheck.dsl.summary import revealed, summary_run
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
+from racecheck.engines.base import OrderOracle
 from racecheck.engines.deadline import DeadlineOracle
 from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
 from racecheck.events import Schedule
@@ -467,7 +470,7 @@ def _check_order(
         known.update(finding.identity for finding in checked.outcome.findings)
         return checked
 
-    return explore(check_path, timeout=options.timeout)
+    return explore(check_path, timeout=options.timeout, summarise=options.expect is None)
 
 
 def _overlapping(
@@ -617,13 +620,14 @@ def _check_path(
         instance = path.applied(
             dataclasses.replace(built, task_orders=tasks, dispatch_orders=dispatches)
         )
-        execution = simulate(
-            instance,
-            policy=path.policy(),
-            repeat=options.repeat,
-            seed=options.seed,
-            timeout=deadline - time.monotonic(),
-        )
+        with summary_run(path.summarised):
+            execution = simulate(
+                instance,
+                policy=path.policy(),
+                repeat=options.repeat,
+                seed=options.seed,
+                timeout=deadline - time.monotonic(),
+            )
     except ProgramRejected as rejected:
         return PathOutcome(outcome=_outcome(spec, ranks, started, skipped=rejected.message))
     trace = execution.trace
@@ -649,6 +653,7 @@ def _check_path(
             trace.memories,
         )
         opened = tuple(open_reads(execution, oracle))
+        summary = _summary_problems(path, execution, oracle)
     except EngineUnknown as unknown:
         return PathOutcome(outcome=_outcome(spec, ranks, started, unknown=unknown.reason, **facts))
     outcome = _outcome(
@@ -659,7 +664,7 @@ def _check_path(
         hung=bool(execution.forced),
         io=reference.host_io(execution),
         engine=engine,
-        notes=(*judge.notes(trace, options), *execution.notes),
+        notes=(*judge.notes(trace, options), *execution.notes, *_summary_notes(summary)),
         **facts,
     )
     outcome = _inexact(judge.functional(outcome, options), execution)
@@ -668,7 +673,21 @@ def _check_path(
         opened=opened,
         schedule=execution.schedule,
         decisions=execution.flow.decisions,
+        summary=summary,
     )
+
+
+def _summary_problems(
+    path: Path, execution: Execution, oracle: OrderOracle
+) -> tuple[str, ...] | None:
+    """A summary run's reasons not to stand for every input (None: not one)."""
+    if not path.summarised:
+        return None
+    return tuple(symbolic_inputs.problems(execution, oracle, summary_loops(), revealed()))
+
+
+def _summary_notes(summary: tuple[str, ...] | None) -> tuple[str, ...]:
+    return (symbolic_inputs.assumption(summary_loops()),) if summary == () else ()
 
 
 def _inexact(outcome: Outcome, execution: Execution) -> Outcome:

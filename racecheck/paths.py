@@ -57,6 +57,7 @@ class Path:
     inputs: tuple[tuple[str, int, float], ...] = ()
     forced: tuple[Decision, ...] = ()
     avoided: tuple[Decision, ...] = ()
+    summarised: bool = False  # a summary run (`racecheck.symbolic_inputs`)
 
     def policy(self) -> SchedulePolicy:
         policy: SchedulePolicy = DefaultPolicy()
@@ -73,6 +74,7 @@ class Path:
 
 
 FIRST = Path()
+SUMMARY = Path(summarised=True)
 
 
 class PathOracle:
@@ -120,6 +122,7 @@ class PathOutcome:
     opened: tuple[OpenRead, ...] = ()  # steering values that may differ on other paths
     schedule: Schedule = ()  # the order the path's tracing run executed events in
     decisions: tuple[Decided, ...] = ()  # what its input-dependent values decided
+    summary: tuple[str, ...] | None = None  # a summary run: why it is not for every input
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,11 +140,14 @@ class _Pending:
     last: EventRef | None = None  # the write that must land last on this path
 
 
-def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float) -> Outcome:
+def explore(
+    check_path: Callable[[Path, float], PathOutcome], *, timeout: float, summarise: bool = False
+) -> Outcome:
     """Check the first path, then the paths its open values lead to, breadth first, all
     within `timeout` seconds (`check_path` gets the deadline, a `time.monotonic()`
     value) and `BUDGET` paths, until a bug is shown and `SATURATED_AFTER` paths add
-    nothing to it."""
+    nothing to it. With `summarise`, input values the budget left open may still be
+    settled by one summary run (`_summary`)."""
     deadline = time.monotonic() + timeout
     first = check_path(FIRST, deadline)
     results = [first.outcome]
@@ -165,7 +171,37 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
             unsettled.append(Unsettled(opened=pending.reason, why=why))
         room = BUDGET - len(results) - len(todo)
         todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline, room))
+    if summarise and _summary(check_path, results, unsettled, found, deadline):
+        unsettled = []
     return merged(results, tuple(unsettled))
+
+
+def _summary(
+    check_path: Callable[[Path, float], PathOutcome],
+    results: list[Outcome],
+    unsettled: list[Unsettled],
+    found: _Found,
+    deadline: float,
+) -> bool:
+    """Whether one summary run settles every input the paths checked left open: only
+    input values are open, no path shows a bug or is undecided, and the summary run
+    stands for every input (`racecheck.symbolic_inputs`) with no finding. Its outcome
+    joins the results (without a model: its outputs are no input's)."""
+    if not unsettled or found.bug or any(outcome.unknown for outcome in results):
+        return False
+    if any(entry.opened.cause is not Cause.INPUT for entry in unsettled):
+        return False
+    if time.monotonic() > deadline:
+        return False
+    checked = check_path(SUMMARY, deadline)
+    outcome = checked.outcome
+    if checked.summary:  # named: a loop-carried value, a bound that steers elsewhere, ...
+        why = f"one run with every iteration does not stand for every input: {checked.summary[0]}"
+        unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
+    if checked.summary != () or outcome.findings or outcome.unknown or outcome.hung:
+        return False
+    results.append(dataclasses.replace(outcome, model=None))
+    return True
 
 
 class _Found:

@@ -20,7 +20,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.load", "racecheck.session", "racecheck.project_imports"),
     ("racecheck.cosim",),
     ("racecheck.engines", "racecheck.allp"),
-    ("racecheck.analysis", "racecheck.steering"),
+    ("racecheck.analysis", "racecheck.steering", "racecheck.symbolic_inputs"),
     ("racecheck.models", "racecheck.reference"),
     ("racecheck.judge",),
     ("racecheck.check", "racecheck.paths", "racecheck.export", "racecheck.workers"),

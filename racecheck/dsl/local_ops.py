@@ -34,6 +34,7 @@ from racecheck.dsl.scalars import (
     sources_of,
     typed,
 )
+from racecheck.dsl.summary import summarised
 from racecheck.dsl.symbolic import Forms, InputBlock, Op, first_form, within
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import DimExpr
@@ -412,6 +413,11 @@ def _compared(args: tuple[object, ...]) -> Iterator[object]:
     step = as_index(args[2]) if len(args) == 3 else 1
     if step == 0:
         raise ValueError("pl.range() arg 3 must not be zero")
+    form = stop.symbolic if isinstance(stop, Tainted) else None
+    summary = summarised(start, stop, step, form)
+    if summary is not None:  # a summary run: every iteration any input reaches
+        yield from summary
+        return
     first: Any = start if isinstance(start, Tainted) else DeviceIndex(as_index(start))
     index, taken = first, 0
     while index < stop if step > 0 else index > stop:

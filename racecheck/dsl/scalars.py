@@ -21,6 +21,7 @@ import numpy as np
 
 from racecheck.dsl.context import note_control, note_unfollowed
 from racecheck.dsl.dtypes import ALL_DTYPES, INDEX, INT32, DType
+from racecheck.dsl.summary import note_revealed
 from racecheck.dsl.symbolic import (
     Decision,
     Expr,
@@ -301,6 +302,7 @@ def _note_divisor(divisor: Tainted) -> None:
     the inputs that make it zero are another path, on which the run raises there
     (docs/model.md)."""
     symbolic = divisor.symbolic
+    note_revealed(divisor.sources)
     if symbolic is not None and _is_integral(divisor.value) and divisor.value != 0:
         note_control(divisor.sources, decision(symbolic, divisor.value, as_bool=True))
 
@@ -337,6 +339,7 @@ class Tainted:
 
     def reveal(self, *, as_bool: bool = False) -> Any:
         """The value, for a use that decides control flow or an address."""
+        note_revealed(self.sources)
         for guard in self.guards:
             note_control(self.sources, Decision(guard, taken=True))
         symbolic = self.symbolic
