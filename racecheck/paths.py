@@ -155,6 +155,11 @@ def explore(
     seen = {FIRST.key}
     found = _Found(first.outcome)
     todo = _branches(FIRST, first, unsettled, seen, deadline, BUDGET - 1)
+    tried: list[str] = []  # a summary run's reasons, once tried
+    if summarise and len(todo) >= BUDGET and not found.bug:  # the paths cannot all fit
+        opened = [Unsettled(opened=branch.reason, why="") for branch in todo]
+        if _summary(check_path, results, opened, found, deadline, tried):
+            return merged(results, ())
     while todo:
         pending = todo.pop(0)
         why = _stop(results, found, deadline)
@@ -171,7 +176,10 @@ def explore(
             unsettled.append(Unsettled(opened=pending.reason, why=why))
         room = BUDGET - len(results) - len(todo)
         todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline, room))
-    if summarise and _summary(check_path, results, unsettled, found, deadline):
+    if tried:
+        why = f"one run with every iteration does not stand for every input: {tried[0]}"
+        unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
+    elif summarise and _summary(check_path, results, unsettled, found, deadline, tried):
         unsettled = []
     return merged(results, tuple(unsettled))
 
@@ -182,6 +190,7 @@ def _summary(
     unsettled: list[Unsettled],
     found: _Found,
     deadline: float,
+    tried: list[str],
 ) -> bool:
     """Whether one summary run settles every input the paths checked left open: only
     input values are open, no path shows a bug or is undecided, and the summary run
@@ -196,8 +205,12 @@ def _summary(
     checked = check_path(SUMMARY, deadline)
     outcome = checked.outcome
     if checked.summary:  # named: a loop-carried value, a bound that steers elsewhere, ...
-        why = f"one run with every iteration does not stand for every input: {checked.summary[0]}"
-        unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
+        tried.append(checked.summary[0])
+        if unsettled[0].why:  # exploring is over: say why the summary did not settle it
+            why = f"one run with every iteration does not stand for every input: {tried[0]}"
+            unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
+    elif outcome.findings or outcome.unknown or outcome.hung:
+        tried.append("that run shows a finding or is undecided itself")
     if checked.summary != () or outcome.findings or outcome.unknown or outcome.hung:
         return False
     results.append(dataclasses.replace(outcome, model=None))

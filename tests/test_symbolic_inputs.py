@@ -86,3 +86,16 @@ def test_a_bound_whose_arithmetic_can_wrap_is_not_summarised(tmp_path: Path) -> 
     squared = "received = pl.read(counts, [source, 0]) * pl.read(counts, [source, 0])  # @count"
     (result,) = _verify(tmp_path, ("received = pl.read(counts, [source, 0])  # @count", squared))
     assert result.verdict is not Verdict.PROVED
+
+
+def test_the_unknown_names_the_value_that_outlives_the_loop(tmp_path: Path) -> None:
+    carried = (
+        "                last = 0\n"
+        + COPY.replace("y = pl.store(tile", "last = row\n                    y = pl.store(tile")
+        + "                again = pl.load(inbox, [MAX_ROWS * source + last, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n"
+    )
+    (result,) = _verify(tmp_path, (COPY, carried))
+    assert result.verdict is Verdict.UNKNOWN
+    assert "past the budget of 16 paths" in result.message
+    assert "`last`, assigned in the loop, is read outside it" in result.message

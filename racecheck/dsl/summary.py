@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 
-from racecheck.dsl.context import current
+from racecheck.dsl.context import RankContextProxy, current
 from racecheck.dsl.location import innermost_user_frame, location_of
 from racecheck.dsl.symbolic import Expr, bounds
 from racecheck.events import EventKind, EventRef, SourceLocation
@@ -116,6 +116,8 @@ def summarised(start: object, stop: object, step: int, form: Expr | None) -> Ite
     rank = getattr(context, "rank", None)
     if found is None or not isinstance(rank, int) or not hasattr(context, "events"):
         return None
+    if isinstance(context, RankContextProxy):
+        return None  # a lane, group or parallel iteration may record its events otherwise
     first = int(start)  # type: ignore[call-overload]
     if found[1] - first > MOST_ITERATIONS:
         return None
