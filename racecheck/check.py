@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from racecheck import judge, reference, symbolic_inputs
 from racecheck.analysis import find_hazards
+from racecheck.assumptions import Assumption, parse_assumption, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
 from racecheck.cosim.tasks import (
     DispatchGraph,
@@ -41,7 +42,13 @@ from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.deadline import DeadlineOracle
-from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
+from racecheck.errors import (
+    EngineUnknown,
+    ProgramRejected,
+    TracingError,
+    UnsupportedConstruct,
+    UsageError,
+)
 from racecheck.events import Schedule
 from racecheck.findings import EveryPProof, FindingKind, ProgramResult, Report, Verdict
 from racecheck.judge import Outcome
@@ -617,8 +624,11 @@ def _check_path(
     tasks, dispatches = orders
     try:
         built = _instantiate(spec, ranks, deadline - started)
+        assumed = _assumed(built, options)
         instance = path.applied(
-            dataclasses.replace(built, task_orders=tasks, dispatch_orders=dispatches)
+            dataclasses.replace(
+                built, task_orders=tasks, dispatch_orders=dispatches, assumed=assumed
+            )
         )
         with summary_run(path.summarised):
             execution = simulate(
@@ -664,7 +674,12 @@ def _check_path(
         hung=bool(execution.forced),
         io=reference.host_io(execution),
         engine=engine,
-        notes=(*judge.notes(trace, options), *execution.notes, *_summary_notes(summary)),
+        notes=(
+            *judge.notes(trace, options),
+            *execution.notes,
+            *_summary_notes(summary),
+            *((stated(instance.assumed),) if instance.assumed else ()),
+        ),
         **facts,
     )
     outcome = _inexact(judge.functional(outcome, options), execution)
@@ -675,6 +690,19 @@ def _check_path(
         decisions=execution.flow.decisions,
         summary=summary,
     )
+
+
+def _assumed(instance: ProgramInstance, options: Options) -> tuple[Assumption, ...]:
+    """The `--assume` preconditions, each on an input tensor of the host entry."""
+    assumed = tuple(map(parse_assumption, options.assume))
+    names = {parameter.name for parameter in instance.parameters}
+    for assumption in assumed:
+        if assumption.tensor not in names:
+            raise UsageError(
+                f"--assume {assumption}: {instance.name} has no input tensor"
+                f" {assumption.tensor!r} (its host entry takes {', '.join(sorted(names))})"
+            )
+    return assumed
 
 
 def _summary_problems(

@@ -14,7 +14,13 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "racecheck"
 
 STAGES: tuple[tuple[str, ...], ...] = (
-    ("racecheck.events", "racecheck.errors", "racecheck.findings", "racecheck.options"),
+    (
+        "racecheck.events",
+        "racecheck.errors",
+        "racecheck.findings",
+        "racecheck.options",
+        "racecheck.assumptions",
+    ),
     ("racecheck.describe",),
     ("racecheck.dsl",),
     ("racecheck.load", "racecheck.session", "racecheck.project_imports"),

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from racecheck.assumptions import Assumption
 from racecheck.dsl.dtypes import INT32, DType
 from racecheck.dsl.symbolic import Expr, Forms, InputBlock, fits, settled, within
 from racecheck.dsl.tensors import TensorView, element_slices, region_runs
@@ -35,6 +36,7 @@ class MemoryState:
         self.memories: list[Memory] = []
         self.instances: dict[tuple[int, int], np.ndarray] = {}
         self.inputs: dict[int, str] = {}  # host tensors the run starts from: id -> name
+        self.assumed: tuple[Assumption, ...] = ()  # --assume: their elements' ranges
         self.written: set[int] = set()  # memories some write has changed
         # (memory, owner) -> first byte of an element -> (its dtype, its symbolic form)
         self.forms: dict[tuple[int, int], dict[int, tuple[DType, Expr]]] = {}
