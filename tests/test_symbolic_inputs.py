@@ -53,6 +53,11 @@ def test_a_negative_count_runs_no_iteration_so_an_upper_clamp_is_enough(tmp_path
         + COPY.replace("y = pl.store(tile", "last = row\n                    y = pl.store(tile")
         + "                again = pl.load(inbox, [MAX_ROWS * source + last, 0], [1, SIZE])\n"
         "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n",
+        # a name holds another tensor view after the loop than before it
+        "                view = y\n"
+        + COPY.replace("y = pl.store(tile", "view = inbox\n                    y = pl.store(tile")
+        + "                again = pl.load(view, [MAX_ROWS * source, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n",
         # the body notifies: the number of notifies depends on the count
         COPY.replace(
             "y = pl.store(tile",
@@ -72,7 +77,14 @@ def test_a_negative_count_runs_no_iteration_so_an_upper_clamp_is_enough(tmp_path
         "                again = pl.load(inbox, [MAX_ROWS * source + last, 0], [1, SIZE])\n"
         "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n",
     ],
-    ids=["value-outlives", "notify-in-body", "signal-store", "read-back", "bound-steers"],
+    ids=[
+        "value-outlives",
+        "view-swapped",
+        "notify-in-body",
+        "signal-store",
+        "read-back",
+        "bound-steers",
+    ],
 )
 def test_a_loop_whose_count_shows_elsewhere_is_not_proved_by_its_summary(
     tmp_path: Path, probe: str

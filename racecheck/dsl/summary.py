@@ -140,6 +140,8 @@ def _iterate(loop: SummarisedLoop, first: int, stop: int, context: object) -> It
     from racecheck.dsl.scalars import DeviceIndex
 
     events: list = context.events  # type: ignore[attr-defined]
+    frame = innermost_user_frame(sys._getframe(1))
+    held = _bound_names(frame)
     for index in range(first, stop):
         before = len(events)
         yield DeviceIndex(index)
@@ -150,25 +152,35 @@ def _iterate(loop: SummarisedLoop, first: int, stop: int, context: object) -> It
                     f"its body has a {events[position].kind.value} at line"
                     f" {events[position].location.line}"
                 )
-    frame = innermost_user_frame(sys._getframe(1))
-    loop.broken.extend(_outliving(frame))
+    loop.broken.extend(_outliving(innermost_user_frame(sys._getframe(1)), held))
 
 
-def _outliving(frame: FrameType | None) -> list[str]:
-    """Why a value the loop running in `frame` computed may outlive it (empty: none):
-    a name its `for` statement assigns that the function reads outside the loop and
-    that holds anything but a tensor view now."""
-    from racecheck.dsl.tensors import TensorView
-
+def _bound_names(frame: FrameType | None) -> dict[str, object] | None:
+    """What the names the loop running in `frame` assigns, and its function reads
+    outside it, hold as it starts (None: the loop is not found)."""
     if frame is None:
-        return ["its frame is not a user's"]
+        return None
     found = _loop_names(frame.f_code.co_filename, frame.f_lineno)
     if found is None:
-        return [f"the loop at line {frame.f_lineno} is not found in its file"]
+        return None
+    return {name: frame.f_locals.get(name) for name in found}
+
+
+def _outliving(frame: FrameType | None, before: dict[str, object] | None) -> list[str]:
+    """Why a value the loop running in `frame` computed may outlive it (empty: none):
+    a name its `for` statement assigns that the function reads outside the loop and
+    that holds anything but the tensor view it held when the loop started (a store
+    through it hands it back)."""
+    from racecheck.dsl.tensors import TensorView
+
+    if frame is None or before is None:
+        return ["its loop statement is not found in the user's file"]
     return [
         f"`{name}`, assigned in the loop, is read outside it"
-        for name in sorted(found)
-        if not isinstance(frame.f_locals.get(name), TensorView)
+        for name, held in sorted(before.items())
+        if not (
+            isinstance(frame.f_locals.get(name), TensorView) and frame.f_locals.get(name) == held
+        )
     ]
 
 
