@@ -92,6 +92,9 @@ def typed(dtype: DType, result: int) -> DeviceInt:
     return _DEVICE_CLASSES.get(dtype.name, DeviceInt)(result)
 
 
+_INDEX_LOW, _INDEX_HIGH = INDEX.limits or (0, 0)
+
+
 def _result(dtype: DType, result: int, symbol: str, *operands: int) -> DeviceInt:
     if not fits_type(result, dtype):
         note_outside(result, dtype, symbol, *operands)
@@ -104,12 +107,18 @@ def _device_method(op: Callable[[int, int], int], symbol: str, *, reflected: boo
     to the other operand or to `int`."""
 
     def method(self: DeviceInt, other: object) -> Any:
-        if not _is_integral(other):
+        if type(other) is int:  # a literal, INDEX: the hot path, without promoted()
+            dtype = self.dtype if self.dtype.nbytes >= INDEX.nbytes else INDEX
+        elif _is_integral(other):
+            theirs = scalar_type(other) or INDEX
+            dtype = promoted(theirs, self.dtype) if reflected else promoted(self.dtype, theirs)
+        else:
             return NotImplemented  # a Tainted, float or bool operand handles it itself
-        mine, theirs = self.dtype, scalar_type(other) or INDEX
-        dtype = promoted(theirs, mine) if reflected else promoted(mine, theirs)
         left, right = (int(other), int(self)) if reflected else (int(self), int(other))  # type: ignore[call-overload]
-        return _result(dtype, op(left, right), symbol, left, right)
+        result = op(left, right)
+        if _INDEX_LOW <= result <= _INDEX_HIGH and dtype is INDEX:
+            return DeviceIndex(result)
+        return _result(dtype, result, symbol, left, right)
 
     return method
 
