@@ -14,6 +14,7 @@ copy loop runs at most ``MAX_ROWS`` times for any input, and checks one run with
 iteration: a run with fewer rows copied has the same synchronisation and a subset of
 the accesses, so it is proved for every input (the proof's note says so).
 ``263_input_counts_all_to_all_v_bug_no_clamp.py`` drops the clamp,
+``265_input_counts_all_to_all_v_bug_sender_clamp_only.py`` clamps only what it puts,
 ``264_input_counts_all_to_all_v_bug_count_before_wait.py`` reads the count before the
 signal orders it.
 
