@@ -474,7 +474,8 @@ def _check_order(
         checked = _check_path(
             spec, ranks, options, path, deadline, (orders, dispatches), runs, known
         )
-        known.update(finding.identity for finding in checked.outcome.findings)
+        if not path.summarised:  # a summary's findings may be its extra iterations'
+            known.update(finding.identity for finding in checked.outcome.findings)
         return checked
 
     return explore(check_path, timeout=options.timeout, summarise=options.expect is None)
