@@ -184,12 +184,20 @@ def _outliving(frame: FrameType | None, before: dict[str, object] | None) -> lis
     ]
 
 
-@functools.cache
 def _parsed(filename: str) -> ast.Module | None:
+    """The file's syntax tree as it is now (a file rewritten in place is parsed again)."""
     try:
         with open(filename, encoding="utf-8") as source:
-            return ast.parse(source.read())
-    except (OSError, SyntaxError, ValueError):
+            return _parsed_text(source.read())
+    except (OSError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_text(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
         return None
 
 
