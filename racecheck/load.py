@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from racecheck.assumptions import Assumption
 from racecheck.dsl.location import register_user_file, traceback_location
 from racecheck.dsl.modules import installed
 from racecheck.dsl.program import DslFunction, FunctionRole, Program, entry_parameters
@@ -158,6 +159,7 @@ class ProgramInstance:
     bindings: tuple[tuple[str, int], ...] = ()  # values of pl.dynamic dims
     file: str = ""
     inputs: tuple[tuple[str, int, float], ...] = ()  # chosen elements: (tensor, index, value)
+    assumed: tuple[Assumption, ...] = ()  # --assume: the input elements' declared ranges
     # dispatches that run their tasks in another order the runtime allows (cosim.tasks)
     task_orders: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
     # ranks that run their dispatches in another order the runtime allows (cosim.tasks)

@@ -58,6 +58,7 @@ class Path:
     inputs: tuple[tuple[str, int, float], ...] = ()
     forced: tuple[Decision, ...] = ()
     avoided: tuple[Decision, ...] = ()
+    summarised: bool = False  # a summary run (`racecheck.symbolic_inputs`)
 
     def policy(self) -> SchedulePolicy:
         policy: SchedulePolicy = DefaultPolicy()
@@ -74,6 +75,7 @@ class Path:
 
 
 FIRST = Path()
+SUMMARY = Path(summarised=True)
 
 
 class PathOracle:
@@ -121,6 +123,7 @@ class PathOutcome:
     opened: tuple[OpenRead, ...] = ()  # steering values that may differ on other paths
     schedule: Schedule = ()  # the order the path's tracing run executed events in
     decisions: tuple[Decided, ...] = ()  # what its input-dependent values decided
+    summary: tuple[str, ...] | None = None  # a summary run: why it is not for every input
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,11 +141,14 @@ class _Pending:
     last: EventRef | None = None  # the write that must land last on this path
 
 
-def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float) -> Outcome:
+def explore(
+    check_path: Callable[[Path, float], PathOutcome], *, timeout: float, summarise: bool = False
+) -> Outcome:
     """Check the first path, then the paths its open values lead to, breadth first, all
     within `timeout` seconds (`check_path` gets the deadline, a `time.monotonic()`
     value) and `BUDGET` paths, until a bug is shown and `SATURATED_AFTER` paths add
-    nothing to it."""
+    nothing to it. With `summarise`, input values the budget left open may still be
+    settled by one summary run (`_summary`)."""
     deadline = time.monotonic() + timeout
     first = check_path(FIRST, deadline)
     results = [first.outcome]
@@ -150,6 +156,11 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
     seen = {FIRST.key}
     found = _Found(first.outcome)
     todo = _branches(FIRST, first, unsettled, seen, deadline, BUDGET - 1)
+    tried: list[str] = []  # a summary run's reasons, once tried
+    if summarise and len(todo) >= BUDGET and not found.bug:  # the paths cannot all fit
+        opened = [Unsettled(opened=branch.reason, why="") for branch in todo]
+        if _summary(check_path, results, opened, found, deadline, tried):
+            return merged(results, ())
     while todo:
         pending = todo.pop(0)
         why = _stop(results, found, deadline)
@@ -166,7 +177,45 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
             unsettled.append(Unsettled(opened=pending.reason, why=why))
         room = BUDGET - len(results) - len(todo)
         todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline, room))
+    if tried:
+        why = f"one run with every iteration does not stand for every input: {tried[0]}"
+        unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
+    elif summarise and _summary(check_path, results, unsettled, found, deadline, tried):
+        unsettled = []
     return merged(results, tuple(unsettled))
+
+
+def _summary(
+    check_path: Callable[[Path, float], PathOutcome],
+    results: list[Outcome],
+    unsettled: list[Unsettled],
+    found: _Found,
+    deadline: float,
+    tried: list[str],
+) -> bool:
+    """Whether one summary run settles every input the paths checked left open: only
+    input values are open, no path shows a bug or is undecided, and the summary run
+    stands for every input (`racecheck.symbolic_inputs`) with no finding. Its outcome
+    joins the results (without a model: its outputs are no input's)."""
+    if not unsettled or found.bug or any(outcome.unknown for outcome in results):
+        return False
+    if any(entry.opened.cause is not Cause.INPUT for entry in unsettled):
+        return False
+    if time.monotonic() > deadline:
+        return False
+    checked = check_path(SUMMARY, deadline)
+    outcome = checked.outcome
+    if checked.summary:  # named: a loop-carried value, a bound that steers elsewhere, ...
+        tried.append(checked.summary[0])
+        if unsettled[0].why:  # exploring is over: say why the summary did not settle it
+            why = f"one run with every iteration does not stand for every input: {tried[0]}"
+            unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
+    elif outcome.findings or outcome.unknown or outcome.hung:
+        tried.append("that run shows a finding or is undecided itself")
+    if checked.summary != () or outcome.findings or outcome.unknown or outcome.hung:
+        return False
+    results.append(dataclasses.replace(outcome, model=None))
+    return True
 
 
 class _Found:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from racecheck.assumptions import narrowed
 from racecheck.cells import after_write
 from racecheck.cosim.execution import CellUses, FlowRecorder, Pin
 from racecheck.cosim.tasks import (
@@ -384,7 +385,7 @@ class RankContext:
         )
         if len(elements) != math.prod(extent):
             return None
-        limits = view.dtype.limits or INT32_LIMITS
+        limits = narrowed(view.dtype.limits or INT32_LIMITS, memory.assumed, name)
         return InputBlock(name, elements.reshape(tuple(extent)), view.dtype.is_float, limits)
 
     def fail_bounds(self, message: str) -> None:

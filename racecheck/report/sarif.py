@@ -99,6 +99,13 @@ def _invocation(report: Report) -> JsonObject:
         for result in report.results
         if result.every_p is not None
     ]
+    notifications += [  # what a proof for every input assumed (racecheck.assumptions)
+        {"level": "note", "message": {"text": f"{result.program} at P={result.ranks}: {note}"}}
+        for result in report.results
+        if result.verdict is Verdict.PROVED
+        for note in result.notes
+        if note.startswith(("assuming ", "for every input: "))
+    ]
     notifications += [{"level": "error", "message": {"text": error}} for error in report.errors]
     return {
         "executionSuccessful": report.exit_code != 2,
