@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from racecheck import judge, reference
+from racecheck import gate, judge, reference
 from racecheck.analysis import find_hazards
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
 from racecheck.cosim.tasks import (
@@ -116,6 +116,7 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
         _noted(result, judge.SINGLE_DEVICE_NOTE) if result.program in single else result
         for result in results
     ]
+    results = gate.demand(results, options, single)
     return Report(file=file.path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
 
 

@@ -41,7 +41,14 @@ from racecheck.dsl.modules import installed
 from racecheck.dsl.program import DslFunction, FunctionRole, Program, entry_parameters
 from racecheck.dsl.types import DimExpr, DynVar, ScalarType, TensorType, resolve_dim
 from racecheck.dsl.watchdog import Overrun, within
-from racecheck.errors import LoadError, ProgramRejected, TracingError, UsageError, UserError
+from racecheck.errors import (
+    LoadError,
+    NoProgram,
+    ProgramRejected,
+    TracingError,
+    UsageError,
+    UserError,
+)
 from racecheck.options import parse_bool
 from racecheck.project_imports import project_imports, project_module_names
 
@@ -774,7 +781,7 @@ def _all_programs(
             if single_chip
             else ""
         )
-        raise UserError(
+        raise NoProgram(
             "no program found: expected a @pl.program class with a host entry, a "
             f"@pl.jit.host entry or a factory function that returns one{found}",
             file=loaded.path,

@@ -175,7 +175,7 @@ def test_usage_error_in_json_mode_is_one_json_object() -> None:
     result = run("verify", "f.py", "--format", "json", "--ranks", "0")
     assert result.code == 2
     printed = json.loads(result.out)
-    assert printed["exit_code"] == 2 and "--ranks" in printed["errors"][0]
+    assert printed["exit_code"] == 2 and "ranks '0'" in printed["errors"][0]
 
 
 def test_internal_error_is_never_a_verdict(pipeline: Recorder) -> None:
@@ -236,7 +236,7 @@ def test_version_prints_the_installed_version_on_stdout() -> None:
         (["verify", "f.py", "--ranks", ""], "not a rank count"),
         (["verify", "f.py", "--engine", "z3"], "unknown engine 'z3'"),
         (["verify", "f.py", "--format", "xml"], "invalid choice: 'xml'"),
-        (["verify", "f.py", "--repeat", "0"], "--repeat '0': must be at least 1"),
+        (["verify", "f.py", "--repeat", "0"], "repeat 0: must be a whole number of at least 1"),
         (["verify", "f.py", "--timeout", "-1"], "positive number of seconds"),
         (["verify", "f.py", "--timeout", "nan"], "positive number of seconds"),
         (["verify", "f.py", "--seed", "x"], "whole number"),
@@ -265,5 +265,5 @@ def test_module_entry_point_exits_with_the_status() -> None:
         timeout=60,
     )
     assert completed.returncode == 2
-    assert completed.stderr.startswith("racecheck: error: --ranks '0'")
+    assert completed.stderr.startswith("racecheck: error: ranks '0'")
     assert completed.stdout == ""

@@ -14,7 +14,13 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "racecheck"
 
 STAGES: tuple[tuple[str, ...], ...] = (
-    ("racecheck.events", "racecheck.errors", "racecheck.findings", "racecheck.options"),
+    (
+        "racecheck.events",
+        "racecheck.errors",
+        "racecheck.findings",
+        "racecheck.options",
+        "racecheck.config",
+    ),
     ("racecheck.describe",),
     ("racecheck.dsl",),
     ("racecheck.load", "racecheck.session", "racecheck.project_imports"),
@@ -22,7 +28,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.engines", "racecheck.allp"),
     ("racecheck.analysis", "racecheck.steering"),
     ("racecheck.models", "racecheck.reference"),
-    ("racecheck.judge",),
+    ("racecheck.judge", "racecheck.gate"),
     ("racecheck.check", "racecheck.paths", "racecheck.export", "racecheck.workers"),
     ("racecheck.report",),
     ("racecheck.cli", "racecheck.__main__", "racecheck"),
