@@ -22,6 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from racecheck.allp.reasons import needs_concrete
 from racecheck.dsl.scalars import truncating_div, truncating_mod
 from racecheck.events import INT32_MAX, INT32_MIN
 
@@ -368,9 +369,7 @@ class Sym:
         return self.decide(Cmp(Rel.NE, self.expr, Const(0)))
 
     def __index__(self) -> int:
-        raise OutsideFragment(
-            f"the symbolic value {self.expr} is used where Python needs a concrete integer"
-        )
+        raise OutsideFragment(needs_concrete(str(self.expr)))
 
     __int__ = __index__
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from racecheck.allp.expr import WORLD, Cmp, Cond, Const, OutsideFragment, Rel, Var
 from racecheck.allp.functions import ShadowFunction, host_entry
+from racecheck.allp.reasons import untraceable
 from racecheck.allp.shadow import Surface
 from racecheck.allp.templates import Protocol, Rejection
 from racecheck.allp.tracer import PathRecord, Tracer
@@ -92,7 +93,7 @@ def _run_path(origin: ProgramOrigin, surface: Surface) -> None:
         except Exception as error:  # noqa: BLE001 - the user's own exception, or ours
             message = rejection_message(error) if _raised_by_statement(error) else None
             if message is None:
-                raise OutsideFragment(f"{type(error).__name__}: {error}") from None
+                raise OutsideFragment(untraceable(error)) from None
             surface.tracer.reject(message)
 
 
