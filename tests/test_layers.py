@@ -31,7 +31,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.judge", "racecheck.gate"),
     ("racecheck.check", "racecheck.paths", "racecheck.export", "racecheck.workers"),
     ("racecheck.report",),
-    ("racecheck.cli", "racecheck.__main__", "racecheck"),
+    ("racecheck.cli", "racecheck.__main__", "racecheck", "racecheck.pytest_plugin"),
 )
 
 SOLVER_HOMES = frozenset(
