@@ -8,7 +8,7 @@ of the output at @out.
 
 racecheck expects:
     ranks 2..4: proved
-    ranks 2..4 --expect allreduce-sum: bug wrong-result
+    ranks 2..4 --expect allreduce-sum: bug wrong-result at @out
 """
 
 import argparse

@@ -36,6 +36,7 @@ from racecheck.options import (
 from racecheck.report import OutputFormat, installed_version, render
 
 EXIT_NOT_CHECKED = 2
+INTERRUPTED = "racecheck: interrupted (Ctrl-C); nothing was proved"
 ProgressSink = Callable[[str, int], None]
 
 
@@ -128,8 +129,11 @@ def main(
         if _wants_json(arguments):
             _write(out, render(_error_report(None, error), OutputFormat.JSON, color=False))
         return _fail(err, _user_error_line(error), debug=debug)
-    except KeyboardInterrupt:
-        return _fail(err, "racecheck: interrupted; nothing was proved", debug=debug)
+    except KeyboardInterrupt:  # exit 2 like anything not checked; JSON still gets its object
+        if _wants_json(arguments):
+            interrupted = Report(file="", errors=(INTERRUPTED,))
+            _write(out, render(interrupted, OutputFormat.JSON, color=False))
+        return _fail(err, INTERRUPTED, debug=debug)
     except Exception as error:  # the one place an internal failure becomes exit status 2
         line = (
             f"racecheck: internal error: {type(error).__name__}: {error} "

@@ -178,6 +178,20 @@ def test_usage_error_in_json_mode_is_one_json_object() -> None:
     assert printed["exit_code"] == 2 and "ranks '0'" in printed["errors"][0]
 
 
+@pytest.mark.parametrize("output", ["json", "text"])
+def test_ctrl_c_is_exit_2_and_under_json_one_json_object(pipeline: Recorder, output: str) -> None:
+    pipeline.error = KeyboardInterrupt()
+    result = run("verify", "f.py", "--format", output)
+    assert result.code == 2
+    assert result.err == "racecheck: interrupted (Ctrl-C); nothing was proved\n"
+    if output == "json":
+        printed = json.loads(result.out)
+        assert printed["exit_code"] == 2 and "interrupted" in printed["errors"][0]
+        assert printed["results"] == []
+    else:
+        assert result.out == ""
+
+
 def test_internal_error_is_never_a_verdict(pipeline: Recorder) -> None:
     pipeline.error = KeyError("boom")
     result = run("verify", "f.py")
