@@ -48,6 +48,7 @@ from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
 from racecheck.session import Session
 from racecheck.steering import open_reads
+from racecheck.while_loops import while_notes
 from racecheck.workers import Workers
 
 if TYPE_CHECKING:
@@ -117,6 +118,8 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
         for result in results
     ]
     results = gate.demand(results, options, single)
+    loops = while_notes(file.path)  # PyPTO compiles a Python while: say how it was followed
+    results = [dataclasses.replace(result, notes=(*result.notes, *loops)) for result in results]
     return Report(file=file.path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
 
 

@@ -221,7 +221,9 @@ def _build_parser() -> _Parser:
         help="with --ranks all: a fallback to the concrete range is unknown, exit 2 (default: off)",
     )
     engines = ",".join(choice.value for choice in EngineChoice)
-    verify.add_argument("--engine", metavar=f"{{{engines}}}", help="(default: auto)")
+    verify.add_argument(
+        "--engine", metavar=f"{{{engines}}}", help="the engine that orders events (default: auto)"
+    )
     verify.add_argument(
         "--expect",
         metavar="MODEL",
@@ -245,7 +247,9 @@ def _build_parser() -> _Parser:
         default="text",
         help="(default: text)",
     )
-    verify.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
+    verify.add_argument(
+        "--html", metavar="FILE", help="also write a self-contained HTML report (default: none)"
+    )
     verify.add_argument(
         "--no-color",
         action="store_true",
@@ -279,11 +283,13 @@ def _build_parser() -> _Parser:
     )
     trace = commands.add_parser("trace", help="print each rank's co-simulated events")
     _add_program_flags(trace, files=None)
-    trace.add_argument("--ranks", required=True, metavar="P", help="one rank count")
+    trace.add_argument("--ranks", required=True, metavar="P", help="one rank count (required)")
     export = commands.add_parser("export", help="write the traced protocol as a Promela model")
     _add_program_flags(export, files=None)
-    export.add_argument("--ranks", required=True, metavar="P", help="one rank count")
-    export.add_argument("--format", choices=["promela"], default="promela")
+    export.add_argument("--ranks", required=True, metavar="P", help="one rank count (required)")
+    export.add_argument(
+        "--format", choices=["promela"], default="promela", help="(default: promela)"
+    )
     return parser
 
 
@@ -318,7 +324,7 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
         " (default: 1)",
     )
     parser.add_argument("--seed", metavar="N", help="the random input values (default: 0)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks (default: off)")
 
 
 def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand:

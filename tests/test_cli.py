@@ -7,6 +7,7 @@ pipeline on real files is exercised in test_cli_end_to_end.py.
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import subprocess
@@ -281,3 +282,23 @@ def test_module_entry_point_exits_with_the_status() -> None:
     assert completed.returncode == 2
     assert completed.stderr.startswith("racecheck: error: ranks '0'")
     assert completed.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["verify", "trace", "export"])
+def test_help_shows_every_option_with_its_default(command: str) -> None:
+    from racecheck.cli import _build_parser
+
+    parser = _build_parser()
+    (choices,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    sub = choices.choices[command]
+    for action in sub._actions:
+        if action.option_strings and action.dest != "help":
+            assert action.help and ("default:" in action.help or "(required)" in action.help), (
+                action.option_strings
+            )
+    text = " ".join(run(command, "--help").out.split())
+    defaults = Options()
+    assert "(default: 1)" in text and "(default: 0)" in text  # --repeat, --seed
+    if command == "verify":
+        assert f"(default: {defaults.timeout:g})" in text and "(default: 2..8)" in text
+        assert f"(default: {defaults.engine.value})" in text

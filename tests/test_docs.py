@@ -132,3 +132,19 @@ def test_the_pre_commit_snippet_pins_a_commit_not_a_tag() -> None:
     revisions = re.findall(r"rev: (\S+)", text)
     assert revisions and all(re.fullmatch(r"[0-9a-f]{40}", rev) for rev in revisions)
     assert "racecheck@v" not in text and not re.search(r"\bv\d+\.\d+\.\d+", text)
+
+
+def test_the_guide_calls_no_modelled_name_unmodelled() -> None:
+    """A name listed after "does not model" is one the DSL racecheck loads lacks."""
+    from racecheck.dsl import modules
+
+    language = modules.MODULES["pypto.language"]
+    text = " ".join((DOCS / "guide.md").read_text().split())
+    listed = [
+        name
+        for group in re.findall(r"does not model \(([^)]*)\)", text)
+        for name in re.findall(r"`pl\.(\w+)", group)
+    ]
+    assert listed, "the guide says what racecheck does not model"
+    modelled = [name for name in listed if name != "NAME" and hasattr(language, name)]
+    assert not modelled

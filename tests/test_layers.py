@@ -23,7 +23,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ),
     ("racecheck.describe",),
     ("racecheck.dsl",),
-    ("racecheck.load", "racecheck.session", "racecheck.project_imports"),
+    ("racecheck.load", "racecheck.session", "racecheck.project_imports", "racecheck.while_loops"),
     ("racecheck.cosim",),
     ("racecheck.engines", "racecheck.allp"),
     ("racecheck.analysis", "racecheck.steering"),
