@@ -183,12 +183,17 @@ def _race_message(finding: Finding) -> str:
     return text
 
 
+_LISTED_WAITS = 4  # a deadlock names this many blocked waits, then counts the rest
+
+
 def _deadlock_message(finding: Finding) -> str:
-    return "; ".join(
+    text = "; ".join(
         f"rank {wait.rank} waits forever on {describe_action(wait.step)}"
         + (f" (it holds {wait.holds})" if wait.holds is not None else "")
-        for wait in finding.blocked
+        for wait in finding.blocked[:_LISTED_WAITS]
     )
+    more = len(finding.blocked) - _LISTED_WAITS
+    return text + (f"; and {more} more ranks wait forever likewise" if more > 0 else "")
 
 
 def _stale_message(finding: Finding) -> str:
