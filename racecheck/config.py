@@ -148,6 +148,15 @@ class Config:
                 settings = table.settings.over(settings)
         return settings
 
+    def unmatched(self) -> list[str]:
+        """The file tables' globs that match no file (a typo would check nothing)."""
+        return [
+            f"[[tool.racecheck.files]] #{number} path {pattern!r}"
+            for number, table in enumerate(self.files, start=1)
+            for pattern in table.patterns
+            if not any(path.is_file() for path in self.root.glob(pattern))
+        ]
+
     def paths(self) -> list[Path]:
         """The files the file tables name, in their order, each once."""
         found: dict[Path, None] = {}

@@ -20,6 +20,7 @@ import pytest
 from racecheck.config import Config, find_config, options_of
 from racecheck.errors import NoProgram, UserError
 from racecheck.options import Options
+from racecheck.report.phrases import describe_rank_counts
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,6 +55,9 @@ class ConfigFile(pytest.File):
         self.config_data = config_data
 
     def collect(self) -> Iterator[CheckItem]:
+        for table in self.config_data.unmatched():
+            error = f"{self.config_data.source}: error: {table} matches no file"
+            yield self._item(table, self.config_data.source, None, None, error=error)
         for path in self.config_data.paths():
             yield from self._items(path)
 
@@ -77,7 +81,8 @@ class ConfigFile(pytest.File):
                     one = dataclasses.replace(options, ranks=(ranks,))
                     yield self._item(relative, path, name, one, label=f"P={ranks}")
             else:
-                yield self._item(relative, path, name, options, label=f"P={_span(options)}")
+                label = f"P={describe_rank_counts(options.ranks)}"
+                yield self._item(relative, path, name, options, label=label)
 
     def _item(
         self,
@@ -148,9 +153,3 @@ def _program_names(path: Path, options: Options) -> list[str]:
         loaded, programs=options.programs, args=dict(options.args), rank_param=options.rank_param
     )
     return [spec.name for spec in specs]
-
-
-def _span(options: Options) -> str:
-    ranks = options.ranks
-    contiguous = list(ranks) == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 1
-    return f"{ranks[0]}..{ranks[-1]}" if contiguous else ",".join(map(str, ranks))

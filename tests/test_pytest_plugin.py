@@ -73,3 +73,11 @@ def test_xdist_spreads_the_checks_and_a_bug_fails_with_the_report(repository: Pa
 
 def test_without_the_flag_nothing_is_collected(repository: Path) -> None:
     assert _pytest(repository).returncode == 5  # pytest's "no tests ran"
+
+
+def test_a_glob_that_matches_no_file_is_a_failing_item(repository: Path) -> None:
+    config = repository / "pyproject.toml"
+    config.write_text(config.read_text() + '\n[[tool.racecheck.files]]\npath = "colectives/*.py"\n')
+    run = _pytest(repository, "--racecheck", "-k", "colectives")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "[[tool.racecheck.files]] #3 path 'colectives/*.py' matches no file" in run.stdout
