@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from racecheck.config import Settings, options_of, settings_for
+from racecheck.config import Settings, given_options, options_of, settings_for
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
 
 __all__ = [
@@ -71,7 +71,7 @@ def verify(
         require_model=require_model,
         require_every_p=require_every_p,
     )
-    options = options_of(given)  # the caller's own mistakes first, in their words
+    options = given_options(given)  # the caller's own mistakes first, in their words
     if config:
         options = options_of(settings_for(path, given))
     return check(path, options)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from racecheck.config import Settings, options_of, settings_for
+from racecheck.config import Settings, given_options, options_of, settings_for
 from racecheck.errors import NoProgram, ProgramRejected, UsageError, UserError
 from racecheck.findings import Report, exit_code_of
 from racecheck.options import (
@@ -329,7 +329,7 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
 
 def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand:
     given = _given_settings(namespace)
-    options = options_of(given)  # the flags' own mistakes, before any file is read
+    options = given_options(given)  # the flags' own mistakes, before any file is read
     output_format = OutputFormat(namespace.format)
     paths = tuple(namespace.file)
     if len(paths) > 1 and (output_format is not OutputFormat.TEXT or namespace.html):

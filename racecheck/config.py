@@ -85,7 +85,7 @@ def options_of(settings: Settings) -> Options:
     ranks = RANKS_DEFAULT if settings.ranks is None else settings.ranks
     every_p = parse_every_p(ranks, settings.fallback) if isinstance(ranks, str) else None
     if every_p is None and settings.fallback is not None:
-        parse_every_p("2..8", settings.fallback)  # the one wording of a stray fallback
+        parse_every_p(RANKS_DEFAULT, settings.fallback)  # the one wording of a stray fallback
     if every_p is not None:
         counts = every_p.fallback
     else:
@@ -105,6 +105,14 @@ def options_of(settings: Settings) -> Options:
         **{"jobs": machine_cores(), **given},  # type: ignore[arg-type]
     )
     return _with_pending(options, settings)
+
+
+def given_options(given: Settings) -> Options:
+    """The caller's own settings validated before any file is read. A fallback without
+    ranks is checked as for `ranks = "all"`: the file's configuration may supply them."""
+    if given.ranks is None and given.fallback is not None:
+        given = dataclasses.replace(given, ranks="all")
+    return options_of(given)
 
 
 def _with_pending(options: Options, settings: Settings) -> Options:
@@ -171,7 +179,16 @@ class Config:
 def settings_for(path: str | Path, given: Settings) -> Settings:
     """What checks `path`: the caller's settings over its configuration's."""
     config = find_config(Path(path))
-    return given if config is None else given.over(config.settings_for(path))
+    if config is None:
+        return given
+    merged = given.over(config.settings_for(path))
+    if given.fallback is None and not _every_p(merged.ranks):
+        merged = dataclasses.replace(merged, fallback=None)  # the file's, for ranks "all" only
+    return merged
+
+
+def _every_p(ranks: str | tuple[int, ...] | None) -> bool:
+    return isinstance(ranks, str) and parse_every_p(ranks, None) is not None
 
 
 def find_config(start: Path) -> Config | None:
@@ -242,7 +259,7 @@ def _settings(
     settings = Settings(**values)  # type: ignore[arg-type]
     try:
         # every value checked when read; argv and assumptions when used (_with_pending)
-        options_of(dataclasses.replace(settings, argv=None, assumptions=None))
+        given_options(dataclasses.replace(settings, argv=None, assumptions=None))
     except UsageError as error:
         raise UsageError(f"{where}: {error.message}", file=str(source)) from None
     return settings

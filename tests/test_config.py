@@ -224,3 +224,13 @@ def test_export_seed_draws_the_inputs_as_verify_seed_does(
     code, out, _ = _run("export", str(MESH), "--ranks", "2", "--seed", "7")
     assert code == 0 and "proctype" in out
     assert seeds == [7]
+
+
+def test_a_configured_fallback_serves_ranks_all_only(tmp_path: Path) -> None:
+    root = _repository(tmp_path, '[tool.racecheck]\nfallback = "2..3"\njobs = 1\n')
+    mesh = str(root / "collectives" / "allreduce_mesh.py")
+    assert [r.ranks for r in racecheck.verify(mesh, ranks="2").results] == [2]
+    code, _, err = _run("verify", mesh, "--ranks", "2", "--fallback", "2..3")
+    assert code == 2 and "fallback goes with ranks all" in err
+    options = options_of(settings_for(mesh, Settings(ranks="all")))
+    assert options.every_p is not None and options.every_p.fallback == (2, 3)
