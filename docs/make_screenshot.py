@@ -106,7 +106,7 @@ def mesh_no_barrier_sample() -> Report:
         race = Finding(
             kind=FindingKind.RACE,
             detail="read-after-write",
-            message="rank 1 can read data_buf[0] bytes 0..256 before rank 0 writes it: "
+            message="rank 1 can read rank 0's data_buf bytes 0..256 before rank 0 writes it: "
             "nothing orders the two",
             locations=(fetch, stage),
             ranks=(1, 0),
@@ -115,14 +115,14 @@ def mesh_no_barrier_sample() -> Report:
                 WitnessStep(
                     rank=1,
                     index=2,
-                    action="remote_load (read) data_buf[0] bytes 0..256",
+                    action="remote_load (read) rank 0's data_buf bytes 0..256",
                     location=fetch,
                     highlight=True,
                 ),
                 WitnessStep(
                     rank=0,
                     index=0,
-                    action="afterwards: store (write) data_buf[0] bytes 0..256",
+                    action="afterwards: store (write) rank 0's data_buf bytes 0..256",
                     location=stage,
                     highlight=True,
                 ),

@@ -8,15 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from racecheck.config import Settings, given_options, options_of, settings_for
 from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict
-from racecheck.options import (
-    Options,
-    engine_choice,
-    machine_cores,
-    parse_every_p,
-    parse_ranks,
-    runtime_order_choice,
-)
 
 __all__ = [
     "Finding",
@@ -32,48 +25,55 @@ __all__ = [
 def verify(
     path: str,
     *,
-    ranks: str | Sequence[int] = "2..8",
-    engine: str = "auto",
+    ranks: str | Sequence[int] | None = None,
+    engine: str | None = None,
     expect: str | None = None,
-    repeat: int = 1,
-    programs: Sequence[str] = (),
-    args: Mapping[str, object] = {},  # noqa: B006 - read-only default
+    repeat: int | None = None,
+    programs: Sequence[str] | None = None,
+    args: Mapping[str, object] | None = None,
     rank_param: str | None = None,
-    timeout: float = 60.0,
-    seed: int = 0,
-    runtime_order: str = "current",
-    reset_windows: bool = False,
+    timeout: float | None = None,
+    seed: int | None = None,
+    runtime_order: str | None = None,
+    reset_windows: bool | None = None,
     fallback: str | None = None,
     jobs: int | None = None,
+    require_model: bool | None = None,
+    require_every_p: bool | None = None,
+    config: bool = True,
 ) -> Report:
     """Check every program of the file at every rank count; see docs/cli.md for the result.
-    `ranks="all"` (or `"2.."`) proves for every P, else checks `fallback` (default 2..8).
-    `jobs` worker processes check the program and P units (default: the machine's cores).
+    `ranks="all"` (or `"2.."`) proves for every P, else checks `fallback` (default 2..8);
+    `require_every_p` makes a fallback unknown, `require_model` a proved P whose outputs
+    match no golden model. `jobs` worker processes check the program and P units (default:
+    the machine's cores). A keyword left out (None) takes the file's `[tool.racecheck]`
+    setting in the nearest pyproject.toml (docs/ci.md; `config=False` ignores it), else
+    the CLI's default.
 
     The options are validated as the CLI's are (`racecheck.options.Options`): a bad
-    value raises `racecheck.errors.UsageError`."""
+    value raises `racecheck.errors.UsageError`, in the CLI's words."""
     from racecheck.check import check
 
-    every_p = parse_every_p(ranks, fallback) if isinstance(ranks, str) else None
-    if every_p is not None:
-        counts = every_p.fallback
-    else:
-        counts = parse_ranks(ranks) if isinstance(ranks, str) else tuple(sorted(set(ranks)))
-    options = Options(
-        every_p=every_p,
-        ranks=counts,
-        engine=engine_choice(engine),
-        programs=tuple(programs),
-        args=tuple((name, str(value)) for name, value in args.items()),
+    given = Settings(
+        ranks=ranks if ranks is None or isinstance(ranks, str) else tuple(ranks),
+        fallback=fallback,
+        engine=engine,
+        expect=expect,
+        programs=None if programs is None else tuple(programs),
+        args=None if args is None else tuple((name, str(value)) for name, value in args.items()),
         rank_param=rank_param,
         repeat=repeat,
-        expect=expect,
         timeout=timeout,
         seed=seed,
-        runtime_order=runtime_order_choice(runtime_order),
+        runtime_order=runtime_order,
         reset_windows=reset_windows,
-        jobs=machine_cores() if jobs is None else jobs,
+        jobs=jobs,
+        require_model=require_model,
+        require_every_p=require_every_p,
     )
+    options = given_options(given)  # the caller's own mistakes first, in their words
+    if config:
+        options = options_of(settings_for(path, given))
     return check(path, options)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from racecheck import judge, reference, symbolic_inputs
+from racecheck import gate, judge, reference, symbolic_inputs
 from racecheck.analysis import find_hazards
 from racecheck.assumptions import Assumption, parse_assumption, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
@@ -59,6 +59,7 @@ from racecheck.paths import Path, PathOracle, PathOutcome, explore
 from racecheck.report.reasons import ReasonCode, has_code
 from racecheck.session import Session
 from racecheck.steering import open_reads
+from racecheck.while_loops import while_notes
 from racecheck.workers import Workers
 
 if TYPE_CHECKING:
@@ -127,6 +128,9 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
         _noted(result, judge.SINGLE_DEVICE_NOTE) if result.program in single else result
         for result in results
     ]
+    results = gate.demand(results, options, single)
+    loops = while_notes(file.path)  # PyPTO compiles a Python while: say how it was followed
+    results = [dataclasses.replace(result, notes=(*result.notes, *loops)) for result in results]
     return Report(file=file.path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
 
 

@@ -21,35 +21,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from racecheck.errors import ProgramRejected, UsageError, UserError
+from racecheck.config import Settings, given_options, options_of, settings_for
+from racecheck.errors import NoProgram, ProgramRejected, UsageError, UserError
 from racecheck.findings import Report, exit_code_of
 from racecheck.options import (
     EngineChoice,
     Options,
     RuntimeOrder,
-    engine_choice,
-    machine_cores,
+    numeric,
     parse_arg,
     parse_count,
-    parse_every_p,
     parse_ranks,
-    parse_seconds,
-    runtime_order_choice,
 )
 from racecheck.report import OutputFormat, installed_version, render
 
 EXIT_NOT_CHECKED = 2
+INTERRUPTED = "racecheck: interrupted (Ctrl-C); nothing was proved"
 ProgressSink = Callable[[str, int], None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VerifyCommand:
     paths: tuple[str, ...]
-    options: Options
+    options: Options  # the flags alone
+    settings: Settings | None  # the flags as given, laid over each file's configuration
     output_format: OutputFormat
     color: bool
     html: str | None
     debug: bool = False
+    skip_no_program: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,8 +129,11 @@ def main(
         if _wants_json(arguments):
             _write(out, render(_error_report(None, error), OutputFormat.JSON, color=False))
         return _fail(err, _user_error_line(error), debug=debug)
-    except KeyboardInterrupt:
-        return _fail(err, "racecheck: interrupted; nothing was proved", debug=debug)
+    except KeyboardInterrupt:  # exit 2 like anything not checked; JSON still gets its object
+        if _wants_json(arguments):
+            interrupted = Report(file="", errors=(INTERRUPTED,))
+            _write(out, render(interrupted, OutputFormat.JSON, color=False))
+        return _fail(err, INTERRUPTED, debug=debug)
     except Exception as error:  # the one place an internal failure becomes exit status 2
         line = (
             f"racecheck: internal error: {type(error).__name__}: {error} "
@@ -195,55 +198,106 @@ def _build_parser() -> _Parser:
     )
     parser.add_argument("--version", action=_Version, help="print racecheck's version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    verify = commands.add_parser("verify", help="prove a collective correct or show its bug")
+    verify = commands.add_parser(
+        "verify",
+        help="prove a collective correct or show its bug",
+        description="Flags override the file's [tool.racecheck] settings in the nearest"
+        " pyproject.toml (docs/ci.md); the defaults shown apply where neither says.",
+    )
     _add_program_flags(verify, files="+")
     verify.add_argument(
-        "--ranks", default="2..8", help="rank counts: 4, 2,4,8, 2..8, or all / 2.. (every P)"
+        "--ranks",
+        help="rank counts: 4, 2,4,8, 2..8, or all / 2.. (every P) (default: 2..8)",
     )
     verify.add_argument(
-        "--fallback", metavar="RANKS", help="with --ranks all: the range checked if no proof"
+        "--fallback",
+        metavar="RANKS",
+        help="with --ranks all: the range checked if no proof (default: 2..8)",
+    )
+    verify.add_argument(
+        "--require-every-p",
+        action="store_const",
+        const=True,
+        help="with --ranks all: a fallback to the concrete range is unknown, exit 2 (default: off)",
     )
     engines = ",".join(choice.value for choice in EngineChoice)
-    verify.add_argument("--engine", default="auto", metavar=f"{{{engines}}}")
-    verify.add_argument("--expect", metavar="MODEL", help="golden model, e.g. allreduce-sum")
-    verify.add_argument("--timeout", default="60", metavar="S", help="seconds per program and P")
+    verify.add_argument(
+        "--engine", metavar=f"{{{engines}}}", help="the engine that orders events (default: auto)"
+    )
+    verify.add_argument(
+        "--expect",
+        metavar="MODEL",
+        help="golden model, e.g. allreduce-sum (default: report the matching model)",
+    )
+    verify.add_argument(
+        "--require-model",
+        action="store_const",
+        const=True,
+        help="a proved P whose outputs match no golden model is unknown, exit 2 (default: off)",
+    )
+    verify.add_argument("--timeout", metavar="S", help="seconds per program and P (default: 60)")
     verify.add_argument(
         "--assume",
         action="append",
         default=[],
         metavar="EXPR",
         help="a precondition on an input tensor's elements: 'NAME in LOW..HIGH', 'NAME <= HIGH'"
-        " or 'NAME >= LOW' (repeatable); inputs outside it are not checked",
+        " or 'NAME >= LOW' (repeatable); inputs outside it are not checked (default: none)",
     )
     verify.add_argument(
         "--jobs",
         metavar="N",
         help="worker processes for each file's (program, P) units (default: the machine's cores)",
     )
-    verify.add_argument("--format", choices=[f.value for f in OutputFormat], default="text")
-    verify.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
-    verify.add_argument("--no-color", action="store_true", help="never colour the text report")
+    verify.add_argument(
+        "--format",
+        choices=[f.value for f in OutputFormat],
+        default="text",
+        help="(default: text)",
+    )
+    verify.add_argument(
+        "--html", metavar="FILE", help="also write a self-contained HTML report (default: none)"
+    )
+    verify.add_argument(
+        "--no-color",
+        action="store_true",
+        help="never colour the text report (default: colour on a terminal)",
+    )
     verify.add_argument(
         "--reset-windows",
+        action="store_const",
+        const=True,
+        help="with --repeat N: zero the windows between calls, as PyPTO does by default"
+        " (default: off)",
+    )
+    verify.add_argument(
+        "--skip-no-program",
         action="store_true",
-        help="with --repeat N: zero the windows between calls, as PyPTO does by default",
+        help="a FILE that defines no program (an __init__.py, a helper module) is skipped"
+        " rather than an error, as the pre-commit hook does (default: off)",
+    )
+    verify.add_argument(
+        "--no-config",
+        action="store_true",
+        help="ignore [tool.racecheck] in pyproject.toml (default: read it)",
     )
     orders = ",".join(order.value for order in RuntimeOrder)
     verify.add_argument(
         "--runtime-order",
-        default=RuntimeOrder.CURRENT.value,
-        choices=[order.value for order in RuntimeOrder],
         metavar=f"{{{orders}}}",
         help="which dependencies PyPTO tracks between a rank's tasks: today's, or those "
-        "before #1683 (remote_store/put/get/notify targets not counted as written)",
+        "before #1683 (remote_store/put/get/notify targets not counted as written)"
+        " (default: current)",
     )
     trace = commands.add_parser("trace", help="print each rank's co-simulated events")
     _add_program_flags(trace, files=None)
-    trace.add_argument("--ranks", required=True, metavar="P", help="one rank count")
+    trace.add_argument("--ranks", required=True, metavar="P", help="one rank count (required)")
     export = commands.add_parser("export", help="write the traced protocol as a Promela model")
     _add_program_flags(export, files=None)
-    export.add_argument("--ranks", required=True, metavar="P", help="one rank count")
-    export.add_argument("--format", choices=["promela"], default="promela")
+    export.add_argument("--ranks", required=True, metavar="P", help="one rank count (required)")
+    export.add_argument(
+        "--format", choices=["promela"], default="promela", help="(default: promela)"
+    )
     return parser
 
 
@@ -251,49 +305,39 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
     parser.add_argument(
         "file", metavar="FILE", nargs=files, help="the Python file that holds the collective"
     )
-    parser.add_argument("--program", action="append", default=[], metavar="NAME")
+    parser.add_argument(
+        "--program",
+        action="append",
+        metavar="NAME",
+        help="check only this program, repeatable (default: every program of the file)",
+    )
     parser.add_argument(
         "--arg",
         action="append",
-        default=[],
         metavar="NAME=VALUE",
         help="set a factory or entry parameter; VALUE is a Python literal, else an expression"
-        " over the file's names (e.g. 'shape=make_shape(2, 64)'), else a string",
+        " over the file's names (e.g. 'shape=make_shape(2, 64)'), else a string;"
+        " repeatable (default: the parameters' own defaults)",
     )
     parser.add_argument(
-        "--rank-param", metavar="NAME", help="the factory parameter that receives P"
+        "--rank-param",
+        metavar="NAME",
+        help="the factory parameter that receives P (default: found from its name)",
     )
     parser.add_argument(
         "--repeat",
-        default="1",
         metavar="N",
         help="N back-to-back calls on the same windows, never zeroed in between: persistent "
-        "windows without PyPTO's reset between requests (add --reset-windows for its default)",
+        "windows without PyPTO's reset between requests (add --reset-windows for its default)"
+        " (default: 1)",
     )
-    parser.add_argument("--seed", default="0", metavar="N")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--seed", metavar="N", help="the random input values (default: 0)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks (default: off)")
 
 
 def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand:
-    every_p = parse_every_p(namespace.ranks, namespace.fallback)
-    options = Options(
-        ranks=every_p.fallback if every_p is not None else parse_ranks(namespace.ranks),
-        every_p=every_p,
-        engine=engine_choice(namespace.engine),
-        programs=tuple(namespace.program),
-        args=tuple(parse_arg(text) for text in namespace.arg),
-        rank_param=namespace.rank_param,
-        repeat=parse_count("--repeat", namespace.repeat, minimum=1),
-        expect=namespace.expect,
-        timeout=parse_seconds("--timeout", namespace.timeout),
-        seed=parse_count("--seed", namespace.seed, minimum=0),
-        runtime_order=runtime_order_choice(namespace.runtime_order),
-        reset_windows=namespace.reset_windows,
-        assume=tuple(namespace.assume),
-        jobs=machine_cores()
-        if namespace.jobs is None
-        else parse_count("--jobs", namespace.jobs, minimum=1),
-    )
+    given = _given_settings(namespace)
+    options = given_options(given)  # the flags' own mistakes, before any file is read
     output_format = OutputFormat(namespace.format)
     paths = tuple(namespace.file)
     if len(paths) > 1 and (output_format is not OutputFormat.TEXT or namespace.html):
@@ -305,11 +349,46 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
     return VerifyCommand(
         paths=paths,
         options=options,
+        settings=None if namespace.no_config else given,
         output_format=output_format,
         color=not namespace.no_color and _wants_color(out),
         html=namespace.html,
         debug=namespace.debug,
+        skip_no_program=namespace.skip_no_program,
     )
+
+
+def _given_settings(namespace: argparse.Namespace) -> Settings:
+    """The flags given on the command line; None for each one left out."""
+    return Settings(
+        ranks=namespace.ranks,
+        fallback=namespace.fallback,
+        engine=namespace.engine,
+        expect=namespace.expect,
+        programs=None if namespace.program is None else tuple(namespace.program),
+        args=None if namespace.arg is None else tuple(parse_arg(text) for text in namespace.arg),
+        rank_param=namespace.rank_param,
+        repeat=_number(namespace.repeat),
+        timeout=_number(namespace.timeout),
+        seed=_number(namespace.seed),
+        runtime_order=namespace.runtime_order,
+        reset_windows=namespace.reset_windows,
+        jobs=_number(namespace.jobs),
+        require_model=namespace.require_model,
+        require_every_p=namespace.require_every_p,
+        assumptions=tuple(namespace.assume) or None,
+    )
+
+
+def _number(text: str | None) -> object:
+    return None if text is None else numeric(text)
+
+
+def options_for(path: str, command: VerifyCommand) -> Options:
+    """The options `path` is checked with: the flags over its [tool.racecheck] settings."""
+    if command.settings is None:
+        return command.options
+    return options_of(settings_for(path, command.settings))
 
 
 def _check_writable(path_text: str) -> None:
@@ -336,11 +415,11 @@ def _trace_command(namespace: argparse.Namespace) -> TraceCommand:
     return TraceCommand(
         path=namespace.file,
         ranks=ranks[0],
-        programs=tuple(namespace.program),
-        args=tuple(parse_arg(text) for text in namespace.arg),
+        programs=tuple(namespace.program or ()),
+        args=tuple(parse_arg(text) for text in namespace.arg or ()),
         rank_param=namespace.rank_param,
-        repeat=parse_count("--repeat", namespace.repeat, minimum=1),
-        seed=parse_count("--seed", namespace.seed, minimum=0),
+        repeat=parse_count("repeat", namespace.repeat or "1", minimum=1),
+        seed=parse_count("seed", namespace.seed or "0", minimum=0),
     )
 
 
@@ -353,10 +432,15 @@ def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
 
     progress = _terminal_progress(err) if err.isatty() else None
     reports = []
+    skipped = 0
     for path in command.paths:
         try:
-            report = check(path, command.options, progress=progress)
+            report = check(path, options_for(path, command), progress=progress)
         except UserError as error:  # this file failed; the others are still checked
+            if isinstance(error, NoProgram) and command.skip_no_program:
+                err.write(f"racecheck: skipped {path}: {error.message}\n")
+                skipped += 1
+                continue
             if command.debug:
                 traceback.print_exc(file=err)
             report = _error_report(path, error)
@@ -372,7 +456,7 @@ def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
 
             Path(command.html).write_text(render_html(report), encoding="utf-8")
         reports.append(report)
-    return exit_code_of(reports)
+    return exit_code_of(reports) if reports or not skipped else 0
 
 
 def _terminal_progress(err: TextIO) -> ProgressSink:
@@ -397,6 +481,7 @@ def run_export(command: ExportCommand, out: TextIO) -> int:
             args=dict(selection.args),
             rank_param=selection.rank_param,
             repeat=selection.repeat,
+            seed=selection.seed,
         ),
     )
     return 0

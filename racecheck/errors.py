@@ -27,6 +27,10 @@ class LoadError(UserError):
     """The file cannot be loaded: missing, syntax error, import-time failure."""
 
 
+class NoProgram(UserError):
+    """The file defines no program to check (an `__init__.py`, a module of helpers)."""
+
+
 class UnsupportedConstruct(UserError):
     """A DSL call or argument racecheck does not model."""
 

@@ -173,6 +173,7 @@ class OutputDiff:
     got: tuple[float, ...]  # a few elements starting there
     golden: tuple[float, ...]
     model: str = ""  # the golden model's name, e.g. "allreduce-sum"
+    store: SourceLocation | None = None  # the differing rank's last store into the output
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

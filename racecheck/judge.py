@@ -234,10 +234,11 @@ def with_wrong_result(outcome: Outcome, diff: OutputDiff) -> Outcome:
     """The outcome with a wrong result; its stale reads become errors, named as the cause."""
     stale = [f for f in outcome.findings if f.kind is FindingKind.STALE_READ]
     cause = stale[0].locations[0] if stale else None
+    where = cause if cause is not None else diff.store  # code scanning needs a line
     wrong = Finding(
         kind=FindingKind.WRONG_RESULT,
         detail="",
-        locations=(cause,) if cause is not None else (),
+        locations=(where,) if where is not None else (),
         ranks=(diff.rank,),
         diff=diff,
         cause=cause,

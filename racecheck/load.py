@@ -42,7 +42,14 @@ from racecheck.dsl.modules import installed
 from racecheck.dsl.program import DslFunction, FunctionRole, Program, entry_parameters
 from racecheck.dsl.types import DimExpr, DynVar, ScalarType, TensorType, resolve_dim
 from racecheck.dsl.watchdog import Overrun, within
-from racecheck.errors import LoadError, ProgramRejected, TracingError, UsageError, UserError
+from racecheck.errors import (
+    LoadError,
+    NoProgram,
+    ProgramRejected,
+    TracingError,
+    UsageError,
+    UserError,
+)
 from racecheck.options import parse_bool
 from racecheck.project_imports import project_imports, project_module_names
 from racecheck.report.reasons import ReasonCode, reason
@@ -812,7 +819,7 @@ def _all_programs(
             if single_chip
             else ""
         )
-        raise UserError(reason(ReasonCode.NO_PROGRAM, found=found), file=loaded.path)
+        raise NoProgram(reason(ReasonCode.NO_PROGRAM, found=found), file=loaded.path)
     return specs
 
 

@@ -67,6 +67,8 @@ class Options:
     every_p: EveryP | None = None  # --ranks all: prove for every P (racecheck.allp)
     jobs: int = field(default_factory=machine_cores)  # --jobs N: worker processes
     assume: tuple[str, ...] = ()  # --assume EXPR (repeatable): racecheck.assumptions
+    require_model: bool = False  # a proved P whose outputs match no golden model is unknown
+    require_every_p: bool = False  # with every_p: a fallback to concrete P is unknown
 
     def __post_init__(self) -> None:
         if not self.ranks or not all(_is_int(p) and 1 <= p <= MAX_RANKS for p in self.ranks):
@@ -75,14 +77,13 @@ class Options:
             raise UsageError(f"engine {self.engine!r}: not an engine choice")
         if not isinstance(self.runtime_order, RuntimeOrder):
             raise UsageError(f"runtime order {self.runtime_order!r}: not a runtime order")
-        if not isinstance(self.reset_windows, bool):
-            raise UsageError(f"reset_windows {self.reset_windows!r}: must be True or False")
+        for flag in ("reset_windows", "require_model", "require_every_p"):
+            if not isinstance(getattr(self, flag), bool):
+                raise UsageError(f"{flag} {getattr(self, flag)!r}: must be true or false")
         _check_count("repeat", self.repeat, minimum=1)
         _check_count("seed", self.seed, minimum=0)
         _check_count("jobs", self.jobs, minimum=1)
-        timeout_ok = isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool)
-        if not timeout_ok or not 0 < self.timeout < math.inf:
-            raise UsageError(f"timeout {self.timeout!r}: must be a positive number of seconds")
+        check_seconds("timeout", self.timeout)
         for name in (*self.programs, *(name for name, _ in self.args)):
             if not isinstance(name, str) or not name:
                 raise UsageError(f"{name!r}: program and --arg names must be non-empty strings")
@@ -103,6 +104,23 @@ def _is_int(value: object) -> bool:
 def _check_count(name: str, value: object, *, minimum: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise UsageError(f"{name} {value!r}: must be a whole number of at least {minimum}")
+
+
+def check_seconds(name: str, value: object) -> None:
+    number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number_ok or not 0 < value < math.inf:  # type: ignore[operator]
+        raise UsageError(f"{name} {value!r}: must be a positive number of seconds")
+
+
+def numeric(text: str) -> int | float | str:
+    """A flag's text as the number it spells, else the text itself: the value is then
+    validated as an API keyword's is, so both are rejected in the same words."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 _TRUE = frozenset({"true", "1", "yes", "on", "y", "t"})
@@ -145,7 +163,7 @@ def parse_ranks(text: str) -> tuple[int, ...]:
             low_text, _, high_text = part.partition("..")
             low, high = _rank_number(low_text, text), _rank_number(high_text, text)
             if low > high:
-                raise UsageError(f"--ranks {text!r}: range {part!r} is empty; write LOW..HIGH")
+                raise UsageError(f"ranks {text!r}: range {part!r} is empty; write LOW..HIGH")
             ranks.update(range(low, high + 1))
         else:
             ranks.add(_rank_number(part, text))
@@ -161,7 +179,7 @@ def parse_every_p(text: str, fallback: str | None) -> EveryP | None:
         low = _rank_number(stripped[:-2], text)
     else:
         if fallback is not None:
-            raise UsageError("--fallback goes with --ranks all or an open range such as 2..")
+            raise UsageError("fallback goes with ranks all or an open range such as 2..")
         return None
     ranks = parse_ranks(fallback) if fallback is not None else DEFAULT_RANKS
     kept = tuple(rank for rank in ranks if rank >= low) or (low,)
@@ -173,10 +191,10 @@ def _rank_number(text: str, whole: str) -> int:
         value = int(text.strip())
     except ValueError:
         raise UsageError(
-            f"--ranks {whole!r}: {text!r} is not a rank count; use e.g. 4, 2,4,8 or 2..8"
+            f"ranks {whole!r}: {text!r} is not a rank count; use e.g. 4, 2,4,8 or 2..8"
         ) from None
     if not 1 <= value <= MAX_RANKS:
-        raise UsageError(f"--ranks {whole!r}: rank counts must be between 1 and {MAX_RANKS}")
+        raise UsageError(f"ranks {whole!r}: rank counts must be between 1 and {MAX_RANKS}")
     return value
 
 
@@ -189,23 +207,17 @@ def parse_arg(text: str) -> tuple[str, str]:
     return name, value.strip()
 
 
-def parse_count(flag: str, text: str, *, minimum: int) -> int:
-    """An integer flag value of at least `minimum`."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{flag} {text!r}: expected a whole number") from None
-    if value < minimum:
-        raise UsageError(f"{flag} {text!r}: must be at least {minimum}")
+def parse_count(name: str, text: str, *, minimum: int) -> int:
+    """A whole-number flag value of at least `minimum`, rejected as `Options` rejects it."""
+    value = numeric(text)
+    _check_count(name, value, minimum=minimum)
+    assert isinstance(value, int)
     return value
 
 
-def parse_seconds(flag: str, text: str) -> float:
-    """A positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{flag} {text!r}: expected a number of seconds") from None
-    if not 0 < value < float("inf"):
-        raise UsageError(f"{flag} {text!r}: must be a positive number of seconds")
-    return value
+def parse_seconds(name: str, text: str) -> float:
+    """A positive, finite number of seconds, rejected as `Options` rejects it."""
+    value = numeric(text)
+    check_seconds(name, value)
+    assert isinstance(value, (int, float))
+    return float(value)

@@ -12,6 +12,7 @@ import numpy as np
 
 from racecheck import models
 from racecheck.cosim import Execution, HostTensorRecord, TensorRole
+from racecheck.events import AccessMode, SourceLocation
 from racecheck.findings import OutputDiff
 
 
@@ -24,6 +25,7 @@ class HostIO:
     inputs: np.ndarray  # [P, ...]
     outputs: np.ndarray  # [P, ...]
     in_place: bool  # the output is also the input: N repeats compose the collective N times
+    stores: tuple[SourceLocation | None, ...] = ()  # per rank: its last store into the output
 
 
 def host_io(execution: Execution) -> HostIO | None:
@@ -47,6 +49,24 @@ def host_io(execution: Execution) -> HostIO | None:
         inputs=source.initial,
         outputs=sink.final,
         in_place=source is sink,
+        stores=_last_stores(execution, sink.memory),
+    )
+
+
+def _last_stores(execution: Execution, memory: int) -> tuple[SourceLocation | None, ...]:
+    """Each rank's last write into the output tensor: where a wrong row was stored."""
+    return tuple(
+        next(
+            (
+                event.location
+                for event in reversed(events)
+                if event.access is not None
+                and event.access.memory == memory
+                and event.mode is not AccessMode.READ
+            ),
+            None,
+        )
+        for events in execution.trace.events
     )
 
 
@@ -83,4 +103,5 @@ def difference(model_name: str, io: HostIO, *, repeat: int) -> OutputDiff | None
         got=tuple(float(v) for v in where.got),
         golden=tuple(float(v) for v in where.golden),
         model=model_name,
+        store=io.stores[where.rank] if where.rank < len(io.stores) else None,
     )

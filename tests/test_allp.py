@@ -75,7 +75,7 @@ def test_an_open_range_starts_at_its_low_and_the_fallback_is_settable() -> None:
 
 
 def test_fallback_without_ranks_all_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="--fallback goes with --ranks all"):
+    with pytest.raises(UsageError, match="fallback goes with ranks all"):
         _options("--ranks", "2..8", "--fallback", "2..4")
 
 

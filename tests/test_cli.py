@@ -7,6 +7,7 @@ pipeline on real files is exercised in test_cli_end_to_end.py.
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import subprocess
@@ -175,7 +176,21 @@ def test_usage_error_in_json_mode_is_one_json_object() -> None:
     result = run("verify", "f.py", "--format", "json", "--ranks", "0")
     assert result.code == 2
     printed = json.loads(result.out)
-    assert printed["exit_code"] == 2 and "--ranks" in printed["errors"][0]
+    assert printed["exit_code"] == 2 and "ranks '0'" in printed["errors"][0]
+
+
+@pytest.mark.parametrize("output", ["json", "text"])
+def test_ctrl_c_is_exit_2_and_under_json_one_json_object(pipeline: Recorder, output: str) -> None:
+    pipeline.error = KeyboardInterrupt()
+    result = run("verify", "f.py", "--format", output)
+    assert result.code == 2
+    assert result.err == "racecheck: interrupted (Ctrl-C); nothing was proved\n"
+    if output == "json":
+        printed = json.loads(result.out)
+        assert printed["exit_code"] == 2 and "interrupted" in printed["errors"][0]
+        assert printed["results"] == []
+    else:
+        assert result.out == ""
 
 
 def test_internal_error_is_never_a_verdict(pipeline: Recorder) -> None:
@@ -236,7 +251,7 @@ def test_version_prints_the_installed_version_on_stdout() -> None:
         (["verify", "f.py", "--ranks", ""], "not a rank count"),
         (["verify", "f.py", "--engine", "z3"], "unknown engine 'z3'"),
         (["verify", "f.py", "--format", "xml"], "invalid choice: 'xml'"),
-        (["verify", "f.py", "--repeat", "0"], "--repeat '0': must be at least 1"),
+        (["verify", "f.py", "--repeat", "0"], "repeat 0: must be a whole number of at least 1"),
         (["verify", "f.py", "--timeout", "-1"], "positive number of seconds"),
         (["verify", "f.py", "--timeout", "nan"], "positive number of seconds"),
         (["verify", "f.py", "--seed", "x"], "whole number"),
@@ -265,5 +280,25 @@ def test_module_entry_point_exits_with_the_status() -> None:
         timeout=60,
     )
     assert completed.returncode == 2
-    assert completed.stderr.startswith("racecheck: error: --ranks '0'")
+    assert completed.stderr.startswith("racecheck: error: ranks '0'")
     assert completed.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["verify", "trace", "export"])
+def test_help_shows_every_option_with_its_default(command: str) -> None:
+    from racecheck.cli import _build_parser
+
+    parser = _build_parser()
+    (choices,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    sub = choices.choices[command]
+    for action in sub._actions:
+        if action.option_strings and action.dest != "help":
+            assert action.help and ("default:" in action.help or "(required)" in action.help), (
+                action.option_strings
+            )
+    text = " ".join(run(command, "--help").out.split())
+    defaults = Options()
+    assert "(default: 1)" in text and "(default: 0)" in text  # --repeat, --seed
+    if command == "verify":
+        assert f"(default: {defaults.timeout:g})" in text and "(default: 2..8)" in text
+        assert f"(default: {defaults.engine.value})" in text

@@ -129,6 +129,14 @@ def raises(inputs):
 
 def short(inputs):
     return inputs[:1]
+
+
+def not_at_three(inputs):
+    from racecheck.models import ModelNotApplicable
+
+    if len(inputs) == 3:
+        raise ModelNotApplicable("three ranks do not split the row")
+    return inputs.sum(axis=0, keepdims=True).repeat(len(inputs), axis=0)
 """
 
 
@@ -144,6 +152,15 @@ def test_a_broken_user_golden_is_the_goldens_error(
     code, out, err = run("verify", LENGTH_FIRST, "--ranks", "2", "--expect", model)
     assert code == 2 and out == ""
     assert words in err and f"{function}" in err
+
+
+def test_a_user_golden_that_does_not_apply_names_the_p(tmp_path: Path) -> None:
+    """models/README.md: no wrong result, exit 2 naming the P and the golden's reason."""
+    goldens = write(tmp_path, "goldens.py", GOLDENS)
+    model = f"{goldens}:not_at_three"
+    code, out, err = run("verify", LENGTH_FIRST, "--ranks", "2..3", "--expect", model)
+    assert code == 2 and "wrong" not in out + err
+    assert f"--expect {model} does not apply at P=3: three ranks do not split the row" in err
 
 
 def test_json_reports_a_load_error_as_one_object(tmp_path: Path) -> None:

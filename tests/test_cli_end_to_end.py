@@ -174,7 +174,7 @@ BAD_INPUTS = [
         ("unset_parameter.py", "size", "--arg size="),
     ),
     BadInput("bad_model", MESH, ("--expect", "allreduce-median"), ("allreduce-median",)),
-    BadInput("bad_ranks", MESH, ("--ranks", "8..2"), ("--ranks",)),
+    BadInput("bad_ranks", MESH, ("--ranks", "8..2"), ("ranks '8..2'",)),
     BadInput("bad_engine", MESH, ("--engine", "z3"), ("unknown engine 'z3'",)),
 ]
 

@@ -228,11 +228,11 @@ def test_deadlock_draws_notifies_into_the_blocked_wait() -> None:
     figure = page.find("figure", "deadlock")
     assert len(figure) == 1
     assert ("0", "3") in highlighted_steps(page)
-    assert len(page.find("line", "sync", "hl")) == 2  # both Set notifies of signal[0][0, 0]
+    assert len(page.find("line", "sync", "hl")) == 2  # both Set notifies of rank 0's signal[0, 0]
     assert len(page.find("path", "pair")) == 1  # only the race has a pair to join
     text = "".join(page.text)
     assert "blocked forever" in text
-    assert "rank 0 waits forever on wait signal[0][0, 0] == 2 (it holds 1)" in text
+    assert "rank 0 waits forever on wait rank 0's signal[0, 0] == 2 (it holds 1)" in text
 
 
 def test_every_step_has_a_hover_with_file_line_and_source() -> None:

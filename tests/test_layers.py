@@ -24,18 +24,19 @@ STAGES: tuple[tuple[str, ...], ...] = (
         "racecheck.findings",
         "racecheck.options",
         "racecheck.assumptions",
+        "racecheck.config",
     ),
     ("racecheck.describe",),
     ("racecheck.dsl",),
-    ("racecheck.load", "racecheck.session", "racecheck.project_imports"),
+    ("racecheck.load", "racecheck.session", "racecheck.project_imports", "racecheck.while_loops"),
     ("racecheck.cosim",),
     ("racecheck.engines", "racecheck.allp"),
     ("racecheck.analysis", "racecheck.steering", "racecheck.symbolic_inputs"),
     ("racecheck.models", "racecheck.reference"),
-    ("racecheck.judge",),
+    ("racecheck.judge", "racecheck.gate"),
     ("racecheck.check", "racecheck.paths", "racecheck.export", "racecheck.workers"),
     ("racecheck.report",),
-    ("racecheck.cli", "racecheck.__main__", "racecheck"),
+    ("racecheck.cli", "racecheck.__main__", "racecheck", "racecheck.pytest_plugin"),
 )
 
 SOLVER_HOMES = frozenset(

@@ -114,7 +114,7 @@ def test_a_host_slice_past_its_tensor_is_an_out_of_bounds_bug_at_the_host_line()
     assert finding.kind is FindingKind.OUT_OF_BOUNDS
     line = _line(path, "outputs[r, 0:1, c * SIZE : (c + 1) * SIZE],")
     assert [(site.file, site.line) for site in finding.locations] == [(str(path), line)]
-    assert finding.reason == "slice 8:16 of outputs[0][1, 8]:FP32 in dim 1"
+    assert finding.reason == "slice 8:16 of outputs[0] (shape [1, 8], FP32) in dim 1"
     assert finding.ranks == ()  # the host, not a rank
 
 

@@ -350,7 +350,8 @@ def test_a_window_of_another_size_than_its_parameter_is_unknown_naming_the_param
     line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if declared in text)
     (error,) = report.errors
     assert error == (
-        f"{path}:{line}: error: step() declares w as FP32[1, 8] (8 elements) but is passed"
-        " buf[16]:FP32 (16 elements): racecheck does not model a window argument of another"
-        " size than its parameter; pass a pld.window view of the declared shape"
+        f"{path}:{line}: error: step() declares w with shape [1, 8], FP32 (8 elements) but is"
+        " passed buf with shape [16], FP32 (16 elements): racecheck does not model a window"
+        " argument of another size than its parameter; pass a pld.window view of the declared"
+        " shape"
     )

@@ -118,10 +118,10 @@ def test_findings_carry_their_code_severity_and_typed_witness_steps() -> None:
     notify, read, write = finding["witness"]
     assert (notify["event"], notify["op"], notify["value"]) == ("notify", "AtomicAdd", 1)
     assert notify["place"] == {"memory": "signal", "owner": 0, "ranges": [[4, 8]], "cell": [1, 0]}
-    assert notify["action"] == "notify signal[0][1, 0] += 1"
+    assert notify["action"] == "notify rank 0's signal[1, 0] += 1"
     assert (read["event"], read["call"], read["status"]) == ("read", "remote_load", "ran")
     assert write["status"] == "afterwards"
-    assert write["action"] == "afterwards: store (write) data[1] bytes 0..256"
+    assert write["action"] == "afterwards: store (write) rank 1's data bytes 0..256"
 
 
 def test_a_stale_read_alone_is_a_warning_in_a_proved_result() -> None:
@@ -137,4 +137,4 @@ def test_a_stale_read_alone_is_a_warning_in_a_proved_result() -> None:
         "warning",
         True,
     )
-    assert finding["message"].startswith("rank 0 reads data[0] bytes 256..512")
+    assert finding["message"].startswith("rank 0 reads rank 0's data bytes 256..512")

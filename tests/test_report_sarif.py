@@ -99,3 +99,21 @@ def test_a_stale_read_warning_is_a_warning_level_result(sarif_schema) -> None:
         "out-of-bounds",
     }
     assert run["invocations"][0]["executionSuccessful"] is True
+
+
+def test_a_wrong_result_is_located_at_the_store_of_the_output(sarif_schema) -> None:
+    """Code scanning shows no alert without a location: a wrong result has the line
+    that stored the differing rank's output row."""
+    from pathlib import Path
+
+    from expectations import markers_of
+
+    import racecheck
+
+    path = Path(__file__).resolve().parent.parent / "examples"
+    path = path / "290_allreduce_mesh_doubled_matches_no_model.py"
+    report = racecheck.verify(str(path), ranks="2", expect="allreduce-sum", jobs=1)
+    (wrong,) = validated(report, sarif_schema)["runs"][0]["results"]
+    assert wrong["ruleId"] == "wrong-result"
+    region = wrong["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] == markers_of(path.read_text())["out"]

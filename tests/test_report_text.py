@@ -48,9 +48,9 @@ def test_witness_is_numbered_indented_per_rank_and_highlights_the_pair() -> None
     text = render_text(mixed_report(), color=False)
     steps = [line for line in text.splitlines() if line.lstrip(" >")[:2] in ("1.", "2.", "3.")]
     assert steps == [
-        f"    1.   rank 1: notify signal[0][1, 0] += 1  ({FILE}:33)",
-        f"  > 2. rank 0: remote_load (read) data[1] bytes 0..256  ({FILE}:42)",
-        f"  > 3.   rank 1: afterwards: store (write) data[1] bytes 0..256  ({FILE}:30)",
+        f"    1.   rank 1: notify rank 0's signal[1, 0] += 1  ({FILE}:33)",
+        f"  > 2. rank 0: remote_load (read) rank 1's data bytes 0..256  ({FILE}:42)",
+        f"  > 3.   rank 1: afterwards: store (write) rank 1's data bytes 0..256  ({FILE}:30)",
     ]
 
 

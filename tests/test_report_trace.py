@@ -96,10 +96,10 @@ def test_trace_view_shows_every_event_with_target_and_source() -> None:
     assert columns[3][1:5] == [
         "notify",
         "pld.system.notify",
-        "signal[1][0, 0] AtomicAdd 1",
+        "rank 1's signal[0, 0] AtomicAdd 1",
         f"{FILE}:12",
     ]
-    assert columns[4][3] == "signal[0][1, 0] Ge 1"
+    assert columns[4][3] == "rank 0's signal[1, 0] Ge 1"
     assert len({line.index(f"{FILE}:") for line in lines[2:5]}) == 1  # aligned columns
     assert lines[5] == "rank 1:  (a wait was forced past: the tracing run deadlocked)"
     assert lines[-1] == f"out of bounds: rank 1 at {FILE}:20: peer 2 >= P"

@@ -22,6 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from racecheck.allp.reasons import needs_concrete
 from racecheck.dsl.scalars import truncating_div, truncating_mod
 from racecheck.events import INT32_MAX, INT32_MIN
 from racecheck.report.reasons import ReasonCode, reason
@@ -386,7 +387,7 @@ class Sym:
         return self.decide(Cmp(Rel.NE, self.expr, Const(0)))
 
     def __index__(self) -> int:
-        raise OutsideFragment(reason(ReasonCode.OUTSIDE_CONCRETE_NEEDED, value=str(self.expr)))
+        raise OutsideFragment(needs_concrete(str(self.expr)))
 
     __int__ = __index__
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from racecheck.allp.expr import WORLD, Cmp, Cond, Const, OutsideFragment, Rel, Var
 from racecheck.allp.functions import ShadowFunction, host_entry
+from racecheck.allp.reasons import untraceable
 from racecheck.allp.shadow import Surface
 from racecheck.allp.templates import Protocol, Rejection
 from racecheck.allp.tracer import PathRecord, Tracer
@@ -90,10 +91,7 @@ def _run_path(origin: ProgramOrigin, surface: Surface) -> None:
         except Exception as error:  # noqa: BLE001 - the user's own exception, or ours
             failure = classify_raised(error, "")
             if not isinstance(failure, ProgramRejected):
-                name = type(error).__name__
-                raise OutsideFragment(
-                    reason(ReasonCode.OUTSIDE_RAISED, error=name, why=str(error))
-                ) from None
+                raise OutsideFragment(untraceable(error)) from None
             surface.tracer.reject(failure.message)
 
 

@@ -438,12 +438,28 @@ def _read_unbound(
         return min(names)
     loop, scope = found
     inside = {id(node) for node in ast.walk(loop)}
+    following = _following(scope, loop)
+    if following:  # the statements after the loop: a read there after a reassignment is none
+        unbound = _Assigned(names).block(following, frozenset()).unbound
+        if unbound is not None:
+            return unbound
+        inside |= {id(node) for statement in following for node in ast.walk(statement)}
     for node in ast.walk(scope):
         if id(node) not in inside and _reads(node, names):
             return node.id  # type: ignore[attr-defined,no-any-return]
     if body:
         return _Assigned(names).block(loop.body, frozenset()).unbound
     return None
+
+
+def _following(scope: ast.AST, loop: ast.For) -> list[ast.stmt]:
+    """The statements after `loop` in the block that holds it, in order."""
+    for node in ast.walk(scope):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and any(statement is loop for statement in block):
+                return block[next(i for i, s in enumerate(block) if s is loop) + 1 :]
+    return []
 
 
 def _reads(node: ast.AST, names: AbstractSet[str]) -> bool:

@@ -88,9 +88,10 @@ def _other_size(
     code = getattr(inspect.unwrap(function), "__code__", None)
     declared = [resolve_dim(dim, dim_bindings() or {}) for dim in annotation.dims]
     return UnsupportedConstruct(
-        f"{function.__name__}() declares {name} as {annotation.dtype.name}{declared}"
-        f" ({math.prod(declared)} elements) but is passed {value!r}"
-        f" ({math.prod(value.shape)} elements): racecheck does not model a window argument"
+        f"{function.__name__}() declares {name} with shape {declared}, {annotation.dtype.name}"
+        f" ({math.prod(declared)} elements) but is passed {value.name} with shape"
+        f" {list(value.shape)}, {value.dtype.name} ({math.prod(value.shape)} elements):"
+        " racecheck does not model a window argument"
         " of another size than its parameter; pass a pld.window view of the declared shape",
         file=None if code is None else code.co_filename,
         line=_parameter_line(function, name),

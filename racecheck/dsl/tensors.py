@@ -161,7 +161,8 @@ class TensorView:
         )
 
     def __repr__(self) -> str:
-        return f"{self.name}{list(self.shape)}:{self.dtype.name}"
+        # a shape is said to be one: `name[i]` in a report is always rank i's copy
+        return f"{self.name} (shape {list(self.shape)}, {self.dtype.name})"
 
 
 def _fail_on_host(message: str) -> None:

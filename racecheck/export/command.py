@@ -23,8 +23,10 @@ def export_command(
     args: Mapping[str, str] | None = None,
     rank_param: str | None = None,
     repeat: int = 1,
+    seed: int = 0,
 ) -> str:
-    """The model text of the one program of `path` (or of `--program`) at `ranks` ranks."""
+    """The model text of the one program of `path` (or of `--program`) at `ranks` ranks,
+    traced with the input values `seed` draws, as `verify --seed` traces it."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     # Imported on use, like the CLI's other commands: tracing pulls in the whole frontend.
@@ -46,6 +48,6 @@ def export_command(
         raise UsageError(
             f"{spec.name} rejects {ranks} ranks ({rejected.message}); nothing to export"
         ) from None
-    trace = simulate(instance, repeat=repeat).trace
+    trace = simulate(instance, repeat=repeat, seed=seed).trace
     header = f"/* {spec.name} from {path.replace('*/', '* /')}, P={ranks}, repeat={repeat} */\n"
     return header + to_promela(trace)

@@ -31,13 +31,9 @@ import numpy as np
 
 from racecheck.errors import UsageError
 
-from .custom import load_user_golden
+from .custom import ModelNotApplicable, load_user_golden
 
 Golden = Callable[[np.ndarray], np.ndarray]
-
-
-class ModelNotApplicable(ValueError):
-    """The model has no golden for inputs of this shape or rank count."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

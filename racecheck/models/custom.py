@@ -34,6 +34,11 @@ def load_user_golden(spec: str) -> UserGolden:
     return _guarded(spec, function)
 
 
+class ModelNotApplicable(ValueError):
+    """The model has no golden for inputs of this shape or rank count (a built-in's, or
+    a user's golden that raises it): the run stops with an error naming the P."""
+
+
 def _guarded(spec: str, function: UserGolden) -> UserGolden:
     """The golden, whose own failures are reported as its error (exit 2), not as a
     wrong result of the collective."""
@@ -42,6 +47,8 @@ def _guarded(spec: str, function: UserGolden) -> UserGolden:
         try:
             with installed():
                 return np.asarray(function(inputs))
+        except ModelNotApplicable:
+            raise  # worded with the P by the caller, as a built-in model's
         except Exception as error:  # the user's golden: any failure is theirs to fix
             raise UsageError(f"golden {spec!r} raised {type(error).__name__}: {error}") from error
 

@@ -1,6 +1,6 @@
 """All the wording of a report: finding messages, witness steps, places, rank sets and
 output diffs. Findings arrive as typed facts (`racecheck.findings`); every renderer
-words them here, so a report says `data[1] bytes 0..256` the same way everywhere.
+words them here, so a report says `rank 1's data bytes 0..256` the same way everywhere.
 """
 
 from __future__ import annotations
@@ -98,8 +98,10 @@ _RELATIONS = {WaitCmp.GE: ">=", WaitCmp.EQ: "==", WaitCmp.GE_UNSIGNED: ">= (as u
 
 
 def describe_place(place: Place) -> str:
-    """`signal[1][0, 0]` for a cell; `data[1] bytes 0..256` for bytes (host: no owner)."""
-    where = place.memory if place.owner == HOST_OWNER else f"{place.memory}[{place.owner}]"
+    """`rank 1's signal[0, 0]` for a cell; `rank 1's data bytes 0..256` for bytes (host
+    tensors have no owner: `y bytes 0..16`). Brackets after a name index its elements,
+    never a rank's copy; a shape is written `shape [1, 64]`."""
+    where = place.memory if place.owner == HOST_OWNER else f"rank {place.owner}'s {place.memory}"
     if place.cell is not None:
         return f"{where}[{', '.join(str(i) for i in place.cell)}]"
     spans = ", ".join(f"{start}..{end}" for start, end in place.ranges[:3])
@@ -121,13 +123,14 @@ _STATUS_PREFIX = {
 
 
 def describe_step(step: WitnessStep) -> str:
-    """`afterwards: call 2: remote_load (read) data[1] bytes 0..256`."""
+    """`afterwards: call 2: remote_load (read) rank 1's data bytes 0..256`."""
     call = f"call {step.repeat}: " if step.repeat is not None else ""
     return _STATUS_PREFIX[step.status] + call + describe_action(step)
 
 
 def describe_action(step: WitnessStep) -> str:
-    """What the step does: `notify signal[1][0, 0] += 1`, `wait ... >= 2`, `store (write) ...`."""
+    """What the step does: `notify rank 1's signal[0, 0] += 1`, `wait ... >= 2`,
+    `store (write) ...`."""
     place = describe_place(step.place) if step.place is not None else ""
     if step.kind is StepKind.NOTIFY:
         sign = "+=" if step.op is NotifyOp.ATOMIC_ADD else "="
@@ -178,12 +181,17 @@ def _race_message(finding: Finding) -> str:
     return text
 
 
+_LISTED_WAITS = 4  # a deadlock names this many blocked waits, then counts the rest
+
+
 def _deadlock_message(finding: Finding) -> str:
-    return "; ".join(
+    text = "; ".join(
         f"rank {wait.rank} waits forever on {describe_action(wait.step)}"
         + (f" (it holds {wait.holds})" if wait.holds is not None else "")
-        for wait in finding.blocked
+        for wait in finding.blocked[:_LISTED_WAITS]
     )
+    more = len(finding.blocked) - _LISTED_WAITS
+    return text + (f"; and {more} more ranks wait forever likewise" if more > 0 else "")
 
 
 def _stale_message(finding: Finding) -> str:

@@ -24,8 +24,10 @@ from racecheck.report.phrases import (
     describe_step,
     output_label,
 )
+from racecheck.report.witness import Elided, shortened
 
 _RESET = "\033[0m"
+MAX_LANES = 8  # witness steps are indented one column per rank up to this many ranks
 _BOLD = "1"
 _RED = "31"
 _GREEN = "32"
@@ -146,15 +148,32 @@ def _witness_lines(finding: Finding, paint: _Paint) -> list[str]:
     if not finding.witness:
         return []
     replayed = "replayed" if finding.confirmed else "not replayed"
-    lines = [f"  witness ({replayed}):"]
-    lanes = {rank: lane for lane, rank in enumerate(sorted({s.rank for s in finding.witness}))}
-    number_width = len(str(len(finding.witness)))
-    for number, step in enumerate(finding.witness, start=1):
-        lines.append(_witness_step(number, number_width, lanes[step.rank], step, paint))
+    shown = shortened(finding.witness)
+    steps = [entry for entry in shown if not isinstance(entry, Elided)]
+    elided = len(finding.witness) - len(steps)
+    note = (
+        f", {elided} of {len(finding.witness)} steps elided: --format json has all"
+        if elided
+        else ""
+    )
+    lines = [f"  witness ({replayed}{note}):"]
+    ranks = sorted({step.rank for _, step in steps})
+    # one column per rank while they fit; past that, indenting says nothing
+    lanes = {rank: lane if len(ranks) <= MAX_LANES else 0 for lane, rank in enumerate(ranks)}
+    width = len(str(len(finding.witness)))
+    for entry in shown:
+        if isinstance(entry, Elided):
+            lines.append(
+                f"    {'':>{width}}  ... {entry.count} step{'s' if entry.count > 1 else ''}"
+            )
+        else:
+            number, step = entry
+            lines.append(_witness_step(number, width, lanes[step.rank], step, paint))
     return lines
 
 
 def _witness_step(number: int, width: int, lane: int, step: WitnessStep, paint: _Paint) -> str:
+    """One witness step, the only place a step is worded for the text report."""
     marker = ">" if step.highlight else " "
     body = f"{'  ' * lane}rank {step.rank}: {describe_step(step)}  ({step.location})"
     if step.highlight:

@@ -52,7 +52,7 @@ def _event_fields(event: Event, trace: Trace) -> list[str]:
 
 
 def describe_event_target(event: Event, trace: Trace) -> str:
-    """What the event touches: `signal[1][0,0] AtomicAdd 1`, `data[2] bytes 0..64`."""
+    """What the event touches: `rank 1's signal[0,0] AtomicAdd 1`, `rank 2's data bytes 0..64`."""
     if event.notify is not None:
         notify = event.notify
         return f"{_cell(notify.cell, trace)} {notify.op.value} {notify.value}"
