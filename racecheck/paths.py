@@ -11,10 +11,11 @@ settles makes the verdict `unknown`, naming the line that read it.
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
+from racecheck import clock
 from racecheck.cosim import DefaultPolicy, HoldPolicy, SchedulePolicy
 from racecheck.cosim.execution import Decided
 from racecheck.dsl.symbolic import Decision, realises
@@ -32,6 +33,8 @@ SATURATED_AFTER = 3
 """Once the paths checked show a bug, exploring stops after this many paths in a row
 found nothing new: the verdict cannot change, further paths could only add findings,
 and each costs a co-simulation. The paths left are named in a note."""
+
+T = TypeVar("T")
 
 PathKey = tuple[frozenset[EventRef], tuple[tuple[str, int, float], ...]]
 
@@ -139,10 +142,10 @@ class _Pending:
 
 def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float) -> Outcome:
     """Check the first path, then the paths its open values lead to, breadth first, all
-    within `timeout` seconds (`check_path` gets the deadline, a `time.monotonic()`
-    value) and `BUDGET` paths, until a bug is shown and `SATURATED_AFTER` paths add
-    nothing to it."""
-    deadline = time.monotonic() + timeout
+    within the `--timeout` in force (`racecheck.clock.unit`, else `timeout` seconds;
+    `check_path` gets the deadline) and `BUDGET` paths, until a bug is shown and
+    `SATURATED_AFTER` paths add nothing to it."""
+    deadline = clock.deadline(timeout)
     first = check_path(FIRST, deadline)
     results = [first.outcome]
     unsettled: list[Unsettled] = []
@@ -187,8 +190,9 @@ def _stop(results: list[Outcome], found: _Found, deadline: float) -> str | None:
     """Why exploring stops before the next path, None while it goes on."""
     if len(results) >= BUDGET:
         return f"past the budget of {BUDGET} paths"
-    if time.monotonic() > deadline:
-        return "past --timeout"
+    if clock.passed(deadline):
+        stage = f"exploring the program's other paths ({len(results)} checked)"
+        return clock.Overtime(stage).reason
     if found.bug and found.quiet >= SATURATED_AFTER:
         return f"not explored: a bug is shown and the last {SATURATED_AFTER} paths added no finding"
     return None
@@ -276,7 +280,8 @@ def _inputs(
     made = [decided.decision for decided in outcome.decisions]
     first, avoided = _repinned(path, made)
     branches: list[_Pending] = []
-    for n, solution in flips(made, first, deadline=deadline, avoided=avoided):
+    solutions = flips(made, first, deadline=deadline, avoided=avoided)
+    for n, solution in _until_overtime(solutions, unsettled, inputs[0]):
         reason = _reason(inputs, outcome.decisions[n])
         if solution.answer is Answer.UNDECIDED:
             unsettled.append(Unsettled(opened=reason, why="the solver could not pick inputs"))
@@ -294,6 +299,17 @@ def _inputs(
             if len(branches) > room:
                 break
     return branches
+
+
+def _until_overtime(
+    solutions: Iterator[T], unsettled: list[Unsettled], opened: OpenRead
+) -> Iterator[T]:
+    """`solutions` until `--timeout` cuts them (the open value then stays open, with
+    why); the ones found before are still worth a path each."""
+    try:
+        yield from solutions
+    except clock.Overtime as cut:
+        unsettled.append(Unsettled(opened=opened, why=cut.reason))
 
 
 def _repinned(path: Path, made: list[Decision]) -> tuple[int, tuple[Decision, ...]]:

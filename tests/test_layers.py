@@ -14,7 +14,13 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "racecheck"
 
 STAGES: tuple[tuple[str, ...], ...] = (
-    ("racecheck.events", "racecheck.errors", "racecheck.findings", "racecheck.options"),
+    (
+        "racecheck.events",
+        "racecheck.errors",
+        "racecheck.findings",
+        "racecheck.options",
+        "racecheck.clock",
+    ),
     ("racecheck.describe",),
     ("racecheck.dsl",),
     ("racecheck.load", "racecheck.session", "racecheck.project_imports"),
@@ -29,9 +35,15 @@ STAGES: tuple[tuple[str, ...], ...] = (
 )
 
 SOLVER_HOMES = frozenset(
-    {"racecheck.engines.smt", "racecheck.engines.inputs_smt", "racecheck.allp.solver"}
+    {
+        "racecheck.engines.smt",
+        "racecheck.engines.inputs_smt",
+        "racecheck.allp.solver",
+        "racecheck.engines.solving",
+    }
 )
-"""The solver modules: orderings (the smt engine), concolic input choice, all-P proofs."""
+"""The solver modules: orderings (the smt engine), concolic input choice, all-P proofs,
+and z3's budgets (`engines.solving`)."""
 
 
 def stage_of(module: str) -> int:

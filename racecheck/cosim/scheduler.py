@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Mapping
 
+from racecheck.clock import Overtime, passed
 from racecheck.cosim.host import Dispatch
 from racecheck.cosim.policies import (
     ScheduleDivergence,
@@ -43,8 +45,13 @@ class BatonScheduler:
         dims: Mapping[str, int],
         task_orders: TaskOrders = (),
         dispatch_orders: DispatchOrders = (),
+        *,
+        deadline: float = math.inf,
+        stage: str = "co-simulating the ranks",
     ) -> None:
         self.ranks = ranks
+        self.deadline = deadline  # `--timeout`, read at every event
+        self.stage = stage
         self.task_orders = {(rank, dispatch): order for rank, dispatch, order in task_orders}
         self.dispatch_orders = dict(dispatch_orders)
         self.dims = dims
@@ -76,6 +83,9 @@ class BatonScheduler:
                 file=event.location.file,
                 line=event.location.line,
             )
+        if passed(self.deadline):
+            stage = f"{self.stage} (rank {state.rank})"
+            raise Overtime(stage, event.location, events=len(self.schedule))
         priming = self.unprimed_remove(state.rank)
         self.pending[state.rank] = event
         if event.wait is None or self._satisfied(event.wait):
