@@ -52,7 +52,9 @@ def limited_check(
     clock.check(deadline, stage)
     left = clock.left(deadline)
     solver.set("rlimit", rlimit)
-    solver.set("timeout", _NO_TIMEOUT if math.isinf(left) else max(1, int(left * 1000)))
+    solver.set(
+        "timeout", _NO_TIMEOUT if math.isinf(left) else min(max(1, int(left * 1000)), _NO_TIMEOUT)
+    )
     before = _units(solver)
     result = solver.check(*assumptions)
     spent = _units(solver) - before
