@@ -130,6 +130,65 @@ def test_the_co_simulation_is_cut_at_an_event_naming_its_rank_and_line(
     assert "  100 events  " in line and "unknown" in line
 
 
+def swallowing(tmp_path: Path) -> Path:
+    """A probe: example 301 with its kernel's body in `try: ... except Exception:
+    return y`, which would swallow any Exception racecheck raises in it."""
+    lines = ONE_ROW.read_text().splitlines(keepends=True)
+    start = next(n for n, line in enumerate(lines) if "acc = pl.load(x" in line)
+    end = next(n for n, line in enumerate(lines) if "return pl.store(acc, [0, 0], y)" in line)
+    body = ["    " + line if line.strip() else line for line in lines[start : end + 1]]
+    guarded = [
+        "            try:\n",
+        *body,
+        "            except Exception:\n",
+        "                return y\n",
+    ]
+    path = tmp_path / "swallows.py"
+    path.write_text("".join([*lines[:start], *guarded, *lines[end + 1 :]]))
+    assert racecheck.verify(str(path), ranks=[4], jobs=1).results[0].verdict is Verdict.BUG
+    return path
+
+
+def test_a_kernel_that_catches_every_exception_cannot_swallow_the_cut(
+    monkeypatch: pytest.MonkeyPatch, moved: MovedClock, tmp_path: Path
+) -> None:
+    """The cut must end the run: a trace cut short is never checked as if it were whole."""
+    from racecheck.cosim.scheduler import BatonScheduler
+
+    path = swallowing(tmp_path)
+    executed = BatonScheduler.executed
+    seen = [0]
+
+    def counting(self: BatonScheduler, *args: Any) -> None:
+        executed(self, *args)
+        seen[0] += 1
+        if seen[0] == 30:
+            moved.jump()
+
+    monkeypatch.setattr(BatonScheduler, "executed", counting)
+    report = racecheck.verify(str(path), ranks=[4], jobs=1)
+    assert_cut(report, "co-simulating the ranks (rank ")
+    assert only(report).events >= 30
+
+
+def test_a_kernel_that_catches_every_exception_cannot_swallow_the_event_budget(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from racecheck.cosim.scheduler import BatonScheduler
+
+    path = swallowing(tmp_path)
+    init = BatonScheduler.__init__
+
+    def small(self: BatonScheduler, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.max_events = 10
+
+    monkeypatch.setattr(BatonScheduler, "__init__", small)
+    report = racecheck.verify(str(path), ranks=[4], jobs=1)
+    assert only(report).verdict is Verdict.UNKNOWN
+    assert "exceeded the budget of 10 events" in only(report).message
+
+
 def test_the_explore_engine_is_cut_naming_the_step_it_searched(
     monkeypatch: pytest.MonkeyPatch, moved: MovedClock, tmp_path: Path
 ) -> None:
