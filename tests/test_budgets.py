@@ -342,6 +342,34 @@ def test_a_factory_that_loops_under_the_every_p_tracer_is_cut(
     assert result.verdict is Verdict.UNKNOWN  # P=2 loops too: an error naming the loop
 
 
+def test_past_the_timeout_the_auto_route_tries_no_other_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found at P=512: the monotone engine, cut, handed over to explore and then z3,
+    which ran 3 s past a 3 s --timeout."""
+    import racecheck.engines as engines
+    from racecheck.options import EngineChoice
+
+    tried: list[str] = []
+
+    class Engine:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def unsupported(self, skeleton: SyncSkeleton) -> None:
+            return None
+
+        def order(self, skeleton: SyncSkeleton, *, deadline: float) -> Any:
+            tried.append(self.name)
+            raise clock.Overtime(f"the {self.name} engine ran")
+
+    route = (lambda: Engine("monotone"), lambda: Engine("explore"))
+    monkeypatch.setattr(engines, "AUTO_ROUTE", route)
+    with pytest.raises(clock.Overtime, match="the monotone engine ran"):
+        engines.prepare(EngineChoice.AUTO, mesh_allreduce(2), deadline=clock.now() + 60)
+    assert tried == ["monotone"]
+
+
 def test_the_monotone_engine_reads_the_clock_between_its_sweeps() -> None:
     skeleton = SyncSkeleton(mesh_allreduce(3))
     with pytest.raises(clock.Overtime, match=r"monotone engine .*\(holding rank 0 back\)"):

@@ -297,7 +297,7 @@ class _Needs:
             _, rank, number = heapq.heappop(work)
             queued.discard((rank, number))
             popped += 1
-            if popped % 4096 == 0 and passed(deadline):
+            if popped % 256 == 0 and passed(deadline):
                 where = self.view.trace.events[rank][
                     self.view.index[rank][self.waits[rank][number]]
                 ]
