@@ -173,11 +173,12 @@ def _check_unit(unit: _Unit) -> _Checked:
 
 
 def _checked(spec: ProgramSpec, ranks: int, options: Options) -> _Checked:
+    started = time.monotonic()
     try:
         return _Checked(outcome=_check_one(spec, ranks, options))
     except (UnsupportedConstruct, TracingError) as error:
         # One program the DSL cannot follow must not hide the file's other programs.
-        unknown = _outcome(spec, ranks, time.monotonic(), unknown=error.message)
+        unknown = _outcome(spec, ranks, started, unknown=error.message)
         return _Checked(outcome=unknown, error=error.render())
 
 
