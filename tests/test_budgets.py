@@ -370,6 +370,19 @@ def test_past_the_timeout_the_auto_route_tries_no_other_engine(
     assert tried == ["monotone"]
 
 
+def test_the_every_p_proof_past_its_budget_of_z3_work_names_it() -> None:
+    """The budget is z3's work: 1,000 units are too few for example 11, on any machine;
+    the default decides it."""
+    from racecheck.allp import Answer, prove_every_p
+    from racecheck.load import discover, load_file
+
+    (spec,) = discover(load_file(str(TWO_PHASE)))
+    outcome = prove_every_p(spec, 2, budget=1_000)
+    assert outcome.answer is Answer.FALLBACK
+    assert "used up its budget of 1,000 z3 resource units" in outcome.reason, outcome.reason
+    assert prove_every_p(spec, 2).answer is Answer.PROVED
+
+
 def test_the_monotone_engine_reads_the_clock_between_its_sweeps() -> None:
     skeleton = SyncSkeleton(mesh_allreduce(3))
     with pytest.raises(clock.Overtime, match=r"monotone engine .*\(holding rank 0 back\)"):

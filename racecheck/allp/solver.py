@@ -17,6 +17,7 @@ instantiation; when it gives up the answer is a fallback, not a proof.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,10 @@ MAX_SCAN = 256
 
 class Undecided(Exception):
     """z3 answered unknown: the condition is neither proved nor refuted."""
+
+
+class BudgetUsedUp(Undecided):
+    """The attempt's budget is used up: no query of it can be decided any more."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,7 +144,13 @@ class _Shared:
         context = z3.Context()
         self.translate = _Translator(context)
         self.solver = z3.Solver(ctx=context)
+        self.budget = budget
         self.left = budget
+
+    def used_up(self) -> BudgetUsedUp:
+        return BudgetUsedUp(
+            f"the every-P proof used up its budget of {self.budget:,} z3 resource units"
+        )
 
 
 _SHARED: list[_Shared] = []
@@ -152,8 +163,10 @@ def begin(budget: int = ATTEMPT_RLIMIT) -> None:
 
 
 def _shared() -> _Shared:
+    """The attempt's; outside one (a query asked on its own), one with no budget of its
+    own but each query's."""
     if not _SHARED:
-        begin()
+        _SHARED.append(_Shared(budget=sys.maxsize))
     return _SHARED[0]
 
 
@@ -163,6 +176,8 @@ def satisfiable(cond: Cond, deadline: float | None = None, *, rlimit: int = QUER
     which costs work, not soundness)."""
     try:
         return _check(cond, deadline, rlimit) is not None
+    except BudgetUsedUp:
+        raise
     except Undecided:
         return True
 
@@ -188,9 +203,7 @@ def _check(cond: Cond, deadline: float | None, rlimit: int = QUERY_RLIMIT) -> Co
     z3 = _z3()
     shared = _shared()
     if shared.left <= 0:
-        raise Undecided(
-            f"the every-P proof used up its budget of {ATTEMPT_RLIMIT:,} z3 resource units"
-        )
+        raise shared.used_up()
     solver = shared.solver
     solver.push()
     try:
@@ -204,6 +217,8 @@ def _check(cond: Cond, deadline: float | None, rlimit: int = QUERY_RLIMIT) -> Co
         shared.left -= checked.spent
         if checked.unsat:
             return None
+        if not checked.sat and shared.left <= 0:
+            raise shared.used_up()
         if not checked.sat:
             raise Undecided(checked.why)
         model = solver.model()
