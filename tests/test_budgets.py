@@ -62,6 +62,22 @@ def moved(monkeypatch: pytest.MonkeyPatch) -> MovedClock:
     return moving
 
 
+def jump_after_events(monkeypatch: pytest.MonkeyPatch, moved: MovedClock, count: int) -> None:
+    """The clock jumps once the co-simulation has executed `count` events."""
+    from racecheck.cosim.scheduler import BatonScheduler
+
+    executed = BatonScheduler.executed
+    seen = [0]
+
+    def counting(self: BatonScheduler, *args: Any) -> None:
+        executed(self, *args)
+        seen[0] += 1
+        if seen[0] == count:
+            moved.jump()
+
+    monkeypatch.setattr(BatonScheduler, "executed", counting)
+
+
 def jump_when_called(
     monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, moved: MovedClock
 ) -> None:
@@ -109,18 +125,7 @@ def assert_cut(report: Report, stage: str, path: Path | None = None, text: str =
 def test_the_co_simulation_is_cut_at_an_event_naming_its_rank_and_line(
     monkeypatch: pytest.MonkeyPatch, moved: MovedClock
 ) -> None:
-    from racecheck.cosim.scheduler import BatonScheduler
-
-    executed = BatonScheduler.executed
-    seen = [0]
-
-    def counting(self: BatonScheduler, *args: Any) -> None:
-        executed(self, *args)
-        seen[0] += 1
-        if seen[0] == 100:
-            moved.jump()
-
-    monkeypatch.setattr(BatonScheduler, "executed", counting)
+    jump_after_events(monkeypatch, moved, 100)
     report = racecheck.verify(str(BUTTERFLY), ranks=[8], jobs=1)
     message = assert_cut(report, "co-simulating the ranks (rank ")
     assert re.search(rf", at {BUTTERFLY}:\d+ ", message), message
@@ -153,19 +158,8 @@ def test_a_kernel_that_catches_every_exception_cannot_swallow_the_cut(
     monkeypatch: pytest.MonkeyPatch, moved: MovedClock, tmp_path: Path
 ) -> None:
     """The cut must end the run: a trace cut short is never checked as if it were whole."""
-    from racecheck.cosim.scheduler import BatonScheduler
-
     path = swallowing(tmp_path)
-    executed = BatonScheduler.executed
-    seen = [0]
-
-    def counting(self: BatonScheduler, *args: Any) -> None:
-        executed(self, *args)
-        seen[0] += 1
-        if seen[0] == 30:
-            moved.jump()
-
-    monkeypatch.setattr(BatonScheduler, "executed", counting)
+    jump_after_events(monkeypatch, moved, 30)
     report = racecheck.verify(str(path), ranks=[4], jobs=1)
     assert_cut(report, "co-simulating the ranks (rank ")
     assert only(report).events >= 30
@@ -244,25 +238,29 @@ def test_a_z3_query_is_cut_naming_the_events_it_was_about(
     assert re.search(r"event at line \d+ \(", message), message
 
 
-def test_the_race_search_is_cut_naming_the_line_it_was_on(
-    monkeypatch: pytest.MonkeyPatch, moved: MovedClock
+@pytest.mark.parametrize(
+    ("module", "owner", "name", "stage"),
+    [
+        ("racecheck.analysis", None, "races", "the analysis searched for races"),
+        (
+            "racecheck.engines.deadline",
+            "DeadlineOracle",
+            "can_precede",
+            "the analysis asked which events can run before which (whether",
+        ),
+    ],
+)
+def test_the_analysis_is_cut_naming_the_line_it_was_on(
+    monkeypatch: pytest.MonkeyPatch,
+    moved: MovedClock,
+    module: str,
+    owner: str | None,
+    name: str,
+    stage: str,
 ) -> None:
-    import racecheck.analysis as analysis
-
-    jump_when_called(monkeypatch, analysis, "races", moved)
-    report = racecheck.verify(str(BUTTERFLY), ranks=[4], jobs=1)
-    message = assert_cut(report, "the analysis searched for races")
-    assert re.search(rf", at {BUTTERFLY}:\d+ ", message), message
-
-
-def test_the_ordering_questions_are_cut_naming_the_event_asked_about(
-    monkeypatch: pytest.MonkeyPatch, moved: MovedClock
-) -> None:
-    from racecheck.engines.deadline import DeadlineOracle
-
-    jump_when_called(monkeypatch, DeadlineOracle, "can_precede", moved)
-    report = racecheck.verify(str(BUTTERFLY), ranks=[4], jobs=1)
-    message = assert_cut(report, "the analysis asked which events can run before which (whether")
+    home: Any = importlib.import_module(module)
+    jump_when_called(monkeypatch, getattr(home, owner) if owner else home, name, moved)
+    message = assert_cut(racecheck.verify(str(BUTTERFLY), ranks=[4], jobs=1), stage)
     assert re.search(rf", at {BUTTERFLY}:\d+ ", message), message
 
 
