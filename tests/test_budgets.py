@@ -412,7 +412,7 @@ def calls_counted() -> Iterator[list[int]]:
 
 AFTER_THE_CUT = 1_000_000
 """Python calls racecheck may make once --timeout has passed: a few linear passes over
-the trace (250,000 calls at P = 512 when the cut comes as the engines begin: the sync
+the trace (150,000 calls at P = 512 when the cut comes as the engines begin: the sync
 skeleton, the access index), unwinding 512 rank threads, the report. The explorer's
 saturation cap alone used to make 100 million, the issue's 39 s past a 3 s --timeout."""
 
@@ -422,7 +422,7 @@ saturation cap alone used to make 100 million, the issue's 39 s past a 3 s --tim
     ("module", "owner", "name", "cut", "eq"),
     [
         ("racecheck.cosim.scheduler", "BatonScheduler", "start", "co-simulating the ranks", 1),
-        ("racecheck.check", None, "prepare", "the analysis asked", 1),
+        ("racecheck.check", None, "prepare", "the explore engine searched", 1),
         ("racecheck.analysis", None, "races", "the analysis searched for races", 0),
     ],
 )
