@@ -30,18 +30,17 @@ pairs is one finding, shown with its first pair. One pair of lines can race both
 from __future__ import annotations
 
 import math
-import time
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 
+from racecheck.clock import Overtime, passed
 from racecheck.conflicts import race_conflict, writes
 from racecheck.cosim.simulate import collector_paused
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
-from racecheck.errors import EngineUnknown
 from racecheck.events import (
     HOST_OWNER,
     CellIndex,
@@ -105,11 +104,14 @@ class Hazard:
         return identity(self.kind, self.detail, self.locations)
 
 
+RACE_SEARCH = "the analysis searched for races"
+
+
 def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.inf) -> list[Hazard]:
     """Every hazard of the trace. A rank stopped by an out-of-bounds access never ran
     its remaining events, so waits on it and reads of what it would have written are
     consequences, not findings: only races among the events that did run are added.
-    Past `deadline` (`time.monotonic()`) it raises EngineUnknown. The collector is
+    Past `deadline` (`racecheck.clock`) it raises `Overtime`. The collector is
     paused meanwhile: the index of the accesses is many containers that live until
     the end, which collections would walk again and again."""
     with collector_paused():
@@ -400,8 +402,9 @@ def races(
     by_lines: dict[tuple[SourceLocation, SourceLocation], list[_Candidate]] = defaultdict(list)
     for number, instance in enumerate(accessed):
         for segment in instance.segments:
-            if time.monotonic() > deadline:
-                raise EngineUnknown("the analysis did not finish within --timeout")
+            if passed(deadline):
+                events = next(iter(segment.by_rank.values()), [])
+                raise Overtime(RACE_SEARCH, events[0].location if events else None)
             for key, first, second in _segment_candidates(oracle, instance, segment):
                 by_lines[(first.location, second.location)].append(((number, *key), first, second))
     details = _Details(trace, oracle)

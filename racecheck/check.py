@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from racecheck import gate, judge, reference, symbolic_inputs
+from racecheck import clock, gate, judge, reference, symbolic_inputs
 from racecheck.analysis import find_hazards
 from racecheck.assumptions import Assumption, parse_assumption, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
@@ -188,11 +188,12 @@ def _check_unit(unit: _Unit) -> _Checked:
 
 
 def _checked(spec: ProgramSpec, ranks: int, options: Options) -> _Checked:
+    started = time.monotonic()
     try:
         return _Checked(outcome=_check_one(spec, ranks, options))
     except (UnsupportedConstruct, TracingError) as error:
         # One program the DSL cannot follow must not hide the file's other programs.
-        unknown = _outcome(spec, ranks, time.monotonic(), unknown=error.message)
+        unknown = _outcome(spec, ranks, started, unknown=error.message)
         return _Checked(outcome=unknown, error=error.render())
 
 
@@ -233,7 +234,8 @@ def _check_every_p(
     spec, options = specs[index], file.options
     started = time.monotonic()
     try:
-        outcome = prove_every_p(spec, every_p.low, repeat=options.repeat)
+        with clock.unit(options.timeout):
+            outcome = prove_every_p(spec, every_p.low, repeat=options.repeat)
     except (UnsupportedConstruct, TracingError) as error:
         outcome = EveryPOutcome(answer=Answer.FALLBACK, low=every_p.low, reason=error.message)
     reason = outcome.reason
@@ -305,6 +307,11 @@ def check_program(spec: ProgramSpec, ranks: int, options: Options) -> ProgramRes
 
 
 def _check_one(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
+    with clock.unit(options.timeout):  # one --timeout for the program at this P
+        return _check_within(spec, ranks, options)
+
+
+def _check_within(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
     if options.reset_windows and options.repeat > 1:
         # Each call starts after the previous one ended, from zeroed windows: the calls
         # are independent, and checking one is checking them all (docs/model.md).
@@ -629,7 +636,8 @@ def _check_path(
     started = time.monotonic()
     tasks, dispatches = orders
     try:
-        built = _instantiate(spec, ranks, deadline - started)
+        clock.check(deadline, f"building {spec.name} for P={ranks}")
+        built = _instantiate(spec, ranks, clock.left(deadline))
         assumed = _assumed(built, options)
         instance = path.applied(
             dataclasses.replace(
@@ -642,17 +650,20 @@ def _check_path(
                 policy=path.policy(),
                 repeat=options.repeat,
                 seed=options.seed,
-                timeout=deadline - time.monotonic(),
+                timeout=clock.left(deadline),
             )
     except ProgramRejected as rejected:
         return PathOutcome(outcome=_outcome(spec, ranks, started, skipped=rejected.message))
+    except clock.Overtime as cut:
+        unknown = _outcome(spec, ranks, started, unknown=cut.reason, events=cut.events)
+        return PathOutcome(outcome=unknown)
     trace = execution.trace
     facts = {"events": trace.size}
     runs.append(execution)
     try:
         engine, prepared = prepare(options.engine, trace, deadline=deadline)
         oracle = PathOracle(
-            DeadlineOracle(prepared, deadline),
+            DeadlineOracle(prepared, deadline, trace),
             path,
             lambda policy: _realised(instance, policy, options),
         )
@@ -753,6 +764,7 @@ def _realised(
             repeat=options.repeat,
             seed=options.seed,
             timeout=options.timeout,
+            stage="replaying a witness on this path",
         )
     except TracingError:
         return None
@@ -790,6 +802,7 @@ def _interleaved(instance: ProgramInstance, options: Options) -> Execution:
         repeat=options.repeat,
         seed=options.seed,
         timeout=options.timeout,
+        stage="running the ranks interleaved, for the golden model",
     )
 
 

@@ -186,6 +186,7 @@ def _replay(
             repeat=options.repeat,
             seed=options.seed,
             timeout=options.timeout,
+            stage=f"replaying the witness of a {hazard.kind.value}",
         )
     except ScheduleDivergence:
         return None

@@ -11,10 +11,11 @@ settles makes the verdict `unknown`, naming the line that read it.
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
+from racecheck import clock
 from racecheck.cosim import DefaultPolicy, HoldPolicy, SchedulePolicy
 from racecheck.cosim.execution import Decided
 from racecheck.dsl.symbolic import Decision, realises
@@ -33,6 +34,8 @@ SATURATED_AFTER = 3
 """Once the paths checked show a bug, exploring stops after this many paths in a row
 found nothing new: the verdict cannot change, further paths could only add findings,
 and each costs a co-simulation. The paths left are named in a note."""
+
+T = TypeVar("T")
 
 PathKey = tuple[frozenset[EventRef], tuple[tuple[str, int, float], ...]]
 
@@ -145,11 +148,11 @@ def explore(
     check_path: Callable[[Path, float], PathOutcome], *, timeout: float, summarise: bool = False
 ) -> Outcome:
     """Check the first path, then the paths its open values lead to, breadth first, all
-    within `timeout` seconds (`check_path` gets the deadline, a `time.monotonic()`
-    value) and `BUDGET` paths, until a bug is shown and `SATURATED_AFTER` paths add
-    nothing to it. With `summarise`, input values the budget left open may still be
-    settled by one summary run (`_summary`)."""
-    deadline = time.monotonic() + timeout
+    within the `--timeout` in force (`racecheck.clock.unit`, else `timeout` seconds;
+    `check_path` gets the deadline) and `BUDGET` paths, until a bug is shown and
+    `SATURATED_AFTER` paths add nothing to it. With `summarise`, input values the budget
+    left open may still be settled by one summary run (`_summary`)."""
+    deadline = clock.deadline(timeout)
     first = check_path(FIRST, deadline)
     results = [first.outcome]
     unsettled: list[Unsettled] = []
@@ -201,7 +204,7 @@ def _summary(
         return False
     if any(entry.opened.cause is not Cause.INPUT for entry in unsettled):
         return False
-    if time.monotonic() > deadline:
+    if clock.passed(deadline):
         return False
     checked = check_path(SUMMARY, deadline)
     outcome = checked.outcome
@@ -237,8 +240,9 @@ def _stop(results: list[Outcome], found: _Found, deadline: float) -> str | None:
     """Why exploring stops before the next path, None while it goes on."""
     if len(results) >= BUDGET:
         return reason(ReasonCode.PATHS_BUDGET, budget=BUDGET)
-    if time.monotonic() > deadline:
-        return reason(ReasonCode.PATHS_TIMEOUT)
+    if clock.passed(deadline):
+        stage = f"exploring the program's other paths ({len(results)} checked)"
+        return clock.Overtime(stage).reason
     if found.bug and found.quiet >= SATURATED_AFTER:
         return reason(ReasonCode.PATHS_SATURATED, quiet=SATURATED_AFTER)
     return None
@@ -326,7 +330,8 @@ def _inputs(
     made = [decided.decision for decided in outcome.decisions]
     first, avoided = _repinned(path, made)
     branches: list[_Pending] = []
-    for n, solution in flips(made, first, deadline=deadline, avoided=avoided):
+    solutions = flips(made, first, deadline=deadline, avoided=avoided)
+    for n, solution in _until_overtime(solutions, unsettled, inputs[0]):
         opened = _reason(inputs, outcome.decisions[n])
         if solution.answer is Answer.UNDECIDED:
             unsettled.append(Unsettled(opened=opened, why=reason(ReasonCode.INPUTS_UNDECIDED)))
@@ -344,6 +349,17 @@ def _inputs(
             if len(branches) > room:
                 break
     return branches
+
+
+def _until_overtime(
+    solutions: Iterator[T], unsettled: list[Unsettled], opened: OpenRead
+) -> Iterator[T]:
+    """`solutions` until `--timeout` cuts them (the open value then stays open, with
+    why); the ones found before are still worth a path each."""
+    try:
+        yield from solutions
+    except clock.Overtime as cut:
+        unsettled.append(Unsettled(opened=opened, why=cut.reason))
 
 
 def _repinned(path: Path, made: list[Decision]) -> tuple[int, tuple[Decision, ...]]:

@@ -25,6 +25,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
         "racecheck.options",
         "racecheck.assumptions",
         "racecheck.config",
+        "racecheck.clock",
     ),
     ("racecheck.describe",),
     ("racecheck.dsl",),
@@ -40,9 +41,15 @@ STAGES: tuple[tuple[str, ...], ...] = (
 )
 
 SOLVER_HOMES = frozenset(
-    {"racecheck.engines.smt", "racecheck.engines.inputs_smt", "racecheck.allp.solver"}
+    {
+        "racecheck.engines.smt",
+        "racecheck.engines.inputs_smt",
+        "racecheck.allp.solver",
+        "racecheck.engines.solving",
+    }
 )
-"""The solver modules: orderings (the smt engine), concolic input choice, all-P proofs."""
+"""The solver modules: orderings (the smt engine), concolic input choice, all-P proofs,
+and z3's budgets (`engines.solving`)."""
 
 
 def stage_of(module: str) -> int:

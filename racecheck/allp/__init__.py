@@ -11,7 +11,6 @@ answer is possible (then the caller checks a concrete range instead).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -19,8 +18,17 @@ from enum import Enum
 from racecheck.allp.expr import WORLD, All, Any_, Cmp, Cond, Const, Not, OutsideFragment, Rel, Var
 from racecheck.allp.obligations import Obligation, Prover
 from racecheck.allp.paths import trace_protocol
-from racecheck.allp.solver import Undecided, counter_model, model_of, satisfiable
+from racecheck.allp.solver import (
+    ATTEMPT_RLIMIT,
+    Undecided,
+    begin,
+    counter_model,
+    model_of,
+    satisfiable,
+)
 from racecheck.allp.templates import Case, Effect, Protocol, Template
+from racecheck.clock import Overtime
+from racecheck.clock import deadline as current_deadline
 from racecheck.events import NotifyOp, WaitCmp
 from racecheck.load import ProgramSpec
 from racecheck.report.reasons import ReasonCode, reason
@@ -28,9 +36,6 @@ from racecheck.report.reasons import ReasonCode, reason
 EXECUTION_MODEL = reason(ReasonCode.ASSUME_MODEL)
 SCOPE = reason(ReasonCode.ASSUME_SCOPE)
 REPRESENTATIVE_CAP = 32  # the largest P checked concretely as a case's smallest member
-
-
-BUDGET = 5.0  # seconds for one all-P attempt before falling back
 
 
 class Answer(Enum):
@@ -54,8 +59,10 @@ class EveryPOutcome:
 
 
 def prove_every_p(
-    spec: ProgramSpec, low: int, *, repeat: int = 1, budget: float = BUDGET
+    spec: ProgramSpec, low: int, *, repeat: int = 1, budget: int = ATTEMPT_RLIMIT
 ) -> EveryPOutcome:
+    """The all-P answer, within `budget` z3 resource units and the `--timeout` in force
+    (`racecheck.clock.unit`); past either, a fallback naming it."""
     if repeat != 1:
         return EveryPOutcome(
             answer=Answer.FALLBACK, low=low, reason=reason(ReasonCode.EVERY_P_REPEAT)
@@ -65,13 +72,14 @@ def prove_every_p(
             answer=Answer.FALLBACK, low=low, reason=reason(ReasonCode.EVERY_P_NO_ORIGIN)
         )
     try:
-        deadline = time.monotonic() + budget
+        begin(budget)
+        deadline = current_deadline()
         protocol = trace_protocol(spec.origin, low, satisfiable, deadline)
         _require_fragment(protocol)
         rejected = tuple(Not(rejection.guard) for rejection in protocol.rejections)
         assumption = All(rejected)
         base = All((Cmp(Rel.LE, Const(low), Var(WORLD)), assumption))
-        if counter_model(base, low) is None:
+        if counter_model(base, low, deadline=deadline) is None:
             raise OutsideFragment(reason(ReasonCode.EVERY_P_REJECTS_ALL, low=low))
         below = _int32_limit(protocol, base, low, deadline)
         if below is not None:
@@ -86,6 +94,8 @@ def prove_every_p(
         )
     except OutsideFragment as outside:
         return EveryPOutcome(answer=Answer.FALLBACK, low=low, reason=outside.reason)
+    except Overtime as overtime:
+        return EveryPOutcome(answer=Answer.FALLBACK, low=low, reason=overtime.reason)
     except Undecided as undecided:
         return EveryPOutcome(
             answer=Answer.FALLBACK,

@@ -28,11 +28,11 @@ and the prover confirms every counter-model concretely before calling it a bug.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
+from racecheck import clock
 from racecheck.allp.expr import (
     FALSE,
     TRUE,
@@ -53,12 +53,14 @@ from racecheck.allp.expr import (
     renamed,
     renamed_cond,
 )
-from racecheck.allp.solver import CounterModel, Undecided, counter_model, satisfiable
+from racecheck.allp.solver import CounterModel, counter_model, satisfiable
 from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template
 from racecheck.events import NotifyOp, SourceLocation, WaitCmp
 from racecheck.report.reasons import ReasonCode, reason
 
-BATCH_SECONDS = 1.0  # for one solver call on all candidates of an obligation at once
+BATCH_RLIMIT = 4_000_000
+"""z3 resource units for one call on all candidates of an obligation at once
+(docs/model.md, "Budgets"); past them, each candidate is decided on its own."""
 
 
 class Obligation(Enum):
@@ -85,6 +87,10 @@ class _Candidate:
     cond: Cond
     templates: tuple[Template, ...]
     where: SourceLocation | None = None  # a bounds check's own location
+
+    @property
+    def location(self) -> SourceLocation | None:
+        return self.where or next((t.location for t in self.templates), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,8 +311,8 @@ class Prover:
     def _candidate(
         self, obligation: Obligation, cond: Cond, *templates: Template
     ) -> Iterator[_Candidate]:
-        if time.monotonic() > self.deadline:
-            raise Undecided(reason(ReasonCode.EVERY_P_BUDGET))
+        where = templates[0].location if templates else None
+        self._check_clock(obligation, where)
         if not (self.exclusive(*templates) or _false(cond)):
             yield _Candidate(obligation=obligation, cond=cond, templates=templates)
 
@@ -317,10 +323,14 @@ class Prover:
         at the lowest P: one solver call for all of them when none has one, the usual
         case."""
         pending = list(candidates)
-        if not pending or not self._satisfiable(Any_(tuple(c.cond for c in pending))):
+        if not pending:
+            return []
+        self._check_clock(pending[0].obligation, pending[0].location)
+        if not self._satisfiable(Any_(tuple(c.cond for c in pending))):
             return []
         failures = []
         for candidate in pending:
+            self._check_clock(candidate.obligation, candidate.location)
             model = counter_model(
                 All((self.base, candidate.cond)), self.low, deadline=self.deadline
             )
@@ -336,13 +346,13 @@ class Prover:
                 break  # no counter-model is smaller
         return failures
 
+    def _check_clock(self, obligation: Obligation, where: SourceLocation | None) -> None:
+        clock.check(self.deadline, f"proving every P ({obligation.value})", where)
+
     def _satisfiable(self, cond: Cond) -> bool:
-        """Unknown (or slow) counts as satisfiable: each candidate is then decided on its
-        own."""
-        now = time.monotonic()
-        if now > self.deadline:
-            raise Undecided(reason(ReasonCode.EVERY_P_BUDGET))
-        return satisfiable(All((self.base, cond)), min(self.deadline, now + BATCH_SECONDS))
+        """Unknown (past `BATCH_RLIMIT`) counts as satisfiable: each candidate is then
+        decided on its own."""
+        return satisfiable(All((self.base, cond)), self.deadline, rlimit=BATCH_RLIMIT)
 
     def _bounds(self) -> Iterator[_Candidate]:
         for check in self.protocol.checks:

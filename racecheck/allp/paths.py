@@ -10,11 +10,11 @@ the attempt with `OutsideFragment`.
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from racecheck import clock
 from racecheck.allp.expr import WORLD, Cmp, Cond, Const, OutsideFragment, Rel, Var
 from racecheck.allp.functions import ShadowFunction, host_entry
 from racecheck.allp.reasons import untraceable
@@ -22,8 +22,10 @@ from racecheck.allp.shadow import Surface
 from racecheck.allp.templates import Protocol, Rejection
 from racecheck.allp.tracer import PathRecord, Tracer
 from racecheck.dsl import modules
+from racecheck.dsl.location import traceback_location
 from racecheck.dsl.program import DslFunction
 from racecheck.dsl.types import TensorType
+from racecheck.dsl.watchdog import Overrun, within
 from racecheck.errors import ProgramRejected, UsageError, UserError
 from racecheck.load import ProgramOrigin, bind_host, classify_raised
 from racecheck.report.reasons import ReasonCode, reason
@@ -40,15 +42,14 @@ def trace_protocol(
     while pending:
         if len(records) >= MAX_PATHS:
             raise OutsideFragment(reason(ReasonCode.OUTSIDE_PATHS, paths=MAX_PATHS))
-        if time.monotonic() > deadline:
-            raise OutsideFragment(reason(ReasonCode.OUTSIDE_BUDGET))
+        clock.check(deadline, _tracing(len(records) + 1))
         tracer = Tracer(
             pending.pop(), _until(feasible, deadline), Cmp(Rel.LE, Const(low), Var(WORLD))
         )
         surface = Surface(
             tracer, modules.MODULES["pypto.language"], modules.MODULES["pypto.language.distributed"]
         )
-        _run_path(origin, surface)
+        _run_path(origin, surface, deadline, len(records) + 1)
         if tracer.left_early and tracer.record.rejection is None:
             raise OutsideFragment(tracer.left_early)
         if not surface.dispatched and tracer.record.rejection is None:
@@ -81,11 +82,21 @@ def _dispatch_var(tracer: Tracer) -> str:
     return next(iter(ranks), "")
 
 
-def _run_path(origin: ProgramOrigin, surface: Surface) -> None:
+def _run_path(origin: ProgramOrigin, surface: Surface, deadline: float, number: int) -> None:
+    """One path of the user's code, within `--timeout` (it may loop: `within`)."""
+
+    def follow() -> None:
+        entry, parameters = host_entry(_program(origin, surface), surface)
+        entry(*_host_arguments(origin, entry, parameters, surface))
+
     with _swapped(origin.loaded.namespace, surface), modules.installed():
         try:
-            entry, parameters = host_entry(_program(origin, surface), surface)
-            entry(*_host_arguments(origin, entry, parameters, surface))
+            within(follow, clock.left(deadline))
+        except Overrun as overrun:
+            raise clock.Overtime(_tracing(number), overrun.where) from None
+        except clock.Overtime as cut:  # raised again in this thread, at the user's line
+            where = traceback_location(cut.__traceback__) or cut.where
+            raise clock.Overtime(_tracing(number), where) from None
         except (OutsideFragment, UserError):
             raise
         except Exception as error:  # noqa: BLE001 - the user's own exception, or ours
@@ -93,6 +104,10 @@ def _run_path(origin: ProgramOrigin, surface: Surface) -> None:
             if not isinstance(failure, ProgramRejected):
                 raise OutsideFragment(untraceable(error)) from None
             surface.tracer.reject(failure.message)
+
+
+def _tracing(number: int) -> str:
+    return f"proving every P (tracing branch path {number})"
 
 
 def _program(origin: ProgramOrigin, surface: Surface) -> Any:

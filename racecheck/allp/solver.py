@@ -4,15 +4,20 @@ Decides: satisfiability of a condition over integers (N, ranks, loop indices, by
 indices), and the smallest N of a satisfiable one. Model boundary: `Expr`/`Cond`
 trees translate one to one; `%` and `//` truncate toward zero and have constant
 divisors (the tracer refuses others); `Exists` becomes a z3 quantifier. Unknown
-policy: `unknown` (or a timeout) raises `Undecided`, which the prover turns into "not
-proved for every P" — never into "holds". Limitations: quantified formulas (the
+policy: `unknown` (z3's budget used up: `QUERY_RLIMIT` per query, `ATTEMPT_RLIMIT` for
+one attempt, `begin`) raises `Undecided`, which the prover turns into "not proved for
+every P" — never into "holds"; `--timeout` raises `Overtime`. Budgets are z3 resource
+units, so an attempt decides alike on every machine: each attempt starts from a fresh
+z3 context and solver, so what ran before in the process cannot change its course.
+Limitations: quantified formulas (the
 existence of a notify for every wait, one-hop ordering) rely on z3's quantifier
 instantiation; when it gives up the answer is a fallback, not a proof.
 """
 
 from __future__ import annotations
 
-import time
+import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,14 +36,21 @@ from racecheck.allp.expr import (
     Var,
     variables,
 )
-from racecheck.report.reasons import ReasonCode, reason
+from racecheck.engines.solving import limited_check
 
-TIMEOUT_MS = 20_000
+QUERY_RLIMIT = 20_000_000
+"""z3 resource units one query of an every-P proof may use (docs/model.md, "Budgets")."""
+ATTEMPT_RLIMIT = 20_000_000
+"""z3 resource units one every-P attempt may use in all (docs/model.md, "Budgets")."""
 MAX_SCAN = 256
 
 
 class Undecided(Exception):
     """z3 answered unknown: the condition is neither proved nor refuted."""
+
+
+class BudgetUsedUp(Undecided):
+    """The attempt's budget is used up: no query of it can be decided any more."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,8 +78,9 @@ class _Translator:
 
     LIMIT = 200_000  # cached subtrees before the cache starts over
 
-    def __init__(self) -> None:
+    def __init__(self, context: Any) -> None:
         self.z3 = _z3()
+        self.context = context
         self.terms: dict[Expr | Cond, Any] = {}
 
     def __call__(self, item: Expr | Cond) -> Any:
@@ -85,9 +98,9 @@ class _Translator:
 
     def _expr(self, item: Expr) -> Any:
         if isinstance(item, Const):
-            return self.z3.IntVal(item.value)
+            return self.z3.IntVal(item.value, self.context)
         if isinstance(item, Var):
-            return self.z3.Int(item.name)
+            return self.z3.Int(item.name, self.context)
         left, right = self(item.left), self(item.right)
         if item.op is Op.ADD:
             return left + right
@@ -113,37 +126,58 @@ class _Translator:
         if isinstance(item, Not):
             return z3.Not(self(item.inner))
         if isinstance(item, All):
-            return z3.And([self(part) for part in item.parts])
+            return z3.And([self(part) for part in item.parts], self.context)
         if isinstance(item, Any_):
-            return z3.Or([self(part) for part in item.parts])
+            return z3.Or([self(part) for part in item.parts], self.context)
         body = self(item.body)
-        bound = [z3.Int(name) for name in item.names]
+        bound = [z3.Int(name, self.context) for name in item.names]
         return z3.Exists(bound, body) if bound else body
 
 
 class _Shared:
-    """One translator and one incremental solver for the process: each query is pushed
-    and popped again, which spares building a solver per query."""
+    """One z3 context, translator and incremental solver for an attempt: each query is
+    pushed and popped again, which spares building a solver per query; `left` is what
+    is left of the attempt's budget."""
 
-    def __init__(self) -> None:
-        self.translate = _Translator()
-        self.solver = _z3().Solver()
+    def __init__(self, budget: int) -> None:
+        z3 = _z3()
+        context = z3.Context()
+        self.translate = _Translator(context)
+        self.solver = z3.Solver(ctx=context)
+        self.budget = budget
+        self.left = budget
+
+    def used_up(self) -> BudgetUsedUp:
+        return BudgetUsedUp(
+            f"the every-P proof used up its budget of {self.budget:,} z3 resource units"
+        )
 
 
 _SHARED: list[_Shared] = []
 
 
+def begin(budget: int = ATTEMPT_RLIMIT) -> None:
+    """Start an attempt: a fresh context and solver, `budget` resource units for all its
+    queries."""
+    _SHARED[:] = [_Shared(budget)]
+
+
 def _shared() -> _Shared:
+    """The attempt's; outside one (a query asked on its own), one with no budget of its
+    own but each query's."""
     if not _SHARED:
-        _SHARED.append(_Shared())
+        _SHARED.append(_Shared(budget=sys.maxsize))
     return _SHARED[0]
 
 
-def satisfiable(cond: Cond, deadline: float | None = None) -> bool:
-    """Whether some assignment satisfies `cond`; `unknown` counts as satisfiable (the
-    tracer then follows a branch it may not need, which costs time, not soundness)."""
+def satisfiable(cond: Cond, deadline: float | None = None, *, rlimit: int = QUERY_RLIMIT) -> bool:
+    """Whether some assignment satisfies `cond` (within `rlimit` resource units);
+    `unknown` counts as satisfiable (the tracer then follows a branch it may not need,
+    which costs work, not soundness)."""
     try:
-        return _check(cond, deadline) is not None
+        return _check(cond, deadline, rlimit) is not None
+    except BudgetUsedUp:
+        raise
     except Undecided:
         return True
 
@@ -165,27 +199,31 @@ def counter_model(cond: Cond, low: int, *, deadline: float | None = None) -> Cou
     return found
 
 
-def _check(cond: Cond, deadline: float | None) -> CounterModel | None:
+def _check(cond: Cond, deadline: float | None, rlimit: int = QUERY_RLIMIT) -> CounterModel | None:
     z3 = _z3()
-    budget = TIMEOUT_MS
-    if deadline is not None:
-        budget = min(budget, int((deadline - time.monotonic()) * 1000))
-        if budget <= 0:
-            raise Undecided(reason(ReasonCode.EVERY_P_BUDGET))
     shared = _shared()
+    if shared.left <= 0:
+        raise shared.used_up()
     solver = shared.solver
-    solver.set("timeout", budget)
     solver.push()
     try:
         solver.add(shared.translate(cond))
-        answer = solver.check()
-        if answer == z3.unsat:
+        checked = limited_check(
+            solver,
+            rlimit=min(rlimit, shared.left),
+            deadline=math.inf if deadline is None else deadline,
+            stage="proving every P (asking z3)",
+        )
+        shared.left -= checked.spent
+        if checked.unsat:
             return None
-        if answer != z3.sat:
-            raise Undecided(solver.reason_unknown())
+        if not checked.sat and shared.left <= 0:
+            raise shared.used_up()
+        if not checked.sat:
+            raise Undecided(checked.why)
         model = solver.model()
         values = {
-            name: model.eval(z3.Int(name), model_completion=True).as_long()
+            name: model.eval(z3.Int(name, solver.ctx), model_completion=True).as_long()
             for name in sorted(variables(cond))
         }
     finally:

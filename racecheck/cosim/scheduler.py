@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Mapping
 
+from racecheck.clock import Overtime, passed
 from racecheck.cosim.host import Dispatch
 from racecheck.cosim.policies import (
     ScheduleDivergence,
@@ -43,8 +45,13 @@ class BatonScheduler:
         dims: Mapping[str, int],
         task_orders: TaskOrders = (),
         dispatch_orders: DispatchOrders = (),
+        *,
+        deadline: float = math.inf,
+        stage: str = "co-simulating the ranks",
     ) -> None:
         self.ranks = ranks
+        self.deadline = deadline  # `--timeout`, read at every event
+        self.stage = stage
         self.task_orders = {(rank, dispatch): order for rank, dispatch, order in task_orders}
         self.dispatch_orders = dict(dispatch_orders)
         self.dims = dims
@@ -69,13 +76,22 @@ class BatonScheduler:
     # -- called on rank threads while holding the baton
 
     def checkpoint(self, state: RankContext, event: Event) -> None:
+        # a budget that runs out ends the run with Abort, which the user's `except
+        # Exception` cannot swallow (a trace cut short is never checked as a whole one)
         if len(self.schedule) >= self.max_events:
-            raise TracingError(
-                f"rank {state.rank} exceeded the budget of {self.max_events} events; last line "
-                f"reached: {event.location} {event.location.text}",
-                file=event.location.file,
-                line=event.location.line,
+            self._fail(
+                TracingError(
+                    f"rank {state.rank} exceeded the budget of {self.max_events} events; last"
+                    f" line reached: {event.location} {event.location.text}",
+                    file=event.location.file,
+                    line=event.location.line,
+                )
             )
+            raise Abort()
+        if passed(self.deadline):
+            stage = f"{self.stage} (rank {state.rank})"
+            self._fail(Overtime(stage, event.location, events=len(self.schedule)))
+            raise Abort()
         priming = self.unprimed_remove(state.rank)
         self.pending[state.rank] = event
         if event.wait is None or self._satisfied(event.wait):

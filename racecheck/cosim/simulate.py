@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from racecheck import clock
 from racecheck.cosim.classify import call_user, classify, located
 from racecheck.cosim.execution import CellUses, Execution, HostTensorRecord, merged_flow
 from racecheck.cosim.host import HostContext, HostCrash
@@ -27,7 +27,7 @@ from racecheck.dsl.context import activated
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
 from racecheck.dsl.types import Direction
-from racecheck.dsl.watchdog import Overrun, interrupt, thread_location, within
+from racecheck.dsl.watchdog import GRACE, POLL, Overrun, interrupt, thread_location, within
 from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
     HOST_OWNER,
@@ -45,8 +45,9 @@ from racecheck.load import ProgramInstance
 
 
 def _run_host(
-    instance: ProgramInstance, memory: MemoryState, seed: int, timeout: float
+    instance: ProgramInstance, memory: MemoryState, seed: int, deadline: float, stage: str
 ) -> tuple[HostContext, list[HostTensor]]:
+    clock.check(deadline, f"{stage} (the host entry of {instance.name})")
     host = HostContext(instance.ranks, memory, dict(instance.bindings))
     arguments, tensors = create_host_arguments(instance, memory, host, seed)
 
@@ -55,7 +56,7 @@ def _run_host(
             call_user(lambda: instance.entry(*arguments), instance.name)
 
     try:
-        within(run, timeout)
+        within(run, clock.left(deadline))
     except Overrun as overrun:
         where = overrun.where
         raise TracingError(
@@ -69,10 +70,13 @@ def _run_host(
 
 
 def _execute_ranks(
-    run: BatonScheduler, host: HostContext, repeat: int, timeout: float, program: str
+    run: BatonScheduler, host: HostContext, repeat: int, deadline: float, program: str
 ) -> None:
+    """The ranks' run. The scheduler reads the clock at every event (`Overtime`); a rank
+    that runs the user's code past the deadline with no event for `GRACE` more seconds
+    is stuck in it (a TracingError naming its line)."""
     run.start(host.dispatches, repeat)
-    if not run.done.wait(timeout):
+    if not _finishes(run, deadline):
         running = run.running
         thread = run.states[running].thread if running is not None else None
         where = thread_location(thread)
@@ -82,18 +86,37 @@ def _execute_ranks(
         line = f"; last line reached: {where} {where.text}" if where else ""
         who = f"rank {running}" if running is not None else "in the host program"
         raise TracingError(
-            f"tracing {program} did not finish within {timeout:g} s ({who}{line})",
+            f"tracing {program} did not finish within --timeout ({who}{line})",
             file=where.file if where else None,
             line=where.line if where else None,
         )
     run.stop()
     if run.failure is not None:
+        if isinstance(run.failure, clock.Overtime):  # raised again here, in the unit
+            cut = run.failure
+            raise clock.Overtime(cut.stage, cut.where, events=cut.events) from None
         if isinstance(run.failure, UserError):
             raise located(run.failure)
         if isinstance(run.failure, (ProgramRejected, ScheduleDivergence)):
             raise run.failure
         raise classify(run.failure, program, in_kernel=True) from run.failure
 
+
+def _finishes(run: BatonScheduler, deadline: float) -> bool:
+    """Whether the run ends before a rank is found stuck in the user's code: past the
+    deadline (on racecheck's clock) with no event for `GRACE` seconds."""
+    seen, moved = -1, clock.now()
+    while not run.done.wait(POLL):
+        if len(run.schedule) != seen:
+            seen, moved = len(run.schedule), clock.now()
+        elif clock.passed(deadline) and clock.now() - moved > GRACE:
+            return False
+    return True
+
+
+MAX_EVENTS = 2_000_000
+"""Events one run of the ranks may record before it stops with an error naming the line
+(a kernel that never ends would otherwise fill memory)."""
 
 FREEZE_FROM_EVENTS = 20_000  # below this the collector has little to walk
 
@@ -130,16 +153,19 @@ def simulate(
     repeat: int = 1,
     seed: int = 0,
     force_waits: bool = True,
-    max_events: int = 2_000_000,
+    max_events: int = MAX_EVENTS,
     timeout: float = 60.0,
+    stage: str = "co-simulating the ranks",
 ) -> Execution:
-    """Run `instance` once under `policy` and record what every rank did."""
-    started = time.monotonic()
+    """Run `instance` once under `policy` and record what every rank did, within the
+    `--timeout` in force (`racecheck.clock.unit`), else `timeout` seconds; past it,
+    `Overtime` naming `stage`."""
+    deadline = clock.deadline(timeout)
     memory = MemoryState(instance.ranks)
     with collector_paused():
         with installed():
             try:
-                host, tensors = _run_host(instance, memory, seed, timeout)
+                host, tensors = _run_host(instance, memory, seed, deadline, stage)
             except HostCrash as crash:
                 return _host_crash(instance, memory, crash.record, repeat)
             run = BatonScheduler(
@@ -151,9 +177,10 @@ def simulate(
                 dict(instance.bindings),
                 instance.task_orders,
                 instance.dispatch_orders,
+                deadline=deadline,
+                stage=stage,
             )
-            remaining = max(timeout - (time.monotonic() - started), 0.001)
-            _execute_ranks(run, host, repeat, remaining, instance.name)
+            _execute_ranks(run, host, repeat, deadline, instance.name)
         events = tuple(tuple(state.events) for state in run.states)
         waited = waited_cells(events)
         if any(state.flow.pins for state in run.states):

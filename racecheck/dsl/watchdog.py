@@ -10,12 +10,15 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from racecheck import clock
 from racecheck.dsl.location import innermost_user_frame, location_of
 from racecheck.events import SourceLocation
 
 T = TypeVar("T")
 
-_GRACE = 1.0  # seconds an interrupted worker gets to unwind
+GRACE = 1.0
+"""Seconds past `--timeout` that user code stuck in a loop gets before it is cut (and,
+interrupted, to unwind): the margin by which a run can outlast `--timeout`."""
 
 
 class Interrupted(BaseException):
@@ -31,8 +34,12 @@ class Overrun(Exception):
         self.where = where
 
 
+POLL = 0.05  # seconds between two looks at the clock while user code runs
+
+
 def within(call: Callable[[], T], seconds: float) -> T:
-    """`call()`, or Overrun past `seconds`. What the call raises is raised here."""
+    """`call()`, or Overrun once `seconds` have passed on racecheck's clock
+    (`racecheck.clock`, which tests move). What the call raises is raised here."""
     outcome: dict[str, Any] = {}
 
     def work() -> None:
@@ -44,12 +51,15 @@ def within(call: Callable[[], T], seconds: float) -> T:
             outcome["error"] = error
 
     worker = threading.Thread(target=work, name="racecheck-user-code", daemon=True)
+    deadline = clock.now() + seconds
     worker.start()
-    worker.join(max(seconds, 0.001))
+    worker.join(min(max(seconds, 0.001), POLL))
+    while worker.is_alive() and not clock.passed(deadline):
+        worker.join(POLL)
     if worker.is_alive():
         where = thread_location(worker)
         interrupt(worker, Interrupted)
-        worker.join(_GRACE)
+        worker.join(GRACE)
         raise Overrun(where)
     if "error" in outcome:
         raise outcome["error"]

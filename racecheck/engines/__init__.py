@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from racecheck.clock import Overtime
 from racecheck.engines.base import Engine, OrderOracle
 from racecheck.engines.bounds import BoundedEngine
 from racecheck.engines.explore import ExploreEngine
@@ -64,6 +65,8 @@ def prepare(choice: EngineChoice, trace: Trace, *, deadline: float) -> tuple[str
             continue
         try:
             return engine.name, engine.order(skeleton, deadline=deadline)
+        except Overtime:
+            raise  # past --timeout no other engine may run
         except EngineUnknown:
             if engine.name == "smt":
                 raise

@@ -65,5 +65,6 @@ class Engine(Protocol):
         ...
 
     def order(self, skeleton: SyncSkeleton, *, deadline: float) -> OrderOracle:
-        """Prepare the oracle. Raises EngineUnknown past `deadline` (time.monotonic())."""
+        """Prepare the oracle. Raises EngineUnknown (`Overtime`) past `deadline`, a
+        `racecheck.clock.now()` value: `--timeout`."""
         ...

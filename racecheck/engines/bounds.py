@@ -44,11 +44,13 @@ Nothing is approximated in an answer: what neither settles goes to the exact ora
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from racecheck.cells import after_write
+from racecheck.clock import check
 from racecheck.engines.base import Engine, OrderOracle
 from racecheck.engines.monotone import MonotoneOracle
 from racecheck.engines.skeleton import ADD, SET, WAIT_GE, SyncSkeleton, wait_holds
@@ -189,10 +191,10 @@ def _step(
     return True
 
 
-def upper_bound(skeleton: SyncSkeleton) -> MonotoneOracle | None:
+def upper_bound(skeleton: SyncSkeleton, deadline: float = math.inf) -> MonotoneOracle | None:
     """The monotone oracle of the trace's upper bound (module docstring), or None when
     the bound does not cover every execution (a wait other than signed Ge, or a cell
-    that can wrap)."""
+    that can wrap). Past `deadline`, `Overtime`."""
     if skeleton.wrapping_cells():
         return None
     if any(kind < ADD and kind != WAIT_GE for kinds in skeleton.kind for kind in kinds):
@@ -204,9 +206,10 @@ def upper_bound(skeleton: SyncSkeleton) -> MonotoneOracle | None:
                 waiters[cell].add(rank)
     amounts = [_bound_amounts(skeleton, rank, waiters) for rank in range(skeleton.ranks)]
     kinds = [[min(kind, ADD) for kind in steps] for steps in skeleton.kind]
-    bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=float("inf"))
+    bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=deadline)
     while _lower_repeated_sets(skeleton, amounts, bound):
-        bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=float("inf"))
+        check(deadline, "bounding the signal cells' values before asking z3")
+        bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=deadline)
     return bound
 
 
@@ -353,15 +356,22 @@ class BoundedEngine:
         return self.engine.unsupported(skeleton)
 
     def order(self, skeleton: SyncSkeleton, *, deadline: float) -> BoundedOracle:
-        return BoundedOracle(skeleton, lambda: self.engine.order(skeleton, deadline=deadline))
+        return BoundedOracle(
+            skeleton, lambda: self.engine.order(skeleton, deadline=deadline), deadline
+        )
 
 
 class BoundedOracle:
-    def __init__(self, skeleton: SyncSkeleton, exact: Callable[[], OrderOracle]) -> None:
+    def __init__(
+        self,
+        skeleton: SyncSkeleton,
+        exact: Callable[[], OrderOracle],
+        deadline: float = math.inf,
+    ) -> None:
         self._skeleton = skeleton
         self._make_exact = exact
         self._exact: OrderOracle | None = None
-        self._bound = upper_bound(skeleton)
+        self._bound = upper_bound(skeleton, deadline)
         self._runs: dict[tuple[int, int], list[Run]] = {}
         self._made: list[Run] = []  # every run of `_runs`, in the order made
         self._eager: set[tuple[tuple[int, int], int]] = set()  # (held, rank) of eager runs

@@ -27,8 +27,9 @@ Model boundary: Set and Add effects on cells, wrapping at 32 bits; a trace with 
 opaque effect is refused. Symmetry reduction is deliberately not used: rank relabelling
 is not a symmetry of a trace in general (peers, offsets and roots break it).
 
-Unknown policy: when both searches pass their budgets, or the deadline passes, the
-engine raises EngineUnknown naming why; it never answers from a partial exploration.
+Unknown policy: when both searches pass their budgets the engine raises EngineUnknown
+naming why, and past `--timeout` `Overtime` naming the sync step the search was at; it
+never answers from a partial exploration.
 
 Limitations: a protocol with both many states and many traces (many ranks racing Sets
 or Eq waits on shared cells) is unknown.
@@ -36,20 +37,23 @@ or Eq waits on shared cells) is unknown.
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Protocol
 
 from racecheck.cells import after_write
+from racecheck.clock import Overtime, passed
 from racecheck.engines.macrostates import explore_states
 from racecheck.engines.por import explore
 from racecheck.engines.skeleton import ADD, SET, SyncSkeleton
-from racecheck.engines.syncprogram import SyncProgram, compile_sync_program
+from racecheck.engines.syncprogram import SyncPosition, SyncProgram, compile_sync_program
 from racecheck.errors import EngineUnknown
-from racecheck.events import EventRef, Schedule, SignalCell, Stuck
+from racecheck.events import EventRef, Schedule, SignalCell, SourceLocation, Stuck
+
+Search = Generator[SyncPosition, None, "Exploration"]
 
 REDUCED_STEP_COST = 10  # a step of the reduced search costs about as much as 10 macro states
+MAX_STATES = 2_000_000  # macro states of `--engine explore`; its reduced search gets a tenth
 
 
 class Exploration(Protocol):
@@ -174,7 +178,7 @@ class ExploreEngine:
     def __init__(
         self,
         *,
-        max_states: int = 2_000_000,
+        max_states: int = MAX_STATES,
         macro_states: int | None = None,
         reduced_steps: int | None = None,
     ) -> None:
@@ -191,30 +195,39 @@ class ExploreEngine:
 
     def order(self, skeleton: SyncSkeleton, *, deadline: float) -> ExploreOracle:
         program = compile_sync_program(skeleton)
-        searches: list[tuple[int, Generator[None, None, Exploration]]] = [
+        searches: list[tuple[int, Search]] = [
             (1, explore_states(program, max_states=self.macro_states)),
             (REDUCED_STEP_COST, explore(program, max_states=self.reduced_steps)),
         ]
-        return ExploreOracle(skeleton, program, first_to_finish(searches, deadline))
+
+        def locate(rank: int, step: int) -> SourceLocation:
+            return skeleton.trace.events[rank][program.steps[rank][step].index].location
+
+        return ExploreOracle(skeleton, program, first_to_finish(searches, deadline, locate))
 
 
 def first_to_finish(
-    searches: list[tuple[int, Generator[None, None, Exploration]]], deadline: float
+    searches: list[tuple[int, Search]],
+    deadline: float,
+    locate: Callable[[int, int], SourceLocation] | None = None,
 ) -> Exploration:
     """Run the searches in turns until one finishes, the one that has done the least work
     so far next (each pause of a search costs its weight: its slice of work in macro
     states). Deterministic, so the answering search and its witnesses do not depend on
-    the machine's load; the time is at most about twice the faster search's."""
+    the machine's load; the time is at most about twice the faster search's. Past
+    `deadline`, `Overtime` naming the step (`locate`: its line) the last search was at."""
     spent = [0] * len(searches)
     running = list(range(len(searches)))
     stopped: list[str] = []
+    at: SyncPosition = None
     while running:
-        if time.monotonic() > deadline:
-            raise EngineUnknown("explore: deadline passed")
+        if passed(deadline):
+            where = locate(*at) if at is not None and locate is not None else None
+            raise Overtime("the explore engine searched the ranks' interleavings", where)
         turn = min(running, key=spent.__getitem__)
         weight, search = searches[turn]
         try:
-            next(search)
+            at = next(search) or at
         except StopIteration as finished:
             return finished.value
         except EngineUnknown as unknown:

@@ -13,7 +13,6 @@ is imported only when a run has an input-dependent decision.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -21,14 +20,16 @@ from enum import Enum
 import z3  # type: ignore[import-untyped]
 
 from racecheck.dsl.symbolic import Apply, Const, Decision, Expr, Op, Var
+from racecheck.engines.solving import limited_check
 
-_SOLVER_MS = 2000
+FLIP_RLIMIT = 4_000_000
+"""z3 resource units for the inputs of one flipped decision (docs/model.md, "Budgets")."""
 
 
 class Answer(Enum):
     FOUND = "found"
     INFEASIBLE = "infeasible"  # no input takes the other side
-    UNDECIDED = "undecided"  # z3 could not tell (timeout, non-linear)
+    UNDECIDED = "undecided"  # z3 could not tell (its budget used up, non-linear)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,27 +67,29 @@ def flips(
         if made[n] in before:
             yield n, Solution(answer=Answer.INFEASIBLE)
             continue
-        seconds = deadline - time.monotonic()
-        solver.set("timeout", max(1, int(min(seconds * 1000, _SOLVER_MS))))
         solver.push()
         solver.add(others[n])
         negative = [symbols[var] < 0 for var in _vars(made[n].condition) if not var.is_float]
-        yield n, _solution(solver, {var: symbols[var] for var in involved}, negative)
+        yield n, _solution(solver, {var: symbols[var] for var in involved}, negative, deadline)
         solver.pop()
         solver.add(terms[n])
         before.add(made[n])
 
 
 def _solution(
-    solver: z3.Solver, symbols: dict[Var, z3.ArithRef], preferred: list[z3.BoolRef]
+    solver: z3.Solver,
+    symbols: dict[Var, z3.ArithRef],
+    preferred: list[z3.BoolRef],
+    deadline: float,
 ) -> Solution:
     """A model of the solver's constraints, one that also meets `preferred` if any does."""
-    result = solver.check(*preferred) if preferred else solver.check()
-    if preferred and result != z3.sat:
-        result = solver.check()
-    if result == z3.unsat:
+    stage = "choosing inputs that take a branch's other side"
+    checked = limited_check(solver, preferred, rlimit=FLIP_RLIMIT, deadline=deadline, stage=stage)
+    if preferred and not checked.sat:
+        checked = limited_check(solver, rlimit=FLIP_RLIMIT, deadline=deadline, stage=stage)
+    if checked.unsat:
         return Solution(answer=Answer.INFEASIBLE)
-    if result != z3.sat:
+    if not checked.sat:
         return Solution(answer=Answer.UNDECIDED)
     model = solver.model()
     chosen = {var: model.eval(symbol, model_completion=True) for var, symbol in symbols.items()}

@@ -19,8 +19,9 @@ however many traces their interleavings form (the partial-order-reduced search,
 `racecheck.engines.por`, is the other way round).
 
 Unknown policy: past `max_states` macro states it raises EngineUnknown; nothing is
-answered from a partial exploration. It pauses every few states (a generator), so that
-its caller can watch the clock and run another search in turns.
+answered from a partial exploration. It pauses every few states (a generator, yielding
+the sync step it is at), so that its caller can watch the clock and run another
+search in turns.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from racecheck.engines.skeleton import wait_holds
-from racecheck.engines.syncprogram import SyncProgram
+from racecheck.engines.syncprogram import SyncPosition, SyncProgram
 from racecheck.errors import EngineUnknown
 
 SLICE = 256  # expanded states between two pauses of the search
@@ -72,8 +73,10 @@ class ExploredStates:
 
 def explore_states(
     program: SyncProgram, *, max_states: int
-) -> Generator[None, None, ExploredStates]:
-    """The search as a generator: it pauses every `SLICE` states and returns what it found.
+) -> Generator[SyncPosition, None, ExploredStates]:
+    """The search as a generator: it pauses every `SLICE` states (yielding the first
+    unfinished rank's next sync step in the state it expands next) and returns what it
+    found.
     It gives up at once when `fewest_states` already exceeds `max_states`."""
     if fewest_states(program) > max_states:
         raise EngineUnknown(f"explore: more than {max_states} macro states")
@@ -85,9 +88,9 @@ def explore_states(
     first_stuck: int | None = None
     current = 0
     while current < len(states):  # `states` grows while it is read: a breadth-first queue
-        if current % SLICE == 0:
-            yield
         state = states[current]
+        if current % SLICE == 0:
+            yield _next_step(program, state)
         moved = False
         for rank in range(ranks):
             successor = _successor(program, state, rank, ranks)
@@ -147,6 +150,13 @@ def _successor(
         cap = program.caps[effect.cell]
         successor[slot] = value if cap is None else min(value, cap)
     return tuple(successor)
+
+
+def _next_step(program: SyncProgram, state: tuple[int, ...]) -> SyncPosition:
+    for rank, steps in enumerate(program.steps):
+        if state[rank] < len(steps):
+            return rank, state[rank]
+    return None
 
 
 def _unfinished(program: SyncProgram, state: tuple[int, ...]) -> bool:

@@ -45,11 +45,11 @@ int32 per wait and rank (W · P); the choice between the two ways is by estimate
 from __future__ import annotations
 
 import heapq
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from racecheck.clock import Overtime, check, passed
 from racecheck.describe import describe_cell
 from racecheck.engines.skeleton import (
     ADD,
@@ -58,13 +58,15 @@ from racecheck.engines.skeleton import (
     WAIT_GE_UNSIGNED,
     SyncSkeleton,
 )
-from racecheck.errors import EngineUnknown
 from racecheck.events import EventRef, Schedule, Stuck
 
 NEVER = np.iinfo(np.int32).max  # a need no hold position meets: the step never runs
 # what the need vectors' work costs, in steps of a run (measured, roughly): recomputing
 # a wait, each write it reads, comparing a write's need with a wait's
 RECOMPUTE_STEPS, FEEDER_STEPS, COMPARE_STEPS = 75, 15, 15
+
+
+_ORDERING = "the monotone engine computed which events can run before which"
 
 
 class MonotoneEngine:
@@ -295,8 +297,11 @@ class _Needs:
             _, rank, number = heapq.heappop(work)
             queued.discard((rank, number))
             popped += 1
-            if popped % 4096 == 0 and time.monotonic() > deadline:
-                raise EngineUnknown("monotone engine: time limit reached while computing frontiers")
+            if popped % 256 == 0 and passed(deadline):
+                where = self.view.trace.events[rank][
+                    self.view.index[rank][self.waits[rank][number]]
+                ]
+                raise Overtime(_ORDERING, where.location)
             self.spent += self._cost(self.release[rank][number][0])
             if self.spent > budget:
                 return False
@@ -334,8 +339,7 @@ class _Needs:
 
     def _sweeps(self, deadline: float) -> None:
         for held in range(self.view.ranks):
-            if time.monotonic() > deadline:
-                raise EngineUnknown("monotone engine: time limit reached while computing frontiers")
+            check(deadline, f"{_ORDERING} (holding rank {held} back)")
             self._sweep(held)
 
     def _sweep(self, held: int) -> None:

@@ -49,7 +49,8 @@ against.
 
 Unknown policy: past `max_states` executed steps the search raises EngineUnknown;
 nothing is answered from a partial exploration. It pauses every few steps (a
-generator), so that its caller can watch the clock and run another search in turns.
+generator, yielding the sync step it just ran), so that its caller can watch the clock
+and run another search in turns.
 """
 
 from __future__ import annotations
@@ -58,7 +59,15 @@ from array import array
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 
-from racecheck.engines.syncprogram import ADDS, READS, SETS, SyncProgram, SyncStep, conflict
+from racecheck.engines.syncprogram import (
+    ADDS,
+    READS,
+    SETS,
+    SyncPosition,
+    SyncProgram,
+    SyncStep,
+    conflict,
+)
 from racecheck.errors import EngineUnknown
 
 SLICE = 256  # steps between two pauses of the search
@@ -165,7 +174,7 @@ class Search:
         self._movers = array("q", [-1])
         self._undo: list[_Undo] = []
 
-    def run(self) -> Generator[None, None, ExploredTraces]:
+    def run(self) -> Generator[SyncPosition, None, ExploredTraces]:
         """The search, pausing (yielding) every `SLICE` steps."""
         stack = [_Frame(node=0, choices=self._choices([]), sleep=[], done=[])]
         while stack:
@@ -181,7 +190,7 @@ class Search:
             node = self._execute(rank, frame.node)
             stack.append(_Frame(node=node, choices=self._choices(sleep), sleep=sleep, done=[]))
             if node % SLICE == 0:
-                yield
+                yield rank, self._positions[rank] - 1
         return ExploredTraces(
             least_past=self._least,
             deadlocks=self._deadlocks,
@@ -387,6 +396,6 @@ def _last_writes(program: SyncProgram) -> list[list[tuple[int, int]]]:
 
 def explore(
     program: SyncProgram, *, reduce: bool = True, max_states: int
-) -> Generator[None, None, ExploredTraces]:
+) -> Generator[SyncPosition, None, ExploredTraces]:
     """The search as a generator: it pauses now and then, and returns what it found."""
     return Search(program, reduce=reduce, max_states=max_states).run()

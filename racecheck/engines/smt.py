@@ -33,9 +33,11 @@ Model boundary
     (defer_wait) compares the cell as uint32.
 
 Unknown policy
-    `_solve` is the only place that runs z3. It hands z3 the time left before the
-    oracle's deadline; z3 `unknown` (timeout, resource limit, cancellation) raises
-    `EngineUnknown`, and so does a deadline that has already passed. Only decided
+    `_solve` is the only place that runs z3, each query within `QUERY_RLIMIT` of z3's
+    resource units (work, not seconds: the same answer on every machine) and the time
+    left before `--timeout` (`racecheck.engines.solving`). z3 `unknown` (its budget
+    used up, a cancellation) raises `EngineUnknown`, and `--timeout` `Overtime`
+    naming the lines the query was about. Only decided
     answers are cached; a question is never answered from a query z3 did not decide.
 
 Limitations
@@ -51,7 +53,7 @@ Limitations
 
 from __future__ import annotations
 
-import time
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -60,8 +62,10 @@ from typing import TypeAlias
 
 import z3  # type: ignore[import-untyped]
 
+from racecheck import clock
 from racecheck.cells import after_write
 from racecheck.engines.skeleton import ADD, SyncSkeleton
+from racecheck.engines.solving import limited_check
 from racecheck.errors import EngineUnknown
 from racecheck.events import (
     INT32_MIN,
@@ -287,10 +291,14 @@ def _as_int32(total: z3.ArithRef) -> z3.ArithRef:
     return (total - INT32_MIN) % 2**32 + INT32_MIN
 
 
+_ENCODING = "the smt engine encoded the trace for z3"
+
+
 class _Encoding:
     """The executions of one trace as constraints on one solver, reused by every query."""
 
-    def __init__(self, trace: Trace, skeleton: _Skeleton) -> None:
+    def __init__(self, trace: Trace, skeleton: _Skeleton, deadline: float = math.inf) -> None:
+        self.deadline = deadline  # `--timeout`: read once per rank and per wait encoded
         self.context = z3.Context()
         self.solver = z3.Solver(ctx=self.context)
         self.executed: dict[EventRef, z3.BoolRef] = {}
@@ -305,6 +313,8 @@ class _Encoding:
 
     def _declare_signal_events(self) -> None:
         for rank, indices in enumerate(self._skeleton.signal_indices):
+            first = self._trace.events[rank][indices[0]].location if indices else None
+            clock.check(self.deadline, f"{_ENCODING} (rank {rank})", first)
             previous: EventRef | None = None
             for index in indices:
                 ref = EventRef(rank=rank, index=index)
@@ -329,9 +339,11 @@ class _Encoding:
 
     def _require_waits_to_hold(self) -> None:
         for ref, executed in self.executed.items():
-            wait = self._trace.event(ref).wait
+            event = self._trace.event(ref)
+            wait = event.wait
             if wait is None:
                 continue
+            clock.check(self.deadline, f"{_ENCODING} (rank {ref.rank}'s wait)", event.location)
             cell = wait.cell.key
             value = self._value(cell, partial(self._counted_at, ref))
             self.solver.add(z3.Implies(executed, _holds(wait.cmp, value, wait.expected)))
@@ -430,6 +442,8 @@ class _Encoding:
         constraints: list[z3.BoolRef] = []
         unfinished: list[z3.BoolRef] = []
         for rank, indices in enumerate(self._skeleton.signal_indices):
+            first = self._trace.events[rank][indices[0]].location if indices else None
+            clock.check(self.deadline, f"{_ENCODING} (whether rank {rank} can be stuck)", first)
             before: z3.BoolRef = z3.BoolVal(True, self.context)
             for index in indices:
                 ref = EventRef(rank=rank, index=index)
@@ -473,20 +487,23 @@ def _order(ref: EventRef) -> tuple[int, int]:
     return (ref.rank, ref.index)
 
 
+QUERY_RLIMIT = 100_000_000
+"""z3 resource units one query of the smt engine may use (docs/model.md, "Budgets")."""
+
+
 def _solve(
-    encoding: _Encoding, assumptions: list[z3.BoolRef], deadline: float
+    encoding: _Encoding, assumptions: list[z3.BoolRef], deadline: float, about: str
 ) -> z3.ModelRef | None:
     """A model of the encoding under `assumptions`, or None if there is none."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise EngineUnknown("smt: the time budget ran out before z3 was asked")
-    encoding.solver.set("timeout", max(1, int(remaining * 1000)))
-    result = encoding.solver.check(*assumptions)
-    if result == z3.sat:
+    stage = f"the smt engine asked z3 {about}"
+    checked = limited_check(
+        encoding.solver, assumptions, rlimit=QUERY_RLIMIT, deadline=deadline, stage=stage
+    )
+    if checked.sat:
         return encoding.solver.model()
-    if result == z3.unsat:
+    if checked.unsat:
         return None
-    raise EngineUnknown(f"smt: z3 could not decide ({encoding.solver.reason_unknown()})")
+    raise EngineUnknown(f"smt: z3 could not decide {about} ({checked.why})")
 
 
 # ---------------------------------------------------------------------------------------
@@ -524,15 +541,14 @@ class SmtOracle:
         trace = sync.trace
         self._trace = trace
         self._skeleton = _skeleton(sync)
-        self._encoding = _Encoding(trace, self._skeleton)
+        self._encoding = _Encoding(trace, self._skeleton, deadline)
         self._deadline = deadline
         self._runs: list[_KnownRun] = []
         self._refuted: set[tuple[EventRef, EventRef | None]] = set()
         self._stuck_asked = False
         self._stuck: Stuck | None = None
         self.queries = 0  # z3 checks made, for benchmarks
-        if time.monotonic() > deadline:
-            raise EngineUnknown("smt: the time budget ran out while encoding")
+        clock.check(deadline, _ENCODING)
 
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
         return self._signal_prefix(first, second) is not None
@@ -595,7 +611,7 @@ class SmtOracle:
         assumptions = [self._encoding.executed[last]]
         if blocker is not None:
             assumptions.append(z3.Not(self._encoding.executed[blocker]))
-        model = self._query(assumptions)
+        model = self._query(assumptions, self._about(last, blocker))
         if model is None:
             self._refuted.add((last, blocker))
             return None
@@ -604,6 +620,15 @@ class SmtOracle:
         if known is None:
             raise SmtInternalError(f"z3 model does not run {last} without {blocker}")
         return known
+
+    def _about(self, last: EventRef, blocker: EventRef | None) -> str:
+        """The query, in the user's terms: `last` running (before `blocker`)."""
+        said = f"whether {self._at(last)} can run"
+        return said if blocker is None else f"{said} before {self._at(blocker)}"
+
+    def _at(self, ref: EventRef) -> str:
+        where = self._trace.event(ref).location
+        return f"rank {ref.rank}'s event at line {where.line} ({where.text})"
 
     def _known_prefix(
         self, last: EventRef, blocker: EventRef | None
@@ -614,9 +639,9 @@ class SmtOracle:
                 return prefix
         return None
 
-    def _query(self, assumptions: list[z3.BoolRef]) -> z3.ModelRef | None:
+    def _query(self, assumptions: list[z3.BoolRef], about: str) -> z3.ModelRef | None:
         self.queries += 1
-        return _solve(self._encoding, assumptions, self._deadline)
+        return _solve(self._encoding, assumptions, self._deadline, about)
 
     def _ending_with(self, prefix: Iterable[EventRef], first: EventRef) -> Schedule:
         return _with_data_events(self._trace, prefix, {first.rank: first.index + 1})
@@ -648,7 +673,7 @@ class SmtOracle:
         guard = self._encoding.stuck_guard()
         if guard is None:
             return None
-        model = self._query([guard])
+        model = self._query([guard], "whether the ranks can deadlock")
         if model is None:
             return None
         run = self._encoding.decode(model)

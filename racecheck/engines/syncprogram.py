@@ -29,6 +29,10 @@ ADDS = 2
 SETS = 4
 
 
+SyncPosition = tuple[int, int] | None
+"""Where a search over a sync program is: (rank, its sync step number), or None."""
+
+
 def conflict(one: int, other: int) -> bool:
     """Whether two steps of different ranks touching one cell this way are dependent:
     they commute and neither enables or disables the other unless one writes and the
@@ -92,9 +96,10 @@ def compile_sync_program(skeleton: SyncSkeleton) -> SyncProgram:
     )
     number = {cell: position for position, cell in enumerate(waited)}
     steps = tuple(_rank_program(skeleton, rank, number) for rank in range(skeleton.ranks))
-    wrapping = skeleton.wrapping_cells()
+    wrapping = {number[cell] for cell in skeleton.wrapping_cells() if cell in number}
     caps = tuple(
-        None if cell in wrapping else _saturation_cap(number[cell], steps) for cell in waited
+        None if live in wrapping else cap
+        for live, cap in enumerate(_saturation_caps(len(waited), steps))
     )
     return SyncProgram(steps=steps, cells=tuple(skeleton.cells[cell] for cell in waited), caps=caps)
 
@@ -121,16 +126,20 @@ def _rank_program(
     )
 
 
-def _saturation_cap(cell: int, steps: tuple[tuple[SyncStep, ...], ...]) -> int | None:
-    """One past every threshold, if the cell only grows; else None (no saturation)."""
-    thresholds: list[int] = []
+def _saturation_caps(cells: int, steps: tuple[tuple[SyncStep, ...], ...]) -> list[int | None]:
+    """Per live cell: one past every threshold, if the cell only grows; else None (no
+    saturation). One pass over the steps: linear in the trace, as a P = 512 trace has
+    thousands of cells."""
+    highest = [0] * cells
+    grows = [True] * cells
     for rank_steps in steps:
         for step in rank_steps:
-            if step.guard is not None and step.guard.cell == cell:
-                thresholds.append(step.guard.expected)
-            if any(e.cell == cell and (not e.add or e.value < 0) for e in step.effects):
-                return None
-    return max(0, *thresholds) + 1
+            if step.guard is not None:
+                highest[step.guard.cell] = max(highest[step.guard.cell], step.guard.expected)
+            for effect in step.effects:
+                if not effect.add or effect.value < 0:
+                    grows[effect.cell] = False
+    return [top + 1 if only_grows else None for top, only_grows in zip(highest, grows, strict=True)]
 
 
 def _step(index: int, guard: Guard | None, effects: tuple[LiveWrite, ...]) -> SyncStep:
