@@ -11,6 +11,7 @@ verdicts and errors by `exit_code_of` only.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -210,12 +211,14 @@ class Finding:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EveryPProof:
-    """`proved for every P >= low` (below `high` if set: from `high` on, some device
-    scalar the program computes leaves INT32), and what that proof rests on."""
+    """Races, deadlocks and bounds proved for every P >= low (below `high` if set: from
+    `high` on, some device scalar the program computes leaves INT32), the outputs
+    checked at `outputs_at` only, and what that proof rests on."""
 
     low: int
     assumptions: tuple[str, ...]
     high: int | None = None
+    outputs_at: tuple[int, ...] = ()  # the P at which the outputs were checked concretely
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,6 +239,11 @@ class ProgramResult:
     @property
     def warnings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+
+
+def noted(result: ProgramResult, note: str) -> ProgramResult:
+    """`result` with `note` first among its notes."""
+    return dataclasses.replace(result, notes=(note, *result.notes))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,7 +27,7 @@ from racecheck.allp import Answer, prove_every_p
 from racecheck.allp.obligations import Obligation
 from racecheck.allp.paths import trace_protocol
 from racecheck.allp.solver import satisfiable
-from racecheck.check import PROVED_BUT_FAILS_HERE
+from racecheck.allp.driver import PROVED_BUT_FAILS_HERE
 from racecheck.cli import VerifyCommand, main, parse_command
 from racecheck.errors import ProgramRejected, UsageError
 from racecheck.findings import FindingKind, Verdict
@@ -95,22 +95,31 @@ def test_the_mesh_allreduce_is_proved_for_every_p_with_its_assumptions() -> None
     assert report.exit_code == 0
 
 
-def test_an_all_p_proof_reads_as_such_in_text_and_json() -> None:
+HEADLINE = "races, deadlocks, bounds: every P >= 2; outputs: checked at P = 2..8"
+
+
+def test_an_all_p_proof_reads_as_such_in_every_format(tmp_path: Path) -> None:
+    """The headline claims for every P only what was proved for every P: the outputs
+    were compared with the golden model at the P checked concretely, and it says so."""
     out = io.StringIO()
-    assert main(["verify", str(MESH), "--ranks", "all"], stdout=out, stderr=io.StringIO()) == 0
+    page = tmp_path / "report.html"
+    command = ["verify", str(MESH), "--ranks", "all"]
+    assert main([*command, "--html", str(page)], stdout=out, stderr=io.StringIO()) == 0
     text = out.getvalue()
-    assert "P>=2  proved" in text and "proved for every P >= 2" in text
+    assert "P>=2  proved" in text and HEADLINE in text and "proved for every" not in text
     assert "assumes: P >= 2" in text
+    assert HEADLINE.replace(">", "&gt;") in page.read_text()
     out = io.StringIO()
-    main(["verify", str(MESH), "--ranks", "all", "--format", "json"], stdout=out)
+    main([*command, "--format", "json"], stdout=out)
     (result,) = json.loads(out.getvalue())["results"]
     assert (result["ranks"], result["verdict"], result["every_p"]["low"]) == ("all", "proved", 2)
+    assert result["every_p"]["outputs_checked_at"] == list(range(2, 9))
     out = io.StringIO()
-    main(["verify", str(MESH), "--ranks", "all", "--format", "sarif"], stdout=out)
+    main([*command, "--format", "sarif"], stdout=out)
     (run,) = json.loads(out.getvalue())["runs"]
     notes = run["invocations"][0]["toolExecutionNotifications"]
     (proof,) = [note for note in notes if note.get("properties", {}).get("ranks") == "all"]
-    assert "proved for every P >= 2, assuming P >= 2;" in proof["message"]["text"]
+    assert f"{HEADLINE}, assuming P >= 2;" in proof["message"]["text"]
 
 
 def test_the_mesh_without_barrier_fails_first_at_two_with_a_replayed_witness() -> None:
@@ -170,8 +179,11 @@ def test_a_counter_model_the_concrete_check_does_not_confirm_is_a_fallback(
         racecheck.allp, "prove_every_p", functools.partial(prove_every_p, budget=120.0)
     )
     report = racecheck.verify(str(COUNTER_BARRIER), ranks="all", fallback="2..3")
-    assert [result.verdict for result in report.results] == [Verdict.PROVED] * 2
-    assert all("finds no bug" in result.notes[0] for result in report.results)
+    # every P at which an obligation fails is checked, from the smallest, up to 12 of them
+    worlds = [result.ranks for result in report.results]
+    assert worlds[:2] == [2, 3] and worlds == sorted(set(worlds)) and len(worlds) <= 14
+    assert {result.verdict for result in report.results} == {Verdict.PROVED}
+    assert all("find no bug" in result.notes[0] for result in report.results)
 
 
 def test_arrivals_counted_on_one_cell_are_proved_and_set_arrivals_are_refuted() -> None:

@@ -91,7 +91,7 @@ class Surface:
 
         members: dict[str, Any] = {
             "range": self.range_,
-            "parallel": self.range_,
+            "parallel": self.parallel,
             "load": self.load,
             "store": self.store,
             "program": self.program,
@@ -252,7 +252,14 @@ class Surface:
     def world_size(self) -> Sym:
         return self.tracer.world()
 
-    def range_(self, *args: object, init_values: object = None, **_: object) -> Any:
+    def parallel(self, *args: object, init_values: object = None, **_: object) -> Any:
+        """`pl.parallel`: in a kernel its iterations may run concurrently (docs/model.md),
+        an obligation of their own; on the host it is `pl.range`."""
+        return self.range_(*args, init_values=init_values, parallel=self.tracer.rank is not None)
+
+    def range_(
+        self, *args: object, init_values: object = None, parallel: bool = False, **_: object
+    ) -> Any:
         if init_values is not None:
             raise OutsideFragment(
                 "pl.range with init_values (a loop carry) is outside the fragment"
@@ -263,7 +270,7 @@ class Surface:
         start, stop, step = (*bounds, 1)[:3]
         if not isinstance(step, int):
             raise OutsideFragment("pl.range with a symbolic step is outside the fragment")
-        return self.tracer.loop(start, stop, step)
+        return self.tracer.loop(start, stop, step, parallel=parallel)
 
     # --- memory -------------------------------------------------------------------------
 
