@@ -24,10 +24,10 @@ from symgen import Collective
 
 import racecheck
 from racecheck.allp import Answer, prove_every_p
+from racecheck.allp.driver import PROVED_BUT_FAILS_HERE
 from racecheck.allp.obligations import Obligation
 from racecheck.allp.paths import trace_protocol
 from racecheck.allp.solver import satisfiable
-from racecheck.allp.driver import PROVED_BUT_FAILS_HERE
 from racecheck.cli import VerifyCommand, main, parse_command
 from racecheck.errors import ProgramRejected, UsageError
 from racecheck.findings import FindingKind, Verdict
