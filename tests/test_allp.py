@@ -186,6 +186,50 @@ def test_a_counter_model_the_concrete_check_does_not_confirm_is_a_fallback(
     assert all("find no bug" in result.notes[0] for result in report.results)
 
 
+def test_pl_parallel_iterations_are_concurrent_in_the_all_p_proof() -> None:
+    """Iterations of a kernel's pl.parallel loop may run concurrently: parking in row p
+    is proved for every P; parking in row p % 8 is never proved for every P (the
+    co-simulation refuses the loop from P = 9, where the pl.parallel obligation fails)."""
+    (result,) = racecheck.verify(str(EXAMPLES / "280_shift_parallel_park.py"), ranks="all").results
+    assert result.every_p is not None and result.model == "shift+1"
+    report = racecheck.verify(str(FIXTURES / "allp_parallel_wrapped_row.py"), ranks="all")
+    assert [result.ranks for result in report.results] == list(range(2, 10))
+    assert report.results[-1].verdict is Verdict.UNKNOWN and report.verdict is Verdict.UNKNOWN
+    assert "pl.parallel" in report.results[-1].message
+    note = report.results[0].notes[0]
+    assert note.startswith(f"not proved for every P: no proof that {Obligation.PARALLEL.value}")
+    assert "counter-model at P=9" in note and "the concrete check at P=9 is unknown" in note
+
+
+@pytest.mark.parametrize(
+    ("name", "first"),
+    [("282_allgather_wrapped_output_row", 9), ("284_allgather_recopy_first_row", 10)],
+)
+def test_the_outputs_are_checked_where_a_modulus_wraps_or_one_template_overlaps_itself(
+    name: str, first: int
+) -> None:
+    """`src % 8` first wraps at P = 9; the recopy loop's store first writes one row twice
+    at P = 10 (its template first occurs at P = 9): the concrete P come from these
+    situations, so the wrong output there is found, never proved for every P."""
+    report = racecheck.verify(str(EXAMPLES / f"{name}.py"), ranks="all", expect="allgather")
+    failing = [result for result in report.results if result.verdict is Verdict.BUG]
+    assert failing and failing[0].ranks == first
+    assert {finding.kind for finding in failing[0].findings} == {FindingKind.WRONG_RESULT}
+    assert PROVED_BUT_FAILS_HERE in failing[0].notes
+    assert all(result.every_p is None for result in report.results)
+
+
+def test_the_smallest_failing_p_is_the_smallest_over_every_failed_obligation() -> None:
+    """The single-writer argument for the arrival cell fails from P = 3, where the
+    counting argument holds; counting fails from P = 9 only, where the deadlock is."""
+    path = EXAMPLES / "283_allgather_counted_arrivals_bug_eight_arrive.py"
+    (result,) = racecheck.verify(str(path), ranks="all").results
+    assert (result.ranks, result.verdict) == (9, Verdict.BUG)
+    assert result.notes[0].startswith("smallest failing P=9: no proof that each waited signal")
+    deadlock = next(f for f in result.findings if f.kind is FindingKind.DEADLOCK)
+    assert {location.line for location in deadlock.locations} == {_line_of(path, "@arrivals")}
+
+
 def test_arrivals_counted_on_one_cell_are_proved_and_set_arrivals_are_refuted() -> None:
     """One +1 from every other rank into one cell, waited for N - 1: proved by counting.
     Its twin Sets the cell instead: the count cannot be proved and P=3 hangs."""

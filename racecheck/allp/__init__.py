@@ -206,9 +206,10 @@ def _int32_limit(
     return world, f"P < {world} (at P={world}, {where}; the device wraps or is undefined there)"
 
 
-def _smallest_world(cond: Cond, low: int, deadline: float) -> int:
-    """The smallest N >= `low` satisfying `cond` (which some N does), by bisection."""
-    floor, ceiling = low, 2**31  # cond fails below floor; some N <= ceiling satisfies it
+def _smallest_world(cond: Cond, low: int, deadline: float, *, ceiling: int = 2**31) -> int:
+    """The smallest N >= `low` satisfying `cond` (which some N <= `ceiling` does), by
+    bisection."""
+    floor = low  # cond fails below floor; some N <= ceiling satisfies it
     while floor < ceiling:
         middle = (floor + ceiling) // 2
         bounded = All((cond, Cmp(Rel.LE, Var(WORLD), Const(middle))))
@@ -224,7 +225,7 @@ def _representatives(
 ) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Concrete P at which every branch side, every case of a division or modulus, every
     event template and every overlap of two instances of one writing template occurs
-    (the smallest P of each not yet covered): every path the proof speaks of runs
+    (the smallest P of each): every path the proof speaks of runs
     concretely at least once, so its numbers meet the golden model. A path first taken beyond
     REPRESENTATIVE_CAP (on rank 40 only, say) is not run: the second part names it."""
     found = {low}
@@ -234,13 +235,11 @@ def _representatives(
         situations.setdefault(cond, location.line)
     for guard, line in situations.items():
         holds = All((base, guard))
-        if model_of(All((holds, _one_of(found))), deadline=deadline) is not None:
-            continue
-        within = counter_model(
-            All((holds, Cmp(Rel.LE, Var(WORLD), Const(REPRESENTATIVE_CAP)))), low, deadline=deadline
+        within = model_of(
+            All((holds, Cmp(Rel.LE, Var(WORLD), Const(REPRESENTATIVE_CAP)))), deadline=deadline
         )
         if within is not None:
-            found.add(within.world)
+            found.add(_smallest_world(holds, low, deadline, ceiling=within.world))
         elif (world := _beyond(holds, beyond, low, deadline)) is not None:
             beyond.setdefault(world, []).append(line)
     unchecked = tuple(_unchecked(world, lines) for world, lines in sorted(beyond.items()))

@@ -58,7 +58,7 @@ from racecheck.allp.expr import (
     renamed_cond,
     variables,
 )
-from racecheck.allp.solver import CounterModel, Undecided, counter_model, model_of, satisfiable
+from racecheck.allp.solver import CounterModel, Undecided, counter_model, model_of
 from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template
 from racecheck.events import NotifyOp, SourceLocation, WaitCmp
 
@@ -257,6 +257,10 @@ def _distinct(left: _Instance, right: _Instance) -> Cond:
     return Any_(tuple(differs))
 
 
+class _Slow(Exception):
+    """The candidates of an obligation are too many to decide at once."""
+
+
 class Prover:
     """Discharges the obligations of one protocol for every N >= low."""
 
@@ -344,11 +348,13 @@ class Prover:
         the smallest over every failing candidate, named after one failing there."""
         pending = list(candidates)
         union = Any_(tuple(candidate.cond for candidate in pending))
-        if not pending or not self._satisfiable(union):
+        if not pending:
             return []
         try:
-            model = counter_model(All((self.base, union)), self.low, deadline=self.deadline)
-        except Undecided:  # decided one by one, then over those that fail
+            if self._batch(union) is None:
+                return []
+            model = self._counter_model(union)
+        except _Slow:  # decided one by one, then over those that fail
             pending = [c for c in pending if self._counter_model(c.cond) is not None]
             union = Any_(tuple(candidate.cond for candidate in pending))
             model = self._counter_model(union) if pending else None
@@ -369,13 +375,18 @@ class Prover:
     def _counter_model(self, cond: Cond) -> CounterModel | None:
         return counter_model(All((self.base, cond)), self.low, deadline=self.deadline)
 
-    def _satisfiable(self, cond: Cond) -> bool:
-        """Unknown (or slow) counts as satisfiable: each candidate is then decided on its
-        own."""
+    def _batch(self, cond: Cond) -> CounterModel | None:
+        """Some model of all candidates at once, or None; unknown (or slow) raises
+        `_Slow`: each candidate is then decided on its own."""
         now = time.monotonic()
         if now > self.deadline:
             raise Undecided("the all-P time budget ran out")
-        return satisfiable(All((self.base, cond)), min(self.deadline, now + BATCH_SECONDS))
+        try:
+            return model_of(
+                All((self.base, cond)), deadline=min(self.deadline, now + BATCH_SECONDS)
+            )
+        except Undecided:
+            raise _Slow from None
 
     def _bounds(self) -> Iterator[_Candidate]:
         for check in self.protocol.checks:
