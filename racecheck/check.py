@@ -45,6 +45,7 @@ from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
 from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
+from racecheck.project_imports import forget_project_modules
 from racecheck.session import Session
 from racecheck.steering import open_reads
 from racecheck.workers import Workers
@@ -116,6 +117,9 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
 
 
 def _programs(path: str, options: Options) -> list[ProgramSpec]:
+    """The file's programs, from a fresh import of it and of the project modules it
+    imports."""
+    forget_project_modules()
     loaded = load_file(path, timeout=options.timeout)
     return discover(
         loaded, programs=options.programs, args=dict(options.args), rank_param=options.rank_param
@@ -132,13 +136,16 @@ def _check_units(
     """The programs at the P of `units` (program index, P) — in worker processes with
     `--jobs` — each program's P judged together (the cross-P step) in this process."""
     checked: Iterator[_Checked]
+    work = [
+        _Unit(path=file.path, program=index, ranks=ranks, options=file.options)
+        for index, ranks in units
+    ]
+    # Each unit imports the file afresh, in a worker or here: what one unit's run leaves
+    # in the user's module (a program memoised per size) never reaches another, so the
+    # report is the same for every --jobs.
     if len(units) == 1 or not file.workers.parallel:
-        checked = (_checked(specs[index], ranks, file.options) for index, ranks in units)
+        checked = map(_check_unit, work)
     else:
-        work = [
-            _Unit(path=file.path, program=index, ranks=ranks, options=file.options)
-            for index, ranks in units
-        ]
         checked = file.workers.map(_check_unit, work)
     outcomes: dict[int, list[Outcome]] = {}
     for index, ranks in units:
