@@ -165,6 +165,14 @@ class Surface:
         loop = tracer.slots[-1].var if len(tracer.slots) == 1 else None
         if not (isinstance(device, Sym) and loop is not None and device.expr == Var(loop)):
             raise OutsideFragment("a dispatch whose device= is not the index of one host loop")
+        if tracer.bounds[-1] != (Const(0), 1):
+            # PyPTO puts the windows of a loop up to pld.world_size() in the all-devices
+            # group whatever its start and step, those of a loop up to a constant in the
+            # group of its indices (docs/model.md): here both stops are N.
+            raise OutsideFragment(
+                "a dispatch loop that does not start at 0 with step 1: its windows' group"
+                " depends on whether its stop is pld.world_size() or a number"
+            )
         tracer.check(in_range(device.expr, Const(0), Var(WORLD)), "a dispatch's device")
         self.dispatched = True
         rank = tracer.enter_rank()

@@ -117,6 +117,7 @@ class Tracer:
         self.rank: str | None = None
         self.loops = 0
         self.slots: list[LoopItem] = []
+        self.bounds: list[tuple[Expr, int]] = []  # each open loop's start and step
         self.left_early = ""
         self.context: set[tuple[Cond, bool]] = set()
 
@@ -206,6 +207,7 @@ class Tracer:
         self._check_scope(high, "a loop bound")
         outer = self.scopes[-1]
         self.slots.append(LoopItem(slot=outer.counter, var="", parallel=parallel))
+        self.bounds.append((low, step))
         outer.counter += 1
         scope = _Scope(var=None, passes=self.rank is not None)
         self.scopes.append(scope)
@@ -249,6 +251,7 @@ class Tracer:
             self._bound_after(left, before, bound, outer_loops, empty, site)
         self.scopes.pop()
         self.slots.pop()
+        self.bounds.pop()
         if scope.passes:
             del self.facts[entry_facts:]
             self.context = entry_context

@@ -12,18 +12,42 @@ whose windows reach every rank are unaffected.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 
 import numpy as np
 
 from racecheck.dsl.context import RankContext, RankContextProxy
 from racecheck.dsl.location import user_location
-from racecheck.dsl.scalars import Tainted
+from racecheck.dsl.scalars import DeviceInt, Tainted
 from racecheck.dsl.symbolic import Forms
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, NotifyOp
+
+
+class WorldSize(DeviceInt):
+    """`pld.world_size()`. As the stop of a host `pl.range` (directly or through one
+    variable) it makes every `device=r` dispatch of the loop put its windows in the
+    all-devices group, whatever the loop's start and step (PyPTO's
+    MaterializeCommDomainScopes: src/ir/transforms/materialize_comm_domain_scopes_pass.cpp
+    :228-237); arithmetic on it gives a plain device int, which PyPTO does not see
+    through."""
+
+    __slots__ = ()
+
+
+class WorldIndex(DeviceInt):
+    """An index of a `pl.range` whose stop is `pld.world_size()`."""
+
+    __slots__ = ()
+
+
+def loop_indices(bounds: tuple[object, ...], indices: range) -> Iterator[DeviceInt]:
+    """The indices of `pl.range(*bounds)`: `WorldIndex` when its stop is the world size."""
+    stop = bounds[0] if len(bounds) == 1 else bounds[1]
+    kind = WorldIndex if isinstance(stop, WorldSize) else DeviceInt
+    return (kind(index) for index in indices)
 
 
 def members(view: TensorView, ranks: int) -> tuple[int, ...]:

@@ -22,6 +22,7 @@ import numpy as np
 
 from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import DType
+from racecheck.dsl.groups import loop_indices
 from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, device_scalar, sources_of
 from racecheck.dsl.symbolic import Forms, InputBlock, first_form, fits
@@ -389,7 +390,7 @@ def _loop_indices(args: tuple[object, ...]) -> Iterator[object]:
         raise TypeError(f"pl.range takes 1 to 3 bounds, got {len(args)}")
     if any(isinstance(bound, Tainted) and bound.symbolic is not None for bound in args[:2]):
         return _compared(args)
-    return (DeviceInt(index) for index in range(*indices(args)))
+    return loop_indices(args, range(*indices(args)))
 
 
 def _compared(args: tuple[object, ...]) -> Iterator[object]:
