@@ -72,10 +72,14 @@ def _device_is_loop_target(filename: str, line: int) -> bool:
     for loop in ast.walk(tree):
         if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)):
             continue
+        target = loop.target.id
         for node in ast.walk(loop):
-            if isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or 0):
-                if any(_names(keyword, loop.target.id) for keyword in node.keywords):
-                    return True
+            if (
+                isinstance(node, ast.Call)
+                and node.lineno <= line <= (node.end_lineno or 0)
+                and any(_names(keyword, target) for keyword in node.keywords)
+            ):
+                return True
     return False
 
 
