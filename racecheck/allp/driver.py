@@ -55,6 +55,7 @@ def check_every_p(
     if outcome.answer is Answer.PROVED:
         worlds = tuple(sorted({*every_p.fallback, *outcome.representatives, every_p.low}))
         results = concrete(worlds)
+        checked.update((result.ranks, result) for result in results)  # not run again
         verdicts = {result.verdict for result in results}
         if verdicts <= {Verdict.PROVED, Verdict.SKIPPED} and results[0].verdict is Verdict.PROVED:
             return [_proved(results, every_p, outcome, started)]
