@@ -4,9 +4,10 @@
 world size N and rank (`paths`, `tracer`, `shadow`), merges the paths into event
 templates (`templates`) and discharges the obligations (`obligations`) for every
 N >= low with z3 (`solver`, the only module here that imports it). The answer is a
-proof with the assumptions it rests on, a counter-model (the smallest N at which an
-obligation fails, for the caller to confirm concretely), or the reason no all-P
-answer is possible (then the caller checks a concrete range instead).
+proof with the assumptions it rests on and the P its concrete checks must cover, a
+refutation (the P at which some obligation fails, smallest first, for the caller to
+confirm concretely), or the reason no all-P answer is possible (then the caller
+checks a concrete range instead). `driver` runs `--ranks all` with these answers.
 """
 
 from __future__ import annotations
