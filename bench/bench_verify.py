@@ -69,6 +69,19 @@ class HardCase:
 
 
 HARD_CASES = (
+    *(  # issue 23: every input at once, counts from the input (a summary run)
+        HardCase(
+            label=f"input-count all_to_all_v {name}, for every input",
+            file=file,
+            ranks=p,
+            seconds=5.0,
+        )
+        for name, file in (
+            ("(proved)", "262_input_counts_all_to_all_v.py"),
+            ("without a clamp (bug)", "263_input_counts_all_to_all_v_bug_no_clamp.py"),
+        )
+        for p in (2, 4, 8)
+    ),
     *(
         HardCase(
             label="example 05 (Set reset) --repeat 2",

@@ -37,13 +37,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 
+from racecheck.conflicts import race_conflict, writes
 from racecheck.cosim.simulate import collector_paused
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.errors import EngineUnknown
 from racecheck.events import (
     HOST_OWNER,
-    AccessMode,
     CellIndex,
     CellKey,
     CellOp,
@@ -66,10 +66,10 @@ from racecheck.events import (
 from racecheck.findings import (
     BlockedWait,
     Finding,
+    FindingCode,
     FindingKind,
     Place,
     RaceDetail,
-    Severity,
     StepKind,
     StepStatus,
     WitnessStep,
@@ -233,20 +233,8 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
     )
 
 
-def _writes(event: Event) -> bool:
-    return event.mode is AccessMode.WRITE or (
-        event.mode is AccessMode.ATOMIC and event.kind is not EventKind.WAIT
-    )
-
-
-def _conflict(a: Event, b: Event) -> bool:
-    if not (_writes(a) or _writes(b)):
-        return False
-    if a.notify is not None and b.notify is not None and _is_set(a) and _is_set(b):
-        return a.notify.value != b.notify.value
-    if (_is_set(a) or _is_set(b)) and EventKind.WAIT not in (a.kind, b.kind):
-        return True
-    return not (a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC)
+_conflict = race_conflict
+_writes = writes
 
 
 def _conflict_class(event: Event) -> tuple[object, ...]:
@@ -832,6 +820,6 @@ def to_finding(
         later_writer=hazard.later_writer,
         reason=hazard.reason,
         witness=witness_steps(trace, schedule, hazard.events, hazard.pending) if schedule else (),
-        severity=Severity.WARNING if hazard.kind is FindingKind.STALE_READ else Severity.ERROR,
+        severity=FindingCode.of(hazard.kind, hazard.detail).record.severity,
     )
     return finding, schedule

@@ -19,8 +19,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from racecheck import judge, reference
+from racecheck import judge, reference, symbolic_inputs
 from racecheck.analysis import find_hazards
+from racecheck.assumptions import Assumption, parse_assumption, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
 from racecheck.cosim.tasks import (
     DispatchGraph,
@@ -34,10 +35,19 @@ from racecheck.cosim.tasks import (
     task_overlaps,
     unordered_conflict,
 )
+from racecheck.dsl.summary_state import loops as summary_loops
+from racecheck.dsl.summary_state import revealed, summary_run
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
+from racecheck.engines.base import OrderOracle
 from racecheck.engines.deadline import DeadlineOracle
-from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
+from racecheck.errors import (
+    EngineUnknown,
+    ProgramRejected,
+    TracingError,
+    UnsupportedConstruct,
+    UsageError,
+)
 from racecheck.events import Schedule
 from racecheck.findings import FindingKind, ProgramResult, Report, Verdict, noted
 from racecheck.judge import Outcome
@@ -46,6 +56,7 @@ from racecheck.models import parse_model
 from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
 from racecheck.project_imports import forget_project_modules
+from racecheck.report.reasons import ReasonCode, has_code
 from racecheck.session import Session
 from racecheck.steering import open_reads
 from racecheck.workers import Workers
@@ -229,7 +240,7 @@ def _check_one(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
         # Each call starts after the previous one ended, from zeroed windows: the calls
         # are independent, and checking one is checking them all (docs/model.md).
         outcome = _check_one(spec, ranks, dataclasses.replace(options, repeat=1))
-        notes = tuple(note for note in outcome.notes if note != judge.SINGLE_USE_NOTE)
+        notes = tuple(n for n in outcome.notes if not has_code(n, ReasonCode.SINGLE_USE))
         return dataclasses.replace(outcome, notes=(*notes, judge.RESET_NOTE))
     runs: list[Execution] = []
     outcome = _check_dispatch_order(spec, ranks, options, (), runs)
@@ -399,10 +410,11 @@ def _check_order(
         checked = _check_path(
             spec, ranks, options, path, deadline, (orders, dispatches), runs, known
         )
-        known.update(finding.identity for finding in checked.outcome.findings)
+        if not path.summarised:  # a summary's findings may be its extra iterations'
+            known.update(finding.identity for finding in checked.outcome.findings)
         return checked
 
-    return explore(check_path, timeout=options.timeout)
+    return explore(check_path, timeout=options.timeout, summarise=options.expect is None)
 
 
 def _overlapping(
@@ -549,16 +561,20 @@ def _check_path(
     tasks, dispatches = orders
     try:
         built = _instantiate(spec, ranks, deadline - started)
+        assumed = _assumed(built, options)
         instance = path.applied(
-            dataclasses.replace(built, task_orders=tasks, dispatch_orders=dispatches)
+            dataclasses.replace(
+                built, task_orders=tasks, dispatch_orders=dispatches, assumed=assumed
+            )
         )
-        execution = simulate(
-            instance,
-            policy=path.policy(),
-            repeat=options.repeat,
-            seed=options.seed,
-            timeout=deadline - time.monotonic(),
-        )
+        with summary_run(path.summarised):
+            execution = simulate(
+                instance,
+                policy=path.policy(),
+                repeat=options.repeat,
+                seed=options.seed,
+                timeout=deadline - time.monotonic(),
+            )
     except ProgramRejected as rejected:
         return PathOutcome(outcome=_outcome(spec, ranks, started, skipped=rejected.message))
     trace = execution.trace
@@ -584,6 +600,7 @@ def _check_path(
             trace.memories,
         )
         opened = tuple(open_reads(execution, oracle))
+        summary = _summary_problems(path, execution, oracle)
     except EngineUnknown as unknown:
         return PathOutcome(outcome=_outcome(spec, ranks, started, unknown=unknown.reason, **facts))
     outcome = _outcome(
@@ -594,7 +611,12 @@ def _check_path(
         hung=bool(execution.forced),
         io=reference.host_io(execution),
         engine=engine,
-        notes=(*judge.notes(trace, options), *execution.notes),
+        notes=(
+            *judge.notes(trace, options),
+            *execution.notes,
+            *_summary_notes(summary),
+            *((stated(instance.assumed),) if instance.assumed else ()),
+        ),
         **facts,
     )
     outcome = _inexact(judge.functional(outcome, options), execution)
@@ -603,7 +625,34 @@ def _check_path(
         opened=opened,
         schedule=execution.schedule,
         decisions=execution.flow.decisions,
+        summary=summary,
     )
+
+
+def _assumed(instance: ProgramInstance, options: Options) -> tuple[Assumption, ...]:
+    """The `--assume` preconditions, each on an input tensor of the host entry."""
+    assumed = tuple(map(parse_assumption, options.assume))
+    names = {parameter.name for parameter in instance.parameters}
+    for assumption in assumed:
+        if assumption.tensor not in names:
+            raise UsageError(
+                f"--assume {assumption}: {instance.name} has no input tensor"
+                f" {assumption.tensor!r} (its host entry takes {', '.join(sorted(names))})"
+            )
+    return assumed
+
+
+def _summary_problems(
+    path: Path, execution: Execution, oracle: OrderOracle
+) -> tuple[str, ...] | None:
+    """A summary run's reasons not to stand for every input (None: not one)."""
+    if not path.summarised:
+        return None
+    return tuple(symbolic_inputs.problems(execution, oracle, summary_loops(), revealed()))
+
+
+def _summary_notes(summary: tuple[str, ...] | None) -> tuple[str, ...]:
+    return (symbolic_inputs.assumption(summary_loops()),) if summary == () else ()
 
 
 def _inexact(outcome: Outcome, execution: Execution) -> Outcome:

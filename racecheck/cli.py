@@ -208,6 +208,14 @@ def _build_parser() -> _Parser:
     verify.add_argument("--expect", metavar="MODEL", help="golden model, e.g. allreduce-sum")
     verify.add_argument("--timeout", default="60", metavar="S", help="seconds per program and P")
     verify.add_argument(
+        "--assume",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="a precondition on an input tensor's elements: 'NAME in LOW..HIGH', 'NAME <= HIGH'"
+        " or 'NAME >= LOW' (repeatable); inputs outside it are not checked",
+    )
+    verify.add_argument(
         "--jobs",
         metavar="N",
         help="worker processes for each file's (program, P) units (default: the machine's cores)",
@@ -281,6 +289,7 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
         seed=parse_count("--seed", namespace.seed, minimum=0),
         runtime_order=runtime_order_choice(namespace.runtime_order),
         reset_windows=namespace.reset_windows,
+        assume=tuple(namespace.assume),
         jobs=machine_cores()
         if namespace.jobs is None
         else parse_count("--jobs", namespace.jobs, minimum=1),

@@ -17,6 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from racecheck.cells import INT32_MAX as INT32_MAX  # re-exported: cells' rules live in cells
+from racecheck.cells import INT32_MIN as INT32_MIN
+from racecheck.cells import wait_passes
+from racecheck.cells import wrap_int32 as wrap_int32
+
 HOST_OWNER = -1
 """Owner rank of host tensors: one shared instance, not one per rank."""
 
@@ -37,26 +42,13 @@ class NotifyOp(Enum):
     SET = "Set"
 
 
-INT32_MIN = -(2**31)
-INT32_MAX = 2**31 - 1
-
-
-def wrap_int32(value: int) -> int:
-    """`value` as a signal cell holds it: cells are INT32 and wrap (docs/model.md)."""
-    return (value - INT32_MIN) % 2**32 + INT32_MIN
-
-
 class WaitCmp(Enum):
     GE = "Ge"
     EQ = "Eq"
     GE_UNSIGNED = "Ge(uint32)"  # defer_wait: both sides compared as uint32 (docs/model.md)
 
     def holds(self, value: int, expected: int) -> bool:
-        if self is WaitCmp.GE:
-            return value >= expected
-        if self is WaitCmp.EQ:
-            return value == expected
-        return value % 2**32 >= expected % 2**32
+        return wait_passes(value, expected, self is WaitCmp.EQ, self is WaitCmp.GE_UNSIGNED)
 
 
 class EventKind(Enum):

@@ -5,8 +5,10 @@ nothing here is worded: findings and witness steps are typed facts, and every se
 a user reads is written by `racecheck.report.phrases`.
 Every finding has a stable kebab-case code (`FindingCode`): the `[race-raw]` of the
 text report, the SARIF rule id and the JSON `code`; its kind (`FindingKind`) is the
-JSON `kind` of docs/model.md. Codes never change meaning. The exit status is derived from
-verdicts and errors by `exit_code_of` only.
+JSON `kind` of docs/model.md. `FINDING_CODES` is the one record per code: its title,
+severity and SARIF rule text, the only names findings have outside `report.phrases`.
+Codes never change meaning. The exit status is derived from verdicts and errors by
+`exit_code_of` only.
 """
 
 from __future__ import annotations
@@ -19,23 +21,12 @@ from racecheck.events import NotifyOp, Region, SourceLocation, WaitCmp
 
 
 class Verdict(Enum):
-    """Ordered worst-last: the verdict of several results is the maximum."""
+    """One program's answer at one rank count (docs/model.md §3); a file's is `FileVerdict`."""
 
     PROVED = "proved"
     SKIPPED = "skipped"
     UNKNOWN = "unknown"
     BUG = "bug"
-
-    @property
-    def severity(self) -> int:
-        return _SEVERITY[self]
-
-    @staticmethod
-    def worst(verdicts: list[Verdict]) -> Verdict:
-        return max(verdicts, key=lambda verdict: verdict.severity, default=Verdict.SKIPPED)
-
-
-_SEVERITY = {Verdict.PROVED: 0, Verdict.SKIPPED: 1, Verdict.UNKNOWN: 2, Verdict.BUG: 3}
 
 
 class FindingKind(Enum):
@@ -46,19 +37,6 @@ class FindingKind(Enum):
     OUT_OF_BOUNDS = "out-of-bounds"
     STALE_READ = "stale-read"
     WRONG_RESULT = "wrong-result"
-
-    @property
-    def title(self) -> str:
-        return _TITLES[self]
-
-
-_TITLES = {
-    FindingKind.RACE: "data race",
-    FindingKind.DEADLOCK: "deadlock",
-    FindingKind.OUT_OF_BOUNDS: "out-of-bounds access",
-    FindingKind.STALE_READ: "stale read",
-    FindingKind.WRONG_RESULT: "wrong result",
-}
 
 
 class RaceDetail(Enum):
@@ -82,17 +60,11 @@ class FindingCode(Enum):
 
     @staticmethod
     def of(kind: FindingKind, detail: str) -> FindingCode:
-        if kind is FindingKind.RACE:
-            return _RACE_CODES[RaceDetail(detail)]
-        return FindingCode(kind.value)
+        return _CODE_OF[(kind, detail if kind is FindingKind.RACE else "")]
 
-
-_RACE_CODES = {
-    RaceDetail.READ_AFTER_WRITE: FindingCode.RACE_RAW,
-    RaceDetail.WRITE_AFTER_READ: FindingCode.RACE_WAR,
-    RaceDetail.WRITE_AFTER_WRITE: FindingCode.RACE_WAW,
-    RaceDetail.SET_ADD_MIX: FindingCode.SET_ADD_MIX,
-}
+    @property
+    def record(self) -> CodeRecord:
+        return FINDING_CODES[self]
 
 
 class Severity(Enum):
@@ -100,6 +72,96 @@ class Severity(Enum):
 
     ERROR = "error"
     WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CodeRecord:
+    """One finding code, its only home: what it stands for (a kind, and for a race the
+    detail) and how every renderer names it."""
+
+    code: FindingCode
+    kind: FindingKind
+    detail: str  # the race detail it stands for; "" for a kind with one code
+    title: str  # the heading of its findings (text, HTML, SARIF message)
+    rule: str  # SARIF's rule description
+    severity: Severity  # what the analysis reports it as (the judge may raise it)
+    step_note: str = "the finding is about this step"  # HTML: the highlighted step
+
+
+def _race(code: FindingCode, detail: RaceDetail, rule: str) -> CodeRecord:
+    return CodeRecord(
+        code=code,
+        kind=FindingKind.RACE,
+        detail=detail.value,
+        title="data race",
+        rule=rule,
+        severity=Severity.ERROR,
+        step_note="racing access",
+    )
+
+
+FINDING_CODES: dict[FindingCode, CodeRecord] = {
+    record.code: record
+    for record in (
+        _race(
+            FindingCode.RACE_RAW,
+            RaceDetail.READ_AFTER_WRITE,
+            "data race: a read can miss the write it was meant to see",
+        ),
+        _race(
+            FindingCode.RACE_WAR,
+            RaceDetail.WRITE_AFTER_READ,
+            "data race: a write can clobber data before it is read",
+        ),
+        _race(
+            FindingCode.RACE_WAW,
+            RaceDetail.WRITE_AFTER_WRITE,
+            "data race: two writes in either order",
+        ),
+        _race(
+            FindingCode.SET_ADD_MIX,
+            RaceDetail.SET_ADD_MIX,
+            "signal cell both Set and atomically added",
+        ),
+        CodeRecord(
+            code=FindingCode.DEADLOCK,
+            kind=FindingKind.DEADLOCK,
+            detail="",
+            title="deadlock",
+            rule="deadlock",
+            severity=Severity.ERROR,
+            step_note="blocked forever",
+        ),
+        CodeRecord(
+            code=FindingCode.OUT_OF_BOUNDS,
+            kind=FindingKind.OUT_OF_BOUNDS,
+            detail="",
+            title="out-of-bounds access",
+            rule="out-of-bounds access",
+            severity=Severity.ERROR,
+        ),
+        CodeRecord(
+            code=FindingCode.STALE_READ,
+            kind=FindingKind.STALE_READ,
+            detail="",
+            title="stale read",
+            rule="stale read of never-written window bytes",
+            severity=Severity.WARNING,
+            step_note="reads memory nothing wrote",
+        ),
+        CodeRecord(
+            code=FindingCode.WRONG_RESULT,
+            kind=FindingKind.WRONG_RESULT,
+            detail="",
+            title="wrong result",
+            rule="wrong result",
+            severity=Severity.ERROR,
+        ),
+    )
+}
+"""The finding-code registry: one record per code, read by every renderer."""
+
+_CODE_OF = {(record.kind, record.detail): code for code, record in FINDING_CODES.items()}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -253,25 +315,46 @@ class Report:
     errors: tuple[str, ...] = field(default=())  # user-caused errors, "file:line: message"
 
     @property
-    def verdict(self) -> Verdict:
-        return Verdict.worst([result.verdict for result in self.results])
+    def verdict(self) -> FileVerdict:
+        return file_verdict(self)
 
     @property
     def exit_code(self) -> int:
         return exit_code_of([self])
 
 
+class FileVerdict(Enum):
+    """A file's answer, from its results and errors (`file_verdict`)."""
+
+    PROVED = "proved"
+    SKIPPED = "skipped"
+    UNKNOWN = "unknown"
+    BUG = "bug"
+    ERROR = "error"  # nothing was checked: the file's errors stopped every program
+
+    @property
+    def exit_code(self) -> int:
+        """docs/model.md §3: 1 on a bug; 0 when something was proved and nothing is
+        undecided; else 2 (an error, an unknown, every P skipped)."""
+        return {FileVerdict.BUG: 1, FileVerdict.PROVED: 0}.get(self, 2)
+
+
+def file_verdict(report: Report) -> FileVerdict:
+    """The one rule for a file's verdict: a bug anywhere is a bug; an error or an unknown
+    leaves it undecided; a proved P with the others skipped by the program's own rule is
+    proved (a skipped P checks nothing, so it takes nothing away)."""
+    verdicts = {result.verdict for result in report.results}
+    if Verdict.BUG in verdicts:
+        return FileVerdict.BUG
+    if report.errors and not report.results:
+        return FileVerdict.ERROR
+    if report.errors or Verdict.UNKNOWN in verdicts:
+        return FileVerdict.UNKNOWN
+    return FileVerdict.PROVED if Verdict.PROVED in verdicts else FileVerdict.SKIPPED
+
+
 def exit_code_of(reports: list[Report]) -> int:
     """docs/model.md §3, for one file or several: 1 on any bug; else 2 if anything was not
     checked (an error, an unknown, nothing proved); else 0."""
-    codes = [_exit_code(report) for report in reports]
+    codes = [file_verdict(report).exit_code for report in reports]
     return 1 if 1 in codes else max(codes, default=2)
-
-
-def _exit_code(report: Report) -> int:
-    verdicts = [result.verdict for result in report.results]
-    if Verdict.BUG in verdicts:
-        return 1
-    if report.errors or Verdict.UNKNOWN in verdicts:
-        return 2
-    return 0 if Verdict.PROVED in verdicts else 2

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from racecheck import reference
 from racecheck.analysis import Hazard, to_finding
+from racecheck.cells import after_write
 from racecheck.cosim import (
     DefaultPolicy,
     Execution,
@@ -43,7 +44,7 @@ from racecheck.cosim import simulate as _simulate
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.errors import UsageError
-from racecheck.events import CellIndex, CellKey, CellOp, Schedule, Trace, cell_effect, wrap_int32
+from racecheck.events import CellIndex, CellKey, CellOp, Schedule, Trace, cell_effect
 from racecheck.findings import (
     Finding,
     FindingKind,
@@ -56,25 +57,13 @@ from racecheck.load import ProgramInstance
 from racecheck.models import ModelNotApplicable
 from racecheck.options import Options
 from racecheck.reference import HostIO
+from racecheck.report.reasons import ReasonCode, reason
 
 _REPLAYED_KINDS = (FindingKind.RACE, FindingKind.DEADLOCK)
-REPEAT_NOTE = (
-    "--repeat runs the calls back to back on the same windows, never zeroed: persistent"
-    " windows without PyPTO's reset between requests (PyPTO's default zeroes them between"
-    " calls: --reset-windows)"
-)
-RESET_NOTE = (
-    "--reset-windows: every call starts from zeroed windows after the previous one ended,"
-    " so the calls are checked as one"
-)
-SINGLE_DEVICE_NOTE = (
-    "runs on one device (no device= dispatch, or an L2-only program): checked at P=1"
-    " whatever --ranks asks"
-)
-SINGLE_USE_NOTE = (
-    "signal cells end non-zero: this kernel is single-use as written;"
-    " if it runs in a loop, check it with --repeat 2"
-)
+REPEAT_NOTE = reason(ReasonCode.REPEAT)
+RESET_NOTE = reason(ReasonCode.RESET_WINDOWS)
+SINGLE_DEVICE_NOTE = reason(ReasonCode.SINGLE_DEVICE)
+SINGLE_USE_NOTE = reason(ReasonCode.SINGLE_USE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,8 +122,7 @@ def _verdict(outcome: Outcome) -> tuple[Verdict, str, tuple[Finding, ...], tuple
     if unconfirmed:
         return Verdict.UNKNOWN, _unconfirmed_note(unconfirmed[0]), shown, dropped[1:]
     if outcome.hung:
-        reason = "the traced run hung but no engine found the deadlock; refusing to answer"
-        return Verdict.UNKNOWN, reason, shown, ()
+        return Verdict.UNKNOWN, reason(ReasonCode.HUNG_UNFOUND), shown, ()
     return Verdict.PROVED, "", shown, ()
 
 
@@ -142,15 +130,12 @@ def _unchecked(outcome: Outcome) -> tuple[str, ...]:
     """A bug shown while some executions went unchecked: there may be more to fix."""
     if outcome.unknown is None:
         return ()
-    return (f"more may be wrong in executions not checked: {outcome.unknown}",)
+    return (reason(ReasonCode.MORE_UNCHECKED, why=outcome.unknown),)
 
 
 def _unconfirmed_note(finding: Finding) -> str:
     where = f" at {finding.locations[0]}" if finding.locations else ""
-    return (
-        f"internal inconsistency: the {finding.code.value} witness{where} did not replay"
-        " in the co-simulation; refusing to answer"
-    )
+    return reason(ReasonCode.WITNESS_UNREPLAYED, finding=finding.code.value, where=where)
 
 
 # --- confirmation -----------------------------------------------------------------------
@@ -237,9 +222,11 @@ def functional(outcome: Outcome, options: Options) -> Outcome:
 def _difference(model: str, io: HostIO, options: Options) -> OutputDiff | None:
     try:
         return reference.difference(model, io, repeat=options.repeat)
-    except ModelNotApplicable as reason:
+    except ModelNotApplicable as why:
         raise UsageError(
-            f"--expect {model} does not apply at P={len(io.inputs)}: {reason}"
+            reason(
+                ReasonCode.EXPECT_NOT_APPLICABLE, model=model, ranks=len(io.inputs), why=str(why)
+            )
         ) from None
 
 
@@ -311,5 +298,5 @@ def notes(trace: Trace, options: Options) -> tuple[str, ...]:
                     continue
                 if effect.op is not CellOp.ADD:
                     return ()  # a Set or a store: the end value is not a sum of adds
-                totals[key] = wrap_int32(totals.get(key, 0) + effect.value)
+                totals[key] = after_write(totals.get(key, 0), effect.value, True)
     return (SINGLE_USE_NOTE,) if any(totals.values()) else ()

@@ -31,11 +31,12 @@ import os
 import sys
 import textwrap
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from racecheck.assumptions import Assumption
 from racecheck.dsl.location import register_user_file, traceback_location
 from racecheck.dsl.modules import installed
 from racecheck.dsl.program import DslFunction, FunctionRole, Program, entry_parameters
@@ -44,6 +45,7 @@ from racecheck.dsl.watchdog import Overrun, within
 from racecheck.errors import LoadError, ProgramRejected, TracingError, UsageError, UserError
 from racecheck.options import parse_bool
 from racecheck.project_imports import project_imports, project_module_names
+from racecheck.report.reasons import ReasonCode, reason
 
 RANK_COUNT_NAMES = frozenset(
     {
@@ -90,15 +92,17 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
         with open(path, encoding="utf-8-sig") as handle:
             source = handle.read()
     except FileNotFoundError:
-        raise LoadError("no such file", file=path) from None
+        raise LoadError(reason(ReasonCode.NO_SUCH_FILE), file=path) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise LoadError(f"cannot read the file: {error}", file=path) from None
+        raise LoadError(reason(ReasonCode.UNREADABLE, why=str(error)), file=path) from None
     compiled_name = os.path.abspath(path)
     try:
         tree = ast.parse(source, filename=compiled_name)
         code = compile(tree, compiled_name, "exec", dont_inherit=True)
     except SyntaxError as error:
-        raise LoadError(f"syntax error: {error.msg}", file=path, line=error.lineno) from None
+        raise LoadError(
+            reason(ReasonCode.SYNTAX, why=error.msg), file=path, line=error.lineno
+        ) from None
     register_user_file(compiled_name, path)
     module = _fresh_module(compiled_name)
     with installed(), project_imports(path):
@@ -106,7 +110,9 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
             within(lambda: exec(code, module.__dict__), timeout)
         except Overrun as overrun:
             line = overrun.where.line if overrun.where else None
-            raise LoadError(f"importing the file {overrun}", file=path, line=line) from None
+            raise LoadError(
+                reason(ReasonCode.IMPORT_FAILED, how=str(overrun)), file=path, line=line
+            ) from None
         except UserError as error:
             if error.file is None:  # raised by racecheck's DSL: the user's line caused it
                 where = traceback_location(error.__traceback__)
@@ -115,7 +121,7 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
         except BaseException as error:  # noqa: BLE001 - any import-time failure is a LoadError
             where = traceback_location(error.__traceback__)
             raise LoadError(
-                f"importing the file {raised(error)}",
+                reason(ReasonCode.IMPORT_FAILED, how=raised(error)),
                 file=path,
                 line=where.line if where else None,
             ) from None
@@ -153,6 +159,7 @@ class ProgramInstance:
     bindings: tuple[tuple[str, int], ...] = ()  # values of pl.dynamic dims
     file: str = ""
     inputs: tuple[tuple[str, int, float], ...] = ()  # chosen elements: (tensor, index, value)
+    assumed: tuple[Assumption, ...] = ()  # --assume: the input elements' declared ranges
     # dispatches that run their tasks in another order the runtime allows (cosim.tasks)
     task_orders: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
     # ranks that run their dispatches in another order the runtime allows (cosim.tasks)
@@ -201,18 +208,40 @@ def rejection_message(error: BaseException) -> str | None:
     text = str(error)
     if not text:
         last = frames[-1]
-        text = f"{type(error).__name__} at line {last.lineno}: {(last.line or '').strip()}"
+        text = reason(
+            ReasonCode.REJECTED_SILENTLY,
+            error=type(error).__name__,
+            line=str(last.lineno),
+            text=(last.line or "").strip(),
+        )
     return text
 
 
 def raised(error: BaseException) -> str:
     """How user code failed, for a message: "raised ValueError: ..." or the exit it called."""
     if isinstance(error, SystemExit):
-        return (
-            f"called sys.exit/os._exit ({error.code}); racecheck cannot check a program"
-            " that exits the process"
-        )
-    return f"raised {type(error).__name__}: {error}"
+        return reason(ReasonCode.EXITED, status=str(error.code))
+    return reason(ReasonCode.RAISED, error=type(error).__name__, why=str(error))
+
+
+def classify_raised(
+    error: BaseException, what: str, *, in_kernel: bool = False, file: str | None = None
+) -> ProgramRejected | TracingError:
+    """The one classifier of what user code raised: a `raise` or `assert` statement of
+    the user's file, outside kernels, is the program rejecting this P (docs/model.md §3;
+    a kernel does not reject a P); anything else is an error of the program, at the
+    user's line it came from (`file` when no line of theirs is on the traceback)."""
+    if isinstance(error, ProgramRejected):
+        return error
+    where = traceback_location(error.__traceback__)
+    message = None if in_kernel else rejection_message(error)
+    if message is not None and where is not None:
+        return ProgramRejected(message)
+    return TracingError(
+        f"{what} {raised(error)}",
+        file=where.file if where else file,
+        line=where.line if where else None,
+    )
 
 
 def _is_registered(filename: str) -> bool:
@@ -228,15 +257,7 @@ def _user_call(loaded: LoadedFile, what: str, call: Callable[[], Any]) -> Any:
         except (UserError, ProgramRejected):
             raise
         except BaseException as error:  # noqa: BLE001 - classified here
-            message = rejection_message(error)
-            if message is not None:
-                raise ProgramRejected(message) from None
-            where = traceback_location(error.__traceback__)
-            raise TracingError(
-                f"{what} {raised(error)}",
-                file=loaded.path,
-                line=where.line if where else None,
-            ) from None
+            raise classify_raised(error, what, file=loaded.path) from None
 
 
 def _annotation(parameter: inspect.Parameter, function: Callable[..., Any]) -> Any:
@@ -265,14 +286,36 @@ def _dynamic_symbols(annotations: list[Any]) -> tuple[set[str], set[str]]:
     return symbols, leading
 
 
-def _instance(
-    loaded: LoadedFile, name: str, entry: DslFunction, ranks: int, args: Mapping[str, str]
-) -> ProgramInstance:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostBinding:
+    """A host entry's parameters bound by the one rule the co-simulation and the every-P
+    tracer share: a tensor takes its annotation; a scalar its `--arg`, else its default;
+    a `pl.dynamic` dim its `--arg`, else P if it is a leading host-tensor dim or named
+    like a rank count (`RANK_COUNT_NAMES`)."""
+
+    parameters: tuple[HostParameter, ...]
+    dims: tuple[tuple[str, int | None], ...]  # sorted by name; None: the rank count
+
+    @property
+    def rank_dims(self) -> frozenset[str]:
+        return frozenset(symbol for symbol, value in self.dims if value is None)
+
+    def dim_values(self, ranks: int) -> tuple[tuple[str, int], ...]:
+        return tuple((symbol, ranks if value is None else value) for symbol, value in self.dims)
+
+
+def bind_host(
+    loaded: LoadedFile,
+    name: str,
+    function: Callable[..., Any],
+    signature: Sequence[inspect.Parameter],
+    args: Mapping[str, str],
+) -> HostBinding:
+    """Bind the host entry `function`'s parameters `signature`; a UserError names what
+    has no value."""
     parameters: list[HostParameter] = []
-    annotations: list[Any] = []
-    for parameter in entry_parameters(entry):
-        annotation = _annotation(parameter, entry.function)
-        annotations.append(annotation)
+    for parameter in signature:
+        annotation = _annotation(parameter, function)
         if isinstance(annotation, TensorType):
             parameters.append(HostParameter(name=parameter.name, annotation=annotation))
             continue
@@ -282,29 +325,35 @@ def _instance(
             value = parameter.default
         else:
             raise UserError(
-                f"{name}: host parameter {parameter.name!r} has no default; pass "
-                f"--arg {parameter.name}=VALUE",
+                reason(ReasonCode.HOST_PARAMETER_UNBOUND, name=name, parameter=parameter.name),
                 file=loaded.path,
             )
         parameters.append(HostParameter(name=parameter.name, annotation=annotation, value=value))
-    symbols, leading = _dynamic_symbols(annotations)
-    bindings: dict[str, int] = {}
+    symbols, leading = _dynamic_symbols([parameter.annotation for parameter in parameters])
+    dims: list[tuple[str, int | None]] = []
     for symbol in sorted(symbols):
         if symbol in args:
-            bindings[symbol] = int(parse_arg(args[symbol], loaded))
+            dims.append((symbol, int(parse_arg(args[symbol], loaded))))
         elif symbol in leading or symbol.lower() in RANK_COUNT_NAMES:
-            bindings[symbol] = ranks
+            dims.append((symbol, None))
         else:
             raise UserError(
-                f"{name}: dynamic dim {symbol} is not the rank count; pass --arg {symbol}=VALUE",
+                reason(ReasonCode.DIM_UNBOUND, name=name, dim=symbol),
                 file=loaded.path,
             )
+    return HostBinding(parameters=tuple(parameters), dims=tuple(dims))
+
+
+def _instance(
+    loaded: LoadedFile, name: str, entry: DslFunction, ranks: int, args: Mapping[str, str]
+) -> ProgramInstance:
+    binding = bind_host(loaded, name, entry.function, entry_parameters(entry), args)
     return ProgramInstance(
         name=name,
         ranks=ranks,
         entry=entry,
-        parameters=tuple(parameters),
-        bindings=tuple(bindings.items()),
+        parameters=binding.parameters,
+        bindings=binding.dim_values(ranks),
         file=loaded.path,
     )
 
@@ -313,16 +362,12 @@ def _entry_of(value: Any, name: str, loaded: LoadedFile) -> DslFunction:
     if isinstance(value, Program):
         entry = _user_call(loaded, name, value.host_entry)
         if entry is None:
-            raise UserError(
-                f"program {name} has no host entry "
-                "(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator))",
-                file=loaded.path,
-            )
+            raise UserError(reason(ReasonCode.NO_HOST_ENTRY, name=name), file=loaded.path)
         return entry
     if isinstance(value, DslFunction) and value.role is FunctionRole.HOST:
         return value
     raise UserError(
-        f"{name} returned {value!r}, not a @pl.program class or a @pl.jit.host entry",
+        reason(ReasonCode.NOT_A_PROGRAM, name=name, value=repr(value)),
         file=loaded.path,
     )
 
@@ -347,7 +392,7 @@ def parse_arg(text: str, loaded: LoadedFile) -> Any:
     except Exception as error:  # noqa: BLE001 - anything else is taken as a plain string
         if _calls(text):
             raise UsageError(
-                f"--arg value {text!r} is evaluated over the file's names and {raised(error)}",
+                reason(ReasonCode.ARG_FAILED, text=text, how=raised(error)),
                 file=loaded.path,
             ) from None
         return text
@@ -481,15 +526,16 @@ def _factory_specs(
     rank_parameter = rank_parameter_of(parameters, rank_param)
     if rank_param is not None and rank_parameter is None:
         raise UsageError(
-            f"--rank-param {rank_param}: {name}() has no parameter of that name "
-            f"(parameters: {', '.join(names) or 'none'})",
+            reason(
+                ReasonCode.RANK_PARAM_UNKNOWN,
+                param=rank_param,
+                name=name,
+                parameters=", ".join(names) or "none",
+            ),
             file=loaded.path,
         )
     if rank_parameter is not None and rank_parameter in args:
-        raise UsageError(
-            f"--arg {rank_parameter}: {name}() receives the rank count P through "
-            f"{rank_parameter!r}; choose P with --ranks"
-        )
+        raise UsageError(reason(ReasonCode.ARG_IS_RANK_COUNT, param=rank_parameter, name=name))
     fixed: dict[str, Any] = {}
     both_ways: list[str] = []
     for parameter in parameters:
@@ -504,9 +550,7 @@ def _factory_specs(
         else:
             line = getattr(getattr(factory, "__code__", None), "co_firstlineno", None)
             raise UserError(
-                f"factory {name}() has a parameter {parameter.name!r} without a default; "
-                f"pass --arg {parameter.name}=VALUE (or --rank-param {parameter.name} "
-                "if it is the rank count)",
+                reason(ReasonCode.FACTORY_PARAMETER_UNBOUND, name=name, parameter=parameter.name),
                 file=loaded.path,
                 line=line,
             )
@@ -640,9 +684,7 @@ def _chip_builder(
         for parameter in entry_parameters(entry):
             if parameter.annotation is inspect.Parameter.empty and parameter.name not in args:
                 raise UserError(
-                    f"{name}: parameter {parameter.name!r} has no type annotation; an L2-only"
-                    " program is checked with host tensors of its orchestration's annotated"
-                    " shapes",
+                    reason(ReasonCode.L2_UNANNOTATED, name=name, parameter=parameter.name),
                     file=loaded.path,
                 )
         return _instance(loaded, name, entry, ranks, args)
@@ -740,7 +782,7 @@ def discover(
     _check_arg_names(specs, arguments, loaded)
     if rank_param is not None and all(spec.rank_param != rank_param for spec in specs):
         raise UsageError(
-            f"--rank-param {rank_param}: no selected factory has a parameter of that name",
+            reason(ReasonCode.RANK_PARAM_UNUSED, param=rank_param),
             file=loaded.path,
         )
     return specs
@@ -752,8 +794,7 @@ def _check_arg_names(specs: list[ProgramSpec], args: Mapping[str, str], loaded: 
     if unknown:
         listed = ", ".join(sorted(known)) or "none"
         raise UsageError(
-            f"--arg {unknown[0]}: no selected program has a parameter of that name "
-            f"(parameters: {listed})",
+            reason(ReasonCode.ARG_UNKNOWN, arg=unknown[0], parameters=listed),
             file=loaded.path,
         )
 
@@ -767,18 +808,11 @@ def _all_programs(
     if not specs:
         single_chip = _single_chip_programs(loaded)
         found = (
-            (
-                f" ({', '.join(single_chip)} has no host entry: nothing is dispatched to "
-                "ranks, so there is no collective to check)"
-            )
+            reason(ReasonCode.ONLY_SINGLE_CHIP, programs=", ".join(single_chip))
             if single_chip
             else ""
         )
-        raise UserError(
-            "no program found: expected a @pl.program class with a host entry, a "
-            f"@pl.jit.host entry or a factory function that returns one{found}",
-            file=loaded.path,
-        )
+        raise UserError(reason(ReasonCode.NO_PROGRAM, found=found), file=loaded.path)
     return specs
 
 
@@ -801,4 +835,6 @@ def _named(
         if chosen:
             return chosen
     available = ", ".join(spec.name for spec in _all_programs(loaded, args, rank_param)) or "none"
-    raise UserError(f"--program {name}: no such program (available: {available})", file=loaded.path)
+    raise UserError(
+        reason(ReasonCode.NO_SUCH_PROGRAM, name=name, available=available), file=loaded.path
+    )

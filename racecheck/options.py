@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TypeVar
 
+from racecheck.assumptions import parse_assumption
 from racecheck.errors import UsageError
 
 DEFAULT_RANKS = tuple(range(2, 9))
@@ -65,6 +66,7 @@ class Options:
     reset_windows: bool = False  # with repeat: windows zeroed between calls (docs/model.md)
     every_p: EveryP | None = None  # --ranks all: prove for every P (racecheck.allp)
     jobs: int = field(default_factory=machine_cores)  # --jobs N: worker processes
+    assume: tuple[str, ...] = ()  # --assume EXPR (repeatable): racecheck.assumptions
 
     def __post_init__(self) -> None:
         if not self.ranks or not all(_is_int(p) and 1 <= p <= MAX_RANKS for p in self.ranks):
@@ -84,6 +86,8 @@ class Options:
         for name in (*self.programs, *(name for name, _ in self.args)):
             if not isinstance(name, str) or not name:
                 raise UsageError(f"{name!r}: program and --arg names must be non-empty strings")
+        for text in self.assume:
+            parse_assumption(text)
         if self.rank_param is not None and not self.rank_param.isidentifier():
             raise UsageError(f"--rank-param {self.rank_param!r}: not a parameter name")
         if self.rank_param is not None and self.rank_param in dict(self.args):

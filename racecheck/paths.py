@@ -23,6 +23,7 @@ from racecheck.events import EventRef, Schedule, Stuck
 from racecheck.findings import Finding
 from racecheck.judge import Outcome, shows_bug
 from racecheck.load import ProgramInstance
+from racecheck.report.reasons import ReasonCode, reason
 from racecheck.steering import Cause, OpenRead
 
 BUDGET = 16
@@ -57,6 +58,7 @@ class Path:
     inputs: tuple[tuple[str, int, float], ...] = ()
     forced: tuple[Decision, ...] = ()
     avoided: tuple[Decision, ...] = ()
+    summarised: bool = False  # a summary run (`racecheck.symbolic_inputs`)
 
     def policy(self) -> SchedulePolicy:
         policy: SchedulePolicy = DefaultPolicy()
@@ -73,6 +75,7 @@ class Path:
 
 
 FIRST = Path()
+SUMMARY = Path(summarised=True)
 
 
 class PathOracle:
@@ -120,6 +123,7 @@ class PathOutcome:
     opened: tuple[OpenRead, ...] = ()  # steering values that may differ on other paths
     schedule: Schedule = ()  # the order the path's tracing run executed events in
     decisions: tuple[Decided, ...] = ()  # what its input-dependent values decided
+    summary: tuple[str, ...] | None = None  # a summary run: why it is not for every input
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,11 +141,14 @@ class _Pending:
     last: EventRef | None = None  # the write that must land last on this path
 
 
-def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float) -> Outcome:
+def explore(
+    check_path: Callable[[Path, float], PathOutcome], *, timeout: float, summarise: bool = False
+) -> Outcome:
     """Check the first path, then the paths its open values lead to, breadth first, all
     within `timeout` seconds (`check_path` gets the deadline, a `time.monotonic()`
     value) and `BUDGET` paths, until a bug is shown and `SATURATED_AFTER` paths add
-    nothing to it."""
+    nothing to it. With `summarise`, input values the budget left open may still be
+    settled by one summary run (`_summary`)."""
     deadline = time.monotonic() + timeout
     first = check_path(FIRST, deadline)
     results = [first.outcome]
@@ -149,6 +156,11 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
     seen = {FIRST.key}
     found = _Found(first.outcome)
     todo = _branches(FIRST, first, unsettled, seen, deadline, BUDGET - 1)
+    tried: list[str] = []  # a summary run's reasons, once tried
+    if summarise and len(todo) >= BUDGET and not found.bug:  # the paths cannot all fit
+        opened = [Unsettled(opened=branch.reason, why="") for branch in todo]
+        if _summary(check_path, results, opened, found, deadline, tried):
+            return merged(results, ())
     while todo:
         pending = todo.pop(0)
         why = _stop(results, found, deadline)
@@ -161,11 +173,49 @@ def explore(check_path: Callable[[Path, float], PathOutcome], *, timeout: float)
         results.append(_with_inputs(outcome.outcome, pending.path))
         found.add(outcome.outcome)
         if not _realised(pending, outcome):
-            why = "its other path could not be realised"
+            why = reason(ReasonCode.PATH_UNREALISED)
             unsettled.append(Unsettled(opened=pending.reason, why=why))
         room = BUDGET - len(results) - len(todo)
         todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline, room))
+    if tried:
+        why = f"one run with every iteration does not stand for every input: {tried[0]}"
+        unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
+    elif summarise and _summary(check_path, results, unsettled, found, deadline, tried):
+        unsettled = []
     return merged(results, tuple(unsettled))
+
+
+def _summary(
+    check_path: Callable[[Path, float], PathOutcome],
+    results: list[Outcome],
+    unsettled: list[Unsettled],
+    found: _Found,
+    deadline: float,
+    tried: list[str],
+) -> bool:
+    """Whether one summary run settles every input the paths checked left open: only
+    input values are open, no path shows a bug or is undecided, and the summary run
+    stands for every input (`racecheck.symbolic_inputs`) with no finding. Its outcome
+    joins the results (without a model: its outputs are no input's)."""
+    if not unsettled or found.bug or any(outcome.unknown for outcome in results):
+        return False
+    if any(entry.opened.cause is not Cause.INPUT for entry in unsettled):
+        return False
+    if time.monotonic() > deadline:
+        return False
+    checked = check_path(SUMMARY, deadline)
+    outcome = checked.outcome
+    if checked.summary:  # named: a loop-carried value, a bound that steers elsewhere, ...
+        tried.append(checked.summary[0])
+        if unsettled[0].why:  # exploring is over: say why the summary did not settle it
+            why = f"one run with every iteration does not stand for every input: {tried[0]}"
+            unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
+    elif outcome.findings or outcome.unknown or outcome.hung:
+        tried.append("that run shows a finding or is undecided itself")
+    if checked.summary != () or outcome.findings or outcome.unknown or outcome.hung:
+        return False
+    results.append(dataclasses.replace(outcome, model=None))
+    return True
 
 
 class _Found:
@@ -186,11 +236,11 @@ class _Found:
 def _stop(results: list[Outcome], found: _Found, deadline: float) -> str | None:
     """Why exploring stops before the next path, None while it goes on."""
     if len(results) >= BUDGET:
-        return f"past the budget of {BUDGET} paths"
+        return reason(ReasonCode.PATHS_BUDGET, budget=BUDGET)
     if time.monotonic() > deadline:
-        return "past --timeout"
+        return reason(ReasonCode.PATHS_TIMEOUT)
     if found.bug and found.quiet >= SATURATED_AFTER:
-        return f"not explored: a bug is shown and the last {SATURATED_AFTER} paths added no finding"
+        return reason(ReasonCode.PATHS_SATURATED, quiet=SATURATED_AFTER)
     return None
 
 
@@ -234,7 +284,7 @@ def _orders(path: Path, outcome: PathOutcome, unsettled: list[Unsettled]) -> lis
         if opened.cause is not Cause.ORDER or group in path.decided:
             continue
         if not opened.last_wins:
-            why = "more than two writes, not all Sets: their orders are not enumerated"
+            why = reason(ReasonCode.ORDERS_NOT_ENUMERATED)
             unsettled.append(Unsettled(opened=opened, why=why))
             continue
         last = max(opened.writers, key=lambda ref: order.get(ref, -1))
@@ -265,7 +315,7 @@ def _inputs(
     unsettled."""
     inputs = [opened for opened in outcome.opened if opened.cause is Cause.INPUT]
     unsettled.extend(
-        Unsettled(opened=opened, why="its dependence on the input has no symbolic form")
+        Unsettled(opened=opened, why=reason(ReasonCode.INPUT_NOT_SYMBOLIC))
         for opened in inputs
         if not opened.symbolic
     )
@@ -277,9 +327,9 @@ def _inputs(
     first, avoided = _repinned(path, made)
     branches: list[_Pending] = []
     for n, solution in flips(made, first, deadline=deadline, avoided=avoided):
-        reason = _reason(inputs, outcome.decisions[n])
+        opened = _reason(inputs, outcome.decisions[n])
         if solution.answer is Answer.UNDECIDED:
-            unsettled.append(Unsettled(opened=reason, why="the solver could not pick inputs"))
+            unsettled.append(Unsettled(opened=opened, why=reason(ReasonCode.INPUTS_UNDECIDED)))
         elif solution.answer is Answer.FOUND:
             flipped = Decision(condition=made[n].condition, taken=not made[n].taken)
             child = dataclasses.replace(
@@ -288,7 +338,7 @@ def _inputs(
                 forced=(*made[:n], flipped),
                 avoided=avoided if n == first else (),
             )
-            pending = _Pending(path=child, reason=reason)
+            pending = _Pending(path=child, reason=opened)
             if fresh(pending):
                 branches.append(pending)
             if len(branches) > room:

@@ -41,6 +41,7 @@ from racecheck.events import (
     WriteIndex,
     intersect_ranges,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class Cause(Enum):
@@ -63,15 +64,8 @@ class OpenRead:
     @property
     def message(self) -> str:
         read = "" if self.read_at == self.used_at else f" read at {self.read_at}"
-        if self.cause is Cause.INPUT:
-            return (
-                f"the value used at {self.used_at} depends on input data{read};"
-                " other inputs may take another path"
-            )
-        return (
-            f"the value used at {self.used_at} depends on the order of unordered writes"
-            f"{read}; other orders may take another path"
-        )
+        code = ReasonCode.OPEN_INPUT if self.cause is Cause.INPUT else ReasonCode.OPEN_ORDER
+        return reason(code, used=str(self.used_at), read=read)
 
 
 def open_reads(execution: Execution, oracle: OrderOracle) -> list[OpenRead]:

@@ -68,8 +68,11 @@ class Rows:
             self.per_rank(x[r], y[r], rows, signal, device=r)
         return y
 """
-# `me * 2**28` leaves INT32 at rank 8 (P >= 9); the division brings it back in range
-OVERFLOWS_AT_9 = "(me * 268435456) // 268435456"
+# `me` (INT32) times an INT32 2**28 leaves INT32 at rank 8 (P >= 9); the division brings
+# it back in range. A bare literal is INDEX: `me * 268435456` is computed in 64 bits and
+# does not wrap (docs/model.md §1); the every-P prover still bounds P by it (below).
+OVERFLOWS_AT_9 = "(me * pl.cast(268435456, pl.INT32)) // 268435456"
+PROMOTED = "(me * 268435456) // 268435456"
 IN_RANGE = "(me * 4) // 4"
 
 
@@ -99,6 +102,12 @@ def test_a_rank_scalar_leaving_int32_makes_the_run_unknown_at_its_line(tmp_path:
     )
 
 
+def test_a_literal_promotes_the_product_to_index_so_it_does_not_wrap(tmp_path: Path) -> None:
+    path, _ = _program(tmp_path, PROMOTED)
+    (result,) = _verify(path, "9")
+    assert (result.verdict, result.findings) == (Verdict.PROVED, ())
+
+
 def test_below_the_overflow_every_p_is_proved(tmp_path: Path) -> None:
     path, _ = _program(tmp_path, OVERFLOWS_AT_9)
     results = _verify(path, "2..8")
@@ -108,7 +117,7 @@ def test_below_the_overflow_every_p_is_proved(tmp_path: Path) -> None:
 
 
 def test_every_p_falls_back_naming_the_overflow(tmp_path: Path) -> None:
-    path, line = _program(tmp_path, OVERFLOWS_AT_9)
+    path, line = _program(tmp_path, PROMOTED)
     results = _verify(path, "all")
     assert [(result.ranks, result.verdict) for result in results] == [
         (ranks, Verdict.PROVED) for ranks in range(2, 9)
@@ -143,18 +152,24 @@ def test_a_bounded_every_p_proof_says_its_bound_in_every_format(tmp_path: Path) 
 
 def test_a_run_past_int32_reports_no_finding_of_its_unbounded_values(tmp_path: Path) -> None:
     # unbounded, rank 1's row is 2^32 + 1 (out of bounds); wrapped it would be 1
-    path, line = _program(tmp_path, "me * 4294967296 + me")
+    path, line = _program(tmp_path, "me * pl.cast(65536, pl.INT32) * pl.cast(65536, pl.INT32) + me")
     for result in _verify(path, "2..3"):
         assert (result.verdict, result.findings) == (Verdict.UNKNOWN, ())
-        assert result.message.startswith(f"line {line}: `1 * 4294967296` = 4294967296 leaves")
+        assert result.message.startswith(f"line {line}: `65536 * 65536` = 4294967296 leaves")
 
 
-def test_a_host_scalar_leaving_int32_makes_the_run_unknown(tmp_path: Path) -> None:
-    path, _ = _program(tmp_path, "me", host="spare = pld.world_size() * 1073741824")
+def test_a_host_scalar_leaving_its_type_makes_the_run_unknown(tmp_path: Path) -> None:
+    # `pld.world_size()` is INT64 in PyPTO: 2 * 2^62 leaves it, 2 * 2^30 does not
+    path, _ = _program(tmp_path, "me", host="spare = pld.world_size() * 4611686018427387904")
     line = _line(path, "# @host")
     (small,) = _verify(path, "2..2")
     assert (small.verdict, small.findings) == (Verdict.UNKNOWN, ())
-    assert small.message.startswith(f"line {line}: `2 * 1073741824` = 2147483648 leaves")
+    assert small.message.startswith(
+        f"line {line}: `2 * 4611686018427387904` = 9223372036854775808 leaves the INT64 range"
+    )
+    path, _ = _program(tmp_path, "me", host="spare = pld.world_size() * 1073741824")
+    (small,) = _verify(path, "2..2")
+    assert (small.verdict, small.findings) == (Verdict.PROVED, ())
 
 
 def test_outside_a_run_device_scalars_are_python_integers() -> None:
@@ -230,14 +245,23 @@ def test_a_dispatched_python_integer_outside_int32_makes_the_run_unknown(tmp_pat
         )
 
 
-def test_a_loop_carried_python_integer_outside_int32_makes_the_run_unknown(
+def test_a_loop_carried_literal_is_index_so_2_to_the_32_is_followed(tmp_path: Path) -> None:
+    # the init value is a literal, INDEX in PyPTO: `acc // 2^32` is 1 and peer is `me`
+    path = _handed(tmp_path, CARRIED, "0")
+    (result,) = _verify(path, "2")
+    assert (result.verdict, result.findings) == (Verdict.PROVED, ())
+
+
+def test_a_loop_carried_python_integer_outside_index_makes_the_run_unknown(
     tmp_path: Path,
 ) -> None:
-    path = _handed(tmp_path, CARRIED, "0")
+    path = _handed(tmp_path, CARRIED.replace("(BIG,)", "(BIG * BIG * BIG,)"), "0")
     line = _line(path, "# @peer")
     (result,) = _verify(path, "2")
     assert (result.verdict, result.findings) == (Verdict.UNKNOWN, ())
-    assert result.message.startswith(f"line {line}: `4294967296` handed to the device leaves")
+    assert result.message.startswith(
+        f"line {line}: `{2**96}` handed to the device leaves the INDEX range"
+    )
 
 
 def test_a_dispatched_python_integer_in_int32_is_followed(tmp_path: Path) -> None:

@@ -189,7 +189,8 @@ def test_once_a_bug_is_shown_exploring_stops_when_paths_add_nothing(monkeypatch)
     assert kinds == {FindingKind.RACE, FindingKind.OUT_OF_BOUNDS}
     assert len(checked) == 2 + SATURATED_AFTER
     (note,) = [note for note in result.notes if note.startswith("more may be wrong")]
-    assert f"{name}:47 depends on input data" in note
+    # the builtin's clamp min(count, M) is an exact choice: the loop over it (line 52) steers
+    assert f"{name}:52 depends on input data read at" in note
     assert f"the last {SATURATED_AFTER} paths added no finding" in note
 
 

@@ -143,8 +143,9 @@ def test_a_divisor_an_input_can_make_zero_is_not_proved(tmp_path: Path) -> None:
 
 
 def test_a_divisor_no_input_makes_zero_is_proved(tmp_path: Path) -> None:
+    # the square in INDEX (64 bits, docs/model.md §1): INT32 × INT32 would wrap
     source = CORRECT.read_text().replace(
-        "((chosen % 2) + 2) % 2", "((8 % (chosen * chosen + 1)) + 8) % 2"
+        "((chosen % 2) + 2) % 2", "((8 % (pl.cast(chosen, pl.INDEX) * chosen + 1)) + 8) % 2"
     )
     path = tmp_path / "nonzero_divisor.py"
     path.write_text(source)

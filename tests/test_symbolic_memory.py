@@ -225,14 +225,17 @@ def test_a_long_loop_from_a_symbolic_start_keeps_its_forms_shallow(tmp_path) -> 
     assert at == len(decisions) - 1 and flipped.answer is Answer.FOUND
 
 
-def test_min_and_max_of_a_value_read_back_decide_by_comparison(tmp_path) -> None:
-    body = (
-        STAGE + "clamped = pl.max(pl.min(n, LIMIT), 0)\n            pl.write(box, [1, 0], clamped)"
+def test_min_and_max_of_a_value_read_back_are_exact_choices_not_branches(tmp_path) -> None:
+    """A clamp splits no path (docs/model.md §1): its form is the choice itself, and a
+    loop over the clamped value compares that form."""
+    body = STAGE + (
+        "clamped = pl.max(pl.min(n, LIMIT), 0)\n            pl.write(box, [1, 0], clamped)"
+        "\n            for r in pl.range(clamped):\n                pass"
     )
-    made = _made(_run(_program(tmp_path, body), 7))
-    assert made == [(Op.GT, (COUNT, Const(4)), True)]  # then max(4, 0) of plain numbers
-    made = _made(_run(_program(tmp_path, body), -2))
-    assert made == [(Op.GT, (COUNT, Const(4)), False), (Op.LT, (COUNT, Const(0)), True)]
+    clamp = Apply(Op.MAX, (Apply(Op.MIN, (COUNT, Const(4))), Const(0)))
+    for count, iterations in [(7, 4), (-2, 0)]:
+        made = _made(_run(_program(tmp_path, body), count))
+        assert made == [(Op.GT, (clamp, Const(k)), k < iterations) for k in range(iterations + 1)]
 
 
 PEER = """me = pld.rank(pld.get_comm_ctx(box))

@@ -24,16 +24,10 @@ from racecheck.allp.solver import Undecided, counter_model, model_of, satisfiabl
 from racecheck.allp.templates import Case, Effect, Protocol, Template
 from racecheck.events import NotifyOp, WaitCmp
 from racecheck.load import ProgramSpec
+from racecheck.report.reasons import ReasonCode, reason
 
-EXECUTION_MODEL = (
-    "the execution model of docs/model.md: notify/wait as release/acquire, windows zeroed"
-    " per call, one call (--repeat 1); the tasks of a rank, values that steer the program"
-    " and writes into signal cells other than notifies are checked at the concrete P below"
-)
-SCOPE = (
-    "proved: races, deadlocks, out-of-bounds accesses;"
-    " the golden-model comparison and stale-read warnings at the concrete P below only"
-)
+EXECUTION_MODEL = reason(ReasonCode.ASSUME_MODEL)
+SCOPE = reason(ReasonCode.ASSUME_SCOPE)
 REPRESENTATIVE_CAP = 32  # the largest P checked concretely as a case's smallest member
 MAX_FAILING = 12  # failing P the concrete checks try to confirm, smallest first
 
@@ -105,7 +99,9 @@ class Refutation:
 
 def _why(failure: Failure, world: int) -> str:
     where = ", ".join(f"line {location.line}" for location in failure.locations)
-    return f"no proof that {failure.obligation.value}: counter-model at P={world} ({where})"
+    return reason(
+        ReasonCode.EVERY_P_REFUTED, obligation=failure.obligation.value, world=world, where=where
+    )
 
 
 def prove_every_p(
@@ -119,11 +115,13 @@ def prove_every_p(
     """The all-P answer for `spec`; with `fresh`, each branch path after the first is
     traced on a fresh import of the program's file."""
     if repeat != 1:
-        reason = "--repeat runs are outside the symbolic fragment (one call only)"
-        return EveryPOutcome(answer=Answer.FALLBACK, low=low, reason=reason)
+        return EveryPOutcome(
+            answer=Answer.FALLBACK, low=low, reason=reason(ReasonCode.EVERY_P_REPEAT)
+        )
     if spec.origin is None:
-        reason = "the program's origin is unknown"
-        return EveryPOutcome(answer=Answer.FALLBACK, low=low, reason=reason)
+        return EveryPOutcome(
+            answer=Answer.FALLBACK, low=low, reason=reason(ReasonCode.EVERY_P_NO_ORIGIN)
+        )
     try:
         deadline = time.monotonic() + budget
         reload = None if fresh is None else lambda: fresh().origin
@@ -133,7 +131,7 @@ def prove_every_p(
         assumption = All(rejected)
         base = All((Cmp(Rel.LE, Const(low), Var(WORLD)), assumption))
         if counter_model(base, low) is None:
-            raise OutsideFragment(f"the program rejects every P >= {low}")
+            raise OutsideFragment(reason(ReasonCode.EVERY_P_REJECTS_ALL, low=low))
         below = _int32_limit(protocol, base, low, deadline)
         if below is not None:
             base = All((base, Cmp(Rel.LT, Var(WORLD), Const(below[0]))))
@@ -153,7 +151,7 @@ def prove_every_p(
         return EveryPOutcome(
             answer=Answer.FALLBACK,
             low=low,
-            reason=f"z3 could not decide an obligation ({undecided})",
+            reason=reason(ReasonCode.EVERY_P_UNDECIDED, why=str(undecided)),
         )
     if failures:
         return EveryPOutcome(
@@ -164,16 +162,16 @@ def prove_every_p(
             templates=len(protocol.templates),
         )
     assumptions = [
-        f"P >= {low}",
+        reason(ReasonCode.ASSUME_LOW, low=low),
         *(() if below is None else (below[1],)),
         *(
-            f"the program accepts P (else skipped: {message})"
+            reason(ReasonCode.ASSUME_ACCEPTS, message=message)
             for message in dict.fromkeys(r.message for r in protocol.rejections)
         ),
         EXECUTION_MODEL,
         SCOPE,
         *unchecked,
-        *(f"discharged for every P: {obligation.value}" for obligation in Obligation),
+        *(reason(ReasonCode.ASSUME_DISCHARGED, obligation=o.value) for o in Obligation),
     ]
     return EveryPOutcome(
         answer=Answer.PROVED,
@@ -201,10 +199,10 @@ def _int32_limit(
     world = _smallest_world(failing, low, deadline)
     at = All((base, Cmp(Rel.EQ, Var(WORLD), Const(world))))
     check = next(c for c, fail in fails.items() if model_of(All((at, fail)), deadline=deadline))
-    where = f"line {check.location.line} computes `{check.what}` outside the INT32 range"
+    facts: dict[str, str | int] = {"world": world, "line": check.location.line, "what": check.what}
     if world <= REPRESENTATIVE_CAP:
-        raise OutsideFragment(f"at P={world}, {where}")
-    return world, f"P < {world} (at P={world}, {where}; the device wraps or is undefined there)"
+        raise OutsideFragment(reason(ReasonCode.EVERY_P_INT32, **facts))
+    return world, reason(ReasonCode.ASSUME_BELOW, **facts)
 
 
 def _smallest_world(cond: Cond, low: int, deadline: float, *, ceiling: int = 2**31) -> int:
@@ -249,11 +247,7 @@ def _representatives(
 
 def _unchecked(world: int, lines: list[int]) -> str:
     where = ", line ".join(map(str, dict.fromkeys(lines)))
-    return (
-        f"not run concretely: the paths through line {where}, taken only beyond"
-        f" P={REPRESENTATIVE_CAP} (e.g. at P={world}): their races, deadlocks and bounds are"
-        " proved, their numbers unchecked"
-    )
+    return reason(ReasonCode.ASSUME_UNCHECKED, lines=where, cap=REPRESENTATIVE_CAP, world=world)
 
 
 def _beyond(holds: Cond, known: dict[int, list[int]], low: int, deadline: float) -> int | None:
@@ -282,7 +276,7 @@ def _require_fragment(protocol: Protocol) -> None:
         if template.effect is Effect.NOTIFY:
             ops.setdefault(memory, set()).add(template.notify_op)
         if template.cmp is WaitCmp.GE_UNSIGNED:
-            raise OutsideFragment("a defer_wait compares unsigned")
+            raise OutsideFragment(reason(ReasonCode.EVERY_P_DEFER_WAIT))
     signal = set(ops) | {t.footprint.memory for t in protocol.templates if t.effect is Effect.WAIT}
     for template in protocol.templates:
         if (
@@ -290,9 +284,12 @@ def _require_fragment(protocol: Protocol) -> None:
             and template.footprint.memory in signal
         ):
             raise OutsideFragment(
-                f"a store into signal window {template.footprint.memory} (line"
-                f" {template.location.line}) besides its notifies"
+                reason(
+                    ReasonCode.EVERY_P_SIGNAL_STORE,
+                    memory=template.footprint.memory,
+                    line=template.location.line,
+                )
             )
     for memory, found in ops.items():
         if len(found) > 1:
-            raise OutsideFragment(f"Set and AtomicAdd notifies on one signal window ({memory})")
+            raise OutsideFragment(reason(ReasonCode.EVERY_P_SET_ADD, memory=memory))

@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar, dataclass_transform
 
 from racecheck.dsl.scalars import truncating_div, truncating_mod
 from racecheck.events import INT32_MAX, INT32_MIN
+from racecheck.report.reasons import ReasonCode, reason
 
 WORLD = "N"
 
@@ -223,7 +224,7 @@ def to_expr(value: object) -> Expr:
         return Const(int(value))
     if hasattr(value, "__index__") and not isinstance(value, (float, bool)):
         return Const(value.__index__())  # type: ignore[union-attr]
-    raise OutsideFragment(f"{value!r} is not an integer the symbolic tracer can follow")
+    raise OutsideFragment(reason(ReasonCode.OUTSIDE_NOT_INTEGER, value=repr(value)))
 
 
 def _combine(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
@@ -246,13 +247,15 @@ def _split_division(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
     case is a branch the tracer follows, and within it the result is linear."""
     zero = Const(0)
     if not decide(Cmp(Rel.LT, zero, right)):
-        raise OutsideFragment(f"division by {right}, which may be zero or negative")
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_DIVISOR_SIGN, divisor=str(right)))
     if isinstance(left, Const):
         quotients = (
             range(0, abs(left.value) + 1) if left.value >= 0 else range(0, left.value - 1, -1)
         )
         if len(quotients) > MAX_QUOTIENTS:
-            raise OutsideFragment(f"{left} // {right} has too many cases to split")
+            raise OutsideFragment(
+                reason(ReasonCode.OUTSIDE_DIVISION_CASES, left=str(left), right=str(right))
+            )
     else:
         quotients = range(-1, 2)
     cases = tuple(quotient_is(quotient, left, right) for quotient in quotients)
@@ -265,8 +268,13 @@ def _split_division(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
         return _combine(Op.SUB, left, to_expr(product), decide)
     split = f"{quotients[0]}..{quotients[-1]}"
     raise OutsideFragment(
-        f"{left} {op.value} {right} may have a quotient outside {split}, the cases the"
-        " tracer splits a division by a symbolic value into"
+        reason(
+            ReasonCode.OUTSIDE_QUOTIENT,
+            left=str(left),
+            op=op.value,
+            right=str(right),
+            split=split,
+        )
     )
 
 
@@ -306,7 +314,15 @@ def _computed(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
     if isinstance(result, Sym):
         decide.computed(result.expr)
     elif not INT32_MIN <= result <= INT32_MAX:
-        raise OutsideFragment(f"{left} {op.value} {right} = {result} leaves the INT32 range")
+        raise OutsideFragment(
+            reason(
+                ReasonCode.OUTSIDE_INT32,
+                left=str(left),
+                op=op.value,
+                right=str(right),
+                result=result,
+            )
+        )
     return result
 
 
@@ -367,7 +383,9 @@ class Sym:
 
     def _compare(self, rel: Rel, left: object, right: object) -> SymBool:
         if not (_is_operand(left) and _is_operand(right)):
-            raise OutsideFragment(f"comparing {left!r} with {right!r} is outside the fragment")
+            raise OutsideFragment(
+                reason(ReasonCode.OUTSIDE_COMPARISON, left=repr(left), right=repr(right))
+            )
         return SymBool(Cmp(rel, to_expr(left), to_expr(right)), self.decide)
 
     def __eq__(self, other: object) -> SymBool:  # type: ignore[override]
@@ -392,14 +410,12 @@ class Sym:
         return self.decide(Cmp(Rel.NE, self.expr, Const(0)))
 
     def __index__(self) -> int:
-        raise OutsideFragment(
-            f"the symbolic value {self.expr} is used where Python needs a concrete integer"
-        )
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_CONCRETE_NEEDED, value=str(self.expr)))
 
     __int__ = __index__
 
     def __hash__(self) -> int:
-        raise OutsideFragment(f"the symbolic value {self.expr} is hashed or used as a key")
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_HASHED_VALUE, value=str(self.expr)))
 
     def __repr__(self) -> str:
         return _text(self.expr)
@@ -424,7 +440,7 @@ class SymBool:
         return self.decide(self.cond)
 
     def __hash__(self) -> int:
-        raise OutsideFragment(f"the symbolic condition {self.cond} is hashed")
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_HASHED_CONDITION, cond=str(self.cond)))
 
     def __repr__(self) -> str:
         return _text(self.cond)
@@ -441,8 +457,7 @@ def _text(item: Expr | Cond) -> str:
     where = frame.f_code.co_filename
     if not where.startswith(_OWN) and frame.f_lineno not in _message_lines(where):
         raise OutsideFragment(
-            f"the symbolic value {item} is turned into text (line {frame.f_lineno}) outside"
-            " a raise statement or an assert message"
+            reason(ReasonCode.OUTSIDE_AS_TEXT, value=str(item), line=frame.f_lineno)
         )
     return str(item)
 

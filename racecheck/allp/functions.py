@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from racecheck.allp.expr import OutsideFragment
 from racecheck.dsl.program import DslFunction, FunctionRole
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class Runner(Protocol):
@@ -97,7 +98,7 @@ def host_entry(value: object, surface: Runner) -> tuple[Callable[..., Any], list
                 self_proxy = ShadowSelf(cls, surface)
                 function = member.function.__get__(self_proxy, cls)
                 return function, list(inspect.signature(function).parameters)
-        raise OutsideFragment("a program class without a host entry")
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_NO_HOST_ENTRY))
     if isinstance(value, (DslFunction, ShadowFunction)) and value.role is FunctionRole.HOST:
         return value.function, list(inspect.signature(value.function).parameters)
-    raise OutsideFragment(f"{value!r} is not a program the tracer can enter")
+    raise OutsideFragment(reason(ReasonCode.OUTSIDE_NOT_PROGRAM, value=repr(value)))

@@ -61,24 +61,19 @@ from racecheck.allp.expr import (
 from racecheck.allp.solver import CounterModel, Undecided, counter_model, model_of
 from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template
 from racecheck.events import NotifyOp, SourceLocation, WaitCmp
+from racecheck.report.reasons import ReasonCode, reason
 
 BATCH_SECONDS = 1.0  # for one solver call on all candidates of an obligation at once
 
 
 class Obligation(Enum):
-    BOUNDS = "every access in bounds"
-    UNIQUE_WRITER = (
-        "each waited signal cell is fed by one notify, or by one +1 from every other rank"
-        " with the wait at N - 1"
-    )
-    WAIT_VALUE = "each wait passes exactly when its cell's notify has landed"
-    NOTIFY_EXISTS = "every wait's cell is notified (no wait without its notify)"
-    NO_CIRCULAR_WAIT = "no circular wait (the notify a wait needs is behind earlier waits only)"
-    ORDERED = "conflicting accesses of different ranks ordered by access → notify ⇒ wait → access"
-    PARALLEL = (
-        "no two iterations of a kernel's pl.parallel loop conflict, or signal while the other"
-        " accesses memory (PyPTO may run them concurrently)"
-    )
+    BOUNDS = reason(ReasonCode.OBLIGATION_BOUNDS)
+    UNIQUE_WRITER = reason(ReasonCode.OBLIGATION_UNIQUE_WRITER)
+    WAIT_VALUE = reason(ReasonCode.OBLIGATION_WAIT_VALUE)
+    NOTIFY_EXISTS = reason(ReasonCode.OBLIGATION_NOTIFY_EXISTS)
+    NO_CIRCULAR_WAIT = reason(ReasonCode.OBLIGATION_NO_CIRCULAR_WAIT)
+    ORDERED = reason(ReasonCode.OBLIGATION_ORDERED)
+    PARALLEL = reason(ReasonCode.OBLIGATION_PARALLEL)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -338,7 +333,7 @@ class Prover:
         self, obligation: Obligation, cond: Cond, *templates: Template
     ) -> Iterator[_Candidate]:
         if time.monotonic() > self.deadline:
-            raise Undecided("the all-P time budget ran out")
+            raise Undecided(reason(ReasonCode.EVERY_P_BUDGET))
         if not (self.exclusive(*templates) or _false(cond)):
             yield _Candidate(obligation=obligation, cond=cond, templates=templates)
 
@@ -380,7 +375,7 @@ class Prover:
         `_Slow`: each candidate is then decided on its own."""
         now = time.monotonic()
         if now > self.deadline:
-            raise Undecided("the all-P time budget ran out")
+            raise Undecided(reason(ReasonCode.EVERY_P_BUDGET))
         try:
             return model_of(
                 All((self.base, cond)), deadline=min(self.deadline, now + BATCH_SECONDS)

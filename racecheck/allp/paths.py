@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,9 +22,10 @@ from racecheck.allp.templates import Protocol, Rejection
 from racecheck.allp.tracer import PathRecord, Tracer
 from racecheck.dsl import modules
 from racecheck.dsl.program import DslFunction
-from racecheck.dsl.types import DynVar, TensorType
-from racecheck.errors import ProgramRejected, UserError
-from racecheck.load import RANK_COUNT_NAMES, ProgramOrigin, parse_arg, rejection_message
+from racecheck.dsl.types import TensorType
+from racecheck.errors import ProgramRejected, UsageError, UserError
+from racecheck.load import ProgramOrigin, bind_host, classify_raised
+from racecheck.report.reasons import ReasonCode, reason
 
 MAX_PATHS = 256
 
@@ -49,9 +49,9 @@ def trace_protocol(
                 raise OutsideFragment("the program's origin is unknown")
             origin = reloaded
         if len(records) >= MAX_PATHS:
-            raise OutsideFragment(f"more than {MAX_PATHS} branch paths")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_PATHS, paths=MAX_PATHS))
         if time.monotonic() > deadline:
-            raise OutsideFragment("the all-P time budget ran out while tracing")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_BUDGET))
         tracer = Tracer(
             pending.pop(), _until(feasible, deadline), Cmp(Rel.LE, Const(low), Var(WORLD))
         )
@@ -62,7 +62,7 @@ def trace_protocol(
         if tracer.left_early and tracer.record.rejection is None:
             raise OutsideFragment(tracer.left_early)
         if not surface.dispatched and tracer.record.rejection is None:
-            raise OutsideFragment("no dispatch loop `for r in pl.range(world size)` was followed")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_NO_DISPATCH_LOOP))
         rank_var = rank_var or _dispatch_var(tracer)
         pending.extend(tracer.alternatives)
         records.append(tracer.record)
@@ -98,20 +98,14 @@ def _run_path(origin: ProgramOrigin, surface: Surface) -> None:
             entry(*_host_arguments(origin, entry, parameters, surface))
         except (OutsideFragment, UserError):
             raise
-        except ProgramRejected as rejected:
-            surface.tracer.reject(rejected.message)
         except Exception as error:  # noqa: BLE001 - the user's own exception, or ours
-            message = rejection_message(error) if _raised_by_statement(error) else None
-            if message is None:
-                raise OutsideFragment(f"{type(error).__name__}: {error}") from None
-            surface.tracer.reject(message)
-
-
-def _raised_by_statement(error: BaseException) -> bool:
-    """A `raise` or `assert` in the user's code, not an operation the tracer cannot do."""
-    frames = traceback.extract_tb(error.__traceback__)
-    text = (frames[-1].line or "").lstrip() if frames else ""
-    return text.startswith(("raise", "assert"))
+            failure = classify_raised(error, "")
+            if not isinstance(failure, ProgramRejected):
+                name = type(error).__name__
+                raise OutsideFragment(
+                    reason(ReasonCode.OUTSIDE_RAISED, error=name, why=str(error))
+                ) from None
+            surface.tracer.reject(failure.message)
 
 
 def _program(origin: ProgramOrigin, surface: Surface) -> Any:
@@ -119,7 +113,7 @@ def _program(origin: ProgramOrigin, surface: Surface) -> Any:
     if not inspect.isfunction(value):
         return value
     if origin.rank_parameter is None:
-        raise OutsideFragment("a factory without a rank-count parameter")
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_NO_RANK_PARAMETER))
     keywords = dict(origin.keywords)
     keywords[origin.rank_parameter] = surface.tracer.world()
     return value(**keywords)
@@ -131,38 +125,28 @@ def _host_arguments(
     parameters: list[str],
     surface: Surface,
 ) -> list[object]:
+    """The entry's arguments, bound by the loader's rule (`load.bind_host`), with the host
+    tensors symbolic in N."""
     signature = inspect.signature(entry)
-    args = dict(origin.args)
-    rank_dims = _rank_dims(
-        [signature.parameters[name].annotation for name in parameters], frozenset(args)
-    )
-    surface.rank_dims = rank_dims
-    values: list[object] = []
-    for name in parameters:
-        parameter = signature.parameters[name]
-        annotation = parameter.annotation
-        if isinstance(annotation, TensorType):
-            values.append(surface.host_tensor(name, annotation, rank_dims))
-        elif name in args:
-            values.append(parse_arg(args[name], origin.loaded))
-        elif parameter.default is not inspect.Parameter.empty:
-            values.append(parameter.default)
-        else:
-            raise OutsideFragment(f"host parameter {name!r} has no value")
-    return values
-
-
-def _rank_dims(annotations: list[object], given: frozenset[str]) -> frozenset[str]:
-    """The `pl.dynamic` dims that are the rank count, by the loader's rule: a leading
-    host-tensor dim or a rank-count name, unless `--arg` binds it."""
-    names = set()
-    for annotation in annotations:
-        if not isinstance(annotation, TensorType):
-            continue
-        for position, dim in enumerate(annotation.dims):
-            if isinstance(dim, DynVar) and (position == 0 or dim.name.lower() in RANK_COUNT_NAMES):
-                names.add(dim.name)
-    return frozenset(names - given)
+    try:
+        binding = bind_host(
+            origin.loaded,
+            getattr(entry, "__name__", "the host entry"),
+            entry,
+            [signature.parameters[name] for name in parameters],
+            dict(origin.args),
+        )
+    except UsageError:
+        raise
+    except UserError as error:
+        raise OutsideFragment(error.message) from None
+    surface.rank_dims = binding.rank_dims
+    return [
+        surface.host_tensor(parameter.name, parameter.annotation, binding.rank_dims)
+        if isinstance(parameter.annotation, TensorType)
+        else parameter.value
+        for parameter in binding.parameters
+    ]
 
 
 @contextmanager

@@ -50,21 +50,13 @@ from racecheck.allp.views import (
     product,
     strides,
 )
-from racecheck.dsl import dist_ops, lowering
+from racecheck.dsl import dist_ops, lowering, modules
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lowering import Lowering
 from racecheck.dsl.program import FunctionRole, _role_of
 from racecheck.dsl.types import AtomicType, DimExpr, TensorType
 from racecheck.events import NotifyOp, WaitCmp
-
-_TYPE_NAMES = frozenset(
-    {
-        *("Tensor", "Out", "InOut", "Scalar", "Tile", "DistributedTensor", "dynamic"),
-        *("FP32", "FP16", "BF16", "INT32", "INDEX"),
-        *("FunctionType", "Level", "Role", "NotifyOp", "WaitCmp", "AtomicType", "ReduceOp"),
-        *("CommCtx", "CommCtxType"),
-    }
-)
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class Surface:
@@ -86,7 +78,7 @@ class Surface:
         def elementwise(*operands: object, **_: object) -> SymTile:
             tiles = [operand for operand in operands if isinstance(operand, SymTile)]
             if not tiles:
-                raise OutsideFragment("scalar arithmetic through pl.* is outside the fragment")
+                raise OutsideFragment(reason(ReasonCode.SHADOW_SCALAR_ARITHMETIC))
             return tiles[0]
 
         members: dict[str, Any] = {
@@ -161,18 +153,15 @@ class Surface:
     def dispatch(self, device: object, function: Callable[..., Any], args: tuple, kwargs: dict):
         tracer = self.tracer
         if self.dispatched:
-            raise OutsideFragment("more than one dispatch loop per rank")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_DISPATCH_LOOPS))
         loop = tracer.slots[-1].var if len(tracer.slots) == 1 else None
         if not (isinstance(device, Sym) and loop is not None and device.expr == Var(loop)):
-            raise OutsideFragment("a dispatch whose device= is not the index of one host loop")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_DEVICE_NOT_INDEX))
         if tracer.bounds[-1] != (Const(0), 1):
             # PyPTO puts the windows of a loop up to pld.world_size() in the all-devices
             # group whatever its start and step, those of a loop up to a constant in the
             # group of its indices (docs/model.md): here both stops are N.
-            raise OutsideFragment(
-                "a dispatch loop that does not start at 0 with step 1: its windows' group"
-                " depends on whether its stop is pld.world_size() or a number"
-            )
+            raise OutsideFragment(reason(ReasonCode.SHADOW_DISPATCH_START))
         tracer.check(in_range(device.expr, Const(0), Var(WORLD)), "a dispatch's device")
         self.dispatched = True
         rank = tracer.enter_rank()
@@ -188,9 +177,7 @@ class Surface:
         if role is FunctionRole.KERNEL and self.tracer.rank is not None:
             self.kernel_calls += 1
             if self.kernel_calls > 1 or len(self.tracer.slots) > 1:
-                raise OutsideFragment(
-                    "two kernel tasks per rank: the runtime may overlap them (docs/model.md)"
-                )
+                raise OutsideFragment(reason(ReasonCode.SHADOW_TWO_KERNELS))
         return function(*args, **kwargs)
 
     # --- builtin collectives ------------------------------------------------------------
@@ -218,7 +205,7 @@ class Surface:
         defer: object = False,
     ) -> object:
         if defer:
-            raise OutsideFragment("pld.tensor.allgather(defer=True) waits unsigned (docs/model.md)")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_DEFERRED_ALLGATHER))
         return self._exchange(
             "pld.tensor.allgather", lowering.allgather, local, target, signal, out
         )
@@ -240,11 +227,11 @@ class Surface:
     ) -> object:
         """A builtin that puts `source` (or rows of it) into every rank's `target`."""
         if out is not None:
-            raise OutsideFragment(f"the four-argument {label} is outside the fragment")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_FOUR_ARGUMENTS, label=label))
         source_view, target_view = as_view(source), as_window(target)
         if source_view.memory == target_view.memory:
             # docs/guide.md: the source is not the target (the co-simulation refuses it)
-            raise OutsideFragment(f"{label}: its source and target are views of one buffer")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_SOURCE_IS_TARGET, label=label))
         lower(self.ops, Lowering.INCORE, source_view, target_view, as_window(signal), label)
         return source if source_view.window else target
 
@@ -269,15 +256,13 @@ class Surface:
         self, *args: object, init_values: object = None, parallel: bool = False, **_: object
     ) -> Any:
         if init_values is not None:
-            raise OutsideFragment(
-                "pl.range with init_values (a loop carry) is outside the fragment"
-            )
+            raise OutsideFragment(reason(ReasonCode.SHADOW_RANGE_CARRY))
         if not 1 <= len(args) <= 3:
-            raise OutsideFragment(f"pl.range{args!r} is outside the fragment")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_RANGE_ARGS, args=repr(args)))
         bounds: tuple[object, ...] = (0, *args) if len(args) == 1 else args
         start, stop, step = (*bounds, 1)[:3]
         if not isinstance(step, int):
-            raise OutsideFragment("pl.range with a symbolic step is outside the fragment")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_SYMBOLIC_STEP))
         return self.tracer.loop(start, stop, step, parallel=parallel)
 
     # --- memory -------------------------------------------------------------------------
@@ -285,18 +270,18 @@ class Surface:
     def alloc_window_buffer(self, size: object, dtype: DType | None = None, **_: object):
         if isinstance(size, (list, tuple)):
             if dtype is None:
-                raise OutsideFragment("alloc_window_buffer(shape) without dtype")
+                raise OutsideFragment(reason(ReasonCode.SHADOW_ALLOC_NO_DTYPE))
             nbytes = mul(product(self._dims(size)), Const(dtype.nbytes))
         else:
             (nbytes,) = self._dims([size])
         if self.tracer.slots or self.tracer.rank is not None:
-            raise OutsideFragment("a window buffer allocated inside a loop or a kernel")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_ALLOC_INSIDE))
         self.windows += 1
         return SymBuffer(name=f"window{self.windows}", nbytes=nbytes)
 
     def window(self, buf: object, shape: Sequence[object], *, dtype: DType) -> SymView:
         if not isinstance(buf, SymBuffer):
-            raise OutsideFragment("pld.window of something that is not a window buffer")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_WINDOW_OF))
         view = SymView(
             memory=buf.name, window=True, base=Const(0), shape=self._dims(shape), dtype=dtype
         )
@@ -325,7 +310,7 @@ class Surface:
     ) -> Footprint:
         offs, ext = exprs(offsets), exprs(extent)
         if len(offs) != len(view.shape) or len(ext) != len(view.shape):
-            raise OutsideFragment("an access whose rank differs from its view's")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_ACCESS_RANK))
         holds: list[Cond] = list(view.checks)
         for offset, size, dim in zip(offs, ext, view.shape, strict=True):
             holds += [Cmp(Rel.LE, Const(0), offset), Cmp(Rel.LE, Const(0), size)]
@@ -355,7 +340,7 @@ class Surface:
         extent: Sequence[object],
     ) -> None:
         if not isinstance(view, SymView):
-            raise OutsideFragment(f"an access to {view!r}, which is not a window or host tensor")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_ACCESS_TO, view=repr(view)))
         self.tracer.rank_var()
         self.tracer.event(effect, self._footprint(view, owner, offsets, extent))
 
@@ -409,7 +394,7 @@ class Surface:
         view = as_window(target)
         event_op = dist_ops.NOTIFY_OPS.get(op)  # type: ignore[call-overload]
         if event_op is None:
-            raise OutsideFragment(f"notify op {op!r}")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_NOTIFY_OP, op=repr(op)))
         self._notify(view, peer, offsets, value, event_op)
 
     def _notify(
@@ -429,10 +414,10 @@ class Surface:
     ) -> None:
         view = as_window(signal if signal is not None else target)
         if offsets is None or expected is None:
-            raise OutsideFragment("pld.system.wait without offsets= or expected=")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_WAIT_ARGUMENTS))
         event_cmp = dist_ops.WAIT_CMPS.get(cmp)  # type: ignore[call-overload]
         if event_cmp is None:
-            raise OutsideFragment(f"wait cmp {cmp!r}")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_WAIT_CMP, cmp=repr(cmp)))
         self._wait(view, offsets, expected, event_cmp)
 
     def _wait(
@@ -445,23 +430,24 @@ class Surface:
     def _transfer(
         self, dst: object, peer: object, src: object, regions: tuple, *, push: bool, atomic: object
     ) -> None:
+        label = "pld.tensor.put" if push else "pld.tensor.get"
         dst_view, src_view = as_view(dst), as_view(src)
         dst_offsets, src_offsets, shape = regions
-        if shape is None:
-            if any(part is not None for part in regions):
-                raise OutsideFragment("put/get with some region arguments only")
-            if len(src_view.shape) != len(dst_view.shape) or src_view.shape != dst_view.shape:
-                raise OutsideFragment("a whole-slice put/get between views of different shapes")
-            dst_offsets = src_offsets = [0] * len(dst_view.shape)
-            shape = list(dst_view.shape)
+        if dist_ops.regions_given(label, *regions):
+            src_region, dst_region = (src_offsets, shape), (dst_offsets, shape)
+        else:  # the whole slice, as the co-simulation copies it: flat, sizes equal
+            if product(src_view.shape) != product(dst_view.shape):
+                raise OutsideFragment(reason(ReasonCode.SHADOW_WHOLE_SLICE_SIZES, label=label))
+            src_region = ([0] * len(src_view.shape), list(src_view.shape))
+            dst_region = ([0] * len(dst_view.shape), list(dst_view.shape))
         target = to_expr(peer)
         src_owner = self._local_owner(src_view) if push else target
         dst_owner = target if push else self._local_owner(dst_view)
         if not (dst_view.window if push else src_view.window):
-            raise OutsideFragment("put/get whose remote side is not a window")
-        self._access(Effect.READ, src_view, src_owner, src_offsets, shape)
+            raise OutsideFragment(reason(ReasonCode.SHADOW_REMOTE_NOT_WINDOW))
+        self._access(Effect.READ, src_view, src_owner, *src_region)
         effect = Effect.ATOMIC_ADD if atomic is AtomicType.Add else Effect.WRITE
-        self._access(effect, dst_view, dst_owner, dst_offsets, shape)
+        self._access(effect, dst_view, dst_owner, *dst_region)
 
     def put(
         self,
@@ -540,7 +526,7 @@ class TracedOps:
         label: str,
     ) -> None:
         if product(exprs(source_region[1])) != product(exprs(target_region[1])):
-            raise OutsideFragment(f"{label}: its source and target regions differ in size")
+            raise OutsideFragment(reason(ReasonCode.SHADOW_REGION_SIZES, label=label))
         surface = self.surface
         surface._access(Effect.READ, source, surface._local_owner(source), *source_region)
         surface._access(Effect.WRITE, target, to_expr(owner), *target_region)
@@ -573,6 +559,6 @@ class _Namespace:
             raise AttributeError(name)
         if name in self._members:
             return self._members[name]
-        if self._real is not None and name in _TYPE_NAMES:
+        if self._real is not None and name in modules.TYPE_NAMES:
             return getattr(self._real, name)
-        raise OutsideFragment(f"{self._display}.{name} is outside the symbolic fragment")
+        raise OutsideFragment(reason(ReasonCode.SHADOW_NAME, name=f"{self._display}.{name}"))

@@ -31,6 +31,7 @@ from racecheck.allp.expr import (
     Var,
     variables,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 TIMEOUT_MS = 20_000
 MAX_SCAN = 256
@@ -170,7 +171,7 @@ def _check(cond: Cond, deadline: float | None) -> CounterModel | None:
     if deadline is not None:
         budget = min(budget, int((deadline - time.monotonic()) * 1000))
         if budget <= 0:
-            raise Undecided("the all-P time budget ran out")
+            raise Undecided(reason(ReasonCode.EVERY_P_BUDGET))
     shared = _shared()
     solver = shared.solver
     solver.set("timeout", budget)

@@ -69,6 +69,7 @@ from racecheck.allp.templates import (
 )
 from racecheck.dsl.location import user_location
 from racecheck.events import NotifyOp, WaitCmp
+from racecheck.report.reasons import ReasonCode, reason
 
 Feasible = Callable[[Cond], bool]
 MAX_DECISIONS = 400
@@ -154,10 +155,7 @@ class Tracer:
         scope = self._deciding_scope()
         index = len(scope.taken)
         if index >= MAX_DECISIONS:
-            raise OutsideFragment(
-                f"more than {MAX_DECISIONS} symbolic branches on one path"
-                " (a loop whose bound is symbolic but is not a pl.range?)"
-            )
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_DECISIONS, decisions=MAX_DECISIONS))
         if index < len(scope.forced):
             choice = scope.forced[index]
         else:
@@ -191,8 +189,7 @@ class Tracer:
         escaped -= self._active_loops()
         if escaped:
             raise OutsideFragment(
-                f"{what} at {user_location()} uses a loop index outside its iteration"
-                " (after its loop, or on another path through the loop body)"
+                reason(ReasonCode.OUTSIDE_ESCAPED_INDEX, what=what, at=str(user_location()))
             )
 
     # --- loops --------------------------------------------------------------------------
@@ -201,7 +198,7 @@ class Tracer:
         self, start: object, stop: object, step: int, *, parallel: bool = False
     ) -> Iterator[Sym]:
         if step <= 0:
-            raise OutsideFragment(f"pl.range with step {step} is outside the fragment")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_STEP, step=step))
         low, high = _expr(start), _expr(stop)
         self._check_scope(low, "a loop bound")
         self._check_scope(high, "a loop bound")
@@ -213,10 +210,7 @@ class Tracer:
         self.scopes.append(scope)
         frame = sys._getframe(1)  # the frame iterating the loop
         if not _iterated_by_for(frame.f_code, frame.f_lasti):
-            raise OutsideFragment(
-                f"a pl.range at {user_location()} that is not the iterable of a for statement"
-                " (a comprehension, list(), enumerate(), zip() ... would see one iteration)"
-            )
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_RANGE_NOT_FOR, at=str(user_location())))
         site = (frame.f_code, frame.f_lasti)
         before = dict(frame.f_locals)
         sizes = _sizes(before)
@@ -231,7 +225,7 @@ class Tracer:
                 yield self.sym(Var(name))
             except GeneratorExit:
                 # Raised here it would be swallowed: the run's driver reads `left_early`.
-                self.left_early = f"a loop left early (break, return or an exception) in {name}"
+                self.left_early = reason(ReasonCode.OUTSIDE_LEFT_EARLY, name=name)
                 return
             if not scope.dispatches:
                 after = dict(frame.f_locals)
@@ -242,7 +236,7 @@ class Tracer:
             if not scope.pending:
                 break
             if count >= MAX_PASSES:
-                raise OutsideFragment(f"more than {MAX_PASSES} paths through one loop body")
+                raise OutsideFragment(reason(ReasonCode.OUTSIDE_PASSES, passes=MAX_PASSES))
             scope.forced, scope.taken = scope.pending.pop(), []
             del self.facts[entry_facts:]
             self.context = set(entry_context)
@@ -295,13 +289,11 @@ class Tracer:
         partial = new - frozenset.intersection(*bound)
         if partial and (name := _read_unbound(*site, partial, body=True)) is not None:
             raise OutsideFragment(
-                f"the loop at {user_location()} binds {name!r} on some paths through its"
-                " body only, and it is read where those paths may not have run"
+                reason(ReasonCode.OUTSIDE_PARTLY_BOUND, at=str(user_location()), name=repr(name))
             )
         if new and self.feasible(empty) and (name := _read_unbound(*site, new, body=False)):
             raise OutsideFragment(
-                f"the loop at {user_location()} may run zero times, leaving {name!r} unbound"
-                " where it is read"
+                reason(ReasonCode.OUTSIDE_ZERO_TRIPS, at=str(user_location()), name=repr(name))
             )
 
     def _enter_pass(self, scope: _Scope, low: Expr, high: Expr, step: int) -> str:
@@ -330,14 +322,14 @@ class Tracer:
         """The innermost loop's index becomes the rank (a dispatch `device=` index)."""
         scope = self.scopes[-1]
         if scope.var is None:
-            raise OutsideFragment("a dispatch outside the host loop")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_DISPATCH_OUTSIDE_LOOP))
         scope.dispatches = True
         self.rank = scope.var
         return scope.var
 
     def rank_var(self) -> str:
         if self.rank is None:
-            raise OutsideFragment(f"a per-rank operation outside a dispatch at {user_location()}")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_NO_DISPATCH, at=str(user_location())))
         return self.rank
 
     def event(
@@ -394,12 +386,12 @@ class Tracer:
 
     def reject(self, message: str) -> None:
         if self._active_loops():
-            raise OutsideFragment(f"the program raises inside a loop: {message}")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_RAISES_IN_LOOP, message=message))
         conditions = [fact.cond for fact in self.facts[1:]]
         if not conditions:
-            raise OutsideFragment(f"the program raises on every path: {message}")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_RAISES_ALWAYS, message=message))
         if any(fact.names - {WORLD} for fact in self.facts[1:]):
-            raise OutsideFragment(f"the program raises on some ranks only: {message}")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_RAISES_ON_SOME_RANKS, message=message))
         self.record.rejection = Rejection(guard=All(tuple(conditions)), message=message)
 
 
@@ -417,7 +409,7 @@ def _expr(value: object) -> Expr:
         return value.expr
     if isinstance(value, int) and not isinstance(value, bool):
         return Const(value)
-    raise OutsideFragment(f"{value!r} is not an integer bound")
+    raise OutsideFragment(reason(ReasonCode.OUTSIDE_NOT_BOUND, value=repr(value)))
 
 
 _WRAPPERS = frozenset(
@@ -584,7 +576,7 @@ def _check_loop_exit(
     for name, size in sizes.items():
         value = after.get(name)
         if value is not before[name] or len(value) != size:  # type: ignore[arg-type]
-            raise OutsideFragment(f"the loop carries the container {name!r}")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_CARRIES_CONTAINER, name=repr(name)))
     for name, now in after.items():
         if isinstance(now, Opaque) or _of_inner_loop(now, outer_loops):
             continue
@@ -592,9 +584,7 @@ def _check_loop_exit(
             continue
         if name not in before and not branched:
             continue
-        raise OutsideFragment(
-            f"the loop carries {name!r}: set in one iteration and still bound after the loop"
-        )
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_CARRIES_VALUE, name=repr(name)))
 
 
 _UNBOUND = object()
@@ -614,10 +604,7 @@ def _same_exit(
             continue
         if _same_tile(first, now) or _unchanged(now, first):
             continue
-        raise OutsideFragment(
-            f"the loop carries {name!r}: its value after the loop depends on the path"
-            " through the body"
-        )
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_CARRIES_BY_PATH, name=repr(name)))
     return {**after, **left}
 
 

@@ -25,6 +25,7 @@ from racecheck.allp.expr import (
 from racecheck.allp.tracer import Tracer
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.types import DimBinary, DimConst, DynVar
+from racecheck.report.reasons import ReasonCode, reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,7 +49,7 @@ class SymView:
 
     def __getitem__(self, index: object) -> SymView:
         if not self.shape or isinstance(index, (tuple, slice)):
-            raise OutsideFragment("only x[r] (one leading row) of a host tensor is followed")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_HOST_ROW))
         row = to_expr(index)
         rest = self.shape[1:]
         step = mul(product(rest), Const(self.dtype.nbytes))
@@ -67,7 +68,7 @@ class SymTile(Opaque):
     extent: tuple[Expr, ...]
 
     def __getitem__(self, index: object) -> Any:
-        raise OutsideFragment("a value read out of a tile is outside the fragment")
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_TILE_VALUE))
 
 
 def product(parts: Sequence[Expr]) -> Expr:
@@ -108,7 +109,7 @@ def add(left: Expr, right: Expr) -> Expr:
 def host_dim(dim: object, tracer: Tracer, rank_dims: frozenset[str]) -> Expr:
     if isinstance(dim, DynVar):
         if dim.name not in rank_dims:
-            raise OutsideFragment(f"the dynamic dim {dim.name} is not the rank count")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_DIM_NOT_P, dim=dim.name))
         return Var(WORLD)
     if isinstance(dim, DimConst):
         return Const(dim.value)
@@ -117,25 +118,25 @@ def host_dim(dim: object, tracer: Tracer, rank_dims: frozenset[str]) -> Expr:
         right = tracer.sym(host_dim(dim.right, tracer, rank_dims))
         operators = {"+": left + right, "-": left - right, "*": left * right}
         if dim.symbol not in operators:
-            raise OutsideFragment(f"the host tensor dim {dim!r} is outside the fragment")
+            raise OutsideFragment(reason(ReasonCode.OUTSIDE_HOST_DIM, dim=repr(dim)))
         return to_expr(operators[dim.symbol])
     return to_expr(dim)
 
 
 def as_view(value: object) -> SymView:
     if not isinstance(value, SymView):
-        raise OutsideFragment(f"{value!r} is not a window or host tensor the tracer follows")
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_NOT_VIEW, value=repr(value)))
     return value
 
 
 def as_window(value: object) -> SymView:
     view = as_view(value)
     if not view.window:
-        raise OutsideFragment("a remote access to a host tensor")
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_REMOTE_HOST))
     return view
 
 
 def as_tile(value: object) -> SymTile:
     if not isinstance(value, SymTile):
-        raise OutsideFragment(f"{value!r} is not a tile the tracer follows")
+        raise OutsideFragment(reason(ReasonCode.OUTSIDE_NOT_TILE, value=repr(value)))
     return value

@@ -10,11 +10,8 @@ from racecheck.cosim.host import HostCrash
 from racecheck.dsl.location import (
     traceback_location,
 )
-from racecheck.errors import ProgramRejected, TracingError, UserError
-from racecheck.events import (
-    SourceLocation,
-)
-from racecheck.load import raised, rejection_message
+from racecheck.errors import ProgramRejected, UserError
+from racecheck.load import classify_raised
 
 
 def call_user(call: Callable[[], Any], program: str) -> Any:
@@ -41,13 +38,4 @@ def classify(error: BaseException, program: str, *, in_kernel: bool = False) -> 
     """A user exception: a rejection of this P (a raise/assert statement of the user's
     file, outside kernels) or an error. A kernel does not reject a P: what it raises is
     an error of the program."""
-    where = traceback_location(error.__traceback__)
-    message = None if in_kernel else rejection_message(error)
-    if message is not None and where is not None:
-        return ProgramRejected(message)
-    at = where or SourceLocation(file="<unknown>", line=0, text="")
-    return TracingError(
-        f"tracing {program} {raised(error)}",
-        file=at.file if where else None,
-        line=at.line if where else None,
-    )
+    return classify_raised(error, f"tracing {program}", in_kernel=in_kernel)

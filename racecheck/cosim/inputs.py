@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from racecheck.assumptions import narrowed
 from racecheck.cosim.execution import ROLES, TensorRole
 from racecheck.cosim.host import HostContext
 from racecheck.dsl.dtypes import DType
@@ -58,6 +59,7 @@ def create_host_arguments(
     instance: ProgramInstance, memory: MemoryState, host: HostContext, seed: int
 ) -> tuple[list[Any], list[HostTensor]]:
     rng = np.random.default_rng(seed)
+    memory.assumed = instance.assumed
     arguments: list[Any] = []
     tensors: list[HostTensor] = []
     for parameter in instance.parameters:
@@ -67,6 +69,10 @@ def create_host_arguments(
             continue
         shape = instance.shape_of(annotation)
         values = _initial_values(annotation.dtype, shape, annotation.direction, rng, instance.ranks)
+        limits = annotation.dtype.limits
+        if limits is not None and annotation.direction is not Direction.OUT:
+            low, high = narrowed(limits, instance.assumed, parameter.name)
+            values = np.clip(values, low, high).astype(values.dtype)  # what --assume allows
         for name, index, value in instance.inputs:
             if name == parameter.name:
                 np.put(values, index, value)

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from racecheck.assumptions import narrowed
+from racecheck.cells import after_write
 from racecheck.cosim.execution import CellUses, FlowRecorder, Pin
 from racecheck.cosim.tasks import (
     Concurrent,
@@ -46,7 +48,7 @@ from racecheck.events import (
 )
 
 if TYPE_CHECKING:
-    from racecheck.cosim.scheduler import BatonScheduler
+    from racecheck.cosim.turns import Turns
     from racecheck.dsl.memory import MemoryState
 
 
@@ -65,7 +67,7 @@ class Crash(BaseException):
 class RankContext:
     """One rank's context: turns DSL operations into scheduled, recorded events."""
 
-    def __init__(self, rank: int, run: BatonScheduler) -> None:
+    def __init__(self, rank: int, run: Turns[RankContext]) -> None:
         self.rank = rank
         self.ranks = run.ranks
         self.dims = run.dims
@@ -320,7 +322,9 @@ class RankContext:
             self._pin(event, value, amount)
         self.run.checkpoint(self, event)
         memory = self.run.memory
-        memory.set_cell(cell, amount if op is NotifyOp.SET else memory.cell(cell) + amount, form)
+        memory.set_cell(
+            cell, after_write(memory.cell(cell), amount, op is NotifyOp.ATOMIC_ADD), form
+        )
         self.run.executed(self, event)
 
     def _pin(self, event: Event, value: Tainted, amount: int) -> None:
@@ -381,7 +385,7 @@ class RankContext:
         )
         if len(elements) != math.prod(extent):
             return None
-        limits = view.dtype.limits or INT32_LIMITS
+        limits = narrowed(view.dtype.limits or INT32_LIMITS, memory.assumed, name)
         return InputBlock(name, elements.reshape(tuple(extent)), view.dtype.is_float, limits)
 
     def fail_bounds(self, message: str) -> None:

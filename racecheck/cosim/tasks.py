@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from racecheck.conflicts import modes_conflict
 from racecheck.dsl.location import UNKNOWN_LOCATION, SourceLocation
 from racecheck.dsl.scopes import TaskSpec, TaskTag
 from racecheck.dsl.types import Direction
@@ -238,18 +239,9 @@ def _conflicts_with(by_instance: Accesses, second: Sequence[Event]) -> bool:
         if region is None:
             continue
         for mode, other in by_instance.get((region.memory, region.owner), ()):
-            if mode not in _COMPATIBLE[event.mode] and region.overlaps(other):
+            if modes_conflict(event.mode, mode) and region.overlaps(other):
                 return True
     return False
-
-
-_COMPATIBLE: dict[AccessMode | None, frozenset[AccessMode | None]] = {
-    AccessMode.READ: frozenset({AccessMode.READ}),
-    AccessMode.ATOMIC: frozenset({AccessMode.ATOMIC}),
-    AccessMode.WRITE: frozenset(),
-    None: frozenset(),
-}
-"""The access modes of another task that never conflict with an access of this mode."""
 
 
 def _matters(

@@ -7,13 +7,20 @@ call made with no active context (e.g. at import time) is unsupported.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
+from racecheck.dsl import active
+from racecheck.dsl.active import (
+    activated,
+    dim_bindings,
+    is_rank_context,
+    make_current,
+    note_control,
+    note_unfollowed,
+)
 from racecheck.dsl.location import user_location
 from racecheck.dsl.symbolic import Decision, Forms
 from racecheck.errors import UnsupportedConstruct
@@ -216,31 +223,9 @@ class RankContextProxy:
         return getattr(self.inner, name)
 
 
-_active = threading.local()
-
-
 def current() -> HostContext | RankContext | None:
-    return getattr(_active, "context", None)
-
-
-@contextmanager
-def activated(context: HostContext | RankContext) -> Iterator[None]:
-    previous = current()
-    _active.context = context
-    try:
-        yield
-    finally:
-        _active.context = previous
-
-
-def make_current(context: HostContext | RankContext | None) -> None:
-    """Make `context` this thread's active one (for a generator, where a `with` block
-    would be left on another thread when the generator is collected)."""
-    _active.context = context
-
-
-def is_rank_context(context: object) -> bool:
-    return hasattr(context, "note_control")
+    """This thread's active context, as the co-simulation implements it."""
+    return cast("HostContext | RankContext | None", active.current())
 
 
 def rank_context(construct: str) -> RankContext:
@@ -267,25 +252,17 @@ def host_context(construct: str) -> HostContext:
     return context  # type: ignore[return-value]
 
 
-def dim_bindings() -> Mapping[str, int] | None:
-    """The values of the `pl.dynamic` dims in the running program, if one runs."""
-    context = current()
-    return None if context is None else context.dims
-
-
-def note_control(sources: frozenset[EventRef], decision: Decision | None = None) -> None:
-    """Values read from memory reached control flow or an address; `decision` is what
-    a value with a symbolic form decided (None: it has none)."""
-    context = current()
-    if sources and context is not None and is_rank_context(context):
-        context.note_control(sources, decision)  # type: ignore[union-attr]
-
-
-def note_unfollowed(reason: str) -> None:
-    """The running program computed what the device does not as racecheck does (a device
-    scalar out of the INT32 range): the run, host or rank, proves nothing and finds
-    nothing (`Execution.unfollowed`). Outside a DSL body (no active context) it runs as
-    Python and there is nothing to say."""
-    context = current()
-    if context is not None:
-        context.unfollowed(f"line {user_location().line}: {reason}")
+__all__ = [
+    "HostContext",
+    "RankContext",
+    "RankContextProxy",
+    "activated",
+    "current",
+    "dim_bindings",
+    "host_context",
+    "is_rank_context",
+    "make_current",
+    "note_control",
+    "note_unfollowed",
+    "rank_context",
+]

@@ -45,7 +45,7 @@ def world_size() -> DeviceInt:
     context = current()
     if context is None:
         raise UnsupportedConstruct("pld.world_size() is only known while a program runs")
-    return WorldSize(context.ranks)
+    return WorldSize(context.ranks)  # INT64 in PyPTO, docs/model.md §1
 
 
 def get_comm_ctx(tensor: object = None) -> CommCtx:
@@ -226,6 +226,18 @@ def remote_store(
     )
 
 
+def regions_given(label: str, *regions: object) -> bool:
+    """PyPTO's rule for a put/get's `dst_offsets`, `src_offsets` and `shape`: all three
+    or none (none: the whole source slice into the whole destination slice, whose sizes
+    must be equal). The co-simulation and the every-P shadow both apply it."""
+    given = [part is not None for part in regions]
+    if any(given) and not all(given):
+        raise TypeError(
+            f"{label}: dst_offsets, src_offsets and shape are given together or not at all"
+        )
+    return all(given)
+
+
 def _transfer_regions(
     label: str,
     dst: TensorView,
@@ -235,12 +247,7 @@ def _transfer_regions(
     shape: Sequence[object] | None,
 ) -> tuple[list[int], list[int], list[int], list[int]]:
     """(src offsets, src extent, dst offsets, dst extent) of a put/get."""
-    given = [part is not None for part in (dst_offsets, src_offsets, shape)]
-    if any(given) and not all(given):
-        raise TypeError(
-            f"{label}: dst_offsets, src_offsets and shape are given together or not at all"
-        )
-    if all(given):
+    if regions_given(label, dst_offsets, src_offsets, shape):
         extent = indices(shape)  # type: ignore[arg-type]
         return indices(src_offsets), extent, indices(dst_offsets), extent  # type: ignore[arg-type]
     if math.prod(src.shape) != math.prod(dst.shape):

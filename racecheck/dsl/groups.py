@@ -20,8 +20,9 @@ from functools import cache
 import numpy as np
 
 from racecheck.dsl.context import RankContext, RankContextProxy
+from racecheck.dsl.dtypes import INT64
 from racecheck.dsl.location import innermost_user_frame, user_location
-from racecheck.dsl.scalars import DeviceInt, Tainted
+from racecheck.dsl.scalars import DeviceIndex, DeviceInt, Tainted
 from racecheck.dsl.symbolic import Forms
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import UnsupportedConstruct
@@ -37,18 +38,20 @@ class WorldSize(DeviceInt):
     through."""
 
     __slots__ = ()
+    dtype = INT64  # as PyPTO types it (docs/model.md §1)
 
 
-class WorldIndex(DeviceInt):
+class WorldIndex(DeviceIndex):
     """An index of a `pl.range` whose stop is `pld.world_size()`."""
 
     __slots__ = ()
 
 
 def loop_indices(bounds: tuple[object, ...], indices: range) -> Iterator[DeviceInt]:
-    """The indices of `pl.range(*bounds)`: `WorldIndex` when its stop is the world size."""
+    """The indices of `pl.range(*bounds)` (INDEX scalars): `WorldIndex` when its stop is
+    the world size."""
     stop = bounds[0] if len(bounds) == 1 else bounds[1]
-    kind = WorldIndex if isinstance(stop, WorldSize) else DeviceInt
+    kind = WorldIndex if isinstance(stop, WorldSize) else DeviceIndex
     return (kind(index) for index in indices)
 
 

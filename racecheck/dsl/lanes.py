@@ -31,7 +31,7 @@ import numpy as np
 
 from racecheck.dsl.context import RankContextProxy, current, is_rank_context
 from racecheck.dsl.location import innermost_user_frame, location_of, unsupported, user_location
-from racecheck.dsl.scalars import DeviceInt, as_index
+from racecheck.dsl.scalars import DeviceIndex, as_index
 from racecheck.dsl.types import SplitMode
 from racecheck.events import EventRef, SourceLocation
 
@@ -123,7 +123,7 @@ def _sublanes(context: Any, count: int, where: SourceLocation, close: Any) -> It
         for aiv_id in range(lanes):
             first = len(context.events)
             _seen.vector_region = True
-            yield DeviceInt(aiv_id)  # a device scalar: its `%` and `//` truncate
+            yield DeviceIndex(aiv_id)  # an INDEX device scalar: its `%` and `//` truncate
             _seen.vector_region = False
             spans.append([(first, len(context.events))])
     finally:

@@ -21,12 +21,23 @@ from typing import Any
 import numpy as np
 
 from racecheck.dsl.context import rank_context
-from racecheck.dsl.dtypes import DType
+from racecheck.dsl.dtypes import INDEX, DType
 from racecheck.dsl.groups import loop_indices
 from racecheck.dsl.parallel import record_local, tracked
-from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, device_scalar, sources_of
-from racecheck.dsl.symbolic import Forms, InputBlock, first_form, fits
-from racecheck.dsl.tensors import TensorView, Tile
+from racecheck.dsl.scalars import (
+    DeviceIndex,
+    DeviceInt,
+    Tainted,
+    as_data,
+    as_index,
+    chosen_scalar,
+    device_scalar,
+    sources_of,
+    typed,
+)
+from racecheck.dsl.summary import summarised
+from racecheck.dsl.symbolic import Forms, InputBlock, Op, first_form, within
+from racecheck.dsl.tensors import KernelOps, TensorView, Tile, provide_kernel_ops
 from racecheck.dsl.types import DimExpr
 from racecheck.events import HOST_OWNER
 
@@ -317,19 +328,19 @@ def div(lhs: object, rhs: object) -> Any:
 
 def maximum(lhs: Any, rhs: Any) -> Any:
     if _scalar_from_memory(lhs, rhs):
-        return max(lhs, rhs)  # decides by comparison
+        return chosen_scalar(Op.MAX, lhs, rhs)  # an exact choice, or by comparison
     return _elementwise(np.maximum, lhs, rhs)
 
 
 def minimum(lhs: Any, rhs: Any) -> Any:
     if _scalar_from_memory(lhs, rhs):
-        return min(lhs, rhs)  # decides by comparison
+        return chosen_scalar(Op.MIN, lhs, rhs)
     return _elementwise(np.minimum, lhs, rhs)
 
 
 def _scalar_from_memory(*operands: object) -> bool:
-    """Scalars, one of them read from memory: a choice between them is a comparison
-    (`Tainted` records it), and the result is one of them, with its symbolic form."""
+    """Scalars, one of them read from memory: the result is one of them, chosen with
+    an exact form (`chosen_scalar`) or by a comparison `Tainted` records."""
     scalar = all(isinstance(operand, (int, float, Tainted)) for operand in operands)
     return scalar and any(isinstance(operand, Tainted) for operand in operands)
 
@@ -361,11 +372,12 @@ def cast(
         converted: float | DeviceInt = float(plain)
     else:  # truncated, then wrapped into the target's range as the device does
         stored = target.encode(np.asarray(int(plain)))
-        converted = DeviceInt(int(target.decode(stored)))
+        converted = typed(target, int(target.decode(stored)))
     if not isinstance(value, Tainted):
         return converted
-    symbolic = value.symbolic if fits(value.symbolic, target.limits) else None
-    return Tainted(converted, value.sources, symbolic)
+    symbolic = value.symbolic if within(value.symbolic, target.limits) else None
+    dtype = None if target.is_float else target
+    return Tainted(converted, value.sources, symbolic, dtype=dtype, guards=value.guards)
 
 
 class _CarriedLoop:
@@ -390,7 +402,7 @@ def _loop_indices(args: tuple[object, ...]) -> Iterator[object]:
         raise TypeError(f"pl.range takes 1 to 3 bounds, got {len(args)}")
     if any(isinstance(bound, Tainted) and bound.symbolic is not None for bound in args[:2]):
         return _compared(args)
-    return loop_indices(args, range(*indices(args)))
+    return loop_indices(args, range(*indices(args)))  # INDEX, docs/model.md §1
 
 
 def _compared(args: tuple[object, ...]) -> Iterator[object]:
@@ -402,7 +414,12 @@ def _compared(args: tuple[object, ...]) -> Iterator[object]:
     step = as_index(args[2]) if len(args) == 3 else 1
     if step == 0:
         raise ValueError("pl.range() arg 3 must not be zero")
-    first: Any = start if isinstance(start, Tainted) else DeviceInt(as_index(start))
+    form = stop.symbolic if isinstance(stop, Tainted) else None
+    summary = summarised(start, stop, step, form)
+    if summary is not None:  # a summary run: every iteration any input reaches
+        yield from summary
+        return
+    first: Any = start if isinstance(start, Tainted) else DeviceIndex(as_index(start))
     index, taken = first, 0
     while index < stop if step > 0 else index > stop:
         yield index
@@ -414,7 +431,7 @@ def _carried_iteration(
     steps: Iterator[object], init: tuple[object, ...]
 ) -> Iterator[tuple[object, ...]]:
     stack = _carried_stack()
-    loop = _CarriedLoop(tuple(map(device_scalar, init)))
+    loop = _CarriedLoop(tuple(device_scalar(value, INDEX) for value in init))
     stack.append(loop)
     try:
         for index in steps:
@@ -466,10 +483,15 @@ def _caller_unpacks(frame: Any) -> bool:
 
 def yield_(*values: object) -> Any:
     """Carry `values` into the next iteration of the innermost `init_values` loop."""
-    values = tuple(map(device_scalar, values))  # loop-carried values are device scalars
+    values = tuple(device_scalar(value, INDEX) for value in values)  # a literal: INDEX
     stack = _carried_stack()
     if stack:
         stack[-1].values = values
     if len(values) == 1 and not _caller_unpacks(sys._getframe(1)):
         return values[0]
     return values
+
+
+provide_kernel_ops(
+    KernelOps(assign=assign, load_block=load_block, add=add, sub=sub, mul=mul, div=div, neg=neg)
+)

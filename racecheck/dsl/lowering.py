@@ -35,8 +35,8 @@ from racecheck.dsl.collective_ops import CollectiveOps, Index, RankOps, Shaped
 from racecheck.dsl.context import RankContext
 from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import user_location
-from racecheck.dsl.scalars import Tainted
-from racecheck.dsl.symbolic import first_form
+from racecheck.dsl.scalars import DeviceInt, Tainted, chosen_scalar
+from racecheck.dsl.symbolic import Op, first_form
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import ReduceOp
 from racecheck.errors import UnsupportedConstruct
@@ -653,8 +653,8 @@ def _publish_count(
         frozenset({ref}),
         first_form(context.input_symbols(send_counts, offsets, extent)),
     )
-    # min(count, M), no lower clamp; the choice is a comparison the run records
-    published = block if count > block else count
+    # min(count, M), no lower clamp: an exact choice, no branch (`chosen_scalar`)
+    published = chosen_scalar(Op.MIN, count, DeviceInt(block))
     context.notify(
         recv_counts,
         destination,

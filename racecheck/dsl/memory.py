@@ -20,8 +20,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from racecheck.assumptions import Assumption
 from racecheck.dsl.dtypes import INT32, DType
-from racecheck.dsl.symbolic import Expr, Forms, InputBlock, fits
+from racecheck.dsl.symbolic import Expr, Forms, InputBlock, fits, settled, within
 from racecheck.dsl.tensors import TensorView, element_slices, region_runs
 from racecheck.events import HOST_OWNER, Memory, MemoryKind, SignalCell, wrap_int32
 
@@ -35,6 +36,7 @@ class MemoryState:
         self.memories: list[Memory] = []
         self.instances: dict[tuple[int, int], np.ndarray] = {}
         self.inputs: dict[int, str] = {}  # host tensors the run starts from: id -> name
+        self.assumed: tuple[Assumption, ...] = ()  # --assume: their elements' ranges
         self.written: set[int] = set()  # memories some write has changed
         # (memory, owner) -> first byte of an element -> (its dtype, its symbolic form)
         self.forms: dict[tuple[int, int], dict[int, tuple[DType, Expr]]] = {}
@@ -144,7 +146,7 @@ class MemoryState:
             forms = forms.forms()
         kept = self.forms.setdefault((view.memory, owner), {})
         for at, expr in zip(_starts(runs, view.dtype), forms.reshape(-1), strict=True):
-            if fits(expr, view.dtype.limits):
+            if fits(expr, view.dtype.limits) or (settled(expr) and within(expr, view.dtype.limits)):
                 kept[at] = (view.dtype, expr)
 
     def accumulate(
@@ -163,7 +165,7 @@ class MemoryState:
         raw[cell.offset : cell.offset + _CELL].view(np.int32)[0] = wrap_int32(value)
         key = (cell.memory, cell.owner)
         self._forget(key, ((cell.offset, cell.offset + _CELL),))
-        if fits(form, INT32.limits):
+        if settled(form):
             self.forms.setdefault(key, {})[cell.offset] = (INT32, form)
 
     def snapshot(self, view: TensorView) -> np.ndarray:

@@ -172,6 +172,17 @@ def _dtype_members() -> dict[str, Any]:
     return {dtype.name: dtype for dtype in dtypes.ALL_DTYPES}
 
 
+TYPE_NAMES = frozenset(
+    {
+        *("Tensor", "Out", "InOut", "Scalar", "Tile", "DistributedTensor", "dynamic"),
+        *("FP32", "FP16", "BF16", "INT32", "INDEX"),
+        *("FunctionType", "Level", "Role", "NotifyOp", "WaitCmp", "AtomicType", "ReduceOp"),
+        *("CommCtx", "CommCtxType"),
+    }
+)
+"""The `pl`/`pld` names that are types, dtypes and enums rather than operations: every
+interpreter of a program (the co-simulation, the every-P shadow) takes them from here."""
+
 LOCAL_OPS: dict[str, Any] = {
     "load": local_ops.load,
     "store": local_ops.store,

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from racecheck.conflicts import modes_conflict
 from racecheck.dsl.context import (
     RankContext,
     RankContextProxy,
@@ -47,12 +48,6 @@ class _Access:
     mode: AccessMode
     name: str
     sync: bool  # a notify, a wait or a store into an INT32 window (a signal cell it may be)
-
-
-def _conflicting(first: AccessMode, second: AccessMode) -> bool:
-    if AccessMode.WRITE in (first, second):
-        return True
-    return first is not second  # a plain read against an atomic access
 
 
 def _overlap(
@@ -158,7 +153,7 @@ class IterationRecorder(RankContextProxy):
                 "access memory and one of them notifies, waits or stores into an INT32"
                 " window (a signal cell it may be)",
             )
-        if (earlier.memory, earlier.owner) != (access.memory, access.owner) or not _conflicting(
+        if (earlier.memory, earlier.owner) != (access.memory, access.owner) or not modes_conflict(
             earlier.mode, access.mode
         ):
             return

@@ -17,8 +17,22 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from racecheck.dsl.context import note_control, note_unfollowed
-from racecheck.dsl.symbolic import Expr, combine, decision, negated, operand
+import numpy as np
+
+from racecheck.dsl.active import note_control, note_unfollowed
+from racecheck.dsl.dtypes import ALL_DTYPES, INDEX, INT32, DType
+from racecheck.dsl.summary_state import note_revealed
+from racecheck.dsl.symbolic import (
+    Decision,
+    Expr,
+    Op,
+    chosen,
+    combine,
+    decision,
+    in_type,
+    negated,
+    operand,
+)
 from racecheck.events import INT32_MAX, INT32_MIN, EventRef
 
 Number = int | float
@@ -37,35 +51,74 @@ def _is_integral(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _int32(result: int, symbol: str, *operands: int) -> DeviceInt:
-    """`result` of `symbol` over `operands` as a device scalar. Outside the INT32 range
-    the device wraps or is undefined (docs/model.md), which racecheck does not follow:
-    the run proves nothing (`note_unfollowed`)."""
-    if INT32_MIN <= result <= INT32_MAX:
-        return DeviceInt(result)
+def scalar_type(value: object) -> DType | None:
+    """The device scalar type of an integer operand (None: not an integer). A device
+    scalar has its own; a plain Python integer in a DSL body is a literal or a value
+    PyPTO's parser folds to one, typed INDEX (docs/model.md §1)."""
+    if isinstance(value, DeviceInt):
+        return value.dtype
+    if isinstance(value, Tainted):
+        return value.dtype
+    if isinstance(value, np.integer):
+        return _NUMPY_TYPES.get(value.dtype)
+    return INDEX if _is_integral(value) else None
+
+
+def promoted(left: DType, right: DType) -> DType:
+    """The type of a binary operation on two integer scalars: the wider one, the left
+    one when they are as wide (PyPTO's `PromoteSameCategoryDtype`, docs/model.md §1)."""
+    return right if right.nbytes > left.nbytes else left
+
+
+def fits_type(result: int, dtype: DType) -> bool:
+    low, high = dtype.limits or (INT32_MIN, INT32_MAX)
+    return low <= result <= high
+
+
+def note_outside(result: int, dtype: DType, symbol: str, *operands: object) -> None:
+    """`result` of `symbol` over `operands` leaves its type `dtype`: the device wraps
+    or is undefined (docs/model.md), which racecheck does not follow: the run proves
+    nothing (`note_unfollowed`)."""
     left, *right = operands
     text = f"{left} {symbol} {right[0]}" if right else f"{symbol}({left})"
     note_unfollowed(
-        f"`{text}` = {result} leaves the INT32 range; the device wraps or is undefined"
-        " there (docs/model.md), racecheck does not follow it"
+        f"`{text}` = {result} leaves the {dtype.name} range; the device wraps or is"
+        " undefined there (docs/model.md), racecheck does not follow it"
     )
-    return DeviceInt(result)
+
+
+def typed(dtype: DType, result: int) -> DeviceInt:
+    """`result` as a device scalar of `dtype` (not checked against its range)."""
+    return _DEVICE_CLASSES.get(dtype.name, DeviceInt)(result)
+
+
+_INDEX_LOW, _INDEX_HIGH = INDEX.limits or (0, 0)
+
+
+def _result(dtype: DType, result: int, symbol: str, *operands: int) -> DeviceInt:
+    if not fits_type(result, dtype):
+        note_outside(result, dtype, symbol, *operands)
+    return typed(dtype, result)
 
 
 def _device_method(op: Callable[[int, int], int], symbol: str, *, reflected: bool = False) -> Any:
-    """`DeviceInt`'s operator `op` (written `symbol`): integer operands keep the type
-    (and `op`'s device semantics); anything else is left to the other operand or to
-    `int`."""
-    low, high = INT32_MIN, INT32_MAX
+    """`DeviceInt`'s operator `op` (written `symbol`): integer operands give a device
+    scalar of the promoted type (with `op`'s device semantics); anything else is left
+    to the other operand or to `int`."""
 
     def method(self: DeviceInt, other: object) -> Any:
-        if not _is_integral(other):
+        if type(other) is int:  # a literal, INDEX: the hot path, without promoted()
+            dtype = self.dtype if self.dtype.nbytes >= INDEX.nbytes else INDEX
+        elif _is_integral(other):
+            theirs = scalar_type(other) or INDEX
+            dtype = promoted(theirs, self.dtype) if reflected else promoted(self.dtype, theirs)
+        else:
             return NotImplemented  # a Tainted, float or bool operand handles it itself
         left, right = (int(other), int(self)) if reflected else (int(self), int(other))  # type: ignore[call-overload]
         result = op(left, right)
-        if low <= result <= high:  # the common case, without `_int32`'s call (hot path)
-            return DeviceInt(result)
-        return _int32(result, symbol, left, right)
+        if _INDEX_LOW <= result <= _INDEX_HIGH and dtype is INDEX:
+            return DeviceIndex(result)
+        return _result(dtype, result, symbol, left, right)
 
     return method
 
@@ -78,11 +131,13 @@ def _device_divmod(self: DeviceInt, other: object, *, reflected: bool = False) -
 
 
 class DeviceInt(int):
-    """An int with the device's truncating `%` and `//` (also through `divmod`); every
-    integer operator keeps the type, so a rank derived through `^`, `<<` or `**` still
-    divides like the device."""
+    """A device scalar of type INT32 (a rank, a rank count; `DeviceIndex` and the other
+    subclasses of `typed` for other types): the device's truncating `%` and `//` (also
+    through `divmod`), and every integer operator gives a device scalar of the promoted
+    type, so a rank derived through `^`, `<<` or `**` still divides like the device."""
 
     __slots__ = ()
+    dtype: DType = INT32
 
     def __repr__(self) -> str:
         return int.__repr__(self)
@@ -111,13 +166,15 @@ class DeviceInt(int):
     def __pow__(self, other: object, modulo: object = None) -> Any:
         if modulo is None and _is_integral(other) and other >= 0:  # type: ignore[operator]
             left, right = int(self), int(other)  # type: ignore[call-overload]
-            return _int32(left**right, "**", left, right)
+            dtype = promoted(self.dtype, scalar_type(other) or INDEX)
+            return _result(dtype, left**right, "**", left, right)
         return int.__pow__(self, other, modulo)  # type: ignore[call-overload]
 
     def __rpow__(self, other: object, modulo: object = None) -> Any:
         if modulo is None and _is_integral(other) and self >= 0:
             left, right = int(other), int(self)  # type: ignore[call-overload]
-            return _int32(left**right, "**", left, right)
+            dtype = promoted(scalar_type(other) or INDEX, self.dtype)
+            return _result(dtype, left**right, "**", left, right)
         return int.__rpow__(self, other, modulo)  # type: ignore[call-overload, operator]
 
     def __divmod__(self, other: object) -> Any:
@@ -127,31 +184,60 @@ class DeviceInt(int):
         return _device_divmod(self, other, reflected=True)
 
     def __neg__(self) -> DeviceInt:
-        return _int32(-int(self), "-", int(self))
+        return _result(self.dtype, -int(self), "-", int(self))
 
     def __pos__(self) -> DeviceInt:
         return self
 
     def __abs__(self) -> DeviceInt:
-        return _int32(abs(int(self)), "abs", int(self))
+        return _result(self.dtype, abs(int(self)), "abs", int(self))
 
     def __invert__(self) -> DeviceInt:
-        return DeviceInt(~int(self))
+        return typed(self.dtype, ~int(self))
 
 
-def device_scalar(value: object) -> object:
-    """A Python integer handed to the device (a dispatch argument, a loop-carried value)
-    as the device scalar it becomes, whose `%` and `//` truncate (docs/model.md); any
-    other value as it is. One outside the INT32 range is not cast: the run proves
-    nothing, as for arithmetic that leaves it (`_int32`)."""
+class DeviceIndex(DeviceInt):
+    """A device scalar of type INDEX (64-bit): a loop index, a block index, a literal
+    cast with `pl.cast(..., pl.INDEX)`."""
+
+    __slots__ = ()
+    dtype = INDEX
+
+
+def _device_class(dtype: DType) -> type[DeviceInt]:
+    return type(f"Device{dtype.name.title()}", (DeviceInt,), {"__slots__": (), "dtype": dtype})
+
+
+_DEVICE_CLASSES: dict[str, type[DeviceInt]] = {
+    "INT32": DeviceInt,
+    "INDEX": DeviceIndex,
+    **{
+        dtype.name: _device_class(dtype)
+        for dtype in ALL_DTYPES
+        if dtype.limits is not None and dtype.name not in ("INT32", "INDEX", "BOOL")
+    },
+}
+_NUMPY_TYPES: dict[np.dtype, DType] = {
+    dtype.compute: dtype
+    for dtype in reversed(ALL_DTYPES)  # INT64's numpy type is INDEX's: INT64 wins
+    if dtype.limits is not None and dtype.name != "BOOL"
+}
+
+
+def device_scalar(value: object, dtype: DType = INT32) -> object:
+    """A Python integer handed to the device as the device scalar of `dtype` it becomes
+    (a dispatch argument: INT32; a loop-carried value: INDEX, as the literal it is in
+    PyPTO), whose `%` and `//` truncate (docs/model.md); any other value as it is. One
+    outside the type's range is not cast: the run proves nothing, as for arithmetic
+    that leaves it (`_result`)."""
     if type(value) is not int:
         return value
-    if not INT32_MIN <= value <= INT32_MAX:
+    if not fits_type(value, dtype):
         note_unfollowed(
-            f"`{value}` handed to the device leaves the INT32 range; the device wraps or is"
-            " undefined there (docs/model.md), racecheck does not follow it"
+            f"`{value}` handed to the device leaves the {dtype.name} range; the device wraps"
+            " or is undefined there (docs/model.md), racecheck does not follow it"
         )
-    return DeviceInt(value)
+    return typed(dtype, value)
 
 
 def _plain(value: object) -> object:
@@ -176,9 +262,9 @@ def _scalar_op(op: Callable[[Any, Any], Any], left: object, right: object) -> An
     plain_left, plain_right = _plain(left), _plain(right)
     if _is_integral(plain_left) and _is_integral(plain_right):
         if op is operator.floordiv:
-            return DeviceInt(truncating_div(plain_left, plain_right))  # type: ignore[arg-type]
+            return truncating_div(plain_left, plain_right)  # type: ignore[arg-type]
         if op is operator.mod:
-            return DeviceInt(truncating_mod(plain_left, plain_right))  # type: ignore[arg-type]
+            return truncating_mod(plain_left, plain_right)  # type: ignore[arg-type]
     return op(plain_left, plain_right)
 
 
@@ -188,15 +274,34 @@ def _symbolic(value: object) -> Expr | None:
     return operand(value, None)
 
 
+_SYMBOLS = {
+    operator.add: "+",
+    operator.sub: "-",
+    operator.mul: "*",
+    operator.floordiv: "//",
+    operator.mod: "%",
+}
+
+
 def _binary(op: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[..., Tainted]:
     divides = op in (operator.floordiv, operator.mod)
+    arithmetic = op in _SYMBOLS
 
     def method(self: Tainted, other: object) -> Tainted:
         left, right = (other, self) if reflected else (self, other)
         if divides and isinstance(right, Tainted):
             _note_divisor(right)
         symbolic = combine(op, _symbolic(left), _symbolic(right))
-        return Tainted(_scalar_op(op, left, right), _sources(self, other), symbolic)
+        value = _scalar_op(op, left, right)
+        left_type, right_type = scalar_type(left), scalar_type(right)
+        dtype = None
+        guards = self.guards + (other.guards if isinstance(other, Tainted) else ())
+        if arithmetic and left_type is not None and right_type is not None:
+            dtype = promoted(left_type, right_type)
+            if not fits_type(value, dtype):
+                note_outside(value, dtype, _SYMBOLS[op], _plain(left), _plain(right))
+            guards += in_type(symbolic, dtype.limits)
+        return Tainted(value, _sources(self, other), symbolic, dtype=dtype, guards=guards)
 
     return method
 
@@ -206,28 +311,46 @@ def _note_divisor(divisor: Tainted) -> None:
     the inputs that make it zero are another path, on which the run raises there
     (docs/model.md)."""
     symbolic = divisor.symbolic
+    note_revealed(divisor.sources)
     if symbolic is not None and _is_integral(divisor.value) and divisor.value != 0:
         note_control(divisor.sources, decision(symbolic, divisor.value, as_bool=True))
 
 
 class Tainted:
     """A scalar value read from memory, with the load events it depends on and, for a
-    value computed from input elements only, its symbolic form."""
+    value computed from input elements only, its symbolic form. An integer one has its
+    device scalar type (`dtype`: the element type it was read as, or the promoted type
+    of the operation that made it), and `guards`: the conditions under which every
+    operation that made it stayed within its type (`symbolic.in_type`), which steer
+    wherever the value does, as the inputs that break one make the device wrap."""
 
-    __slots__ = ("value", "sources", "symbolic")
+    __slots__ = ("value", "sources", "symbolic", "dtype", "guards")
 
     def __init__(
-        self, value: Any, sources: frozenset[EventRef], symbolic: Expr | None = None
+        self,
+        value: Any,
+        sources: frozenset[EventRef],
+        symbolic: Expr | None = None,
+        *,
+        dtype: DType | None = None,
+        guards: tuple[Expr, ...] = (),
     ) -> None:
+        if dtype is None and not isinstance(value, (float, np.floating)):
+            dtype = scalar_type(value) if type(value) is not int else INT32
         self.value = value.item() if hasattr(value, "item") else value
         self.sources = sources
         self.symbolic = symbolic
+        self.dtype = dtype if _is_integral(self.value) else None
+        self.guards = guards
 
     def __repr__(self) -> str:
         return repr(self.value)
 
     def reveal(self, *, as_bool: bool = False) -> Any:
         """The value, for a use that decides control flow or an address."""
+        note_revealed(self.sources)
+        for guard in self.guards:
+            note_control(self.sources, Decision(guard, taken=True))
         symbolic = self.symbolic
         made = None if symbolic is None else decision(symbolic, self.value, as_bool=as_bool)
         note_control(self.sources, made)
@@ -271,10 +394,34 @@ class Tainted:
     __or__ = _binary(operator.or_)
 
     def __neg__(self) -> Tainted:
-        return Tainted(-self.value, self.sources, negated(self.symbolic))
+        symbolic = negated(self.symbolic)
+        guards = self.guards
+        if self.dtype is not None:
+            if not fits_type(-self.value, self.dtype):
+                note_outside(-self.value, self.dtype, "-", self.value)
+            guards += in_type(symbolic, self.dtype.limits)
+        return Tainted(-self.value, self.sources, symbolic, dtype=self.dtype, guards=guards)
 
     def __abs__(self) -> Tainted:
-        return Tainted(abs(self.value), self.sources)
+        return Tainted(abs(self.value), self.sources, dtype=self.dtype, guards=self.guards)
+
+
+def chosen_scalar(op: Op, left: object, right: object) -> Any:
+    """`min` (`op` MIN) or `max` of two scalars, one of them read from memory, as the
+    device computes it: the value of one, with the exact form of the choice and no
+    branch (`symbolic.chosen`), so a clamp `pl.min(count, M)` does not split paths.
+    Without an integer form for both it decides by comparison, as Python does."""
+    pick: Any = min if op is Op.MIN else max
+    form = chosen(op, _symbolic(left), _symbolic(right))
+    left_type, right_type = scalar_type(left), scalar_type(right)
+    if form is None or left_type is None or right_type is None:
+        return pick(left, right)
+    value = pick(_plain(left), _plain(right))
+    guards = tuple(
+        guard for side in (left, right) if isinstance(side, Tainted) for guard in side.guards
+    )
+    dtype = promoted(left_type, right_type)
+    return Tainted(value, _sources(left, right), form, dtype=dtype, guards=guards)
 
 
 def as_index(value: object) -> int:

@@ -26,7 +26,7 @@ from racecheck.dsl.declared import signature_of
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
-from racecheck.dsl.scalars import DeviceInt, as_index
+from racecheck.dsl.scalars import DeviceIndex, as_index
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import Direction, TensorType
 from racecheck.events import SourceLocation
@@ -544,7 +544,7 @@ class Spmd:
             for block, ranges in enumerate(self.parts):
                 first = len(context.events)
                 _scope.block = block
-                yield DeviceInt(block)  # a device scalar: its `%` and `//` truncate
+                yield DeviceIndex(block)  # an INDEX device scalar: its `%` and `//` truncate
                 ranges.append((first, len(context.events)))
         finally:
             _scope.block = None
@@ -610,10 +610,10 @@ def spmd_blocks(core_num: object) -> Iterator[None]:
         _scope.spmd_next = None
 
 
-def block_index() -> DeviceInt:
+def block_index() -> DeviceIndex:
     """`pl.tile.get_block_idx()`: the running `pl.spmd` block, 0 outside one."""
     block = getattr(_scope, "block", None)
-    return DeviceInt(0 if block is None else block)
+    return DeviceIndex(0 if block is None else block)
 
 
 def _listed(value: object) -> tuple[Any, ...]:

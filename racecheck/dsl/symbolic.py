@@ -32,6 +32,8 @@ class Op(Enum):
     TRUNC_DIV = "//"  # integers only, truncating toward zero as on the device
     TRUNC_MOD = "%"  # integers only: left - right * (left // right), the sign of left
     NEG = "neg"
+    MIN = "min"  # integers only: the lesser operand (`pl.min`, a clamp), with no branch
+    MAX = "max"
     LT = "<"
     LE = "<="
     GT = ">"
@@ -51,7 +53,7 @@ class Op(Enum):
 
 _COMPARISONS = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 _DIVISIONS = frozenset({Op.DIV, Op.TRUNC_DIV, Op.TRUNC_MOD})
-_INTEGER_ONLY = frozenset({Op.TRUNC_DIV, Op.TRUNC_MOD})
+_INTEGER_ONLY = frozenset({Op.TRUNC_DIV, Op.TRUNC_MOD, Op.MIN, Op.MAX})
 
 
 INT32_LIMITS = (INT32_MIN, INT32_MAX)
@@ -232,3 +234,105 @@ def _is_float(expr: Expr) -> bool:
     if isinstance(expr, Const):
         return isinstance(expr.value, float)
     return any(_is_float(arg) for arg in expr.args)
+
+
+def bounds(expr: Expr) -> tuple[int, int] | None:
+    """The least and the greatest value an integer expression takes over its inputs'
+    ranges, by intervals (may be wider than the true range; None: not an integer one)."""
+    if isinstance(expr, Var):
+        return None if expr.is_float else expr.limits
+    if isinstance(expr, Const):
+        value = expr.value
+        return (value, value) if isinstance(value, int) else None
+    found = [bounds(arg) for arg in expr.args]
+    if any(bound is None for bound in found):
+        return None
+    spans: list[tuple[int, int]] = found  # type: ignore[assignment]
+    if expr.op.compares:
+        return (0, 1)
+    if expr.op is Op.NEG:
+        return (-spans[0][1], -spans[0][0])
+    (a, b), (c, d) = spans
+    if expr.op is Op.ADD:
+        return (a + c, b + d)
+    if expr.op is Op.SUB:
+        return (a - d, b - c)
+    if expr.op is Op.MUL:
+        products = (a * c, a * d, b * c, b * d)
+        return (min(products), max(products))
+    if expr.op is Op.MIN:
+        return (min(a, c), min(b, d))
+    if expr.op is Op.MAX:
+        return (max(a, c), max(b, d))
+    largest = max(abs(a), abs(b))  # |l // r| <= |l|, |l % r| <= |l|
+    if expr.op is Op.TRUNC_MOD:
+        largest = min(largest, max(abs(c), abs(d)) - 1)
+    return None if expr.op is Op.DIV else (-largest, largest)
+
+
+def in_type(expr: Expr | None, limits: tuple[int, int] | None) -> tuple[Expr, ...]:
+    """The conditions under which the integer `expr` lies within `limits` (a device
+    scalar type's), the ones its inputs' ranges do not already guarantee."""
+    found = None if expr is None or limits is None else bounds(expr)
+    if found is None:
+        return ()
+    assert expr is not None and limits is not None
+    low, high = limits
+    conditions: list[Expr] = []
+    if found[0] < low:
+        conditions.append(Apply(Op.GE, (expr, Const(low))))
+    if found[1] > high:
+        conditions.append(Apply(Op.LE, (expr, Const(high))))
+    return tuple(conditions)
+
+
+def within(expr: Expr | None, limits: tuple[int, int] | None) -> TypeGuard[Expr]:
+    """Whether every value of the integer `expr` lies within `limits` (None: not an
+    integer type): cast there, it is itself."""
+    found = None if expr is None or limits is None else bounds(expr)
+    return (
+        found is not None and limits is not None and limits[0] <= found[0] <= found[1] <= limits[1]
+    )
+
+
+def chosen(op: Op, left: Expr | None, right: Expr | None) -> Expr | None:
+    """The form of `min` or `max` (`op`) of two integer operands: an exact choice, no
+    branch (None: an operand has no form, or is a float, or neither has an input)."""
+    if left is None or right is None or _is_float(left) or _is_float(right):
+        return None
+    if isinstance(left, Const) and isinstance(right, Const):
+        return None
+    return Apply(op, (left, right))
+
+
+def settled(expr: Expr | None) -> TypeGuard[Expr]:
+    """Whether the integer `expr` is exact for every input when kept in INT32 memory
+    or beyond: every operation in it stays within INT32 and within each of its input
+    elements' types, so none wrapped in the type it was computed in (at least as wide
+    as its narrowest input element's)."""
+    if expr is None:
+        return False
+    found = bounds(expr)
+    low, high = INT32_LIMITS
+    if found is None or found[0] < low or found[1] > high:
+        return False
+    for var in _all_vars(expr):
+        low, high = max(low, var.limits[0]), min(high, var.limits[1])
+    return _within_everywhere(expr, low, high)
+
+
+def _within_everywhere(expr: Expr, low: int, high: int) -> bool:
+    if not isinstance(expr, Apply):
+        return True
+    found = bounds(expr)
+    if found is None or found[0] < low or found[1] > high:
+        return False
+    return all(_within_everywhere(arg, low, high) for arg in expr.args)
+
+
+def _all_vars(expr: Expr) -> list[Var]:
+    if isinstance(expr, Var):
+        return [expr]
+    if isinstance(expr, Const):
+        return []
+    return [var for arg in expr.args for var in _all_vars(arg)]

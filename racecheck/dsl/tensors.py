@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 import numpy as np
 
+from racecheck.dsl.active import current, is_rank_context
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import Tainted, as_index
@@ -85,19 +87,15 @@ class TensorView:
     def __setitem__(self, index: object, value: object) -> None:
         """`t[a:b, c:d] = src` in a kernel (PyPTO's slice-assign, lowered to a store):
         writes the selected block of this rank's view; the block may be strided."""
-        from racecheck.dsl.local_ops import assign
-
         items = index if isinstance(index, tuple) else (index,)
         offsets, extent, _ = self._selection(items)
-        assign(self, offsets, extent, value)
+        kernel_ops().assign(self, offsets, extent, value)
 
     def _index_row(self, index: object) -> TensorView:
-        from racecheck.dsl.context import current, is_rank_context
-
         context = current()
         row = as_index(index)
         if context is not None and not is_rank_context(context):
-            return context.row_view(self, row)  # type: ignore[union-attr]
+            return context.row_view(self, row)  # type: ignore[attr-defined]
         if not 0 <= row < (self.shape[0] if self.shape else 0):
             raise IndexError(f"row {row} of {self.name} with shape {list(self.shape)}")
         return self.row(row)
@@ -132,15 +130,11 @@ class TensorView:
         return offsets, extent, kept
 
     def _select(self, index: tuple[object, ...]) -> TensorView | Tile:
-        from racecheck.dsl.context import current, is_rank_context
-
         offsets, extent, kept = self._selection(index)
         contiguous = is_contiguous_block(self.shape, extent)
         if not contiguous and is_rank_context(current()):
             # In a kernel a strided slice is a tensor.slice, which lowers to a load.
-            from racecheck.dsl.local_ops import load_block
-
-            return load_block(self, offsets, extent, kept)
+            return kernel_ops().load_block(self, offsets, extent, kept)
         if not contiguous:
             where = user_location()
             raise UnsupportedConstruct(
@@ -174,8 +168,6 @@ def _fail_on_host(message: str) -> None:
     """A host slice outside its tensor is an out-of-bounds bug of the host entry: the
     dispatch it feeds would address memory past the selected rows (PyPTO does not clamp
     as torch does)."""
-    from racecheck.dsl.context import current, is_rank_context
-
     context = current()
     if context is not None and not is_rank_context(context):
         context.fail_bounds(message)
@@ -246,29 +238,19 @@ class Tile:
         return Tainted(self.data[key], self.sources, symbol if isinstance(symbol, Var) else None)
 
     def __add__(self, other: object) -> Tile:
-        from racecheck.dsl.local_ops import add
-
-        return add(self, other)
+        return kernel_ops().add(self, other)
 
     def __sub__(self, other: object) -> Tile:
-        from racecheck.dsl.local_ops import sub
-
-        return sub(self, other)
+        return kernel_ops().sub(self, other)
 
     def __mul__(self, other: object) -> Tile:
-        from racecheck.dsl.local_ops import mul
-
-        return mul(self, other)
+        return kernel_ops().mul(self, other)
 
     def __truediv__(self, other: object) -> Tile:
-        from racecheck.dsl.local_ops import div
-
-        return div(self, other)
+        return kernel_ops().div(self, other)
 
     def __neg__(self) -> Tile:
-        from racecheck.dsl.local_ops import neg
-
-        return neg(self)
+        return kernel_ops().neg(self)
 
 
 def region_problem(view: TensorView, offsets: Sequence[int], extent: Sequence[int]) -> str | None:
@@ -346,3 +328,30 @@ def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def element_slices(offsets: Sequence[int], extent: Sequence[int]) -> tuple[slice, ...]:
     return tuple(slice(start, start + size) for start, size in zip(offsets, extent, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class KernelOps:
+    """What a view's or tile's Python syntax does in a kernel (a slice assignment is a
+    store, a strided slice a load, `a + b` an elementwise op). `racecheck.dsl.local_ops`
+    implements them on top of this module and provides them when it is imported."""
+
+    assign: Callable[[TensorView, Sequence[int], Sequence[int], object], None]
+    load_block: Callable[[TensorView, Sequence[int], Sequence[int], Sequence[int]], Tile]
+    add: Callable[[object, object], Any]
+    sub: Callable[[object, object], Any]
+    mul: Callable[[object, object], Any]
+    div: Callable[[object, object], Any]
+    neg: Callable[[object], Any]
+
+
+_provided: list[KernelOps] = []
+
+
+def provide_kernel_ops(ops: KernelOps) -> None:
+    _provided[:] = [ops]
+
+
+def kernel_ops() -> KernelOps:
+    assert _provided, "racecheck.dsl.local_ops provides the kernel operations on import"
+    return _provided[0]

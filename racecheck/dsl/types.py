@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from racecheck.dsl.active import dim_bindings
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.scalars import truncating_div, truncating_mod
 
@@ -31,8 +32,6 @@ class DimExpr:
 
     def __index__(self) -> int:
         """A dim used as a number in a running body (`alloc_window_buffer(NR * 4)`)."""
-        from racecheck.dsl.context import dim_bindings
-
         bindings = dim_bindings()
         if bindings is None or not self.symbols() <= bindings.keys():
             raise TypeError(

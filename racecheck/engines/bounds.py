@@ -48,10 +48,11 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from racecheck.cells import after_write
 from racecheck.engines.base import Engine, OrderOracle
 from racecheck.engines.monotone import MonotoneOracle
 from racecheck.engines.skeleton import ADD, SET, WAIT_GE, SyncSkeleton, wait_holds
-from racecheck.events import EventRef, Schedule, Stuck, wrap_int32
+from racecheck.events import EventRef, Schedule, Stuck
 
 RUNS_PER_HOLD = 6  # concrete runs tried per held position (`_nth_run`)
 STUCK_RUNS = 16  # seeded random runs tried for a stuck state before the exact oracle
@@ -181,10 +182,7 @@ def _step(
     event = skeleton.index[rank][position]
     while position < len(kinds) and skeleton.index[rank][position] == event:
         cell = cells[position]
-        if kinds[position] == SET:
-            values[cell] = amounts[position]
-        else:
-            values[cell] = wrap_int32(values[cell] + amounts[position])
+        values[cell] = after_write(values[cell], amounts[position], kinds[position] != SET)
         steps.append((rank, position))
         position += 1
     positions[rank] = position

@@ -41,12 +41,13 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Generator
 from typing import Protocol
 
+from racecheck.cells import after_write
 from racecheck.engines.macrostates import explore_states
 from racecheck.engines.por import explore
 from racecheck.engines.skeleton import ADD, SET, SyncSkeleton
 from racecheck.engines.syncprogram import SyncProgram, compile_sync_program
 from racecheck.errors import EngineUnknown
-from racecheck.events import EventRef, Schedule, SignalCell, Stuck, wrap_int32
+from racecheck.events import EventRef, Schedule, SignalCell, Stuck
 
 REDUCED_STEP_COST = 10  # a step of the reduced search costs about as much as 10 macro states
 
@@ -152,10 +153,9 @@ class ExploreOracle:
                 position < len(skeleton.index[rank]) and skeleton.index[rank][position] == ref.index
             ):
                 cell, amount = skeleton.cell[rank][position], skeleton.amount[rank][position]
-                if skeleton.kind[rank][position] == ADD:
-                    values[cell] = wrap_int32(values[cell] + amount)
-                elif skeleton.kind[rank][position] == SET:
-                    values[cell] = amount
+                kind = skeleton.kind[rank][position]
+                if kind in (ADD, SET):
+                    values[cell] = after_write(values[cell], amount, kind == ADD)
                 position += 1
             done[rank] = position
         return tuple((cell, values[skeleton.cell_index[cell.key]]) for cell in cells)

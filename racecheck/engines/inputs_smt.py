@@ -169,6 +169,8 @@ _BINARY = {
     Op.DIV: lambda a, b: a / b,
     Op.TRUNC_DIV: truncating_div_term,
     Op.TRUNC_MOD: truncating_mod_term,
+    Op.MIN: lambda a, b: z3.If(a <= b, a, b),
+    Op.MAX: lambda a, b: z3.If(a >= b, a, b),
     Op.LT: lambda a, b: a < b,
     Op.LE: lambda a, b: a <= b,
     Op.GT: lambda a, b: a > b,

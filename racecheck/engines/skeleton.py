@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from copy import copy
 from dataclasses import dataclass
 
+from racecheck.cells import wait_passes
 from racecheck.describe import describe_cell
 from racecheck.events import (
     INT32_MAX,
@@ -48,11 +49,7 @@ _WAIT_KIND = {WaitCmp.GE: WAIT_GE, WaitCmp.EQ: WAIT_EQ, WaitCmp.GE_UNSIGNED: WAI
 
 def wait_holds(kind: int, value: int, amount: int) -> bool:
     """Whether a wait step of `kind` and `amount` passes on an int32 cell `value`."""
-    if kind == WAIT_GE:
-        return value >= amount
-    if kind == WAIT_EQ:
-        return value == amount
-    return value % 2**32 >= amount
+    return wait_passes(value, amount, kind == WAIT_EQ, kind == WAIT_GE_UNSIGNED)
 
 
 def signal_cells(trace: Trace) -> dict[CellKey, SignalCell]:

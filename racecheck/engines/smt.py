@@ -60,6 +60,7 @@ from typing import TypeAlias
 
 import z3  # type: ignore[import-untyped]
 
+from racecheck.cells import after_write
 from racecheck.engines.skeleton import ADD, SyncSkeleton
 from racecheck.errors import EngineUnknown
 from racecheck.events import (
@@ -74,7 +75,6 @@ from racecheck.events import (
     Trace,
     Wait,
     WaitCmp,
-    wrap_int32,
 )
 
 
@@ -149,8 +149,8 @@ def _replay(trace: Trace, skeleton: _Skeleton, schedule: Iterable[EventRef]) -> 
         if event.wait is not None and not _wait_holds(event, values):
             return None
         for write in skeleton.writes.get(ref, ()):
-            base = values.get(write.cell, 0) if write.op is NotifyOp.ATOMIC_ADD else 0
-            values[write.cell] = wrap_int32(base + write.value)
+            add = write.op is NotifyOp.ATOMIC_ADD
+            values[write.cell] = after_write(values.get(write.cell, 0), write.value, add)
         positions[ref.rank] += 1
     return _Replayed(positions=tuple(positions), values=values)
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from racecheck.cells import after_write
 from racecheck.engines.skeleton import ADD, SyncSkeleton, wait_holds
-from racecheck.events import SignalCell, wrap_int32
+from racecheck.events import SignalCell
 
 # How a step touches one cell, as bits (ints: the search tests them per step): a WAIT
 # reads; an event may both Add to and Set one cell.
@@ -37,14 +38,14 @@ def conflict(one: int, other: int) -> bool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CellEffect:
+class LiveWrite:
     cell: int  # index of the live cell
     add: bool  # Add if true, else Set
     value: int
 
     def after(self, old: int) -> int:
         """The cell's value once the effect has run on `old`."""
-        return wrap_int32(old + self.value) if self.add else self.value
+        return after_write(old, self.value, self.add)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,7 +64,7 @@ class SyncStep:
 
     index: int
     guard: Guard | None  # WAITs only
-    effects: tuple[CellEffect, ...]  # writers of live cells only
+    effects: tuple[LiveWrite, ...]  # writers of live cells only
     access: tuple[tuple[int, int], ...]  # (live cell, how this step touches it: bits)
 
     def apply(self, values: list[int]) -> None:
@@ -103,7 +104,7 @@ def _rank_program(
 ) -> tuple[SyncStep, ...]:
     """The rank's skeleton steps on live cells, one SyncStep per event."""
     guards: dict[int, Guard] = {}
-    effects: dict[int, list[CellEffect]] = {}
+    effects: dict[int, list[LiveWrite]] = {}
     kinds, cells, amounts = skeleton.kind[rank], skeleton.cell[rank], skeleton.amount[rank]
     for position, index in enumerate(skeleton.index[rank]):
         live = number.get(cells[position])
@@ -112,7 +113,7 @@ def _rank_program(
         if kinds[position] < ADD:
             guards[index] = Guard(cell=live, kind=kinds[position], expected=amounts[position])
         else:
-            effect = CellEffect(cell=live, add=kinds[position] == ADD, value=amounts[position])
+            effect = LiveWrite(cell=live, add=kinds[position] == ADD, value=amounts[position])
             effects.setdefault(index, []).append(effect)
     return tuple(
         _step(index, guards.get(index), tuple(effects.get(index, ())))
@@ -132,7 +133,7 @@ def _saturation_cap(cell: int, steps: tuple[tuple[SyncStep, ...], ...]) -> int |
     return max(0, *thresholds) + 1
 
 
-def _step(index: int, guard: Guard | None, effects: tuple[CellEffect, ...]) -> SyncStep:
+def _step(index: int, guard: Guard | None, effects: tuple[LiveWrite, ...]) -> SyncStep:
     access: dict[int, int] = {}
     if guard is not None:
         access[guard.cell] = READS

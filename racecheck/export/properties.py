@@ -25,13 +25,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from racecheck.conflicts import race_conflict, writes
 from racecheck.events import (
-    AccessMode,
     Event,
     EventKind,
     EventRef,
     MemoryKind,
-    NotifyOp,
     Ranges,
     Trace,
     intersect_ranges,
@@ -64,31 +63,11 @@ class Verdicts:
     deadlock: bool
 
 
-def writes(event: Event) -> bool:
-    return event.mode is AccessMode.WRITE or (
-        event.mode is AccessMode.ATOMIC and event.kind is not EventKind.WAIT
-    )
-
-
 def conflicts(a: Event, b: Event) -> bool:
-    """Different ranks, overlapping bytes, one writes, not both atomic."""
+    """Different ranks, overlapping bytes, and a race by `conflicts.race_conflict`."""
     if a.rank == b.rank or a.access is None or b.access is None:
         return False
-    if not (writes(a) or writes(b)) or not a.access.overlaps(b.access):
-        return False
-    set_a, set_b = _set_value(a), _set_value(b)
-    if set_a is not None and set_b is not None:
-        return set_a != set_b
-    if (set_a is not None or set_b is not None) and EventKind.WAIT not in (a.kind, b.kind):
-        return True
-    return not (a.mode is AccessMode.ATOMIC and b.mode is AccessMode.ATOMIC)
-
-
-def _set_value(event: Event) -> int | None:
-    """The value of a Set notify; None for every other event."""
-    if event.notify is None or event.notify.op is not NotifyOp.SET:
-        return None
-    return event.notify.value
+    return a.access.overlaps(b.access) and race_conflict(a, b)
 
 
 def _by_instance(trace: Trace) -> dict[tuple[int, int], list[Event]]:

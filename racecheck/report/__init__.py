@@ -9,23 +9,13 @@ from enum import Enum
 
 from racecheck.findings import Report
 from racecheck.report.text import render_text
+from racecheck.report.version import installed_version
 
 
 class OutputFormat(Enum):
     TEXT = "text"
     JSON = "json"
     SARIF = "sarif"
-
-
-def installed_version() -> str:
-    """racecheck's installed version ("0+unknown" when run from an uninstalled tree), for
-    `--version` and SARIF's tool; looked up only when asked for (start-up time)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("racecheck")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def render(report: Report, output_format: OutputFormat, *, color: bool) -> str:

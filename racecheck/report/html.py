@@ -26,7 +26,7 @@ from pathlib import PurePath
 from racecheck.events import HOST_OWNER
 from racecheck.findings import (
     Finding,
-    FindingKind,
+    FindingCode,
     ProgramResult,
     Report,
     StepKind,
@@ -35,6 +35,7 @@ from racecheck.findings import (
 from racecheck.report.phrases import (
     describe_diff,
     describe_finding,
+    describe_heading,
     describe_ranks,
     describe_step,
     output_label,
@@ -47,12 +48,6 @@ _LEFT = 12
 _TEXT_GAP = 18
 _CHAR_WIDTH = 8.0  # monospace 12px (bold is wider); sizes the text column
 _ARROW_GAP = 8  # stop arrowheads at the rim of the target dot
-
-_HIGHLIGHT_NOTES = {
-    FindingKind.RACE: "racing access",
-    FindingKind.DEADLOCK: "blocked forever",
-    FindingKind.STALE_READ: "reads memory nothing wrote",
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,7 +109,7 @@ def _result_section(result: ProgramResult, *, open_: bool) -> str:
 
 
 def _finding_figure(finding: Finding, ranks: int) -> str:
-    title = finding.kind.title + (f" ({finding.detail})" if finding.detail else "")
+    title = describe_heading(finding)
     title = f"{finding.severity.value}: [{finding.code.value}] {title}"
     who = describe_ranks(finding.ranks)
     caption = [f'<p class="title">{escape(title)} {escape(who)}</p>']
@@ -213,13 +208,13 @@ def _layout(steps: Sequence[WitnessStep], ranks: int, rows: Sequence[str]) -> _L
 def space_time_svg(finding: Finding, ranks: int) -> str:
     """The witness of one finding at rank count `ranks` as an inline <svg> element."""
     steps = finding.witness
-    rows = [_row_text(number, step, finding.kind) for number, step in enumerate(steps, 1)]
+    rows = [_row_text(number, step, finding.code) for number, step in enumerate(steps, 1)]
     layout = _layout(steps, ranks, rows)
     links = [step_links(step) for step in steps]
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="spacetime" width="{layout.width}" '
         f'height="{layout.height}" viewBox="0 0 {layout.width} {layout.height}" role="img">',
-        f"<title>{escape(finding.kind.title)}: witness over {ranks} ranks</title>",
+        f"<title>{escape(finding.code.record.title)}: witness over {ranks} ranks</title>",
         *_background(layout, len(steps)),
         *_arrows(steps, links, layout),
         *_pair_connector(steps, layout),
@@ -290,13 +285,13 @@ def _arrows(steps: Sequence[WitnessStep], links: Sequence[StepLinks], layout: _L
     return arrows
 
 
-def _row_text(number: int, step: WitnessStep, kind: FindingKind) -> str:
+def _row_text(number: int, step: WitnessStep, code: FindingCode) -> str:
     # The full path is in the caption and the hover title; the row keeps the name short.
     where = f"{PurePath(step.location.file).name}:{step.location.line}"
     who = f"rank {step.rank}, {step.task}" if step.task else f"rank {step.rank}"
     text = f"{number}. {who}: {describe_step(step)}  ({where})"
     if step.highlight:
-        text += f"  ← {_HIGHLIGHT_NOTES.get(kind, 'the finding is about this step')}"
+        text += f"  ← {code.record.step_note}"
     return text
 
 

@@ -38,7 +38,7 @@ def report_to_json(report: Report) -> JsonObject:
         "schema": SCHEMA_VERSION,
         "file": report.file,
         "results": [_result(result) for result in report.results],
-        "verdict": report.verdict.value if report.results or not report.errors else "error",
+        "verdict": report.verdict.value,
         "exit_code": report.exit_code,
         "errors": list(report.errors),
     }

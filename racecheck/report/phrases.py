@@ -21,21 +21,16 @@ from racecheck.findings import (
     WitnessStep,
 )
 
-_CODE_TITLES = {
-    FindingCode.RACE_RAW: "data race: a read can miss the write it was meant to see",
-    FindingCode.RACE_WAR: "data race: a write can clobber data before it is read",
-    FindingCode.RACE_WAW: "data race: two writes in either order",
-    FindingCode.DEADLOCK: "deadlock",
-    FindingCode.OUT_OF_BOUNDS: "out-of-bounds access",
-    FindingCode.STALE_READ: "stale read of never-written window bytes",
-    FindingCode.WRONG_RESULT: "wrong result",
-    FindingCode.SET_ADD_MIX: "signal cell both Set and atomically added",
-}
+
+def describe_heading(finding: Finding) -> str:
+    """A finding's heading: its code's title, with the detail that picked the code."""
+    title = finding.code.record.title
+    return f"{title} ({finding.detail})" if finding.detail else title
 
 
 def describe_code(code: FindingCode) -> str:
     """One line on what a finding code means (SARIF rule descriptions)."""
-    return _CODE_TITLES[code]
+    return code.record.rule
 
 
 def describe_every_p(proof: EveryPProof) -> str:

@@ -18,7 +18,6 @@ from urllib.parse import quote
 
 from racecheck.events import SourceLocation
 from racecheck.findings import FindingCode, Report, Verdict, WitnessStep
-from racecheck.report import installed_version
 from racecheck.report.grouping import FindingGroup, group_findings
 from racecheck.report.json import region_to_json
 from racecheck.report.phrases import (
@@ -26,10 +25,12 @@ from racecheck.report.phrases import (
     describe_diff,
     describe_every_p,
     describe_finding,
+    describe_heading,
     describe_rank_counts,
     describe_ranks,
     describe_step,
 )
+from racecheck.report.version import installed_version
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = (
@@ -67,7 +68,7 @@ def _driver() -> JsonObject:
                 "id": code.value,
                 "name": code.name.title().replace("_", ""),
                 "shortDescription": {"text": describe_code(code)},
-                "defaultConfiguration": {"level": "error"},
+                "defaultConfiguration": {"level": code.record.severity.value},
             }
             for code in RULES
         ],
@@ -97,6 +98,13 @@ def _invocation(report: Report) -> JsonObject:
         }
         for result in report.results
         if result.every_p is not None
+    ]
+    notifications += [  # what a proof for every input assumed (racecheck.assumptions)
+        {"level": "note", "message": {"text": f"{result.program} at P={result.ranks}: {note}"}}
+        for result in report.results
+        if result.verdict is Verdict.PROVED
+        for note in result.notes
+        if note.startswith(("assuming ", "for every input: "))
     ]
     notifications += [{"level": "error", "message": {"text": error}} for error in report.errors]
     return {
@@ -133,7 +141,7 @@ def _result(group: FindingGroup) -> JsonObject:
 
 def _message(group: FindingGroup) -> str:
     finding = group.finding
-    parts = [finding.kind.title + (f" ({finding.detail})" if finding.detail else "")]
+    parts = [describe_heading(finding)]
     if finding.ranks:
         parts.append(describe_ranks(finding.ranks))
     parts.append(f"in {group.program} at P={describe_rank_counts(group.rank_counts)}")

@@ -18,6 +18,7 @@ from racecheck.report.phrases import (
     describe_diff,
     describe_every_p,
     describe_finding,
+    describe_heading,
     describe_rank_counts,
     describe_ranks,
     describe_step,
@@ -113,7 +114,7 @@ def _result_line(result: ProgramResult, name_width: int, rank_width: int, paint:
 def _finding_block(group: FindingGroup, file: str, paint: _Paint) -> list[str]:
     finding = group.finding
     where = str(finding.locations[0]) if finding.locations else file
-    title = finding.kind.title + (f" ({finding.detail})" if finding.detail else "")
+    title = describe_heading(finding)
     ranks = describe_ranks(finding.ranks)
     level = f"{finding.severity.value}:"
     level = paint(level, _BOLD, _RED if finding.severity is Severity.ERROR else _YELLOW)

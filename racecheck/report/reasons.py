@@ -1,0 +1,449 @@
+"""Reasons are data: every note, unknown reason, assumption and error has a code from
+`ReasonCode`, the one registry, and is worded here only.
+
+A `Reason` is the text a user reads (a `str`, so the public API and every renderer read
+it unchanged) that carries its code and facts: the stages decide by code, never by
+comparing words. A stage makes one with `reason(code, **facts)` and asks with
+`has_code(text, code)`. This module is the report stage's one leaf that every stage
+may import (tests/test_layers.py): it imports nothing of racecheck.
+
+Converting a stage's prose: add a code and its wording below, replace the literal with
+`reason(ReasonCode.X, fact=value)`; the output stays byte-identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from types import MappingProxyType
+
+
+class ReasonCode(Enum):
+    # notes on a program's result (judge)
+    REPEAT = "repeat"
+    RESET_WINDOWS = "reset-windows"
+    SINGLE_DEVICE = "single-device"
+    SINGLE_USE = "single-use"
+    # why a program is not proved for every P (allp)
+    EVERY_P_REPEAT = "every-p-repeat"
+    EVERY_P_NO_ORIGIN = "every-p-no-origin"
+    EVERY_P_REJECTS_ALL = "every-p-rejects-all"
+    EVERY_P_UNDECIDED = "every-p-undecided"
+    EVERY_P_REFUTED = "every-p-refuted"
+    EVERY_P_INT32 = "every-p-int32"
+    EVERY_P_BUDGET = "every-p-budget"
+    # what a proof for every P assumes (allp)
+    ASSUME_LOW = "assume-low"
+    ASSUME_BELOW = "assume-below"
+    ASSUME_ACCEPTS = "assume-accepts"
+    ASSUME_MODEL = "assume-model"
+    ASSUME_SCOPE = "assume-scope"
+    ASSUME_UNCHECKED = "assume-unchecked"
+    ASSUME_DISCHARGED = "assume-discharged"
+    # why a result is unknown, or what it leaves unchecked (judge)
+    HUNG_UNFOUND = "hung-unfound"
+    MORE_UNCHECKED = "more-unchecked"
+    WITNESS_UNREPLAYED = "witness-unreplayed"
+    # errors (judge)
+    EXPECT_NOT_APPLICABLE = "expect-not-applicable"
+    # why path exploration stopped or left a value open (paths, steering)
+    PATH_UNREALISED = "path-unrealised"
+    PATHS_BUDGET = "paths-budget"
+    PATHS_TIMEOUT = "paths-timeout"
+    PATHS_SATURATED = "paths-saturated"
+    ORDERS_NOT_ENUMERATED = "orders-not-enumerated"
+    INPUT_NOT_SYMBOLIC = "input-not-symbolic"
+    INPUTS_UNDECIDED = "inputs-undecided"
+    OPEN_INPUT = "open-input"
+    OPEN_ORDER = "open-order"
+    # what the every-P tracer does not follow (allp: OutsideFragment)
+    OUTSIDE_HOST_ROW = "outside-host-row"
+    OUTSIDE_TILE_VALUE = "outside-tile-value"
+    OUTSIDE_NOT_VIEW = "outside-not-view"
+    OUTSIDE_REMOTE_HOST = "outside-remote-host"
+    OUTSIDE_NOT_TILE = "outside-not-tile"
+    OUTSIDE_DIM_NOT_P = "outside-dim-not-p"
+    OUTSIDE_HOST_DIM = "outside-host-dim"
+    OUTSIDE_NOT_PROGRAM = "outside-not-program"
+    OUTSIDE_NO_HOST_ENTRY = "outside-no-host-entry"
+    OUTSIDE_NO_RANK_PARAMETER = "outside-no-rank-parameter"
+    OUTSIDE_PATHS = "outside-paths"
+    OUTSIDE_BUDGET = "outside-budget"
+    OUTSIDE_NO_DISPATCH_LOOP = "outside-no-dispatch-loop"
+    OUTSIDE_RAISED = "outside-raised"
+    OUTSIDE_NOT_INTEGER = "outside-not-integer"
+    OUTSIDE_DIVISOR_SIGN = "outside-divisor-sign"
+    OUTSIDE_DIVISION_CASES = "outside-division-cases"
+    OUTSIDE_QUOTIENT = "outside-quotient"
+    OUTSIDE_INT32 = "outside-int32"
+    OUTSIDE_COMPARISON = "outside-comparison"
+    OUTSIDE_CONCRETE_NEEDED = "outside-concrete-needed"
+    OUTSIDE_HASHED_VALUE = "outside-hashed-value"
+    OUTSIDE_HASHED_CONDITION = "outside-hashed-condition"
+    OUTSIDE_AS_TEXT = "outside-as-text"
+    OUTSIDE_DECISIONS = "outside-decisions"
+    OUTSIDE_ESCAPED_INDEX = "outside-escaped-index"
+    OUTSIDE_STEP = "outside-step"
+    OUTSIDE_RANGE_NOT_FOR = "outside-range-not-for"
+    OUTSIDE_LEFT_EARLY = "outside-left-early"
+    OUTSIDE_PASSES = "outside-passes"
+    OUTSIDE_PARTLY_BOUND = "outside-partly-bound"
+    OUTSIDE_ZERO_TRIPS = "outside-zero-trips"
+    OUTSIDE_DISPATCH_OUTSIDE_LOOP = "outside-dispatch-outside-loop"
+    OUTSIDE_NO_DISPATCH = "outside-no-dispatch"
+    OUTSIDE_RAISES_IN_LOOP = "outside-raises-in-loop"
+    OUTSIDE_RAISES_ALWAYS = "outside-raises-always"
+    OUTSIDE_RAISES_ON_SOME_RANKS = "outside-raises-on-some-ranks"
+    OUTSIDE_NOT_BOUND = "outside-not-bound"
+    OUTSIDE_CARRIES_CONTAINER = "outside-carries-container"
+    OUTSIDE_CARRIES_VALUE = "outside-carries-value"
+    OUTSIDE_CARRIES_BY_PATH = "outside-carries-by-path"
+    # the loader: errors and how user code failed (load)
+    NO_SUCH_FILE = "no-such-file"
+    UNREADABLE = "unreadable"
+    SYNTAX = "syntax"
+    IMPORT_FAILED = "import-failed"
+    RAISED = "raised"
+    NO_PROGRAM = "no-program"
+    REJECTED_SILENTLY = "rejected-silently"
+    EXITED = "exited"
+    NO_HOST_ENTRY = "no-host-entry"
+    NOT_A_PROGRAM = "not-a-program"
+    HOST_PARAMETER_UNBOUND = "host-parameter-unbound"
+    DIM_UNBOUND = "dim-unbound"
+    ARG_FAILED = "arg-failed"
+    RANK_PARAM_UNKNOWN = "rank-param-unknown"
+    ARG_IS_RANK_COUNT = "arg-is-rank-count"
+    FACTORY_PARAMETER_UNBOUND = "factory-parameter-unbound"
+    L2_UNANNOTATED = "l2-unannotated"
+    RANK_PARAM_UNUSED = "rank-param-unused"
+    ARG_UNKNOWN = "arg-unknown"
+    ONLY_SINGLE_CHIP = "only-single-chip"
+    NO_SUCH_PROGRAM = "no-such-program"
+    # what the every-P shadow of pl/pld does not follow (allp/shadow.py)
+    SHADOW_SCALAR_ARITHMETIC = "shadow-scalar-arithmetic"
+    SHADOW_DISPATCH_LOOPS = "shadow-dispatch-loops"
+    SHADOW_DEVICE_NOT_INDEX = "shadow-device-not-index"
+    SHADOW_DISPATCH_START = "shadow-dispatch-start"
+    SHADOW_TWO_KERNELS = "shadow-two-kernels"
+    SHADOW_DEFERRED_ALLGATHER = "shadow-deferred-allgather"
+    SHADOW_FOUR_ARGUMENTS = "shadow-four-arguments"
+    SHADOW_SOURCE_IS_TARGET = "shadow-source-is-target"
+    SHADOW_RANGE_CARRY = "shadow-range-carry"
+    SHADOW_RANGE_ARGS = "shadow-range-args"
+    SHADOW_SYMBOLIC_STEP = "shadow-symbolic-step"
+    SHADOW_ALLOC_NO_DTYPE = "shadow-alloc-no-dtype"
+    SHADOW_ALLOC_INSIDE = "shadow-alloc-inside"
+    SHADOW_WINDOW_OF = "shadow-window-of"
+    SHADOW_ACCESS_RANK = "shadow-access-rank"
+    SHADOW_ACCESS_TO = "shadow-access-to"
+    SHADOW_NOTIFY_OP = "shadow-notify-op"
+    SHADOW_WAIT_ARGUMENTS = "shadow-wait-arguments"
+    SHADOW_WAIT_CMP = "shadow-wait-cmp"
+    SHADOW_WHOLE_SLICE_SIZES = "shadow-whole-slice-sizes"
+    SHADOW_REMOTE_NOT_WINDOW = "shadow-remote-not-window"
+    SHADOW_REGION_SIZES = "shadow-region-sizes"
+    SHADOW_NAME = "shadow-name"
+    # what the every-P prover discharges (allp/obligations.py Obligation)
+    OBLIGATION_BOUNDS = "obligation-bounds"
+    OBLIGATION_UNIQUE_WRITER = "obligation-unique-writer"
+    OBLIGATION_WAIT_VALUE = "obligation-wait-value"
+    OBLIGATION_NOTIFY_EXISTS = "obligation-notify-exists"
+    OBLIGATION_NO_CIRCULAR_WAIT = "obligation-no-circular-wait"
+    OBLIGATION_ORDERED = "obligation-ordered"
+    OBLIGATION_PARALLEL = "obligation-parallel"
+    # what the every-P prover refuses (allp/__init__.py)
+    EVERY_P_DEFER_WAIT = "every-p-defer-wait"
+    EVERY_P_SIGNAL_STORE = "every-p-signal-store"
+    EVERY_P_SET_ADD = "every-p-set-add"
+
+
+_WORDS: dict[ReasonCode, str] = {
+    ReasonCode.REPEAT: (
+        "--repeat runs the calls back to back on the same windows, never zeroed: persistent"
+        " windows without PyPTO's reset between requests (PyPTO's default zeroes them between"
+        " calls: --reset-windows)"
+    ),
+    ReasonCode.RESET_WINDOWS: (
+        "--reset-windows: every call starts from zeroed windows after the previous one ended,"
+        " so the calls are checked as one"
+    ),
+    ReasonCode.SINGLE_DEVICE: (
+        "runs on one device (no device= dispatch, or an L2-only program): checked at P=1"
+        " whatever --ranks asks"
+    ),
+    ReasonCode.SINGLE_USE: (
+        "signal cells end non-zero: this kernel is single-use as written;"
+        " if it runs in a loop, check it with --repeat 2"
+    ),
+    ReasonCode.EVERY_P_REPEAT: "--repeat runs are outside the symbolic fragment (one call only)",
+    ReasonCode.EVERY_P_NO_ORIGIN: "the program's origin is unknown",
+    ReasonCode.EVERY_P_REJECTS_ALL: "the program rejects every P >= {low}",
+    ReasonCode.EVERY_P_UNDECIDED: "z3 could not decide an obligation ({why})",
+    ReasonCode.EVERY_P_REFUTED: "no proof that {obligation}: counter-model at P={world} ({where})",
+    ReasonCode.EVERY_P_INT32: "at P={world}, line {line} computes `{what}` outside the INT32 range",
+    ReasonCode.ASSUME_LOW: "P >= {low}",
+    ReasonCode.ASSUME_BELOW: (
+        "P < {world} (at P={world}, line {line} computes `{what}` outside the INT32 range;"
+        " the device wraps or is undefined there)"
+    ),
+    ReasonCode.ASSUME_ACCEPTS: "the program accepts P (else skipped: {message})",
+    ReasonCode.ASSUME_MODEL: (
+        "the execution model of docs/model.md: notify/wait as release/acquire, windows zeroed"
+        " per call, one call (--repeat 1); the tasks of a rank, values that steer the program"
+        " and writes into signal cells other than notifies are checked at the concrete P below"
+    ),
+    ReasonCode.ASSUME_SCOPE: (
+        "proved: races, deadlocks, out-of-bounds accesses;"
+        " the golden-model comparison and stale-read warnings at the concrete P below only"
+    ),
+    ReasonCode.ASSUME_UNCHECKED: (
+        "not run concretely: the paths through line {lines}, taken only beyond"
+        " P={cap} (e.g. at P={world}): their races, deadlocks and bounds are"
+        " proved, their numbers unchecked"
+    ),
+    ReasonCode.ASSUME_DISCHARGED: "discharged for every P: {obligation}",
+    ReasonCode.HUNG_UNFOUND: (
+        "the traced run hung but no engine found the deadlock; refusing to answer"
+    ),
+    ReasonCode.MORE_UNCHECKED: "more may be wrong in executions not checked: {why}",
+    ReasonCode.WITNESS_UNREPLAYED: (
+        "internal inconsistency: the {finding} witness{where} did not replay"
+        " in the co-simulation; refusing to answer"
+    ),
+    ReasonCode.EXPECT_NOT_APPLICABLE: "--expect {model} does not apply at P={ranks}: {why}",
+    ReasonCode.PATH_UNREALISED: "its other path could not be realised",
+    ReasonCode.PATHS_BUDGET: "past the budget of {budget} paths",
+    ReasonCode.PATHS_TIMEOUT: "past --timeout",
+    ReasonCode.PATHS_SATURATED: (
+        "not explored: a bug is shown and the last {quiet} paths added no finding"
+    ),
+    ReasonCode.ORDERS_NOT_ENUMERATED: (
+        "more than two writes, not all Sets: their orders are not enumerated"
+    ),
+    ReasonCode.INPUT_NOT_SYMBOLIC: "its dependence on the input has no symbolic form",
+    ReasonCode.INPUTS_UNDECIDED: "the solver could not pick inputs",
+    ReasonCode.OPEN_INPUT: (
+        "the value used at {used} depends on input data{read}; other inputs may take another path"
+    ),
+    ReasonCode.OPEN_ORDER: (
+        "the value used at {used} depends on the order of unordered writes"
+        "{read}; other orders may take another path"
+    ),
+    ReasonCode.OUTSIDE_HOST_ROW: "only x[r] (one leading row) of a host tensor is followed",
+    ReasonCode.OUTSIDE_TILE_VALUE: "a value read out of a tile is outside the fragment",
+    ReasonCode.OUTSIDE_NOT_VIEW: "{value} is not a window or host tensor the tracer follows",
+    ReasonCode.OUTSIDE_REMOTE_HOST: "a remote access to a host tensor",
+    ReasonCode.OUTSIDE_NOT_TILE: "{value} is not a tile the tracer follows",
+    ReasonCode.OUTSIDE_DIM_NOT_P: "the dynamic dim {dim} is not the rank count",
+    ReasonCode.OUTSIDE_HOST_DIM: "the host tensor dim {dim} is outside the fragment",
+    ReasonCode.OUTSIDE_NOT_PROGRAM: "{value} is not a program the tracer can enter",
+    ReasonCode.OUTSIDE_NO_HOST_ENTRY: "a program class without a host entry",
+    ReasonCode.OUTSIDE_NO_RANK_PARAMETER: "a factory without a rank-count parameter",
+    ReasonCode.OUTSIDE_PATHS: "more than {paths} branch paths",
+    ReasonCode.OUTSIDE_BUDGET: "the all-P time budget ran out while tracing",
+    ReasonCode.OUTSIDE_NO_DISPATCH_LOOP: (
+        "no dispatch loop `for r in pl.range(world size)` was followed"
+    ),
+    ReasonCode.OUTSIDE_RAISED: "{error}: {why}",
+    ReasonCode.OUTSIDE_NOT_INTEGER: "{value} is not an integer the symbolic tracer can follow",
+    ReasonCode.OUTSIDE_DIVISOR_SIGN: "division by {divisor}, which may be zero or negative",
+    ReasonCode.OUTSIDE_DIVISION_CASES: "{left} // {right} has too many cases to split",
+    ReasonCode.OUTSIDE_QUOTIENT: (
+        "{left} {op} {right} may have a quotient outside {split}, the cases the"
+        " tracer splits a division by a symbolic value into"
+    ),
+    ReasonCode.OUTSIDE_INT32: "{left} {op} {right} = {result} leaves the INT32 range",
+    ReasonCode.OUTSIDE_COMPARISON: "comparing {left} with {right} is outside the fragment",
+    ReasonCode.OUTSIDE_CONCRETE_NEEDED: (
+        "the symbolic value {value} is used where Python needs a concrete integer"
+    ),
+    ReasonCode.OUTSIDE_HASHED_VALUE: "the symbolic value {value} is hashed or used as a key",
+    ReasonCode.OUTSIDE_HASHED_CONDITION: "the symbolic condition {cond} is hashed",
+    ReasonCode.OUTSIDE_AS_TEXT: (
+        "the symbolic value {value} is turned into text (line {line}) outside"
+        " a raise statement or an assert message"
+    ),
+    ReasonCode.OUTSIDE_DECISIONS: (
+        "more than {decisions} symbolic branches on one path"
+        " (a loop whose bound is symbolic but is not a pl.range?)"
+    ),
+    ReasonCode.OUTSIDE_ESCAPED_INDEX: (
+        "{what} at {at} uses a loop index outside its iteration"
+        " (after its loop, or on another path through the loop body)"
+    ),
+    ReasonCode.OUTSIDE_STEP: "pl.range with step {step} is outside the fragment",
+    ReasonCode.OUTSIDE_RANGE_NOT_FOR: (
+        "a pl.range at {at} that is not the iterable of a for statement"
+        " (a comprehension, list(), enumerate(), zip() ... would see one iteration)"
+    ),
+    ReasonCode.OUTSIDE_LEFT_EARLY: "a loop left early (break, return or an exception) in {name}",
+    ReasonCode.OUTSIDE_PASSES: "more than {passes} paths through one loop body",
+    ReasonCode.OUTSIDE_PARTLY_BOUND: (
+        "the loop at {at} binds {name} on some paths through its"
+        " body only, and it is read where those paths may not have run"
+    ),
+    ReasonCode.OUTSIDE_ZERO_TRIPS: (
+        "the loop at {at} may run zero times, leaving {name} unbound where it is read"
+    ),
+    ReasonCode.OUTSIDE_DISPATCH_OUTSIDE_LOOP: "a dispatch outside the host loop",
+    ReasonCode.OUTSIDE_NO_DISPATCH: "a per-rank operation outside a dispatch at {at}",
+    ReasonCode.OUTSIDE_RAISES_IN_LOOP: "the program raises inside a loop: {message}",
+    ReasonCode.OUTSIDE_RAISES_ALWAYS: "the program raises on every path: {message}",
+    ReasonCode.OUTSIDE_RAISES_ON_SOME_RANKS: "the program raises on some ranks only: {message}",
+    ReasonCode.OUTSIDE_NOT_BOUND: "{value} is not an integer bound",
+    ReasonCode.OUTSIDE_CARRIES_CONTAINER: "the loop carries the container {name}",
+    ReasonCode.OUTSIDE_CARRIES_VALUE: (
+        "the loop carries {name}: set in one iteration and still bound after the loop"
+    ),
+    ReasonCode.OUTSIDE_CARRIES_BY_PATH: (
+        "the loop carries {name}: its value after the loop depends on the path through the body"
+    ),
+    ReasonCode.NO_SUCH_FILE: "no such file",
+    ReasonCode.UNREADABLE: "cannot read the file: {why}",
+    ReasonCode.SYNTAX: "syntax error: {why}",
+    ReasonCode.IMPORT_FAILED: "importing the file {how}",
+    ReasonCode.RAISED: "raised {error}: {why}",
+    ReasonCode.NO_PROGRAM: (
+        "no program found: expected a @pl.program class with a host entry, a "
+        "@pl.jit.host entry or a factory function that returns one{found}"
+    ),
+    ReasonCode.REJECTED_SILENTLY: "{error} at line {line}: {text}",
+    ReasonCode.EXITED: (
+        "called sys.exit/os._exit ({status}); racecheck cannot check a program"
+        " that exits the process"
+    ),
+    ReasonCode.NO_HOST_ENTRY: (
+        "program {name} has no host entry "
+        "(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator))"
+    ),
+    ReasonCode.NOT_A_PROGRAM: (
+        "{name} returned {value}, not a @pl.program class or a @pl.jit.host entry"
+    ),
+    ReasonCode.HOST_PARAMETER_UNBOUND: (
+        "{name}: host parameter {parameter!r} has no default; pass --arg {parameter}=VALUE"
+    ),
+    ReasonCode.DIM_UNBOUND: (
+        "{name}: dynamic dim {dim} is not the rank count; pass --arg {dim}=VALUE"
+    ),
+    ReasonCode.ARG_FAILED: "--arg value {text!r} is evaluated over the file's names and {how}",
+    ReasonCode.RANK_PARAM_UNKNOWN: (
+        "--rank-param {param}: {name}() has no parameter of that name (parameters: {parameters})"
+    ),
+    ReasonCode.ARG_IS_RANK_COUNT: (
+        "--arg {param}: {name}() receives the rank count P through {param!r}; choose P with --ranks"
+    ),
+    ReasonCode.FACTORY_PARAMETER_UNBOUND: (
+        "factory {name}() has a parameter {parameter!r} without a default; "
+        "pass --arg {parameter}=VALUE (or --rank-param {parameter} "
+        "if it is the rank count)"
+    ),
+    ReasonCode.L2_UNANNOTATED: (
+        "{name}: parameter {parameter!r} has no type annotation; an L2-only"
+        " program is checked with host tensors of its orchestration's annotated"
+        " shapes"
+    ),
+    ReasonCode.RANK_PARAM_UNUSED: (
+        "--rank-param {param}: no selected factory has a parameter of that name"
+    ),
+    ReasonCode.ARG_UNKNOWN: (
+        "--arg {arg}: no selected program has a parameter of that name (parameters: {parameters})"
+    ),
+    ReasonCode.ONLY_SINGLE_CHIP: (
+        " ({programs} has no host entry: nothing is dispatched to "
+        "ranks, so there is no collective to check)"
+    ),
+    ReasonCode.NO_SUCH_PROGRAM: "--program {name}: no such program (available: {available})",
+    ReasonCode.SHADOW_SCALAR_ARITHMETIC: "scalar arithmetic through pl.* is outside the fragment",
+    ReasonCode.SHADOW_DISPATCH_LOOPS: "more than one dispatch loop per rank",
+    ReasonCode.SHADOW_DEVICE_NOT_INDEX: (
+        "a dispatch whose device= is not the index of one host loop"
+    ),
+    ReasonCode.SHADOW_DISPATCH_START: (
+        "a dispatch loop that does not start at 0 with step 1: its windows' group"
+        " depends on whether its stop is pld.world_size() or a number"
+    ),
+    ReasonCode.SHADOW_TWO_KERNELS: (
+        "two kernel tasks per rank: the runtime may overlap them (docs/model.md)"
+    ),
+    ReasonCode.SHADOW_DEFERRED_ALLGATHER: (
+        "pld.tensor.allgather(defer=True) waits unsigned (docs/model.md)"
+    ),
+    ReasonCode.SHADOW_FOUR_ARGUMENTS: "the four-argument {label} is outside the fragment",
+    ReasonCode.SHADOW_SOURCE_IS_TARGET: "{label}: its source and target are views of one buffer",
+    ReasonCode.SHADOW_RANGE_CARRY: (
+        "pl.range with init_values (a loop carry) is outside the fragment"
+    ),
+    ReasonCode.SHADOW_RANGE_ARGS: "pl.range{args} is outside the fragment",
+    ReasonCode.SHADOW_SYMBOLIC_STEP: "pl.range with a symbolic step is outside the fragment",
+    ReasonCode.SHADOW_ALLOC_NO_DTYPE: "alloc_window_buffer(shape) without dtype",
+    ReasonCode.SHADOW_ALLOC_INSIDE: "a window buffer allocated inside a loop or a kernel",
+    ReasonCode.SHADOW_WINDOW_OF: "pld.window of something that is not a window buffer",
+    ReasonCode.SHADOW_ACCESS_RANK: "an access whose rank differs from its view's",
+    ReasonCode.SHADOW_ACCESS_TO: "an access to {view}, which is not a window or host tensor",
+    ReasonCode.SHADOW_NOTIFY_OP: "notify op {op}",
+    ReasonCode.SHADOW_WAIT_ARGUMENTS: "pld.system.wait without offsets= or expected=",
+    ReasonCode.SHADOW_WAIT_CMP: "wait cmp {cmp}",
+    ReasonCode.SHADOW_WHOLE_SLICE_SIZES: (
+        "a whole-slice {label} whose src and dst sizes differ for some P"
+    ),
+    ReasonCode.SHADOW_REMOTE_NOT_WINDOW: "put/get whose remote side is not a window",
+    ReasonCode.SHADOW_REGION_SIZES: "{label}: its source and target regions differ in size",
+    ReasonCode.SHADOW_NAME: "{name} is outside the symbolic fragment",
+    ReasonCode.OBLIGATION_BOUNDS: "every access in bounds",
+    ReasonCode.OBLIGATION_UNIQUE_WRITER: (
+        "each waited signal cell is fed by one notify, or by one +1 from every other rank"
+        " with the wait at N - 1"
+    ),
+    ReasonCode.OBLIGATION_WAIT_VALUE: "each wait passes exactly when its cell's notify has landed",
+    ReasonCode.OBLIGATION_NOTIFY_EXISTS: (
+        "every wait's cell is notified (no wait without its notify)"
+    ),
+    ReasonCode.OBLIGATION_NO_CIRCULAR_WAIT: (
+        "no circular wait (the notify a wait needs is behind earlier waits only)"
+    ),
+    ReasonCode.OBLIGATION_ORDERED: (
+        "conflicting accesses of different ranks ordered by access → notify ⇒ wait → access"
+    ),
+    ReasonCode.OBLIGATION_PARALLEL: (
+        "no two iterations of a kernel's pl.parallel loop conflict, or signal while the other"
+        " accesses memory (PyPTO may run them concurrently)"
+    ),
+    ReasonCode.EVERY_P_DEFER_WAIT: "a defer_wait compares unsigned",
+    ReasonCode.EVERY_P_SIGNAL_STORE: (
+        "a store into signal window {memory} (line {line}) besides its notifies"
+    ),
+    ReasonCode.EVERY_P_SET_ADD: "Set and AtomicAdd notifies on one signal window ({memory})",
+    ReasonCode.EVERY_P_BUDGET: "the all-P time budget ran out",
+}
+
+Fact = str | int
+
+
+class Reason(str):
+    """A reason's words, with the code and facts they were made from."""
+
+    code: ReasonCode
+    facts: Mapping[str, Fact]
+
+    def __new__(cls, code: ReasonCode, facts: Mapping[str, Fact]) -> Reason:
+        made = super().__new__(cls, _WORDS[code].format_map(facts))
+        made.code = code
+        made.facts = MappingProxyType(dict(facts))
+        return made
+
+    def __reduce__(self) -> tuple[object, ...]:  # across worker processes
+        return (_rebuilt, (self.code, dict(self.facts)))
+
+
+def _rebuilt(code: ReasonCode, facts: dict[str, Fact]) -> Reason:
+    return Reason(code, facts)
+
+
+def reason(code: ReasonCode, **facts: Fact) -> Reason:
+    return Reason(code, facts)
+
+
+def has_code(text: str, code: ReasonCode) -> bool:
+    """Whether `text` is a reason of `code` (never decided by its words)."""
+    return isinstance(text, Reason) and text.code is code

@@ -1,0 +1,298 @@
+"""Every rule has one home: these tests pin the registries and shared rules that the
+rest of racecheck reads instead of keeping copies."""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import inspect
+import json
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import cast
+
+import jsonschema
+import pytest
+from tracebuild import TraceBuilder
+
+import racecheck
+from racecheck.allp.shadow import Surface
+from racecheck.allp.tracer import Tracer
+from racecheck.cells import INT32_MAX, INT32_MIN, after_write, wrap_int32
+from racecheck.check import check
+from racecheck.conflicts import RELATIONS, modes_conflict, race_conflict
+from racecheck.dsl.modules import MODULES, TYPE_NAMES
+from racecheck.engines.skeleton import WAIT_EQ, WAIT_GE, WAIT_GE_UNSIGNED, wait_holds
+from racecheck.engines.syncprogram import LiveWrite
+from racecheck.errors import ProgramRejected, TracingError, UserError
+from racecheck.events import AccessMode, Event, NotifyOp, WaitCmp
+from racecheck.export import properties
+from racecheck.findings import (
+    FINDING_CODES,
+    FileVerdict,
+    FindingCode,
+    FindingKind,
+    ProgramResult,
+    RaceDetail,
+    Report,
+    Severity,
+    Verdict,
+    file_verdict,
+)
+from racecheck.load import LoadedFile, bind_host, classify_raised, load_file
+from racecheck.options import Options
+from racecheck.report.json import report_to_json
+from racecheck.report.reasons import Reason, ReasonCode, has_code, reason
+from racecheck.report.sarif import _driver
+
+
+def test_every_finding_code_has_one_record_and_kind_and_detail_pick_it() -> None:
+    assert set(FINDING_CODES) == set(FindingCode)
+    for code, record in FINDING_CODES.items():
+        assert record.code is code
+        assert FindingCode.of(record.kind, record.detail) is code
+    assert FindingCode.of(FindingKind.DEADLOCK, "anything") is FindingCode.DEADLOCK
+    races = {r.detail for r in FINDING_CODES.values() if r.kind is FindingKind.RACE}
+    assert races == {detail.value for detail in RaceDetail}
+
+
+def test_sarif_rules_read_the_registry() -> None:
+    rules = {rule["id"]: rule for rule in _driver()["rules"]}
+    for code, record in FINDING_CODES.items():
+        assert rules[code.value]["shortDescription"]["text"] == record.rule
+        assert rules[code.value]["defaultConfiguration"]["level"] == record.severity.value
+    assert rules["stale-read"]["defaultConfiguration"]["level"] == Severity.WARNING.value
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_a_proved_p_beside_a_skipped_p_makes_the_file_proved() -> None:
+    """Example 11 rejects P=5 by its own rule and is proved at P=4: the file is proved,
+    in the JSON verdict and the exit status alike (the verdict said `skipped`)."""
+    report = check(str(EXAMPLES / "11_allreduce_two_phase.py"), Options(ranks=(4, 5)))
+    assert [r.verdict for r in report.results] == [Verdict.PROVED, Verdict.SKIPPED]
+    document = report_to_json(report)
+    assert (document["verdict"], document["exit_code"]) == ("proved", 0)
+
+
+def _report(*verdicts: Verdict, errors: tuple[str, ...] = ()) -> Report:
+    results = tuple(ProgramResult(program="p", ranks=p, verdict=v) for p, v in enumerate(verdicts))
+    return Report(file="f.py", results=results, errors=errors)
+
+
+@pytest.mark.parametrize(
+    ("report", "verdict"),
+    [
+        (_report(Verdict.PROVED, Verdict.BUG, Verdict.UNKNOWN), FileVerdict.BUG),
+        (_report(Verdict.PROVED, Verdict.UNKNOWN), FileVerdict.UNKNOWN),
+        (_report(Verdict.PROVED, errors=("f.py:3: error: x",)), FileVerdict.UNKNOWN),
+        (_report(errors=("f.py: error: x",)), FileVerdict.ERROR),
+        (_report(Verdict.SKIPPED, Verdict.PROVED), FileVerdict.PROVED),
+        (_report(Verdict.SKIPPED), FileVerdict.SKIPPED),
+        (_report(), FileVerdict.SKIPPED),
+    ],
+)
+def test_one_rule_gives_the_file_verdict_and_the_exit_status(
+    report: Report, verdict: FileVerdict
+) -> None:
+    assert file_verdict(report) is verdict
+    assert report.exit_code == {FileVerdict.BUG: 1, FileVerdict.PROVED: 0}.get(verdict, 2)
+
+
+def test_an_error_only_report_fits_the_schema() -> None:
+    schema = json.loads(
+        (Path(__file__).resolve().parent.parent / "docs" / "report.schema.json").read_text()
+    )
+    document = report_to_json(_report(errors=("gone.py: error: no such file",)))
+    assert document["verdict"] == "error"
+    jsonschema.Draft202012Validator(schema).validate(document)
+
+
+def _reshaping_shift(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    """Example 02 with its inbox (and output) shaped [2, 32]: the whole-slice put copies
+    the [1, 64] slice flat into it, as PyPTO's put of a whole slice does."""
+    source = (
+        (EXAMPLES / "02_ring_shift_p2p.py")
+        .read_text()
+        .replace("SIZE = 64\n", "SIZE = 64\nH = 32\n")
+    )
+    for old, new in (
+        ("inbox: pld.DistributedTensor[[1, SIZE]", "inbox: pld.DistributedTensor[[2, H]"),
+        ("y: pl.Out[pl.Tensor[[1, SIZE]", "y: pl.Out[pl.Tensor[[2, H]"),
+        ("y: pl.Out[pl.Tensor[[NR, 1, SIZE]", "y: pl.Out[pl.Tensor[[NR, 2, H]"),
+        ("pl.load(inbox, [0, 0], [1, SIZE])", "pl.load(inbox, [0, 0], [2, H])"),
+        (
+            "alloc_window_buffer([1, SIZE], dtype=pl.FP32)",
+            "alloc_window_buffer([2, H], dtype=pl.FP32)",
+        ),
+        ("pld.window(inbox_buf, [1, SIZE]", "pld.window(inbox_buf, [2, H]"),
+        *edits,
+    ):
+        assert old in source, old
+        source = source.replace(old, new)
+    path = tmp_path / "reshaping_shift.py"
+    path.write_text(source)
+    return path
+
+
+def test_the_every_p_shadow_copies_a_whole_slice_as_the_co_simulation_does(tmp_path: Path) -> None:
+    path = _reshaping_shift(tmp_path)
+    concrete = racecheck.verify(str(path), ranks=(2, 3))
+    assert [r.verdict for r in concrete.results] == [Verdict.PROVED, Verdict.PROVED]
+    (every,) = racecheck.verify(str(path), ranks="all").results[:1]
+    assert every.every_p is not None and every.verdict is Verdict.PROVED, every.notes
+
+
+def test_a_whole_slice_copy_read_before_its_wait_is_a_bug_for_every_p(tmp_path: Path) -> None:
+    wait = "    pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)\n"
+    path = _reshaping_shift(tmp_path, (wait, ""))
+    results = racecheck.verify(str(path), ranks="all").results
+    assert results[0].verdict is Verdict.BUG
+    assert all(r.every_p is None for r in results)
+
+
+def test_the_shadow_reads_the_dsl_name_table() -> None:
+    """Every name the every-P shadow models is a name of the DSL (racecheck.dsl.modules)
+    in the same namespace, and its types come from the DSL's table."""
+    surface = Surface(
+        cast(Tracer, None), MODULES["pypto.language"], MODULES["pypto.language.distributed"]
+    )
+
+    def names(namespace: object, prefix: str) -> Iterator[str]:
+        for name, member in vars(namespace)["_members"].items():
+            yield f"{prefix}.{name}"
+            if type(member).__name__ == "_Namespace":
+                yield from names(member, f"{prefix}.{name}")
+
+    for dotted in [*names(surface.pl, "pl"), *names(surface.pld, "pld")]:
+        root, *path = dotted.split(".")
+        member: object = MODULES["pypto.language" if root == "pl" else "pypto.language.distributed"]
+        for part in path:
+            member = getattr(member, part)  # UnsupportedConstruct: a name the DSL lacks
+    real = {"pl": MODULES["pypto.language"], "pld": MODULES["pypto.language.distributed"]}
+    for name in TYPE_NAMES:
+        homes = [root for root, module in real.items() if name in vars(module)]
+        assert homes, f"{name} is in no DSL namespace"
+        for root in homes:
+            assert getattr(getattr(surface, root), name) is getattr(real[root], name)
+
+
+RULES = """
+def rejects(n):
+    assert n % 2 == 0, "n must be even"
+
+
+def fails(n):
+    return [0][n]
+
+
+def host(x, scale, y: int = 3):
+    return x
+"""
+
+
+def _raise(loaded: LoadedFile, name: str) -> BaseException:
+    try:
+        loaded.namespace[name](1)
+    except BaseException as error:  # noqa: BLE001 - the test classifies it
+        return error
+    raise AssertionError(f"{name} did not raise")
+
+
+def test_one_classifier_tells_a_rejection_from_an_error_of_the_program(tmp_path: Path) -> None:
+    path = tmp_path / "rules.py"
+    path.write_text(RULES)
+    loaded = load_file(str(path))
+    rejected = classify_raised(_raise(loaded, "rejects"), "building p")
+    assert isinstance(rejected, ProgramRejected) and rejected.message == "n must be even"
+    in_kernel = classify_raised(_raise(loaded, "rejects"), "tracing p", in_kernel=True)
+    assert isinstance(in_kernel, TracingError)
+    failed = classify_raised(_raise(loaded, "fails"), "tracing p")
+    assert isinstance(failed, TracingError) and failed.line == 7
+    assert failed.message == "tracing p raised IndexError: list index out of range"
+
+
+def test_one_rule_binds_host_parameters(tmp_path: Path) -> None:
+    path = tmp_path / "rules.py"
+    path.write_text(RULES)
+    loaded = load_file(str(path))
+    host = loaded.namespace["host"]
+    signature = list(inspect.signature(host).parameters.values())
+    with pytest.raises(UserError, match="host parameter 'scale' has no default; pass --arg"):
+        bind_host(loaded, "host", host, signature[1:], {})
+    binding = bind_host(loaded, "host", host, signature[1:], {"scale": "2"})
+    assert [(p.name, p.value) for p in binding.parameters] == [("scale", 2), ("y", 3)]
+    assert binding.dims == ()
+
+
+CELL_VALUES = (0, 1, -1, 7, INT32_MAX, INT32_MIN, -(2**31) + 5)
+
+
+@pytest.mark.parametrize("old", CELL_VALUES)
+@pytest.mark.parametrize("value", CELL_VALUES)
+def test_every_interpreter_applies_a_write_and_judges_a_wait_by_one_rule(
+    old: int, value: int
+) -> None:
+    added = wrap_int32(old + value)
+    assert INT32_MIN <= added <= INT32_MAX
+    assert after_write(old, value, True) == added and after_write(old, value, False) == value
+    assert LiveWrite(cell=0, add=True, value=value).after(old) == added
+    assert LiveWrite(cell=0, add=False, value=value).after(old) == value
+    for cmp, kind in ((WaitCmp.GE, WAIT_GE), (WaitCmp.EQ, WAIT_EQ)):
+        assert cmp.holds(old, value) == wait_holds(kind, old, value)
+    unsigned = WaitCmp.GE_UNSIGNED.holds(old, value)
+    assert unsigned == wait_holds(WAIT_GE_UNSIGNED, old, value % 2**32)
+    assert unsigned == (old % 2**32 >= value % 2**32)
+
+
+def test_an_add_past_int32_wraps_and_a_negative_cell_passes_an_unsigned_wait() -> None:
+    assert after_write(INT32_MAX, 1, True) == INT32_MIN
+    assert WaitCmp.GE_UNSIGNED.holds(INT32_MIN, 1) and not WaitCmp.GE.holds(INT32_MIN, 1)
+
+
+def test_every_conflict_relation_is_named_once_and_resolves_to_its_home() -> None:
+    assert len({relation.name for relation in RELATIONS}) == len(RELATIONS)
+    for relation in RELATIONS:
+        module, function = relation.home.split(":")
+        assert callable(getattr(importlib.import_module(module), function)), relation.home
+
+
+def _sync_pair(op: NotifyOp, other_op: NotifyOp, *, value: int = 1) -> tuple[Event, Event]:
+    builder = TraceBuilder(3)
+    signal = builder.window("signal", 4)
+    builder.notify(0, signal, 2, 0, 10, op=op)
+    builder.notify(1, signal, 2, 0, 11, op=other_op, value=value)
+    builder.wait(2, signal, 0, 12)
+    trace = builder.build()
+    return trace.events[0][0], trace.events[1][0]
+
+
+def test_the_race_relation_refines_the_modes_relation_where_sets_are_involved() -> None:
+    adds = _sync_pair(NotifyOp.ATOMIC_ADD, NotifyOp.ATOMIC_ADD)
+    mixed = _sync_pair(NotifyOp.SET, NotifyOp.ATOMIC_ADD)
+    equal_sets = _sync_pair(NotifyOp.SET, NotifyOp.SET)
+    other_sets = _sync_pair(NotifyOp.SET, NotifyOp.SET, value=2)
+    assert not modes_conflict(AccessMode.ATOMIC, AccessMode.ATOMIC)
+    assert modes_conflict(AccessMode.READ, AccessMode.ATOMIC)
+    assert modes_conflict(None, AccessMode.READ) and not modes_conflict(
+        AccessMode.READ, AccessMode.READ
+    )
+    assert not race_conflict(*adds) and not race_conflict(*equal_sets)
+    assert race_conflict(*mixed) and race_conflict(*other_sets)
+    assert properties.conflicts(*mixed) and not properties.conflicts(*adds)
+
+
+def test_a_reason_is_its_words_with_its_code_and_facts_and_survives_pickling() -> None:
+    made = reason(ReasonCode.ASSUME_LOW, low=3)
+    assert made == "P >= 3" and json.dumps([made]) == '["P >= 3"]'
+    assert has_code(made, ReasonCode.ASSUME_LOW) and made.facts["low"] == 3
+    assert not has_code("P >= 3", ReasonCode.ASSUME_LOW)  # words alone decide nothing
+    copied = pickle.loads(pickle.dumps(made))
+    assert has_code(copied, ReasonCode.ASSUME_LOW) and copied == made
+
+
+def test_every_reason_code_is_worded() -> None:
+    for code in ReasonCode:
+        assert str(Reason(code, collections.defaultdict(lambda: 1)))

@@ -1,0 +1,113 @@
+"""A loop over an input-dependent bound, summarised (racecheck/dsl/summary.py): one run
+with every iteration any input reaches stands for every input, and only when nothing
+else depends on the inputs. Each probe below breaks one condition and must not be
+proved (the counts alone give 3^9 paths at P = 3, past the path budget)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import racecheck
+from racecheck.findings import Verdict
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+CORRECT = EXAMPLES / "262_input_counts_all_to_all_v.py"
+CLAMP = "count = pl.max(pl.min(pl.read(send_counts, [dest, 0]), MAX_ROWS), 0)  # @clamp"
+COPY = """                for row in pl.range(received):  # @copy
+                    tile = pl.load(inbox, [MAX_ROWS * source + row, 0], [1, SIZE])
+                    y = pl.store(tile, [MAX_ROWS * source + row, 0], y)
+"""
+
+
+def _verify(tmp_path: Path, *replacements: tuple[str, str], ranks: str = "3") -> list:
+    source = CORRECT.read_text()
+    for old, new in replacements:
+        assert old in source
+        source = source.replace(old, new)
+    path = tmp_path / "probe.py"
+    path.write_text(source)
+    return list(racecheck.verify(str(path), ranks=ranks).results)
+
+
+def test_every_count_is_proved_with_the_loop_named(tmp_path: Path) -> None:
+    (result,) = _verify(tmp_path)
+    assert result.verdict is Verdict.PROVED
+    (note,) = [note for note in result.notes if note.startswith("for every input")]
+    assert "runs at most 2 times for any input" in note
+    assert "max(min(send_counts.flat[" in note
+
+
+def test_a_negative_count_runs_no_iteration_so_an_upper_clamp_is_enough(tmp_path: Path) -> None:
+    upper = CLAMP.replace("pl.max(pl.min(", "pl.min(").replace("MAX_ROWS), 0)", "MAX_ROWS)")
+    (result,) = _verify(tmp_path, (CLAMP, upper))
+    assert result.verdict is Verdict.PROVED
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [
+        # a value the body computed outlives the loop and places a later load
+        "                last = 0\n"
+        + COPY.replace("y = pl.store(tile", "last = row\n                    y = pl.store(tile")
+        + "                again = pl.load(inbox, [MAX_ROWS * source + last, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n",
+        # a name holds another tensor view after the loop than before it
+        "                view = y\n"
+        + COPY.replace("y = pl.store(tile", "view = inbox\n                    y = pl.store(tile")
+        + "                again = pl.load(view, [MAX_ROWS * source, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n",
+        # the body notifies: the number of notifies depends on the count
+        COPY.replace(
+            "y = pl.store(tile",
+            "pld.system.notify(signal, peer=me, offsets=[source, 0], value=1,"
+            " op=pld.NotifyOp.AtomicAdd)\n                    y = pl.store(tile",
+        ),
+        # the body stores into a signal cell: a wait may see it
+        COPY.replace(
+            "y = pl.store(tile",
+            "pl.write(counts, [source, 0], 0)\n                    y = pl.store(tile",
+        ),
+        # a later load reads what the iterations stored
+        COPY + "                again = pl.load(y, [MAX_ROWS * source, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source + 1, 0], y)\n",
+        # the bound steers past the loop too (a row offset)
+        COPY + "                last = pl.max(received - 1, 0)\n"
+        "                again = pl.load(inbox, [MAX_ROWS * source + last, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n",
+    ],
+    ids=[
+        "value-outlives",
+        "view-swapped",
+        "notify-in-body",
+        "signal-store",
+        "read-back",
+        "bound-steers",
+    ],
+)
+def test_a_loop_whose_count_shows_elsewhere_is_not_proved_by_its_summary(
+    tmp_path: Path, probe: str
+) -> None:
+    (result,) = _verify(tmp_path, (COPY, probe))
+    assert result.verdict is not Verdict.PROVED, result.notes
+    assert not any(note.startswith("for every input") for note in result.notes)
+
+
+def test_a_bound_whose_arithmetic_can_wrap_is_not_summarised(tmp_path: Path) -> None:
+    squared = "received = pl.read(counts, [source, 0]) * pl.read(counts, [source, 0])  # @count"
+    (result,) = _verify(tmp_path, ("received = pl.read(counts, [source, 0])  # @count", squared))
+    assert result.verdict is not Verdict.PROVED
+
+
+def test_the_unknown_names_the_value_that_outlives_the_loop(tmp_path: Path) -> None:
+    carried = (
+        "                last = 0\n"
+        + COPY.replace("y = pl.store(tile", "last = row\n                    y = pl.store(tile")
+        + "                again = pl.load(inbox, [MAX_ROWS * source + last, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n"
+    )
+    (result,) = _verify(tmp_path, (COPY, carried))
+    assert result.verdict is Verdict.UNKNOWN
+    assert "past the budget of 16 paths" in result.message
+    assert "`last`, assigned in the loop, is read outside it" in result.message
