@@ -30,7 +30,7 @@ from racecheck.allp.paths import trace_protocol
 from racecheck.allp.solver import satisfiable
 from racecheck.cli import VerifyCommand, main, parse_command
 from racecheck.errors import ProgramRejected, UsageError
-from racecheck.findings import FindingKind, Verdict
+from racecheck.findings import FileVerdict, FindingKind, Verdict
 from racecheck.load import ProgramSpec, discover, load_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -194,7 +194,7 @@ def test_pl_parallel_iterations_are_concurrent_in_the_all_p_proof() -> None:
     assert result.every_p is not None and result.model == "shift+1"
     report = racecheck.verify(str(FIXTURES / "allp_parallel_wrapped_row.py"), ranks="all")
     assert [result.ranks for result in report.results] == list(range(2, 10))
-    assert report.results[-1].verdict is Verdict.UNKNOWN and report.verdict is Verdict.UNKNOWN
+    assert report.results[-1].verdict is Verdict.UNKNOWN and report.verdict is FileVerdict.UNKNOWN
     assert "pl.parallel" in report.results[-1].message
     note = report.results[0].notes[0]
     assert note.startswith(f"not proved for every P: no proof that {Obligation.PARALLEL.value}")
