@@ -18,7 +18,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from racecheck import clock, gate, judge, reference, symbolic_inputs
 from racecheck.analysis import find_hazards
@@ -50,20 +49,18 @@ from racecheck.errors import (
     UsageError,
 )
 from racecheck.events import Schedule
-from racecheck.findings import EveryPProof, FindingKind, ProgramResult, Report, Verdict
+from racecheck.findings import FindingKind, ProgramResult, Report, Verdict, noted
 from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
 from racecheck.models import parse_model
 from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
+from racecheck.project_imports import forget_project_modules
 from racecheck.report.reasons import ReasonCode, has_code
 from racecheck.session import Session
 from racecheck.steering import open_reads
 from racecheck.while_loops import while_notes
 from racecheck.workers import Workers
-
-if TYPE_CHECKING:
-    from racecheck.allp import EveryPOutcome
 
 Progress = Callable[[str, int], None]
 
@@ -125,7 +122,7 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
         ]
         results = _check_units(file, specs, units, errors, progress)
     results = [
-        _noted(result, judge.SINGLE_DEVICE_NOTE) if result.program in single else result
+        noted(result, judge.SINGLE_DEVICE_NOTE) if result.program in single else result
         for result in results
     ]
     results = gate.demand(results, options, single)
@@ -135,6 +132,9 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
 
 
 def _programs(path: str, options: Options) -> list[ProgramSpec]:
+    """The file's programs, from a fresh import of it and of the project modules it
+    imports."""
+    forget_project_modules()
     loaded = load_file(path, timeout=options.timeout)
     return discover(
         loaded, programs=options.programs, args=dict(options.args), rank_param=options.rank_param
@@ -151,13 +151,16 @@ def _check_units(
     """The programs at the P of `units` (program index, P) — in worker processes with
     `--jobs` — each program's P judged together (the cross-P step) in this process."""
     checked: Iterator[_Checked]
+    work = [
+        _Unit(path=file.path, program=index, ranks=ranks, options=file.options)
+        for index, ranks in units
+    ]
+    # Each unit imports the file afresh, in a worker or here: what one unit's run leaves
+    # in the user's module (a program memoised per size) never reaches another, so the
+    # report is the same for every --jobs.
     if len(units) == 1 or not file.workers.parallel:
-        checked = (_checked(specs[index], ranks, file.options) for index, ranks in units)
+        checked = map(_check_unit, work)
     else:
-        work = [
-            _Unit(path=file.path, program=index, ranks=ranks, options=file.options)
-            for index, ranks in units
-        ]
         checked = file.workers.map(_check_unit, work)
     outcomes: dict[int, list[Outcome]] = {}
     for index, ranks in units:
@@ -209,12 +212,6 @@ def _check_ranks(
     return _check_units(file, specs, [(index, ranks) for ranks in counts], errors, progress)
 
 
-PROVED_BUT_FAILS_HERE = (
-    "--ranks all: no race, deadlock or out-of-bounds access at any P (proved), but the"
-    " concrete check fails at this P"
-)
-
-
 def _check_every_p(
     file: _File,
     specs: Sequence[ProgramSpec],
@@ -223,81 +220,24 @@ def _check_every_p(
     errors: list[str],
     progress: Progress | None,
 ) -> list[ProgramResult]:
-    """One all-P proof, which stands only if the concrete checks at the fallback range
-    and at the smallest P of each branch side and event template prove everything
-    the symbolic fragment leaves out (tasks of a rank, steering values, writes into
-    signal cells other than notifies, stale reads, the golden model) — or the smallest
-    failing P confirmed by the concrete pipeline — or the fallback range, with the
-    reason."""
-    from racecheck.allp import Answer, EveryPOutcome, prove_every_p  # only --ranks all: 40 ms
+    """`--ranks all` (`racecheck.allp.driver`), its concrete checks by this pipeline."""
+    from racecheck.allp.driver import check_every_p  # only --ranks all: 40 ms
 
-    spec, options = specs[index], file.options
-    started = time.monotonic()
-    try:
-        with clock.unit(options.timeout):
-            outcome = prove_every_p(spec, every_p.low, repeat=options.repeat)
-    except (UnsupportedConstruct, TracingError) as error:
-        outcome = EveryPOutcome(answer=Answer.FALLBACK, low=every_p.low, reason=error.message)
-    reason = outcome.reason
-    if outcome.answer is Answer.PROVED:
-        concrete = tuple(sorted({*every_p.fallback, *outcome.representatives, every_p.low}))
-        results = _check_ranks(file, specs, index, concrete, errors, progress)
-        verdicts = {result.verdict for result in results}
-        if verdicts <= {Verdict.PROVED, Verdict.SKIPPED} and results[0].verdict is Verdict.PROVED:
-            return [_proved_every_p(results, every_p, outcome, started)]
-        if Verdict.BUG in verdicts:
-            return [
-                _noted(result, PROVED_BUT_FAILS_HERE) if result.verdict is Verdict.BUG else result
-                for result in results
-            ]
-        undecided = next(r for r in results if r.verdict is not Verdict.PROVED)
-        reason = f"the concrete check at P={undecided.ranks} is {undecided.verdict.value}"
-    elif outcome.answer is Answer.REFUTED and outcome.smallest is not None:
-        for ranks in dict.fromkeys((every_p.low, outcome.smallest)):
-            (found,) = _check_ranks(file, specs, index, (ranks,), errors, progress)
-            if found.verdict is Verdict.BUG:
-                why = reason if ranks == outcome.smallest else "the concrete check at the lowest P"
-                return [_noted(found, f"smallest failing P={ranks}: {why}")]
-        reason += (
-            ", but the concrete check at that P finds no bug (a longer causal chain may order it)"
-        )
-    note = f"not proved for every P: {reason}; checked P={_span(every_p.fallback)} instead"
-    results = _check_ranks(file, specs, index, every_p.fallback, errors, progress)
-    return [_noted(result, note) for result in results]
+    def concrete(counts: tuple[int, ...]) -> list[ProgramResult]:
+        return _check_ranks(file, specs, index, counts, errors, progress)
 
+    def fresh() -> ProgramSpec:
+        with contextlib.redirect_stdout(io.StringIO()):  # loading printed once already
+            return _programs(file.path, file.options)[index]
 
-def _proved_every_p(
-    concrete: list[ProgramResult], every_p: EveryP, outcome: EveryPOutcome, started: float
-) -> ProgramResult:
-    first = concrete[0]
-    proved = [result for result in concrete if result.verdict is Verdict.PROVED]
-    models = {result.model for result in proved}
-    model = first.model if len(models) == 1 else None  # one model at every P checked, or none
-    compared = (
-        f"checked concretely at P={_span(tuple(result.ranks for result in proved))} (the"
-        f" fallback range and the smallest P of each branch side and event template; tasks,"
-        f" steering values, golden model): {model or 'matches no model'}"
-    )
-    return dataclasses.replace(
-        first,
-        model=model,
-        every_p=EveryPProof(
-            low=every_p.low, assumptions=(*outcome.assumptions, compared), high=outcome.high
-        ),
-        events=outcome.templates,  # for an all-P result: the number of event templates
-        seconds=round(time.monotonic() - started, 4),
-        engine="allp",
-    )
-
-
-def _noted(result: ProgramResult, note: str) -> ProgramResult:
-    return dataclasses.replace(result, notes=(note, *result.notes))
-
-
-def _span(ranks: tuple[int, ...]) -> str:
-    contiguous = list(ranks) == list(range(ranks[0], ranks[-1] + 1))
-    return (
-        f"{ranks[0]}..{ranks[-1]}" if contiguous and len(ranks) > 1 else ",".join(map(str, ranks))
+    options = file.options
+    return check_every_p(
+        fresh(),
+        every_p,
+        repeat=options.repeat,
+        timeout=options.timeout,
+        concrete=concrete,
+        fresh=fresh,
     )
 
 

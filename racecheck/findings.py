@@ -13,6 +13,7 @@ Codes never change meaning. The exit status is derived from verdicts and errors 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -273,12 +274,14 @@ class Finding:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EveryPProof:
-    """`proved for every P >= low` (below `high` if set: from `high` on, some device
-    scalar the program computes leaves INT32), and what that proof rests on."""
+    """Races, deadlocks and bounds proved for every P >= low (below `high` if set: from
+    `high` on, some device scalar the program computes leaves INT32), the outputs
+    checked at `outputs_at` only, and what that proof rests on."""
 
     low: int
     assumptions: tuple[str, ...]
     high: int | None = None
+    outputs_at: tuple[int, ...] = ()  # the P at which the outputs were checked concretely
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -299,6 +302,11 @@ class ProgramResult:
     @property
     def warnings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+
+
+def noted(result: ProgramResult, note: str) -> ProgramResult:
+    """`result` with `note` first among its notes."""
+    return dataclasses.replace(result, notes=(note, *result.notes))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -23,13 +23,13 @@ from symgen import Collective
 
 import racecheck
 from racecheck.allp import Answer, prove_every_p
+from racecheck.allp.driver import PROVED_BUT_FAILS_HERE
 from racecheck.allp.obligations import Obligation
 from racecheck.allp.paths import trace_protocol
 from racecheck.allp.solver import satisfiable
-from racecheck.check import PROVED_BUT_FAILS_HERE
 from racecheck.cli import VerifyCommand, main, parse_command
 from racecheck.errors import ProgramRejected, UsageError
-from racecheck.findings import FindingKind, Verdict
+from racecheck.findings import FileVerdict, FindingKind, Verdict
 from racecheck.load import ProgramSpec, discover, load_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -94,22 +94,31 @@ def test_the_mesh_allreduce_is_proved_for_every_p_with_its_assumptions() -> None
     assert report.exit_code == 0
 
 
-def test_an_all_p_proof_reads_as_such_in_text_and_json() -> None:
+HEADLINE = "races, deadlocks, bounds: every P >= 2; outputs: checked at P = 2..8"
+
+
+def test_an_all_p_proof_reads_as_such_in_every_format(tmp_path: Path) -> None:
+    """The headline claims for every P only what was proved for every P: the outputs
+    were compared with the golden model at the P checked concretely, and it says so."""
     out = io.StringIO()
-    assert main(["verify", str(MESH), "--ranks", "all"], stdout=out, stderr=io.StringIO()) == 0
+    page = tmp_path / "report.html"
+    command = ["verify", str(MESH), "--ranks", "all"]
+    assert main([*command, "--html", str(page)], stdout=out, stderr=io.StringIO()) == 0
     text = out.getvalue()
-    assert "P>=2  proved" in text and "proved for every P >= 2" in text
+    assert "P>=2  proved" in text and HEADLINE in text and "proved for every" not in text
     assert "assumes: P >= 2" in text
+    assert HEADLINE.replace(">", "&gt;") in page.read_text()
     out = io.StringIO()
-    main(["verify", str(MESH), "--ranks", "all", "--format", "json"], stdout=out)
+    main([*command, "--format", "json"], stdout=out)
     (result,) = json.loads(out.getvalue())["results"]
     assert (result["ranks"], result["verdict"], result["every_p"]["low"]) == ("all", "proved", 2)
+    assert result["every_p"]["outputs_checked_at"] == list(range(2, 9))
     out = io.StringIO()
-    main(["verify", str(MESH), "--ranks", "all", "--format", "sarif"], stdout=out)
+    main([*command, "--format", "sarif"], stdout=out)
     (run,) = json.loads(out.getvalue())["runs"]
     notes = run["invocations"][0]["toolExecutionNotifications"]
     (proof,) = [note for note in notes if note.get("properties", {}).get("ranks") == "all"]
-    assert "proved for every P >= 2, assuming P >= 2;" in proof["message"]["text"]
+    assert f"{HEADLINE}, assuming P >= 2;" in proof["message"]["text"]
 
 
 def test_the_mesh_without_barrier_fails_first_at_two_with_a_replayed_witness() -> None:
@@ -164,8 +173,55 @@ def test_a_counter_model_the_concrete_check_does_not_confirm_is_a_fallback() -> 
     argument, so z3 finds a counter-model that the concrete check refutes. (The proof's
     budget is z3 work, so no loaded machine runs out of it: the default stands.)"""
     report = racecheck.verify(str(COUNTER_BARRIER), ranks="all", fallback="2..3")
-    assert [result.verdict for result in report.results] == [Verdict.PROVED] * 2
-    assert all("finds no bug" in result.notes[0] for result in report.results)
+    # every P at which an obligation fails is checked, from the smallest, up to 12 of them
+    worlds = [result.ranks for result in report.results]
+    assert worlds[:2] == [2, 3] and worlds == sorted(set(worlds)) and len(worlds) <= 14
+    assert {result.verdict for result in report.results} == {Verdict.PROVED}
+    assert all("find no bug" in result.notes[0] for result in report.results)
+
+
+def test_pl_parallel_iterations_are_concurrent_in_the_all_p_proof() -> None:
+    """Iterations of a kernel's pl.parallel loop may run concurrently: parking in row p
+    is proved for every P; parking in row p % 8 is never proved for every P (the
+    co-simulation refuses the loop from P = 9, where the pl.parallel obligation fails)."""
+    (result,) = racecheck.verify(str(EXAMPLES / "280_shift_parallel_park.py"), ranks="all").results
+    assert result.every_p is not None and result.model == "shift+1"
+    report = racecheck.verify(str(FIXTURES / "allp_parallel_wrapped_row.py"), ranks="all")
+    assert [result.ranks for result in report.results] == list(range(2, 10))
+    assert report.results[-1].verdict is Verdict.UNKNOWN and report.verdict is FileVerdict.UNKNOWN
+    assert "pl.parallel" in report.results[-1].message
+    note = report.results[0].notes[0]
+    assert note.startswith(f"not proved for every P: no proof that {Obligation.PARALLEL.value}")
+    assert "counter-model at P=9" in note and "the concrete check at P=9 is unknown" in note
+
+
+@pytest.mark.parametrize(
+    ("name", "first"),
+    [("282_allgather_wrapped_output_row", 9), ("284_allgather_recopy_first_row", 10)],
+)
+def test_the_outputs_are_checked_where_a_modulus_wraps_or_one_template_overlaps_itself(
+    name: str, first: int
+) -> None:
+    """`src % 8` first wraps at P = 9; the recopy loop's store first writes one row twice
+    at P = 10 (its template first occurs at P = 9): the concrete P come from these
+    situations, so the wrong output there is found, never proved for every P."""
+    report = racecheck.verify(str(EXAMPLES / f"{name}.py"), ranks="all", expect="allgather")
+    failing = [result for result in report.results if result.verdict is Verdict.BUG]
+    assert failing and failing[0].ranks == first
+    assert {finding.kind for finding in failing[0].findings} == {FindingKind.WRONG_RESULT}
+    assert PROVED_BUT_FAILS_HERE in failing[0].notes
+    assert all(result.every_p is None for result in report.results)
+
+
+def test_the_smallest_failing_p_is_the_smallest_over_every_failed_obligation() -> None:
+    """The single-writer argument for the arrival cell fails from P = 3, where the
+    counting argument holds; counting fails from P = 9 only, where the deadlock is."""
+    path = EXAMPLES / "283_allgather_counted_arrivals_bug_eight_arrive.py"
+    (result,) = racecheck.verify(str(path), ranks="all").results
+    assert (result.ranks, result.verdict) == (9, Verdict.BUG)
+    assert result.notes[0].startswith("smallest failing P=9: no proof that each waited signal")
+    deadlock = next(f for f in result.findings if f.kind is FindingKind.DEADLOCK)
+    assert {location.line for location in deadlock.locations} == {_line_of(path, "@arrivals")}
 
 
 def test_arrivals_counted_on_one_cell_are_proved_and_set_arrivals_are_refuted() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import racecheck
-from racecheck.check import PROVED_BUT_FAILS_HERE
+from racecheck.allp.driver import PROVED_BUT_FAILS_HERE
 from racecheck.findings import FindingKind, ProgramResult, Verdict
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "allp_gather_sum.py"

@@ -74,6 +74,16 @@ def test_json_output_of_the_examples_fits_the_schema(
     assert [result["ranks"] for result in document["results"]] == [3]
 
 
+def test_json_output_of_an_every_p_proof_fits_the_schema() -> None:
+    _, text = _run(
+        "verify", str(EXAMPLES / "08_allreduce_mesh.py"), "--ranks", "all", "--format", "json"
+    )
+    document = json.loads(text)
+    VALIDATOR.validate(document)
+    (result,) = document["results"]
+    assert result["ranks"] == "all" and result["every_p"]["outputs_checked_at"] == list(range(2, 9))
+
+
 def test_json_output_of_a_skipped_rank_count_fits_the_schema() -> None:
     example = str(EXAMPLES / "13_allreduce_two_phase_bug_chunk_off.py")
     _, text = _run("verify", example, "--ranks", "5", "--format", "json")

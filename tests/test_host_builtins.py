@@ -120,6 +120,22 @@ def test_a_signal_less_allreduce_in_a_loop_is_rejected_at_its_line() -> None:
     assert report.errors[0].startswith(f"{FIXTURE}:{line}: error: pld.tensor.allreduce")
 
 
+@pytest.mark.parametrize("ranks", ["2..3", "all"])
+def test_a_host_barrier_on_a_wider_signal_is_refused_at_its_line_as_pypto_does(ranks: str) -> None:
+    """PyPTO's host barrier (broadcast, reduce_scatter, allgather, all_to_all) takes a
+    `[W]` or `[W, 1]` signal, addressed flat: a `[P, 2]` signal whose column 1 a
+    handshake uses does not compile, so it is never proved."""
+    path = ROOT / "tests" / "fixtures" / "host_barrier_wide_signal.py"
+    report = racecheck.verify(str(path), ranks=ranks)
+    assert report.results and {r.verdict for r in report.results} == {racecheck.Verdict.UNKNOWN}
+    assert report.exit_code == 2
+    line = _line_of(path, "# @barrier")
+    assert report.errors[0].startswith(
+        f"{path}:{line}: error: pld.tensor.barrier in the host function takes a [W] or [W, 1]"
+        " signal"
+    )
+
+
 def test_host_builtins_above_16_ranks_are_unsupported_never_proved() -> None:
     report = racecheck.verify(str(FIXTURE), ranks="17", programs=["build_all_to_all"])
     assert [result.verdict for result in report.results] == [racecheck.Verdict.UNKNOWN]

@@ -93,6 +93,26 @@ def test_every_report_is_the_same_for_every_jobs(tmp_path, argv, code) -> None:
         assert "MeshAllreduceNoBarrier" in run.html
 
 
+MEMOISED = str(Path(__file__).parent / "fixtures" / "memoised_factory.py")
+
+
+@pytest.mark.parametrize("ranks", ["2..4", "all"])
+def test_a_factory_that_memoises_its_program_gets_a_fresh_import_per_unit(tmp_path, ranks) -> None:
+    """The factory hands its first program to every later call in one module: each unit
+    (and each symbolic path) imports the file afresh, so P = 3 checks the 3-rank program
+    whatever --jobs says, and --ranks all proves it without an internal error."""
+    run = _same_for_every_jobs(tmp_path, ["verify", MEMOISED, "--ranks", ranks])
+    assert run.code == 0 and not run.err
+    if ranks == "all":
+        assert "P>=2  proved" in run.out and "every P >= 2" in run.out
+        return
+    direct = racecheck.verify(str(EXAMPLES / "01_shift_builtin_barrier.py"), ranks="2..4")
+    events = {result.ranks: result.events for result in direct.results}
+    assert re.findall(r"P=(\d)  proved  (\d+) events", run.out) == [
+        (str(p), str(n)) for p, n in events.items()
+    ]
+
+
 def test_a_multi_file_run_reports_each_file_in_order(tmp_path) -> None:
     run = _same_for_every_jobs(tmp_path, ["verify", NO_BARRIER, MESH, "--ranks", "2..4"])
     bug, proved = run.out.index("MeshAllreduceNoBarrier  P=2"), run.out.index("MeshAllreduce  P=2")

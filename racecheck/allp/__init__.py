@@ -4,19 +4,20 @@
 world size N and rank (`paths`, `tracer`, `shadow`), merges the paths into event
 templates (`templates`) and discharges the obligations (`obligations`) for every
 N >= low with z3 (`solver`, the only module here that imports it). The answer is a
-proof with the assumptions it rests on, a counter-model (the smallest N at which an
-obligation fails, for the caller to confirm concretely), or the reason no all-P
-answer is possible (then the caller checks a concrete range instead).
+proof with the assumptions it rests on and the P its concrete checks must cover, a
+refutation (the P at which some obligation fails, smallest first, for the caller to
+confirm concretely), or the reason no all-P answer is possible (then the caller
+checks a concrete range instead). `driver` runs `--ranks all` with these answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
 from racecheck.allp.expr import WORLD, All, Any_, Cmp, Cond, Const, Not, OutsideFragment, Rel, Var
-from racecheck.allp.obligations import Obligation, Prover
+from racecheck.allp.obligations import Failure, Obligation, Prover, conflict_situations
 from racecheck.allp.paths import trace_protocol
 from racecheck.allp.solver import (
     ATTEMPT_RLIMIT,
@@ -36,6 +37,7 @@ from racecheck.report.reasons import ReasonCode, reason
 EXECUTION_MODEL = reason(ReasonCode.ASSUME_MODEL)
 SCOPE = reason(ReasonCode.ASSUME_SCOPE)
 REPRESENTATIVE_CAP = 32  # the largest P checked concretely as a case's smallest member
+MAX_FAILING = 12  # failing P the concrete checks try to confirm, smallest first
 
 
 class Answer(Enum):
@@ -49,20 +51,77 @@ class EveryPOutcome:
     answer: Answer
     low: int
     reason: str = ""  # FALLBACK: why no all-P answer; REFUTED: the failed obligation
-    smallest: int | None = None  # REFUTED: the smallest N of the counter-model
     assumptions: tuple[str, ...] = ()
     templates: int = 0
     high: int | None = None  # PROVED: only below this P (a device scalar leaves INT32 there)
     # PROVED: the smallest P (up to REPRESENTATIVE_CAP) of each case of the program's
     # branches on P, for the caller to check concretely
     representatives: tuple[int, ...] = ()
+    # REFUTED: the P at which some obligation fails, smallest first, on demand
+    refutation: Refutation | None = None
+
+    @property
+    def smallest(self) -> int | None:
+        """REFUTED: the smallest P at which an obligation fails."""
+        return None if self.refutation is None else self.refutation.first[0]
+
+
+class Refutation:
+    """The P at which some obligation fails, ascending, each with the first obligation
+    failing there: the caller confirms them concretely in this order, so the smallest
+    failing P it reports is the smallest over every failed obligation. The first is
+    known at once; the later ones, needed only when the first is not confirmed, are
+    looked for over every obligation's failures (each call with a budget of its own)."""
+
+    def __init__(
+        self, prover: Prover, failures: list[Failure], rest: Iterator[Failure], base: Cond
+    ) -> None:
+        self._prover, self._failures, self._rest, self._base = prover, failures, rest, base
+        smallest = min(failures, key=lambda failure: failure.model.world)
+        self.first = (smallest.model.world, _why(smallest, smallest.model.world))
+
+    def after(self, world: int, budget: int = ATTEMPT_RLIMIT) -> tuple[int, str] | None:
+        """The smallest P beyond `world` at which some obligation fails, or None (also
+        when z3 cannot tell within `budget` resource units, an attempt of its own)."""
+        begin(budget)
+        deadline = current_deadline()
+        self._prover.deadline = deadline
+        try:
+            self._failures += list(self._rest)
+            union = Any_(tuple(failure.cond for failure in self._failures))
+            beyond = All((self._base, union, Cmp(Rel.LT, Const(world), Var(WORLD))))
+            model = counter_model(beyond, world + 1, deadline=deadline)
+            if model is None:
+                return None
+            at = All((self._base, Cmp(Rel.EQ, Var(WORLD), Const(model.world))))
+            first = next(
+                (f for f in self._failures if model_of(All((at, f.cond)), deadline=deadline)),
+                self._failures[0],
+            )
+        except Undecided:
+            return None
+        return model.world, _why(first, model.world)
+
+
+def _why(failure: Failure, world: int) -> str:
+    where = ", ".join(f"line {location.line}" for location in failure.locations)
+    return reason(
+        ReasonCode.EVERY_P_REFUTED, obligation=failure.obligation.value, world=world, where=where
+    )
 
 
 def prove_every_p(
-    spec: ProgramSpec, low: int, *, repeat: int = 1, budget: int = ATTEMPT_RLIMIT
+    spec: ProgramSpec,
+    low: int,
+    *,
+    repeat: int = 1,
+    budget: int = ATTEMPT_RLIMIT,
+    fresh: Callable[[], ProgramSpec] | None = None,
 ) -> EveryPOutcome:
-    """The all-P answer, within `budget` z3 resource units and the `--timeout` in force
-    (`racecheck.clock.unit`); past either, a fallback naming it."""
+    """The all-P answer for `spec`, within `budget` z3 resource units and the
+    `--timeout` in force (`racecheck.clock.unit`); past either, a fallback naming it.
+    With `fresh`, each branch path after the first is traced on a fresh import of the
+    program's file."""
     if repeat != 1:
         return EveryPOutcome(
             answer=Answer.FALLBACK, low=low, reason=reason(ReasonCode.EVERY_P_REPEAT)
@@ -74,7 +133,8 @@ def prove_every_p(
     try:
         begin(budget)
         deadline = current_deadline()
-        protocol = trace_protocol(spec.origin, low, satisfiable, deadline)
+        reload = None if fresh is None else lambda: fresh().origin
+        protocol = trace_protocol(spec.origin, low, satisfiable, deadline, reload)
         _require_fragment(protocol)
         rejected = tuple(Not(rejection.guard) for rejection in protocol.rejections)
         assumption = All(rejected)
@@ -84,11 +144,13 @@ def prove_every_p(
         below = _int32_limit(protocol, base, low, deadline)
         if below is not None:
             base = All((base, Cmp(Rel.LT, Var(WORLD), Const(below[0]))))
+        prover = Prover(protocol, low, assumption, deadline)
+        rest = prover.failures()
         failures = []
-        for failure in Prover(protocol, low, assumption, deadline).failures():
+        for failure in rest:
             failures.append(failure)
             if failure.model.world == low:
-                break  # the smallest P there is
+                break  # the smallest P there is: the others only if it is not confirmed
         representatives, unchecked = (
             ((), ()) if failures else _representatives(protocol, base, low, deadline)
         )
@@ -103,18 +165,11 @@ def prove_every_p(
             reason=reason(ReasonCode.EVERY_P_UNDECIDED, why=str(undecided)),
         )
     if failures:
-        first = min(failures, key=lambda failure: failure.model.world)
-        where = ", ".join(f"line {location.line}" for location in first.locations)
         return EveryPOutcome(
             answer=Answer.REFUTED,
             low=low,
-            reason=reason(
-                ReasonCode.EVERY_P_REFUTED,
-                obligation=first.obligation.value,
-                world=first.model.world,
-                where=where,
-            ),
-            smallest=first.model.world,
+            reason=(refutation := Refutation(prover, failures, rest, base)).first[1],
+            refutation=refutation,
             templates=len(protocol.templates),
         )
     assumptions = [
@@ -161,9 +216,10 @@ def _int32_limit(
     return world, reason(ReasonCode.ASSUME_BELOW, **facts)
 
 
-def _smallest_world(cond: Cond, low: int, deadline: float) -> int:
-    """The smallest N >= `low` satisfying `cond` (which some N does), by bisection."""
-    floor, ceiling = low, 2**31  # cond fails below floor; some N <= ceiling satisfies it
+def _smallest_world(cond: Cond, low: int, deadline: float, *, ceiling: int = 2**31) -> int:
+    """The smallest N >= `low` satisfying `cond` (which some N <= `ceiling` does), by
+    bisection."""
+    floor = low  # cond fails below floor; some N <= ceiling satisfies it
     while floor < ceiling:
         middle = (floor + ceiling) // 2
         bounded = All((cond, Cmp(Rel.LE, Var(WORLD), Const(middle))))
@@ -177,22 +233,23 @@ def _smallest_world(cond: Cond, low: int, deadline: float) -> int:
 def _representatives(
     protocol: Protocol, base: Cond, low: int, deadline: float
 ) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """Concrete P at which every branch side and every event template occurs (the
-    smallest P of each not yet covered): every path the proof speaks of runs concretely
-    at least once, so its numbers meet the golden model. A path first taken beyond
+    """Concrete P at which every branch side, every case of a division or modulus, every
+    event template and every overlap of two instances of one writing template occurs
+    (the smallest P of each): every path the proof speaks of runs
+    concretely at least once, so its numbers meet the golden model. A path first taken beyond
     REPRESENTATIVE_CAP (on rank 40 only, say) is not run: the second part names it."""
     found = {low}
     beyond: dict[int, list[int]] = {}  # first P beyond the cap: lines first taken there
     situations = {item.guard: item.location.line for item in reversed(_situations(protocol))}
+    for cond, location in conflict_situations(protocol):
+        situations.setdefault(cond, location.line)
     for guard, line in situations.items():
         holds = All((base, guard))
-        if model_of(All((holds, _one_of(found))), deadline=deadline) is not None:
-            continue
-        within = counter_model(
-            All((holds, Cmp(Rel.LE, Var(WORLD), Const(REPRESENTATIVE_CAP)))), low, deadline=deadline
+        within = model_of(
+            All((holds, Cmp(Rel.LE, Var(WORLD), Const(REPRESENTATIVE_CAP)))), deadline=deadline
         )
         if within is not None:
-            found.add(within.world)
+            found.add(_smallest_world(holds, low, deadline, ceiling=within.world))
         elif (world := _beyond(holds, beyond, low, deadline)) is not None:
             beyond.setdefault(world, []).append(line)
     unchecked = tuple(_unchecked(world, lines) for world, lines in sorted(beyond.items()))

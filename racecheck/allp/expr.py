@@ -17,10 +17,10 @@ import functools
 import linecache
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar, dataclass_transform
 
 from racecheck.allp.reasons import needs_concrete
 from racecheck.dsl.scalars import truncating_div, truncating_mod
@@ -44,6 +44,29 @@ class OutsideFragment(Exception):
         self.reason = reason
 
 
+_T = TypeVar("_T")
+
+
+@dataclass_transform(frozen_default=True)
+def _node(cls: type[_T]) -> type[_T]:
+    """A frozen tree node whose hash is computed once: the solver's term cache and the
+    obligations' dictionaries hash whole trees, which recomputed would cost the
+    square of their size."""
+    cls.__annotations__["_hash"] = "int"
+    cls._hash = field(init=False, repr=False, compare=False, default=0)  # type: ignore[attr-defined]
+
+    def post_init(self: Any) -> None:
+        values = tuple(getattr(self, f) for f in self.__dataclass_fields__ if f != "_hash")
+        object.__setattr__(self, "_hash", hash((cls.__name__, *values)))
+
+    def cached(self: Any) -> int:
+        return self._hash  # type: ignore[no-any-return]
+
+    cls.__post_init__ = post_init  # type: ignore[attr-defined]
+    cls.__hash__ = cached  # type: ignore[assignment,method-assign]
+    return dataclass(frozen=True, slots=True)(cls)
+
+
 class Op(Enum):
     ADD = "+"
     SUB = "-"
@@ -59,7 +82,7 @@ class Rel(Enum):
     LE = "<="
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Const:
     value: int
 
@@ -67,7 +90,7 @@ class Const:
         return str(self.value)
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Var:
     name: str
 
@@ -75,7 +98,7 @@ class Var:
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Bin:
     op: Op
     left: Expr
@@ -88,7 +111,7 @@ class Bin:
 Expr = Const | Var | Bin
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Cmp:
     rel: Rel
     left: Expr
@@ -98,7 +121,7 @@ class Cmp:
         return f"{self.left} {self.rel.value} {self.right}"
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Not:
     inner: Cond
 
@@ -106,7 +129,7 @@ class Not:
         return f"not ({self.inner})"
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class All:
     parts: tuple[Cond, ...]
 
@@ -114,7 +137,7 @@ class All:
         return " and ".join(f"({part})" for part in self.parts) or "true"
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Any_:
     parts: tuple[Cond, ...]
 
@@ -122,7 +145,7 @@ class Any_:
         return " or ".join(f"({part})" for part in self.parts) or "false"
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Exists:
     names: tuple[str, ...]
     body: Cond
@@ -136,6 +159,7 @@ TRUE: Cond = All(())
 FALSE: Cond = Any_(())
 
 
+@functools.lru_cache(maxsize=1 << 16)  # trees share subtrees: each is walked once
 def variables(item: Expr | Cond) -> frozenset[str]:
     """The free variable names of an expression or condition."""
     if isinstance(item, Var):

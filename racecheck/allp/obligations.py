@@ -12,7 +12,11 @@ a condition whose satisfiability is a counter-model:
   one well-founded order of all waits: their code positions (common to all ranks),
   else rank first (the argument for deadlock freedom fails under both);
 * ordered — two conflicting accesses on different ranks with no one-hop chain
-  access → notify ⇒ wait → access either way.
+  access → notify ⇒ wait → access either way;
+* parallel — two instances on one rank in different iterations of a kernel's
+  `pl.parallel` loop (which PyPTO may run concurrently) that conflict, or of which one
+  notifies or waits: the co-simulation refuses such a loop, and program order, which
+  the chains above rely on, does not hold between its iterations.
 
 Footprints of one view layout apart by constant offsets in some dimension share no
 byte (in-bounds row-major indices, which the bounds obligation proves): those pairs
@@ -52,8 +56,15 @@ from racecheck.allp.expr import (
     int32_for_ranks,
     renamed,
     renamed_cond,
+    variables,
 )
-from racecheck.allp.solver import CounterModel, counter_model, satisfiable
+from racecheck.allp.solver import (
+    BudgetUsedUp,
+    CounterModel,
+    Undecided,
+    counter_model,
+    model_of,
+)
 from racecheck.allp.templates import Effect, Footprint, LoopItem, Protocol, Template
 from racecheck.events import NotifyOp, SourceLocation, WaitCmp
 from racecheck.report.reasons import ReasonCode, reason
@@ -70,13 +81,15 @@ class Obligation(Enum):
     NOTIFY_EXISTS = reason(ReasonCode.OBLIGATION_NOTIFY_EXISTS)
     NO_CIRCULAR_WAIT = reason(ReasonCode.OBLIGATION_NO_CIRCULAR_WAIT)
     ORDERED = reason(ReasonCode.OBLIGATION_ORDERED)
+    PARALLEL = reason(ReasonCode.OBLIGATION_PARALLEL)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Failure:
     obligation: Obligation
-    model: CounterModel
+    model: CounterModel  # at the smallest N at which `cond` holds
     locations: tuple[SourceLocation, ...]
+    cond: Cond  # holds (with the protocol's base) exactly where the obligation fails
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -251,6 +264,10 @@ def _distinct(left: _Instance, right: _Instance) -> Cond:
     return Any_(tuple(differs))
 
 
+class _Slow(Exception):
+    """The candidates of an obligation are too many to decide at once."""
+
+
 class Prover:
     """Discharges the obligations of one protocol for every N >= low."""
 
@@ -290,18 +307,34 @@ class Prover:
     def failures(self) -> Iterator[Failure]:
         yield from self._refutations(self._bounds())
         unique = itertools.chain.from_iterable(self._unique(wait) for wait in self.waits)
-        if self._refutations(unique, first=True):
+        if self._refutations(unique):
             for wait in self.waits:
                 yield from self._fed(wait)
         yield from self._no_circular_wait()
         yield from self._refutations(self._ordered())
+        yield from self._refutations(self._parallel())
 
     def _fed(self, wait: Template) -> Iterator[Failure]:
         """The wait passes only once every notify that feeds its cell has landed, and they
         do land: one notify (unique writer), else one +1 from every other rank (counted)."""
-        unique = self._refutations(self._unique(wait), first=True)
-        if unique and self._refutations(self._counted(wait), first=True):
-            yield unique[0]
+        unique = self._refutations(self._unique(wait))
+        if unique:
+            yield from self._both(unique, self._refutations(self._counted(wait)))
+
+    def _both(self, failures: list[Failure], others: list[Failure]) -> Iterator[Failure]:
+        """Where two arguments fail at once: the obligation holds at every N at which
+        either holds, so it fails only where some candidate of each does (their
+        instances named apart), the smallest such N its counter-model."""
+        if not others:
+            return
+        cond = All((_either(failures), _named_apart(_either(others))))
+        model = self._counter_model(cond)
+        if model is not None:
+            found = (*failures, *others)
+            locations = tuple(dict.fromkeys(at for f in found for at in f.locations))
+            yield Failure(
+                obligation=failures[0].obligation, model=model, locations=locations, cond=cond
+            )
 
     def _unique(self, wait: Template) -> Iterator[_Candidate]:
         yield from self._unique_writer(wait)
@@ -316,43 +349,52 @@ class Prover:
         if not (self.exclusive(*templates) or _false(cond)):
             yield _Candidate(obligation=obligation, cond=cond, templates=templates)
 
-    def _refutations(
-        self, candidates: Iterable[_Candidate], *, first: bool = False
-    ) -> list[Failure]:
-        """The counter-models of the candidates, up to the first (if `first`) or the first
-        at the lowest P: one solver call for all of them when none has one, the usual
-        case."""
+    def _refutations(self, candidates: Iterable[_Candidate]) -> list[Failure]:
+        """The failure of the candidates (a list of none or one): one solver call for all
+        of them when none has one, the usual case; else their union, whose smallest N is
+        the smallest over every failing candidate, named after one failing there."""
         pending = list(candidates)
+        union = Any_(tuple(candidate.cond for candidate in pending))
         if not pending:
             return []
         self._check_clock(pending[0].obligation, pending[0].location)
-        if not self._satisfiable(Any_(tuple(c.cond for c in pending))):
+        try:
+            if self._batch(union) is None:
+                return []
+            model = self._counter_model(union)
+        except _Slow:  # decided one by one, then over those that fail
+            pending = [c for c in pending if self._counter_model(c.cond) is not None]
+            union = Any_(tuple(candidate.cond for candidate in pending))
+            model = self._counter_model(union) if pending else None
+        if model is None:
             return []
-        failures = []
-        for candidate in pending:
-            self._check_clock(candidate.obligation, candidate.location)
-            model = counter_model(
-                All((self.base, candidate.cond)), self.low, deadline=self.deadline
-            )
-            if model is None:
-                continue
-            locations = tuple(dict.fromkeys(t.location for t in candidate.templates))
-            if candidate.where is not None:
-                locations = (candidate.where,)
-            failures.append(
-                Failure(obligation=candidate.obligation, model=model, locations=locations)
-            )
-            if first or model.world == self.low:
-                break  # no counter-model is smaller
-        return failures
+        at = All((self.base, Cmp(Rel.EQ, Var(WORLD), Const(model.world))))
+        culprit = next(
+            (c for c in pending if model_of(All((at, c.cond)), deadline=self.deadline)),
+            pending[0],
+        )
+        locations = tuple(dict.fromkeys(t.location for t in culprit.templates))
+        if culprit.where is not None:
+            locations = (culprit.where,)
+        return [
+            Failure(obligation=culprit.obligation, model=model, locations=locations, cond=union)
+        ]
 
     def _check_clock(self, obligation: Obligation, where: SourceLocation | None) -> None:
         clock.check(self.deadline, f"proving every P ({obligation.value})", where)
 
-    def _satisfiable(self, cond: Cond) -> bool:
-        """Unknown (past `BATCH_RLIMIT`) counts as satisfiable: each candidate is then
-        decided on its own."""
-        return satisfiable(All((self.base, cond)), self.deadline, rlimit=BATCH_RLIMIT)
+    def _counter_model(self, cond: Cond) -> CounterModel | None:
+        return counter_model(All((self.base, cond)), self.low, deadline=self.deadline)
+
+    def _batch(self, cond: Cond) -> CounterModel | None:
+        """Some model of all candidates at once, or None; unknown (past `BATCH_RLIMIT`)
+        raises `_Slow`: each candidate is then decided on its own."""
+        try:
+            return model_of(All((self.base, cond)), deadline=self.deadline, rlimit=BATCH_RLIMIT)
+        except BudgetUsedUp:
+            raise
+        except Undecided:
+            raise _Slow from None
 
     def _bounds(self) -> Iterator[_Candidate]:
         for check in self.protocol.checks:
@@ -499,8 +541,8 @@ class Prover:
         """Waits ordered by code position alone, or else by rank first: either order is
         well-founded, and under it a wait needs only notifies behind earlier waits."""
         failures = self._refutations(self._circular(ranks=False))
-        if failures and self._refutations(self._circular(ranks=True), first=True):
-            yield from failures
+        if failures:
+            yield from self._both(failures, self._refutations(self._circular(ranks=True)))
 
     def _circular(self, *, ranks: bool) -> Iterator[_Candidate]:
         for wait_template, notify_template, earlier_template in itertools.product(
@@ -605,6 +647,66 @@ class Prover:
                 )
             )
             yield from self._candidate(Obligation.ORDERED, cond, left, right)
+
+    def _parallel(self) -> Iterator[_Candidate]:
+        templates = [t for t in self.protocol.templates if _in_parallel(t)]
+        for left, right in itertools.combinations_with_replacement(templates, 2):
+            signals = {left.effect, right.effect} & {Effect.NOTIFY, Effect.WAIT}
+            if not signals and not (
+                _conflicting(left.effect, right.effect)
+                and left.footprint.memory == right.footprint.memory
+            ):
+                continue
+            first, second = _instance(left, "a", "a"), _instance(right, "b", "b")
+            together = _concurrent(first, second)
+            if _false(together):
+                continue
+            clash = TRUE if signals else _overlap(first, second, "o")
+            cond = All((first.guard, second.guard, together, clash))
+            yield from self._candidate(Obligation.PARALLEL, cond, left, right)
+
+
+def _either(failures: list[Failure]) -> Cond:
+    return Any_(tuple(failure.cond for failure in failures))
+
+
+def _named_apart(cond: Cond) -> Cond:
+    """`cond` with every variable but N renamed: instances of its own."""
+    return renamed_cond(cond, {name: f"{name}'" for name in variables(cond) - {WORLD}})
+
+
+def conflict_situations(protocol: Protocol) -> Iterator[tuple[Cond, SourceLocation]]:
+    """For each template that conflicts with itself, the condition under which two of
+    its instances (other ranks or other iterations) touch one byte: a situation the
+    concrete checks must see, first met at some P (the output row two iterations both
+    write, say)."""
+    for template in protocol.templates:
+        if not _conflicting(template.effect, template.effect):
+            continue
+        first, second = _instance(template, "a", "a"), _instance(template, "b", "b")
+        overlap = _overlap(first, second, "o")
+        if not _false(overlap):
+            cond = All((first.guard, second.guard, _distinct(first, second), overlap))
+            yield cond, template.location
+
+
+def _in_parallel(template: Template) -> bool:
+    return any(isinstance(item, LoopItem) and item.parallel for item in template.position)
+
+
+def _concurrent(first: _Instance, second: _Instance) -> Cond:
+    """The two instances are on one rank, in different iterations of one `pl.parallel`
+    loop (and in the same iteration of every loop around it)."""
+    options: list[Cond] = []
+    same: list[Cond] = []
+    for a, b in zip(first.template.position, second.template.position, strict=False):
+        if not (isinstance(a, LoopItem) and isinstance(b, LoopItem) and a.slot == b.slot):
+            break
+        index, other = Var(first.names[a.var]), Var(second.names[b.var])
+        if a.parallel:
+            options.append(All((*same, Cmp(Rel.NE, index, other))))
+        same.append(Cmp(Rel.EQ, index, other))
+    return Any_(tuple(options))
 
 
 def _false(cond: Cond) -> bool:

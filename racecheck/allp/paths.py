@@ -34,12 +34,23 @@ MAX_PATHS = 256
 
 
 def trace_protocol(
-    origin: ProgramOrigin, low: int, feasible: Callable[[Cond, float], bool], deadline: float
+    origin: ProgramOrigin,
+    low: int,
+    feasible: Callable[[Cond, float], bool],
+    deadline: float,
+    fresh: Callable[[], ProgramOrigin | None] | None = None,
 ) -> Protocol:
+    """Every path of the program at `origin`, each after the first on a fresh import
+    of its file (`fresh`, if given): no run sees what another left in the module."""
     pending: list[list[int]] = [[]]
     records: list[PathRecord] = []
     rank_var = ""
     while pending:
+        if records and fresh is not None:
+            reloaded = fresh()
+            if reloaded is None:
+                raise OutsideFragment("the program's origin is unknown")
+            origin = reloaded
         if len(records) >= MAX_PATHS:
             raise OutsideFragment(reason(ReasonCode.OUTSIDE_PATHS, paths=MAX_PATHS))
         clock.check(deadline, _tracing(len(records) + 1))

@@ -83,7 +83,7 @@ class Surface:
 
         members: dict[str, Any] = {
             "range": self.range_,
-            "parallel": self.range_,
+            "parallel": self.parallel,
             "load": self.load,
             "store": self.store,
             "program": self.program,
@@ -157,6 +157,11 @@ class Surface:
         loop = tracer.slots[-1].var if len(tracer.slots) == 1 else None
         if not (isinstance(device, Sym) and loop is not None and device.expr == Var(loop)):
             raise OutsideFragment(reason(ReasonCode.SHADOW_DEVICE_NOT_INDEX))
+        if tracer.bounds[-1] != (Const(0), 1):
+            # PyPTO puts the windows of a loop up to pld.world_size() in the all-devices
+            # group whatever its start and step, those of a loop up to a constant in the
+            # group of its indices (docs/model.md): here both stops are N.
+            raise OutsideFragment(reason(ReasonCode.SHADOW_DISPATCH_START))
         tracer.check(in_range(device.expr, Const(0), Var(WORLD)), "a dispatch's device")
         self.dispatched = True
         rank = tracer.enter_rank()
@@ -242,7 +247,14 @@ class Surface:
     def world_size(self) -> Sym:
         return self.tracer.world()
 
-    def range_(self, *args: object, init_values: object = None, **_: object) -> Any:
+    def parallel(self, *args: object, init_values: object = None, **_: object) -> Any:
+        """`pl.parallel`: in a kernel its iterations may run concurrently (docs/model.md),
+        an obligation of their own; on the host it is `pl.range`."""
+        return self.range_(*args, init_values=init_values, parallel=self.tracer.rank is not None)
+
+    def range_(
+        self, *args: object, init_values: object = None, parallel: bool = False, **_: object
+    ) -> Any:
         if init_values is not None:
             raise OutsideFragment(reason(ReasonCode.SHADOW_RANGE_CARRY))
         if not 1 <= len(args) <= 3:
@@ -251,7 +263,7 @@ class Surface:
         start, stop, step = (*bounds, 1)[:3]
         if not isinstance(step, int):
             raise OutsideFragment(reason(ReasonCode.SHADOW_SYMBOLIC_STEP))
-        return self.tracer.loop(start, stop, step)
+        return self.tracer.loop(start, stop, step, parallel=parallel)
 
     # --- memory -------------------------------------------------------------------------
 

@@ -182,9 +182,12 @@ def satisfiable(cond: Cond, deadline: float | None = None, *, rlimit: int = QUER
         return True
 
 
-def model_of(cond: Cond, *, deadline: float | None = None) -> CounterModel | None:
-    """Some assignment satisfying `cond`, or None; `unknown` raises `Undecided`."""
-    return _check(cond, deadline)
+def model_of(
+    cond: Cond, *, deadline: float | None = None, rlimit: int = QUERY_RLIMIT
+) -> CounterModel | None:
+    """Some assignment satisfying `cond` (within `rlimit` resource units), or None;
+    `unknown` raises `Undecided`."""
+    return _check(cond, deadline, rlimit)
 
 
 def counter_model(cond: Cond, low: int, *, deadline: float | None = None) -> CounterModel | None:

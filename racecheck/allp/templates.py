@@ -49,6 +49,7 @@ class Footprint:
 class LoopItem:
     slot: int
     var: str
+    parallel: bool = False  # a kernel's pl.parallel: its iterations may run concurrently
 
 
 PositionItem = int | LoopItem

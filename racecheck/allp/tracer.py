@@ -23,6 +23,7 @@ source reads it without a binding path before it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import dis
 import functools
 import itertools
@@ -37,11 +38,14 @@ from racecheck.allp.expr import (
     TRUE,
     WORLD,
     All,
+    Any_,
+    Bin,
     Cmp,
     Cond,
     Const,
     Expr,
     Not,
+    Op,
     Opaque,
     OutsideFragment,
     Rel,
@@ -49,6 +53,7 @@ from racecheck.allp.expr import (
     SymBool,
     Var,
     int32_for_ranks,
+    quotient_is,
     renamed,
     variables,
 )
@@ -113,6 +118,7 @@ class Tracer:
         self.rank: str | None = None
         self.loops = 0
         self.slots: list[LoopItem] = []
+        self.bounds: list[tuple[Expr, int]] = []  # each open loop's start and step
         self.left_early = ""
         self.context: set[tuple[Cond, bool]] = set()
 
@@ -188,14 +194,17 @@ class Tracer:
 
     # --- loops --------------------------------------------------------------------------
 
-    def loop(self, start: object, stop: object, step: int) -> Iterator[Sym]:
+    def loop(
+        self, start: object, stop: object, step: int, *, parallel: bool = False
+    ) -> Iterator[Sym]:
         if step <= 0:
             raise OutsideFragment(reason(ReasonCode.OUTSIDE_STEP, step=step))
         low, high = _expr(start), _expr(stop)
         self._check_scope(low, "a loop bound")
         self._check_scope(high, "a loop bound")
         outer = self.scopes[-1]
-        self.slots.append(LoopItem(slot=outer.counter, var=""))
+        self.slots.append(LoopItem(slot=outer.counter, var="", parallel=parallel))
+        self.bounds.append((low, step))
         outer.counter += 1
         scope = _Scope(var=None, passes=self.rank is not None)
         self.scopes.append(scope)
@@ -236,6 +245,7 @@ class Tracer:
             self._bound_after(left, before, bound, outer_loops, empty, site)
         self.scopes.pop()
         self.slots.pop()
+        self.bounds.pop()
         if scope.passes:
             del self.facts[entry_facts:]
             self.context = entry_context
@@ -292,7 +302,7 @@ class Tracer:
         name = f"i{self.loops}"
         index = Var(name)
         scope.var, scope.counter = name, 0
-        self.slots[-1] = LoopItem(slot=self.slots[-1].slot, var=name)
+        self.slots[-1] = dataclasses.replace(self.slots[-1], var=name)
         self._assume(Cmp(Rel.LE, low, index))
         self._assume(Cmp(Rel.LT, index, high))
         if step != 1:
@@ -353,7 +363,14 @@ class Tracer:
         )
 
     def computed(self, value: Expr) -> None:
-        """`value` fits INT32 on this path (`int32_for_ranks`)."""
+        """`value` fits INT32 on this path (`int32_for_ranks`). A division or modulus by
+        a constant is no branch, but each case of its quotient is a situation the
+        concrete checks must meet (`p % 8` wraps first at p = 8)."""
+        if isinstance(value, Bin) and value.op in (Op.TDIV, Op.TMOD):
+            for case in _quotient_cases(value.left, value.right):
+                self.record.cases.append(
+                    Case(guard=All((self.guard(), case)), location=user_location())
+                )
         holds = int32_for_ranks(value)
         names = {WORLD: "P"} if self.rank is None else {WORLD: "P", self.rank: "rank"}
         what = str(renamed(value, names))
@@ -376,6 +393,15 @@ class Tracer:
         if any(fact.names - {WORLD} for fact in self.facts[1:]):
             raise OutsideFragment(reason(ReasonCode.OUTSIDE_RAISES_ON_SOME_RANKS, message=message))
         self.record.rejection = Rejection(guard=All(tuple(conditions)), message=message)
+
+
+def _quotient_cases(left: Expr, right: Expr) -> tuple[Cond, ...]:
+    """The quotient of `left` by a nonzero constant is -1, 0 or 1, or beyond them."""
+    if not isinstance(right, Const) or right.value == 0:
+        return ()
+    divisor = Const(abs(right.value))
+    cases = tuple(quotient_is(quotient, left, divisor) for quotient in (-1, 0, 1))
+    return (*cases, Not(Any_(cases)))
 
 
 def _expr(value: object) -> Expr:

@@ -179,11 +179,24 @@ def _require_separate(label: str, source: TensorView, target: TensorView) -> Non
         )
 
 
+def _require_host_signal(label: str, signal: TensorView) -> None:
+    """In the host function every builtin but allreduce takes a `[W]` or `[W, 1]` signal,
+    which its kernel addresses flat (cell `rank`): PyPTO refuses any other shape at
+    compile time (src/ir/transforms/lower_host_tensor_collectives_pass.cpp:149-178,
+    585-587: one lane required, no wider lane allowed)."""
+    if _host() is None or signal.ndim == 1 or (signal.ndim == 2 and signal.shape[1] == 1):
+        return
+    raise unsupported(
+        f"{label} in the host function takes a [W] or [W, 1] signal, got {signal!r}:"
+        " PyPTO refuses it at compile time"
+    )
+
+
 def barrier(signal: object) -> object:
     label = "pld.tensor.barrier"
-    _launch(
-        label, lowering.barrier, (_window(signal, label, "the signal"),), host_dtypes=frozenset()
-    )
+    signal_view = _window(signal, label, "the signal")
+    _require_host_signal(label, signal_view)
+    _launch(label, lowering.barrier, (signal_view,), host_dtypes=frozenset())
     return signal
 
 
@@ -240,6 +253,7 @@ def _private_signal(label: str, cores: int) -> TensorView:
 def broadcast(data: object, signal: object, *, root: object = 0) -> object:
     label = "pld.tensor.broadcast"
     operands = (_window(data, label, "data"), _window(signal, label, "the signal"))
+    _require_host_signal(label, operands[1])
     _launch(label, lowering.broadcast, operands, root=as_index(root))
     return data
 
@@ -256,6 +270,7 @@ def allgather(
     local_view = require_view(local, label, "local")
     target_view = _window(target, label, "target")
     signal_view = _window(signal, label, "the signal")
+    _require_host_signal(label, signal_view)
     _require_separate(label, local_view, target_view)
     if local_view.is_window and _host() is None:
         raise unsupported(
@@ -278,6 +293,7 @@ def reduce_scatter(target: object, signal: object, *, op: ReduceOp = ReduceOp.Su
     if op is not ReduceOp.Sum:
         raise unsupported(f"{label} supports op=pld.ReduceOp.Sum only")
     operands = (_window(target, label, "target"), _window(signal, label, "the signal"))
+    _require_host_signal(label, operands[1])
     _launch(label, lowering.reduce_scatter, operands)
     return target
 
@@ -287,6 +303,7 @@ def all_to_all(source: object, target: object, signal: object, out: object = Non
     source_view = require_view(source, label, "input")
     operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
     _require_separate(label, source_view, operands[1])
+    _require_host_signal(label, operands[2])
     if out is None:
         _launch(label, lowering.all_to_all, operands)
         return target

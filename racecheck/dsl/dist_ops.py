@@ -15,10 +15,10 @@ import numpy as np
 
 from racecheck.dsl import lanes
 from racecheck.dsl.context import RankContext, current, host_context, rank_context
-from racecheck.dsl.dtypes import INT64, DType
-from racecheck.dsl.groups import in_group, world_peer
+from racecheck.dsl.dtypes import DType
+from racecheck.dsl.groups import WorldSize, in_group, world_peer
 from racecheck.dsl.local_ops import indices, load_region, local_owner, require_view, tile_values
-from racecheck.dsl.scalars import DeviceInt, Tainted, as_index, sources_of, typed
+from racecheck.dsl.scalars import DeviceInt, Tainted, as_index, sources_of
 from racecheck.dsl.tensors import TensorView, Tile, WindowBuffer
 from racecheck.dsl.types import AtomicType, NotifyOp, WaitCmp
 from racecheck.errors import UnsupportedConstruct
@@ -45,7 +45,7 @@ def world_size() -> DeviceInt:
     context = current()
     if context is None:
         raise UnsupportedConstruct("pld.world_size() is only known while a program runs")
-    return typed(INT64, context.ranks)  # INT64 in PyPTO, docs/model.md §1
+    return WorldSize(context.ranks)  # INT64 in PyPTO, docs/model.md §1
 
 
 def get_comm_ctx(tensor: object = None) -> CommCtx:

@@ -12,18 +12,83 @@ whose windows reach every rank are unaffected.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ast
+import linecache
+from collections.abc import Iterator, Sequence
 from functools import cache
 
 import numpy as np
 
 from racecheck.dsl.context import RankContext, RankContextProxy
-from racecheck.dsl.location import user_location
-from racecheck.dsl.scalars import Tainted
+from racecheck.dsl.dtypes import INT64
+from racecheck.dsl.location import innermost_user_frame, user_location
+from racecheck.dsl.scalars import DeviceIndex, DeviceInt, Tainted
 from racecheck.dsl.symbolic import Forms
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, NotifyOp
+
+
+class WorldSize(DeviceInt):
+    """`pld.world_size()`. As the stop of a host `pl.range` (directly or through one
+    variable) it makes every `device=r` dispatch of the loop put its windows in the
+    all-devices group, whatever the loop's start and step (PyPTO's
+    MaterializeCommDomainScopes: src/ir/transforms/materialize_comm_domain_scopes_pass.cpp
+    :228-237); arithmetic on it gives a plain device int, which PyPTO does not see
+    through."""
+
+    __slots__ = ()
+    dtype = INT64  # as PyPTO types it (docs/model.md §1)
+
+
+class WorldIndex(DeviceIndex):
+    """An index of a `pl.range` whose stop is `pld.world_size()`."""
+
+    __slots__ = ()
+
+
+def loop_indices(bounds: tuple[object, ...], indices: range) -> Iterator[DeviceInt]:
+    """The indices of `pl.range(*bounds)` (INDEX scalars): `WorldIndex` when its stop is
+    the world size."""
+    stop = bounds[0] if len(bounds) == 1 else bounds[1]
+    kind = WorldIndex if isinstance(stop, WorldSize) else DeviceIndex
+    return (kind(index) for index in indices)
+
+
+def spans_world_by_loop(index: object) -> bool:
+    """Whether a `device=` value puts its windows in the all-devices group: the index of
+    a loop up to `pld.world_size()`, passed as that loop's own variable (PyPTO reads the
+    `device=` expression: only the loop's induction variable counts)."""
+    if not isinstance(index, WorldIndex):
+        return False
+    frame = innermost_user_frame()
+    return frame is not None and _device_is_loop_target(frame.f_code.co_filename, frame.f_lineno)
+
+
+@cache
+def _device_is_loop_target(filename: str, line: int) -> bool:
+    """A call at `line` passes `device=` the target of a `for` loop around it."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except SyntaxError:
+        return False
+    for loop in ast.walk(tree):
+        if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)):
+            continue
+        target = loop.target.id
+        for node in ast.walk(loop):
+            if (
+                isinstance(node, ast.Call)
+                and node.lineno <= line <= (node.end_lineno or 0)
+                and any(_names(keyword, target) for keyword in node.keywords)
+            ):
+                return True
+    return False
+
+
+def _names(keyword: ast.keyword, target: str) -> bool:
+    value = keyword.value
+    return keyword.arg == "device" and isinstance(value, ast.Name) and value.id == target
 
 
 def members(view: TensorView, ranks: int) -> tuple[int, ...]:

@@ -22,6 +22,7 @@ import numpy as np
 
 from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import INDEX, DType
+from racecheck.dsl.groups import loop_indices
 from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import (
     DeviceIndex,
@@ -401,7 +402,7 @@ def _loop_indices(args: tuple[object, ...]) -> Iterator[object]:
         raise TypeError(f"pl.range takes 1 to 3 bounds, got {len(args)}")
     if any(isinstance(bound, Tainted) and bound.symbolic is not None for bound in args[:2]):
         return _compared(args)
-    return (DeviceIndex(index) for index in range(*indices(args)))  # INDEX, docs/model.md §1
+    return loop_indices(args, range(*indices(args)))  # INDEX, docs/model.md §1
 
 
 def _compared(args: tuple[object, ...]) -> Iterator[object]:

@@ -22,6 +22,7 @@ from racecheck.dsl.async_put import drained_by_the_end
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.declared import as_declared
 from racecheck.dsl.device_source import divides_as_python, on_device
+from racecheck.dsl.groups import spans_world_by_loop
 from racecheck.dsl.location import unsupported, user_location
 from racecheck.dsl.scalars import as_index, device_scalar
 from racecheck.dsl.scopes import (
@@ -82,11 +83,15 @@ class DslFunction:
         if self.as_written:
             self._refuse_python_division()
         if "device" in kwargs:
-            device = as_index(kwargs.pop("device"))
+            index = kwargs.pop("device")
+            device = as_index(index)
             host = host_context(f"{self.__name__}(..., device=...)")
+            # the window's group (docs/model.md): every device for the index of a loop up
+            # to pld.world_size(), whatever its start and step (`groups.WorldSize`)
+            group = range(host.ranks) if spans_world_by_loop(index) else (device,)
             for value in (*args, *kwargs.values()):
                 if isinstance(value, TensorView) and value.devices is not None:
-                    value.devices.add(device)  # the window's group (docs/model.md)
+                    value.devices.update(group)
             host.dispatch(
                 device,
                 self.function,

@@ -63,7 +63,8 @@ def _result(result: ProgramResult) -> JsonObject:
 
 def _every_p(result: ProgramResult) -> JsonObject:
     """A result for every P: `"ranks": "all"`, its bounds (`high` exclusive, null for
-    none) and its assumptions."""
+    none) of the races, deadlocks and bounds proved, the P at which the outputs were
+    checked (only there), and its assumptions."""
     if result.every_p is None:
         return {}
     return {
@@ -71,6 +72,7 @@ def _every_p(result: ProgramResult) -> JsonObject:
         "every_p": {
             "low": result.every_p.low,
             "high": result.every_p.high,
+            "outputs_checked_at": list(result.every_p.outputs_at),
             "assumptions": list(result.every_p.assumptions),
         },
     }

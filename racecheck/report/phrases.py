@@ -34,9 +34,12 @@ def describe_code(code: FindingCode) -> str:
 
 
 def describe_every_p(proof: EveryPProof) -> str:
-    """`proved for every P >= 4`, or `... 4 <= P < 65536` for a bounded proof."""
+    """`races, deadlocks, bounds: every P >= 4; outputs: checked at P = 4..8, 17`
+    (`4 <= P < 65536` for a bounded proof): the headline claims for every P only what
+    was proved for every P."""
     span = f"P >= {proof.low}" if proof.high is None else f"{proof.low} <= P < {proof.high}"
-    return f"proved for every {span}"
+    outputs = describe_rank_counts(proof.outputs_at) if proof.outputs_at else "none"
+    return f"races, deadlocks, bounds: every {span}; outputs: checked at P = {outputs}"
 
 
 def describe_rank_counts(counts: Iterable[int]) -> str:

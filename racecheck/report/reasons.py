@@ -124,6 +124,7 @@ class ReasonCode(Enum):
     SHADOW_SCALAR_ARITHMETIC = "shadow-scalar-arithmetic"
     SHADOW_DISPATCH_LOOPS = "shadow-dispatch-loops"
     SHADOW_DEVICE_NOT_INDEX = "shadow-device-not-index"
+    SHADOW_DISPATCH_START = "shadow-dispatch-start"
     SHADOW_TWO_KERNELS = "shadow-two-kernels"
     SHADOW_DEFERRED_ALLGATHER = "shadow-deferred-allgather"
     SHADOW_FOUR_ARGUMENTS = "shadow-four-arguments"
@@ -150,6 +151,7 @@ class ReasonCode(Enum):
     OBLIGATION_NOTIFY_EXISTS = "obligation-notify-exists"
     OBLIGATION_NO_CIRCULAR_WAIT = "obligation-no-circular-wait"
     OBLIGATION_ORDERED = "obligation-ordered"
+    OBLIGATION_PARALLEL = "obligation-parallel"
     # what the every-P prover refuses (allp/__init__.py)
     EVERY_P_DEFER_WAIT = "every-p-defer-wait"
     EVERY_P_SIGNAL_STORE = "every-p-signal-store"
@@ -357,6 +359,10 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.SHADOW_DEVICE_NOT_INDEX: (
         "a dispatch whose device= is not the index of one host loop"
     ),
+    ReasonCode.SHADOW_DISPATCH_START: (
+        "a dispatch loop that does not start at 0 with step 1: its windows' group"
+        " depends on whether its stop is pld.world_size() or a number"
+    ),
     ReasonCode.SHADOW_TWO_KERNELS: (
         "two kernel tasks per rank: the runtime may overlap them (docs/model.md)"
     ),
@@ -398,6 +404,10 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.OBLIGATION_ORDERED: (
         "conflicting accesses of different ranks ordered by access → notify ⇒ wait → access"
+    ),
+    ReasonCode.OBLIGATION_PARALLEL: (
+        "no two iterations of a kernel's pl.parallel loop conflict, or signal while the other"
+        " accesses memory (PyPTO may run them concurrently)"
     ),
     ReasonCode.EVERY_P_DEFER_WAIT: "a defer_wait compares unsigned",
     ReasonCode.EVERY_P_SIGNAL_STORE: (
