@@ -45,10 +45,15 @@ def verify(
     reset_windows: bool = False,
     fallback: str | None = None,
     jobs: int | None = None,
+    argv: Sequence[str] = (),
+    env: Mapping[str, str] = {},  # noqa: B006 - read-only default
+    import_root: str | None = None,
 ) -> Report:
     """Check every program of the file at every rank count; see docs/cli.md for the result.
     `ranks="all"` (or `"2.."`) proves for every P, else checks `fallback` (default 2..8).
     `jobs` worker processes check the program and P units (default: the machine's cores).
+    `argv`, `env` and `import_root` are what the file is imported with (`{P}` in argv or an
+    env value is the rank count: the file is then imported afresh at each P).
 
     The options are validated as the CLI's are (`racecheck.options.Options`): a bad
     value raises `racecheck.errors.UsageError`."""
@@ -73,6 +78,9 @@ def verify(
         runtime_order=runtime_order_choice(runtime_order),
         reset_windows=reset_windows,
         jobs=machine_cores() if jobs is None else jobs,
+        argv=tuple(argv),
+        env=tuple(env.items()),
+        import_root=import_root,
     )
     return check(path, options)
 

@@ -42,10 +42,11 @@ from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, Unsup
 from racecheck.events import Schedule
 from racecheck.findings import EveryPProof, FindingKind, ProgramResult, Report, Verdict
 from racecheck.judge import Outcome
-from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
+from racecheck.load import ProgramInstance, ProgramSpec, load_programs
 from racecheck.models import parse_model
 from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
+from racecheck.project_imports import describe_import
 from racecheck.session import Session
 from racecheck.steering import open_reads
 from racecheck.workers import Workers
@@ -116,14 +117,16 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
         _noted(result, judge.SINGLE_DEVICE_NOTE) if result.program in single else result
         for result in results
     ]
-    return Report(file=file.path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
+    return Report(
+        file=file.path,
+        results=tuple(results),
+        errors=tuple(dict.fromkeys(errors)),
+        imported_with=describe_import(options.import_config, file.path),
+    )
 
 
 def _programs(path: str, options: Options) -> list[ProgramSpec]:
-    loaded = load_file(path, timeout=options.timeout)
-    return discover(
-        loaded, programs=options.programs, args=dict(options.args), rank_param=options.rank_param
-    )
+    return load_programs(path, options)
 
 
 def _check_units(

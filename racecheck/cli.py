@@ -14,23 +14,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from racecheck.errors import ProgramRejected, UsageError, UserError
 from racecheck.findings import Report, exit_code_of
 from racecheck.options import (
     EngineChoice,
+    ImportConfig,
     Options,
     RuntimeOrder,
     engine_choice,
     machine_cores,
     parse_arg,
     parse_count,
+    parse_env,
     parse_every_p,
     parse_ranks,
     parse_seconds,
@@ -61,6 +64,7 @@ class TraceCommand:
     rank_param: str | None
     repeat: int
     seed: int
+    import_config: ImportConfig = ImportConfig()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -263,6 +267,26 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
         "windows without PyPTO's reset between requests (add --reset-windows for its default)",
     )
     parser.add_argument("--seed", default="0", metavar="N")
+    parser.add_argument(
+        "--argv",
+        default="",
+        metavar="ARGS",
+        help="the file's own command line while it is imported (sys.argv[1:], split as a"
+        " shell does); {P} is the rank count, and the file is imported afresh at each P",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable while the file is imported; {P} is the rank count",
+    )
+    parser.add_argument(
+        "--import-root",
+        metavar="DIR",
+        help="the directory the file's absolute imports resolve against (default: the"
+        " nearest parent holding pyproject.toml or .git)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -284,6 +308,7 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
         jobs=machine_cores()
         if namespace.jobs is None
         else parse_count("--jobs", namespace.jobs, minimum=1),
+        **_import_fields(namespace),
     )
     output_format = OutputFormat(namespace.format)
     paths = tuple(namespace.file)
@@ -301,6 +326,19 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
         html=namespace.html,
         debug=namespace.debug,
     )
+
+
+def _import_fields(namespace: argparse.Namespace) -> dict[str, Any]:
+    """--argv, --env and --import-root as Options fields."""
+    try:
+        argv = tuple(shlex.split(namespace.argv))
+    except ValueError as error:
+        raise UsageError(f"--argv {namespace.argv!r}: {error}") from None
+    return {
+        "argv": argv,
+        "env": tuple(parse_env(text) for text in namespace.env),
+        "import_root": namespace.import_root,
+    }
 
 
 def _check_writable(path_text: str) -> None:
@@ -332,6 +370,7 @@ def _trace_command(namespace: argparse.Namespace) -> TraceCommand:
         rank_param=namespace.rank_param,
         repeat=parse_count("--repeat", namespace.repeat, minimum=1),
         seed=parse_count("--seed", namespace.seed, minimum=0),
+        import_config=Options(**_import_fields(namespace)).import_config,
     )
 
 
@@ -398,7 +437,7 @@ def run_trace(command: TraceCommand, out: TextIO) -> int:
     from racecheck.load import discover, load_file
     from racecheck.report.trace import render_trace
 
-    loaded = load_file(command.path)
+    loaded = load_file(command.path, config=command.import_config.at(command.ranks))
     traced = 0
     specs = discover(
         loaded,

@@ -24,6 +24,7 @@ else the user's code raises is a `TracingError` at its line.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import inspect
 import itertools
@@ -42,8 +43,13 @@ from racecheck.dsl.program import DslFunction, FunctionRole, Program, entry_para
 from racecheck.dsl.types import DimExpr, DynVar, ScalarType, TensorType, resolve_dim
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.errors import LoadError, ProgramRejected, TracingError, UsageError, UserError
-from racecheck.options import parse_bool
-from racecheck.project_imports import project_imports, project_module_names
+from racecheck.options import Options, parse_bool
+from racecheck.project_imports import (
+    ImportConfig,
+    forget_project_modules,
+    project_imports,
+    project_module_names,
+)
 
 RANK_COUNT_NAMES = frozenset(
     {
@@ -77,15 +83,25 @@ class LoadedFile:
     module: ModuleType
     source: str
     tree: ast.Module
+    config: ImportConfig = ImportConfig()  # what the import saw, `{P}` replaced
 
     @property
     def namespace(self) -> dict[str, Any]:
         return vars(self.module)
 
 
-def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
-    """Execute the user's file as a fresh module; any failure (or running past
-    `timeout` seconds) is one `LoadError`."""
+def load_file(
+    path: str,
+    *,
+    timeout: float = 60.0,
+    config: ImportConfig | None = None,
+    rejecting: bool = False,
+) -> LoadedFile:
+    """Execute the user's file as a fresh module with `config`'s command line and
+    environment; any failure (or running past `timeout` seconds) is one `LoadError` — or,
+    with `rejecting`, a `raise`/`assert` of the file's own code is `ProgramRejected` (the
+    file refuses the P its configuration names)."""
+    config = config or ImportConfig()
     try:
         with open(path, encoding="utf-8-sig") as handle:
             source = handle.read()
@@ -101,7 +117,7 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
         raise LoadError(f"syntax error: {error.msg}", file=path, line=error.lineno) from None
     register_user_file(compiled_name, path)
     module = _fresh_module(compiled_name)
-    with installed(), project_imports(path):
+    with installed(), project_imports(path, config):
         try:
             within(lambda: exec(code, module.__dict__), timeout)
         except Overrun as overrun:
@@ -113,13 +129,16 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
                 error.file, error.line = path, where.line if where else None
             raise
         except BaseException as error:  # noqa: BLE001 - any import-time failure is a LoadError
+            refusal = rejection_message(error) if rejecting else None
+            if refusal is not None:
+                raise ProgramRejected(f"importing the file: {refusal}") from None
             where = traceback_location(error.__traceback__)
             raise LoadError(
                 f"importing the file {raised(error)}",
                 file=path,
                 line=where.line if where else None,
             ) from None
-    return LoadedFile(path=path, module=module, source=source, tree=tree)
+    return LoadedFile(path=path, module=module, source=source, tree=tree, config=config)
 
 
 def _fresh_module(compiled_name: str) -> ModuleType:
@@ -802,3 +821,76 @@ def _named(
             return chosen
     available = ", ".join(spec.name for spec in _all_programs(loaded, args, rank_param)) or "none"
     raise UserError(f"--program {name}: no such program (available: {available})", file=loaded.path)
+
+
+# ---------------------------------------------------------------------------- per-P imports
+
+
+def load_programs(path: str, options: Options) -> list[ProgramSpec]:
+    """The file's programs. A file whose import depends on P (`{P}` in `--argv`/`--env`)
+    is imported afresh, with its project modules, for each P it is built at: a model
+    library fixes P in its shapes and in shared config modules when it is imported."""
+    config = options.import_config
+    if not config.per_p:
+        return _discovered(load_file(path, timeout=options.timeout, config=config), options)
+    imports = _PerP(path, options)
+    specs = imports.first()
+    return [
+        dataclasses.replace(spec, build=imports.builder(index), origin=None)
+        for index, spec in enumerate(specs)
+    ]
+
+
+def _discovered(loaded: LoadedFile, options: Options) -> list[ProgramSpec]:
+    return discover(
+        loaded, programs=options.programs, args=dict(options.args), rank_param=options.rank_param
+    )
+
+
+class _PerP:
+    """The file imported at each P, discovered once per import."""
+
+    def __init__(self, path: str, options: Options) -> None:
+        self._path, self._options = path, options
+        self._specs: dict[int, list[ProgramSpec]] = {}
+        self._names: tuple[str, ...] = ()
+
+    def first(self) -> list[ProgramSpec]:
+        """The programs at the first P the file accepts at import (the names every P has)."""
+        options = self._options
+        candidates = (options.every_p.low,) if options.every_p is not None else ()
+        refusals = []
+        for ranks in dict.fromkeys((*candidates, *options.ranks)):
+            try:
+                specs = self._at(ranks)
+            except ProgramRejected as refusal:
+                refusals.append(f"P={ranks}: {refusal}")
+                continue
+            self._names = tuple(spec.name for spec in specs)
+            return specs
+        raise LoadError(
+            f"the file refuses every P it was imported at ({'; '.join(refusals)})", file=self._path
+        )
+
+    def _at(self, ranks: int) -> list[ProgramSpec]:
+        if ranks not in self._specs:
+            forget_project_modules(
+                between_imports=True
+            )  # the file's sibling modules are imported afresh too
+            config = self._options.import_config.at(ranks)
+            loaded = load_file(
+                self._path, timeout=self._options.timeout, config=config, rejecting=True
+            )
+            self._specs[ranks] = _discovered(loaded, self._options)
+        return self._specs[ranks]
+
+    def builder(self, index: int) -> Callable[[int], ProgramInstance]:
+        def build(ranks: int) -> ProgramInstance:
+            specs = self._at(ranks)
+            name = self._names[index]
+            chosen = next((spec for spec in specs if spec.name == name), None)
+            if chosen is None:
+                raise ProgramRejected(f"imported at P={ranks}, the file has no program {name}")
+            return chosen.build(ranks)
+
+        return build
