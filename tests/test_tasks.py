@@ -326,8 +326,8 @@ def test_an_spmd_loop_is_one_task_ordered_before_the_kernel_reading_its_pushes()
     [
         (
             "for block in pl.spmd(2):",
-            "with pl.spmd(2):\n        block = 0",
-            "outside its kernel calls",
+            "with pl.spmd(2) as t: pass  # noqa\n    for block in range(2):",
+            "on lines of its own",
         ),
         ("for block in pl.spmd(2):", "for block in pl.spmd(2, predicate=(1,)):", "predicate"),
     ],

@@ -231,7 +231,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
         ),
         "submit": program.submit,
         "spmd_submit": program.spmd_submit,
-        "spmd": scopes.Spmd,
+        "spmd": host_regions.InlineSpmd,
         "yield_": local_ops.yield_,
         "const": tile_ops.const,
         "slice": tile_ops.slice_,

@@ -43,6 +43,7 @@ class FunctionRole(Enum):
     PER_DEVICE = "per-device"
     HOST = "host"
     SUB_WORKER = "sub-worker"  # a host callback (`pl.Role.SubWorker`): never traced
+    INLINE = "inline"  # `pl.jit.inline`: spliced into its caller, whatever the caller is
 
 
 class DslFunction:
@@ -81,6 +82,10 @@ class DslFunction:
             return self._sub_worker_call()
         if self.as_written:
             self._refuse_python_division()
+        if self.role is FunctionRole.INLINE:
+            # PyPTO's InlineFunctions pass splices the body at each call site: it runs
+            # in its caller's place (orchestration, kernel or host), as written there.
+            return self.function(*args, **kwargs)
         if "device" in kwargs:
             device = as_index(kwargs.pop("device"))
             host = host_context(f"{self.__name__}(..., device=...)")
@@ -308,7 +313,8 @@ def program(cls: type | None = None, **options: object) -> Any:
 
 
 class _JitDecorator:
-    """`pl.jit` (per-device), `pl.jit.incore` (kernel), `pl.jit.host` (entry).
+    """`pl.jit` (per-device), `pl.jit.incore` (kernel), `pl.jit.host` (entry),
+    `pl.jit.inline` (spliced into its caller; `auto_scope=False` lets it open scopes).
 
     Each works bare (`@pl.jit`) and called (`@pl.jit()`, `@pl.jit.host(...)`).
     """
@@ -331,6 +337,7 @@ class _Jit(_JitDecorator):
         super().__init__(FunctionRole.PER_DEVICE, "pl.jit")
         self.incore = _JitDecorator(FunctionRole.KERNEL, "pl.jit.incore")
         self.host = _JitDecorator(FunctionRole.HOST, "pl.jit.host")
+        self.inline = _JitDecorator(FunctionRole.INLINE, "pl.jit.inline")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
