@@ -295,10 +295,13 @@ def _instance(
         if isinstance(annotation, TensorType):
             parameters.append(HostParameter(name=parameter.name, annotation=annotation))
             continue
+        specified = file_scalars(loaded)
         if parameter.name in args:
             value = parse_arg(args[parameter.name], loaded)
         elif parameter.default is not inspect.Parameter.empty:
             value = parameter.default
+        elif parameter.name in specified:
+            value = specified[parameter.name]
         else:
             raise UserError(
                 f"{name}: host parameter {parameter.name!r} has no default; pass "
@@ -326,6 +329,70 @@ def _instance(
         bindings=tuple(bindings.items()),
         file=loaded.path,
     )
+
+
+_SCALAR_SPEC = "ScalarSpec"
+
+
+def file_scalars(loaded: LoadedFile) -> dict[str, Any]:
+    """The scalar inputs the file states itself: `ScalarSpec("name", dtype, value)` in
+    its test specs (pypto-lib's `build_tensor_specs()`), where `value` is a literal, a
+    module name, or a parameter of the enclosing function with a default (the value the
+    file's own test runs with). The first statement of a name wins."""
+    cached = _specified.get(id(loaded.tree))
+    if cached is not None:
+        return cached
+    found: dict[str, Any] = {}
+    for function in ast.walk(loaded.tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        defaults = _parameter_defaults(function)
+        for node in ast.walk(function):
+            if not (isinstance(node, ast.Call) and _dotted(node.func).endswith(_SCALAR_SPEC)):
+                continue
+            if len(node.args) < 3 or not isinstance(node.args[0], ast.Constant):
+                continue
+            name = node.args[0].value
+            if isinstance(name, str) and name not in found:
+                resolved = _spec_value(node.args[2], defaults, loaded)
+                if resolved is not _UNRESOLVED:
+                    found[name] = resolved
+    _specified[id(loaded.tree)] = found
+    return found
+
+
+_UNRESOLVED = object()
+_specified: dict[int, dict[str, Any]] = {}
+
+
+def _parameter_defaults(function: ast.FunctionDef) -> dict[str, ast.expr]:
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    with_defaults = positional[len(positional) - len(arguments.defaults) :]
+    pairs = list(zip(with_defaults, arguments.defaults, strict=True))
+    pairs += [
+        (argument, default)
+        for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+        if default is not None
+    ]
+    return {argument.arg: default for argument, default in pairs}
+
+
+def _spec_value(node: ast.expr, defaults: Mapping[str, ast.expr], loaded: LoadedFile) -> Any:
+    if isinstance(node, ast.Name) and node.id in defaults:
+        node = defaults[node.id]
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp)):
+        try:
+            with installed():
+                value = eval(
+                    compile(ast.Expression(node), loaded.path, "eval"), dict(loaded.namespace)
+                )  # noqa: S307
+        except Exception:  # noqa: BLE001 - not a value the file's module defines
+            return _UNRESOLVED
+        return value if isinstance(value, (int, float, bool)) else _UNRESOLVED
+    return _UNRESOLVED
 
 
 def _entry_of(value: Any, name: str, loaded: LoadedFile) -> DslFunction:

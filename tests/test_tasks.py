@@ -466,7 +466,7 @@ def test_a_dropped_edge_lets_the_push_send_the_unstaged_tensor(name: str) -> Non
 STAGE = "        _, staged = pl.submit(self.stage_step, x, staging)\n"
 PUSH = "(pushed,) = pl.submit(self.push_step, pl.no_dep(staging), inbox, signal, deps=[ready])"
 NO_DEP_IN_MANUAL = "            _, staged = pl.submit(self.stage_step, x, pl.no_dep(staging))"
-INIT_VALUE = "        scratch = pl.create_tensor([1, SIZE], dtype=pl.FP32, init_value=1.0)"
+INIT_VALUE = "        scratch = pl.create_tensor([1, SIZE], dtype=pl.BF16, init_value=1.0)"
 INVALID = "        ready[0] = pl.system.task_invalid()\n"
 
 
@@ -485,7 +485,7 @@ INVALID = "        ready[0] = pl.system.task_invalid()\n"
             STAGE,
             f"{INIT_VALUE}\n{STAGE}",
             INIT_VALUE,
-            "pl.create_tensor(init_value=...) is rejected by PyPTO",
+            "only init_value=0 fills 16-bit floats",  # other fills are PyPTO's since #823
         ),
         (ARRAY, INVALID, "        ready[0] = 7\n", "ready[0] = 7", "holds task ids; got 7"),
         (

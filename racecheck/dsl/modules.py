@@ -197,6 +197,8 @@ def _language(distributed: ModuleType) -> DslNamespace:
         **_dtype_members(),
         **LOCAL_OPS,
         "Tensor": types.Tensor,
+        "Array": types.Array,
+        "reshape": tile_ops.reshape_tensor,
         "Out": types.Out,
         "InOut": types.InOut,
         "Scalar": types.Scalar,
@@ -265,6 +267,8 @@ def _language(distributed: ModuleType) -> DslNamespace:
             {
                 **LOCAL_OPS,
                 "slice": local_ops.tensor_slice,
+                "reshape": tile_ops.reshape_tensor,
+                "dim": tile_ops.tensor_dim,
                 "assemble": tile_ops.assemble,
                 "full": tile_ops.full,
                 "create": tile_ops.create_tensor,

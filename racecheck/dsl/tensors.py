@@ -15,6 +15,7 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -91,10 +92,19 @@ class TensorView:
         offsets, extent, _ = self._selection(items)
         assign(self, offsets, extent, value)
 
-    def _index_row(self, index: object) -> TensorView:
+    def bind_dynamic(self, axis: object, var: object) -> None:
+        """`t.bind_dynamic(axis, DYN)`: PyPTO's specializer reads it from the source to
+        keep an axis dynamic; at run time it does nothing."""
+        del axis, var
+
+    def _index_row(self, index: object) -> TensorView | Any:
         from racecheck.dsl.context import current, is_rank_context
 
         context = current()
+        if self.ndim == 1 and is_rank_context(context):
+            from racecheck.dsl.local_ops import read
+
+            return read(self, [index])  # `t[i]` of a 1-D tensor is its element (tensor.read)
         row = as_index(index)
         if context is not None and not is_rank_context(context):
             return context.row_view(self, row)  # type: ignore[union-attr]

@@ -9,7 +9,9 @@ read where the view is loaded); `pl.assemble` into a tensor is a store. Cube ops
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,7 +32,7 @@ from racecheck.dsl.local_ops import (
     tile_values,
 )
 from racecheck.dsl.location import unsupported
-from racecheck.dsl.scalars import as_data, sources_of
+from racecheck.dsl.scalars import DeviceInt, as_data, sources_of
 from racecheck.dsl.scopes import TaskIdArray, TaskIdType, chip_tasks
 from racecheck.dsl.tensors import TensorView, Tile, is_contiguous_block
 from racecheck.dsl.types import AtomicType, MemorySpace
@@ -88,21 +90,54 @@ def create_tensor(
     """`pl.create_tensor(shape, dtype, layout=ND, manual_dep=False, init_value=None)`
     (also `pl.tensor.create`): in a per-device function, a tensor its tasks share
     (`racecheck.cosim.rank.RankContext.create_tensor`); in a kernel, a kernel-local one."""
-    if init_value is not None:
-        raise unsupported(
-            "pl.create_tensor(init_value=...) is rejected by PyPTO: seed the tensor with a kernel"
-        )
+    kind = _dtype(dtype, "pl.create_tensor")
+    fill = _init_value(init_value, kind)
     tasks = chip_tasks()
     if tasks is not None:
-        return tasks.create_tensor(
-            tuple(indices(shape)), _dtype(dtype, "pl.create_tensor"), manual_dep=manual_dep
-        )
+        return tasks.create_tensor(tuple(indices(shape)), kind, manual_dep=manual_dep, fill=fill)
     if manual_dep:
         raise unsupported(
             "pl.create_tensor(manual_dep=True) outside a per-device function is not modelled:"
             " manual_dep opts a tensor out of the dependencies between tasks (docs/model.md)"
         )
-    return _filled(shape, dtype, 0, "pl.create_tensor")
+    return _filled(shape, dtype, fill, "pl.create_tensor")
+
+
+def _init_value(init_value: object, dtype: DType) -> float:
+    """`init_value=`: the runtime fills the new buffer before any task runs (PyPTO #823);
+    a non-zero fill of a 16-bit float is rejected at PyPTO's codegen."""
+    if init_value is None:
+        return 0
+    if not isinstance(init_value, (int, float)) or isinstance(init_value, bool):
+        raise unsupported(f"pl.create_tensor(init_value={init_value!r}): a Python number is filled")
+    if init_value != 0 and dtype.is_float and dtype.nbytes == 2:
+        raise unsupported(
+            f"pl.create_tensor(init_value={init_value!r}) of a {dtype.name} tensor is rejected"
+            " by PyPTO: only init_value=0 fills 16-bit floats"
+        )
+    return init_value
+
+
+def reshape_tensor(value: object, shape: Sequence[object]) -> Tile | TensorView:
+    """`pl.reshape(x, shape)` (also `pl.tensor.reshape`): a tensor's view with the same
+    elements in another shape (no access), or a tile reshaped (`pl.tile.reshape`)."""
+    if not isinstance(value, TensorView):
+        return reshape(value, shape)
+    extent = tuple(indices(shape))
+    if math.prod(extent) != math.prod(value.shape):
+        raise TypeError(f"pl.reshape of {value!r} to {list(extent)}: the element count changes")
+    return dataclasses.replace(value, shape=extent, name=f"{value.name}.reshape")
+
+
+def tensor_dim(tensor: object, axis: object) -> DeviceInt:
+    """`pl.tensor.dim(t, axis)`: the extent of one axis (negative counts from the end)."""
+    if not isinstance(tensor, (TensorView, Tile)):
+        raise TypeError(f"pl.tensor.dim takes a tensor, got {tensor!r}")
+    (index,) = indices([axis])
+    shape = tensor.shape
+    if not -len(shape) <= index < len(shape):
+        raise IndexError(f"pl.tensor.dim axis {index} of {tensor!r}")
+    return DeviceInt(shape[index])
 
 
 def _tile(value: object, construct: str) -> Tile:
