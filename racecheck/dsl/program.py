@@ -28,6 +28,7 @@ from racecheck.dsl.scopes import (
     declared_results,
     dep_indexes,
     kernel_call,
+    note_inline,
     note_orchestration,
     note_own_scopes,
     spmd_blocks,
@@ -57,6 +58,8 @@ class DslFunction:
         self.as_written = as_written  # not recompiled from its source: runs as Python
         if role is FunctionRole.PER_DEVICE:
             note_orchestration(function)
+        elif role is FunctionRole.INLINE:
+            note_inline(function)
         self.__name__ = getattr(function, "__name__", "function")
         self.__qualname__ = getattr(function, "__qualname__", self.__name__)
         self.__doc__ = getattr(function, "__doc__", None)
