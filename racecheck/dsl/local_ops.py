@@ -12,6 +12,7 @@ tile math is plain numpy.
 from __future__ import annotations
 
 import dis
+import math
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +23,7 @@ import numpy as np
 
 from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import DType
+from racecheck.dsl.location import unsupported
 from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import DeviceInt, Tainted, as_data, as_index, device_scalar, sources_of
 from racecheck.dsl.symbolic import Forms, InputBlock, first_form, fits
@@ -236,7 +238,19 @@ def tile_forms(tile: object) -> Forms | None:
     return None
 
 
-def store(tile: object, offsets: Sequence[object], output_tensor: object) -> TensorView | Tile:
+def store(
+    tile: object,
+    offsets: Sequence[object],
+    output_tensor: object,
+    shapes: Sequence[object] | None = None,
+) -> TensorView | Tile:
+    """`pl.store(tile, offsets, tensor[, shapes])`; `shapes`, PyPTO's ND partition
+    shape, is modelled where it is the tile's own extent (the region stored)."""
+    if shapes is not None:
+        extent = tuple(indices(shapes))
+        own = tile.valid if isinstance(tile, Tile) else None
+        if own is None or math.prod(extent) != math.prod(own):
+            raise unsupported(f"pl.store(..., shapes={list(extent)}) of a tile valid in {own}")
     if isinstance(output_tensor, Tile):
         values = tile_values(tile, output_tensor.dtype)
         return tile_update(output_tensor, offsets, values, sources_of(tile))
@@ -438,6 +452,15 @@ def parallel(
 ) -> Iterator[Any]:
     """`pl.parallel`: `pl.range` whose iterations must not conflict (`dsl.parallel`)."""
     return tracked(range_(*args, init_values=init_values))
+
+
+def pipeline(
+    *args: object, stage: object = 1, init_values: Sequence[object] | None = None
+) -> Iterator[Any]:
+    """`pl.pipeline(..., stage=N)`: `pl.range`'s iterations in their order; PyPTO
+    replicates the body N times for ping-pong buffers, which changes no iteration."""
+    del stage
+    return range_(*args, init_values=init_values)
 
 
 def unroll(*args: object, **hints: object) -> Iterator[Any]:

@@ -37,6 +37,7 @@ from racecheck.dsl import (
     local_ops,
     program,
     scopes,
+    tile_math,
     tile_ops,
     types,
 )
@@ -198,6 +199,8 @@ def _language(distributed: ModuleType) -> DslNamespace:
         **LOCAL_OPS,
         "Tensor": types.Tensor,
         "Array": types.Array,
+        **tile_math.OPS,
+        "PadValue": tile_math.PadValue,
         "reshape": tile_ops.reshape_tensor,
         "Out": types.Out,
         "InOut": types.InOut,
@@ -220,6 +223,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "range": local_ops.range_,
         "parallel": local_ops.parallel,
         "unroll": local_ops.unroll,
+        "pipeline": local_ops.pipeline,
         "at": host_regions.at,
         "manual_scope": scopes.manual_scope,
         "scope": scopes.scope,
@@ -250,6 +254,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
             "pl.tile",
             {
                 **LOCAL_OPS,
+                **tile_math.OPS,
                 "full": tile_ops.tile_full,
                 "get_block_idx": scopes.block_index,
                 "create": tile_ops.tile_create,

@@ -250,10 +250,36 @@ class Tile:
     def valid_values(self) -> np.ndarray:
         return self.data[tuple(slice(0, extent) for extent in self.valid)]
 
-    def __getitem__(self, index: object) -> Tainted:
+    def __getitem__(self, index: object) -> Any:
+        items = index if isinstance(index, tuple) else (index,)
+        if any(isinstance(item, slice) for item in items):
+            return self._block(items)
         key = tuple(as_index(i) for i in index) if isinstance(index, tuple) else as_index(index)
         symbol = None if self.symbols is None else self.symbols[key]
         return Tainted(self.data[key], self.sources, symbol if isinstance(symbol, Var) else None)
+
+    def _block(self, items: tuple[object, ...]) -> Tile:
+        """`tile[a:b, c:d]`: the sub-tile (PyPTO's tile slice), valid where this one is."""
+        region: list[slice] = []
+        valid: list[int] = []
+        for axis, size in enumerate(self.shape):
+            item = items[axis] if axis < len(items) else slice(None)
+            if not isinstance(item, slice) or item.step not in (None, 1):
+                raise IndexError(f"tile slice {_index_text(items)}: slices of step 1 only")
+            start = 0 if item.start is None else as_index(item.start)
+            stop = size if item.stop is None else as_index(item.stop)
+            if not 0 <= start <= stop <= size:
+                raise IndexError(f"tile slice {_index_text(items)} of a {list(self.shape)} tile")
+            region.append(slice(start, stop))
+            valid.append(max(0, min(stop, self.valid[axis]) - start))
+        symbols = None if self.symbols is None else self.symbols[tuple(region)]
+        return Tile(
+            data=self.data[tuple(region)].copy(),
+            dtype=self.dtype,
+            valid=tuple(valid),
+            sources=self.sources,
+            symbols=symbols if isinstance(symbols, np.ndarray) else None,
+        )
 
     def __add__(self, other: object) -> Tile:
         from racecheck.dsl.local_ops import add

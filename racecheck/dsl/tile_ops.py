@@ -180,13 +180,31 @@ def matmul(lhs: object, rhs: object, *args: object, **options: object) -> Tile:
     left, right = _tile(lhs, "pl.matmul"), _tile(rhs, "pl.matmul")
     out_dtype = options.get("out_dtype")
     kind = out_dtype if isinstance(out_dtype, DType) else FP32
-    product = (left.valid_values() @ right.valid_values()).astype(kind.compute)
+    data, valid = product(left, right, bool(options.get("a_trans")), bool(options.get("b_trans")))
     return Tile(
-        data=product,
+        data=data.astype(kind.compute),
         dtype=kind,
-        valid=tuple(product.shape),
+        valid=valid,
         sources=left.sources | right.sources,
     )
+
+
+def product(
+    left: Tile, right: Tile, a_trans: bool, b_trans: bool
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """`left @ right` (each transposed first when asked) in FP32, over the valid values:
+    a tile of the operands' full rows and columns, valid where both operands are."""
+    a = left.valid_values().astype(np.float32)
+    b = right.valid_values().astype(np.float32)
+    a, b = (a.swapaxes(-1, -2) if a_trans else a), (b.swapaxes(-1, -2) if b_trans else b)
+    rows = left.shape[-1] if a_trans else left.shape[-2]
+    cols = right.shape[-2] if b_trans else right.shape[-1]
+    valid = a @ b
+    if valid.shape[-2:] == (rows, cols):
+        return valid, tuple(valid.shape)
+    data = np.zeros((*valid.shape[:-2], rows, cols), dtype=np.float32)
+    data[..., : valid.shape[-2], : valid.shape[-1]] = valid
+    return data, tuple(valid.shape)
 
 
 def slice_(
