@@ -73,3 +73,27 @@ def test_reshape_of_a_view_keeps_its_bytes_and_dim_reads_an_axis() -> None:
     with pytest.raises(TypeError, match="element count"):
         reshape_tensor(view, [5, 4])
     assert tensor_dim(view, -1) == 4 and tensor_dim(view, 0) == 2
+
+
+def test_a_reshape_carries_a_prefix_valid_region_and_refuses_another() -> None:
+    from racecheck.dsl.tile_ops import reshape
+
+    column = _tile([[1], [2], [3], [4]], valid=(1, 1))
+    assert reshape(column, [1, 4]).valid == (1, 1)
+    rows = _tile([[1, 2], [3, 4], [5, 6]], valid=(2, 2))
+    assert reshape(rows, [6]).valid == (4,)
+    with pytest.raises(TypeError, match="no region"):
+        reshape(rows, [2, 3])  # four cells are no origin-anchored region of [2, 3]
+    with pytest.raises(TypeError, match="row-major prefix"):
+        reshape(_tile([[1, 2], [3, 4]], valid=(2, 1)), [4])
+
+
+def test_block_assignment_and_gather_update_and_read_a_local_tile() -> None:
+    tile = _tile([[0, 0, 0], [0, 0, 0]])
+    tile[0:1, :] = _tile([[7, 8, 9]])
+    assert tile.data.tolist() == [[7, 8, 9], [0, 0, 0]]
+    picks = Tile(data=np.array([[2, 0], [1, 1]]), dtype=FP32, valid=(2, 2))
+    gathered = tile_math.gather(tile, dim=-1, index=picks)
+    assert gathered.data.tolist() == [[9, 7], [0, 0]]
+    with pytest.raises(IndexError):
+        tile_math.gather(tile, dim=-1, index=Tile(data=np.array([[3]]), dtype=FP32, valid=(1, 1)))

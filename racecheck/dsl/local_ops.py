@@ -282,6 +282,9 @@ def read(tensor: object, offsets: Sequence[object]) -> Tainted:
 
 
 def write(tensor: object, offsets: Sequence[object], value: object) -> None:
+    if isinstance(tensor, Tile):  # `pl.tile.write` of one element of a local tile
+        tensor[tuple(offsets)] = value
+        return
     view = require_view(tensor, "pl.write", "the destination")
     context = rank_context("pl.write")
     values = np.full([1] * len(offsets), as_data(value), dtype=view.dtype.compute)

@@ -21,8 +21,8 @@ import numpy as np
 
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.location import user_location
-from racecheck.dsl.scalars import Tainted, as_index
-from racecheck.dsl.symbolic import Forms, Var
+from racecheck.dsl.scalars import Tainted, as_index, sources_of
+from racecheck.dsl.symbolic import Forms, InputBlock, Var
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, MemoryKind, union_ranges
 
@@ -272,14 +272,34 @@ class Tile:
                 raise IndexError(f"tile slice {_index_text(items)} of a {list(self.shape)} tile")
             region.append(slice(start, stop))
             valid.append(max(0, min(stop, self.valid[axis]) - start))
-        symbols = None if self.symbols is None else self.symbols[tuple(region)]
+        symbols = self.symbols
+        if isinstance(symbols, InputBlock):
+            symbols = symbols.block(tuple(region))
+        elif symbols is not None:
+            symbols = symbols[tuple(region)]
         return Tile(
             data=self.data[tuple(region)].copy(),
             dtype=self.dtype,
             valid=tuple(valid),
             sources=self.sources,
-            symbols=symbols if isinstance(symbols, np.ndarray) else None,
+            symbols=symbols if isinstance(symbols, (np.ndarray, InputBlock)) else None,
         )
+
+    def __setitem__(self, index: object, value: object) -> None:
+        """`tile[a:b, c:d] = value`: the block updated in place (a kernel-local store)."""
+        from racecheck.dsl.local_ops import _as_operand, tile_update, tile_values
+
+        value = _as_operand(value)  # a tensor block is loaded first
+        items = index if isinstance(index, tuple) else (index,)
+        starts = [
+            (0 if item.start is None else as_index(item.start))
+            if isinstance(item, slice)
+            else as_index(item)
+            for item in items
+        ]
+        starts += [0] * (len(self.shape) - len(starts))
+        updated = tile_update(self, starts, tile_values(value, self.dtype), sources_of(value))
+        self.data, self.sources, self.symbols = updated.data, updated.sources, None
 
     def __add__(self, other: object) -> Tile:
         from racecheck.dsl.local_ops import add

@@ -15,8 +15,9 @@ import numpy as np
 
 from racecheck.dsl import lanes
 from racecheck.dsl.local_ops import _as_operand, _elementwise, indices
+from racecheck.dsl.location import unsupported
 from racecheck.dsl.tensors import Tile
-from racecheck.dsl.tile_ops import product, row_sum, tile_create
+from racecheck.dsl.tile_ops import product, tile_create
 
 
 class PadValue(Enum):
@@ -60,14 +61,19 @@ def _tile(value: object, construct: str) -> Tile:
 
 
 def _reduced(value: object, construct: str, reduce: Any) -> Tile:
+    """Each valid row reduced over its valid elements: a [rows, 1] tile of the source's
+    rows, valid in its valid rows."""
     source = _tile(value, construct)
-    result = reduce(source.valid_values(), axis=-1, keepdims=True).astype(source.dtype.compute)
-    return Tile(data=result, dtype=source.dtype, valid=tuple(result.shape), sources=source.sources)
+    reduced = reduce(source.valid_values(), axis=-1, keepdims=True)
+    data = np.zeros((*source.shape[:-1], 1), dtype=source.dtype.compute)
+    data[tuple(slice(0, extent) for extent in reduced.shape)] = reduced
+    valid = (*source.valid[:-1], 1)
+    return Tile(data=data, dtype=source.dtype, valid=valid, sources=source.sources)
 
 
 def row_sum_any(value: object, tmp_tile: object = None, **options: object) -> Tile:
     """`pl.row_sum(x[, tmp])`: each row's sum of its valid elements, [rows, 1]."""
-    return row_sum(_tile(value, "pl.row_sum"))
+    return _reduced(value, "pl.row_sum", np.sum)
 
 
 def row_max(value: object, tmp_tile: object = None, **options: object) -> Tile:
@@ -79,9 +85,14 @@ def row_min(value: object, tmp_tile: object = None, **options: object) -> Tile:
 
 
 def _column_reduced(value: object, construct: str, reduce: Any) -> Tile:
+    """Each valid column reduced over its valid elements: [1, cols], valid in its
+    valid columns."""
     source = _tile(value, construct)
-    result = reduce(source.valid_values(), axis=-2, keepdims=True).astype(source.dtype.compute)
-    return Tile(data=result, dtype=source.dtype, valid=tuple(result.shape), sources=source.sources)
+    reduced = reduce(source.valid_values(), axis=-2, keepdims=True)
+    data = np.zeros((*source.shape[:-2], 1, source.shape[-1]), dtype=source.dtype.compute)
+    data[tuple(slice(0, extent) for extent in reduced.shape)] = reduced
+    valid = (*source.valid[:-2], 1, source.valid[-1])
+    return Tile(data=data, dtype=source.dtype, valid=valid, sources=source.sources)
 
 
 def col_max(value: object, tmp_tile: object = None, **options: object) -> Tile:
@@ -168,6 +179,23 @@ def _pad(pad_value: object, tile: Tile) -> float:
     raise ValueError(f"pl.fillpad pad_value {pad_value!r}: zero, max, min, 0, inf or -inf")
 
 
+def gather(value: object, dim: object = None, index: object = None, **forms: object) -> Tile:
+    """`pl.gather(x, dim=-1, index=i)` (index form): out[b, k] = x[b, i[b, k]], its values
+    depending on both operands' loads. The mask and compare forms are not modelled."""
+    if forms or dim is None or index is None:
+        raise unsupported("pl.gather: only the index form (dim=-1, index=...) is modelled")
+    source, chosen = _tile(value, "pl.gather"), _tile(index, "pl.gather")
+    (axis,) = indices([dim])
+    if axis not in (-1, source.data.ndim - 1):
+        raise unsupported(f"pl.gather(dim={axis}): PyPTO gathers along the last axis only")
+    picks = chosen.data.astype(np.int64)
+    if picks.size and (picks.min() < 0 or picks.max() >= source.shape[-1]):
+        raise IndexError(f"pl.gather: an index past the {source.shape[-1]} columns of {value!r}")
+    data = np.take_along_axis(source.data, picks, axis=-1).astype(source.dtype.compute)
+    sources = source.sources | chosen.sources
+    return Tile(data=data, dtype=source.dtype, valid=chosen.valid, sources=sources)
+
+
 def create_tile(shape: Any, dtype: object, target_memory: object = None, **options: object) -> Tile:
     """`pl.create_tile(shape, dtype, target_memory)`: as `pl.tile.create`."""
     return tile_create(shape, dtype, target_memory, **options)
@@ -202,5 +230,6 @@ OPS: dict[str, Any] = {
     "set_validshape": set_validshape,
     "fillpad": fillpad,
     "create_tile": create_tile,
+    "gather": gather,
 }
 """The names, as `pl.NAME` and `pl.tile.NAME` (`racecheck.dsl.modules`)."""

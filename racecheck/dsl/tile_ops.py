@@ -156,12 +156,37 @@ def row_sum(tile: object, tmp_tile: object = None, **options: object) -> Tile:
 
 
 def reshape(tile: object, shape: Sequence[object]) -> Tile:
-    """`pl.tile.reshape(tile, shape)` of a fully valid tile."""
+    """`pl.tile.reshape(tile, shape)`: the valid region is carried, never widened — it
+    must be a row-major prefix of the tile, and is the origin-anchored region of the
+    new shape holding the same cells (PyPTO's rule)."""
     source = _tile(tile, "pl.tile.reshape")
-    if source.valid != source.shape:
-        raise TypeError(f"pl.tile.reshape of a tile with valid shape {list(source.valid)}")
-    data = source.data.reshape(tuple(indices(shape)))
-    return Tile(data=data, dtype=source.dtype, valid=tuple(data.shape), sources=source.sources)
+    extent = tuple(indices(shape))
+    data = source.data.reshape(extent)
+    valid = extent if source.valid == source.shape else _carried(source, extent)
+    return Tile(data=data, dtype=source.dtype, valid=valid, sources=source.sources)
+
+
+def _carried(source: Tile, extent: tuple[int, ...]) -> tuple[int, ...]:
+    count = math.prod(source.valid)
+    if _prefix_region(source.shape, count) != source.valid:
+        raise TypeError(
+            f"pl.reshape of a tile valid in {list(source.valid)} of {list(source.shape)}:"
+            " its valid cells are no row-major prefix"
+        )
+    region = _prefix_region(extent, count)
+    if region is None:
+        raise TypeError(f"pl.reshape to {list(extent)}: no region of it holds the valid cells")
+    return region
+
+
+def _prefix_region(shape: tuple[int, ...], count: int) -> tuple[int, ...] | None:
+    """The origin-anchored region of `shape` whose cells are the first `count` in
+    row-major order: ones, then one partial axis, then whole axes."""
+    for axis in range(len(shape) - 1, -1, -1):
+        inner = math.prod(shape[axis + 1 :])
+        if count % inner == 0 and count // inner <= shape[axis]:
+            return (*([1] * axis), count // inner, *shape[axis + 1 :])
+    return None
 
 
 def move(tile: object, target_memory: object = None, **options: object) -> Tile:
