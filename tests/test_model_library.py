@@ -96,3 +96,34 @@ def test_bad_import_flags_are_usage_errors(
 def test_bad_import_options_are_rejected_by_the_api() -> None:
     with pytest.raises(UsageError):
         racecheck.verify(str(MODEL), env={"": "x"})
+
+
+SHIFT = Path(__file__).parent.parent / "examples" / "02_ring_shift_p2p.py"
+INLINE_SEND = """
+
+@pl.jit.inline
+def send_left(x, inbox, left):
+    pld.tensor.put(inbox, left, x)
+
+
+"""
+
+
+@pytest.mark.parametrize("fenced", [True, False])
+def test_an_inline_helper_called_from_a_kernel_is_spliced_into_it(
+    tmp_path: Path, fenced: bool
+) -> None:
+    source = SHIFT.read_text()
+    source = source.replace(
+        "    pld.tensor.put(inbox, left, x)\n", "    send_left(x, inbox, left)\n"
+    )
+    source = source.replace("\n\n@pl.jit.incore\n", INLINE_SEND + "@pl.jit.incore\n", 1)
+    if not fenced:
+        source = source.replace(
+            "    pld.system.wait(signal,", "    pass  # pld.system.wait(signal,"
+        )
+    variant = tmp_path / "inline_kernel.py"
+    variant.write_text(source)
+    report = racecheck.verify(str(variant), ranks="2..3", jobs=1)
+    expected = Verdict.PROVED if fenced else Verdict.BUG
+    assert {result.verdict for result in report.results} == {expected}
