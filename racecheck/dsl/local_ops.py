@@ -201,6 +201,8 @@ def assign(view: TensorView, offsets: Sequence[int], extent: Sequence[int], valu
     source = _as_operand(value)
     if isinstance(source, Tile):
         values = source.valid_values()
+        if source.shape == tuple(extent) and source.valid != source.shape:
+            extent = list(source.valid)  # a partly valid tile stores its valid region
     else:
         values = np.full(tuple(extent), as_data(source), dtype=view.dtype.compute)
     if values.size != int(np.prod(extent)):
@@ -310,7 +312,8 @@ def _elementwise(function: Callable[..., Any], *raw_operands: object) -> Any:
     arrays = [
         operand.data if isinstance(operand, Tile) else as_data(operand) for operand in operands
     ]
-    data = np.asarray(function(*arrays)).astype(first.dtype.compute)
+    with np.errstate(all="ignore"):  # overflow and 0/0 are the device's values to produce
+        data = np.asarray(function(*arrays)).astype(first.dtype.compute)
     sources = frozenset().union(*(sources_of(operand) for operand in operands))
     return Tile(data=data, dtype=first.dtype, valid=first.valid, sources=sources)
 

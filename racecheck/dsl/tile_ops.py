@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from racecheck.dsl import lanes
-from racecheck.dsl.context import rank_context
+from racecheck.dsl.context import current, is_rank_context, rank_context
 from racecheck.dsl.dtypes import FP32, DType
 from racecheck.dsl.local_ops import (
     _as_operand,
@@ -245,9 +245,20 @@ def slice_(
         return tile_block(x, offset, extent)
     view = require_view(x, "pl.slice", "the source")
     offsets = indices(offset)
+    full = tuple(indices(shape))
+    if tuple(extent) != full and is_rank_context(current()):
+        return _padded(load_block(view, offsets, extent, extent), full)
     if is_contiguous_block(view.shape, extent):
         return view.block(offsets, extent, f"{view.name}[slice]")
     return load_block(view, offsets, extent, extent)
+
+
+def _padded(loaded: Tile, shape: tuple[int, ...]) -> Tile:
+    """A slice `shape` large valid in what was loaded (PyPTO's `valid_shape`): only the
+    valid region is read; the rest is padding no op reads."""
+    data = np.zeros(shape, dtype=loaded.dtype.compute)
+    data[tuple(slice(0, extent) for extent in loaded.shape)] = loaded.data
+    return Tile(data=data, dtype=loaded.dtype, valid=loaded.shape, sources=loaded.sources)
 
 
 def assemble(
