@@ -311,11 +311,14 @@ def _instance(
         parameters.append(HostParameter(name=parameter.name, annotation=annotation, value=value))
     symbols, leading = _dynamic_symbols(annotations)
     bindings: dict[str, int] = {}
+    stated = _stated_dims(loaded, parameters)
     for symbol in sorted(symbols):
         if symbol in args:
             bindings[symbol] = int(parse_arg(args[symbol], loaded))
         elif symbol in leading or symbol.lower() in RANK_COUNT_NAMES:
             bindings[symbol] = ranks
+        elif symbol in stated:
+            bindings[symbol] = stated[symbol]
         else:
             raise UserError(
                 f"{name}: dynamic dim {symbol} is not the rank count; pass --arg {symbol}=VALUE",
@@ -339,14 +342,14 @@ def file_scalars(loaded: LoadedFile) -> dict[str, Any]:
     its test specs (pypto-lib's `build_tensor_specs()`), where `value` is a literal, a
     module name, or a parameter of the enclosing function with a default (the value the
     file's own test runs with). The first statement of a name wins."""
-    cached = _specified.get(id(loaded.tree))
+    cached = _cached("scalars", loaded)
     if cached is not None:
         return cached
     found: dict[str, Any] = {}
     for function in ast.walk(loaded.tree):
         if not isinstance(function, ast.FunctionDef):
             continue
-        defaults = _parameter_defaults(function)
+        known = _function_values(function, loaded)
         for node in ast.walk(function):
             if not (isinstance(node, ast.Call) and _dotted(node.func).endswith(_SCALAR_SPEC)):
                 continue
@@ -354,15 +357,64 @@ def file_scalars(loaded: LoadedFile) -> dict[str, Any]:
                 continue
             name = node.args[0].value
             if isinstance(name, str) and name not in found:
-                resolved = _spec_value(node.args[2], defaults, loaded)
+                resolved = _spec_value(node.args[2], known, loaded)
                 if resolved is not _UNRESOLVED:
                     found[name] = resolved
-    _specified[id(loaded.tree)] = found
+    _specified[("scalars", id(loaded))] = (loaded, found)
     return found
 
 
 _UNRESOLVED = object()
-_specified: dict[int, dict[str, Any]] = {}
+_specified: dict[tuple[str, int], tuple[LoadedFile, Any]] = {}  # per loaded file (held)
+
+
+def _cached(kind: str, loaded: LoadedFile) -> Any:
+    entry = _specified.get((kind, id(loaded)))
+    return entry[1] if entry is not None and entry[0] is loaded else None
+
+
+_TENSOR_SPEC = "TensorSpec"
+
+
+def _stated_dims(loaded: LoadedFile, parameters: list[HostParameter]) -> dict[str, int]:
+    """pl.dynamic dims the file's own test fixes: `TensorSpec("name", [d0, d1, ...], ...)`
+    for a host tensor parameter whose annotation has a dynamic dim at that axis."""
+    shapes = _spec_shapes(loaded)
+    found: dict[str, int] = {}
+    for parameter in parameters:
+        annotation, stated = parameter.annotation, shapes.get(parameter.name)
+        if not isinstance(annotation, TensorType) or stated is None:
+            continue
+        if len(stated) != len(annotation.dims):
+            continue
+        for dim, value in zip(annotation.dims, stated, strict=True):
+            if isinstance(dim, DynVar) and isinstance(value, int) and dim.name not in found:
+                found[dim.name] = value
+    return found
+
+
+def _spec_shapes(loaded: LoadedFile) -> dict[str, list[Any]]:
+    """`TensorSpec("name", [shape], ...)` of the file: each name's first stated shape,
+    its dims resolved as `file_scalars` resolves a value (unresolved dims are None)."""
+    cached = _cached("shapes", loaded)
+    if cached is not None:
+        return cached
+    found: dict[str, list[Any]] = {}
+    for function in ast.walk(loaded.tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        known = _function_values(function, loaded)
+        for node in ast.walk(function):
+            if not (isinstance(node, ast.Call) and _dotted(node.func).endswith(_TENSOR_SPEC)):
+                continue
+            if len(node.args) < 2 or not isinstance(node.args[0], ast.Constant):
+                continue
+            name, shape = node.args[0].value, node.args[1]
+            if isinstance(name, str) and name not in found and isinstance(shape, ast.List):
+                dims = [_spec_value(dim, known, loaded) for dim in shape.elts]
+                found[name] = [None if dim is _UNRESOLVED else dim for dim in dims]
+    _specified[("shapes", id(loaded))] = (loaded, found)
+    return found
 
 
 def _parameter_defaults(function: ast.FunctionDef) -> dict[str, ast.expr]:
@@ -378,21 +430,39 @@ def _parameter_defaults(function: ast.FunctionDef) -> dict[str, ast.expr]:
     return {argument.arg: default for argument, default in pairs}
 
 
-def _spec_value(node: ast.expr, defaults: Mapping[str, ast.expr], loaded: LoadedFile) -> Any:
-    if isinstance(node, ast.Name) and node.id in defaults:
-        node = defaults[node.id]
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, (ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp)):
-        try:
-            with installed():
-                value = eval(
-                    compile(ast.Expression(node), loaded.path, "eval"), dict(loaded.namespace)
-                )  # noqa: S307
-        except Exception:  # noqa: BLE001 - not a value the file's module defines
-            return _UNRESOLVED
-        return value if isinstance(value, (int, float, bool)) else _UNRESOLVED
-    return _UNRESOLVED
+def _function_values(function: ast.FunctionDef, loaded: LoadedFile) -> dict[str, Any]:
+    """The numbers a spec-building function knows before its specs: its parameters'
+    defaults, then its top-level `name = expression` statements, in order."""
+    known: dict[str, Any] = {}
+    for name, default in _parameter_defaults(function).items():
+        value = _spec_value(default, known, loaded)
+        if value is not _UNRESOLVED:
+            known[name] = value
+    for statement in function.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name):
+                value = _spec_value(statement.value, known, loaded)
+                if value is not _UNRESOLVED:
+                    known[target.id] = value
+    return known
+
+
+def _spec_value(node: ast.expr, known: Mapping[str, Any], loaded: LoadedFile) -> Any:
+    """A number the expression evaluates to over the module and `known`, else _UNRESOLVED."""
+    if not isinstance(node, (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp)):
+        return _UNRESOLVED
+    if any(isinstance(inner, ast.Call) for inner in ast.walk(node)):
+        return _UNRESOLVED  # the file's test code is read, never run
+    try:
+        with installed():
+            code = compile(ast.Expression(node), loaded.path, "eval")
+            value = eval(code, {**loaded.namespace, **known})  # noqa: S307 - the file's own
+    except Exception:  # noqa: BLE001 - not a value the file's module defines
+        return _UNRESOLVED
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _UNRESOLVED
+    return value
 
 
 def _entry_of(value: Any, name: str, loaded: LoadedFile) -> DslFunction:

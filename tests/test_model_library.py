@@ -127,3 +127,16 @@ def test_an_inline_helper_called_from_a_kernel_is_spliced_into_it(
     report = racecheck.verify(str(variant), ranks="2..3", jobs=1)
     expected = Verdict.PROVED if fenced else Verdict.BUG
     assert {result.verdict for result in report.results} == {expected}
+
+
+SPECS = PROJECT / "models" / "flash" / "specs.py"
+
+
+def test_scalars_and_dynamic_dims_come_from_the_files_own_specs() -> None:
+    report = racecheck.verify(str(SPECS), ranks="2", argv=["--ep", "{P}"], jobs=1)
+    assert _verdicts(report) == {2: Verdict.PROVED}
+    report = racecheck.verify(
+        str(SPECS), ranks="2", argv=["--ep", "{P}"], args={"rows": 2, "ROWS": 2}, jobs=1
+    )
+    (result,) = report.results  # --arg wins over the spec: the file's own rule rejects it
+    assert result.verdict is Verdict.SKIPPED and "states one row" in (result.message or "")
