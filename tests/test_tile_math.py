@@ -97,3 +97,8 @@ def test_block_assignment_and_gather_update_and_read_a_local_tile() -> None:
     assert gathered.data.tolist() == [[9, 7], [0, 0]]
     with pytest.raises(IndexError):
         tile_math.gather(tile, dim=-1, index=Tile(data=np.array([[3]]), dtype=FP32, valid=(1, 1)))
+
+
+def test_arange_fills_one_row_from_its_start() -> None:
+    assert tile_math.arange(3, [1, 4]).data.tolist() == [[3, 4, 5, 6]]
+    assert tile_math.arange(3, [1, 3], descending=True).data.tolist() == [[3, 2, 1]]

@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 
 from racecheck.dsl import lanes
+from racecheck.dsl.dtypes import INT32
 from racecheck.dsl.local_ops import _as_operand, _elementwise, indices
 from racecheck.dsl.location import unsupported
+from racecheck.dsl.scalars import as_data, sources_of
 from racecheck.dsl.tensors import Tile
 from racecheck.dsl.tile_ops import product, tile_create
 
@@ -196,6 +198,20 @@ def gather(value: object, dim: object = None, index: object = None, **forms: obj
     return Tile(data=data, dtype=source.dtype, valid=chosen.valid, sources=sources)
 
 
+def arange(start: object, shape: Any, dtype: object = None, descending: bool = False) -> Tile:
+    """`pl.arange(start, [1, n], dtype=INT32)` (PyPTO's `ci`): start, start±1, ... along
+    the row; the value of `start` (which may come from memory) is carried."""
+    extent = tuple(indices(shape))
+    if any(size != 1 for size in extent[:-1]):
+        raise unsupported(f"pl.arange of shape {list(extent)}: PyPTO fills one row, [1, n]")
+    tile = tile_create(extent, INT32 if dtype is None else dtype)
+    step = -1 if descending else 1
+    first = as_data(start)
+    tile.data[...] = (first + step * np.arange(extent[-1])).reshape(extent)
+    tile.sources = sources_of(start)
+    return tile
+
+
 def create_tile(shape: Any, dtype: object, target_memory: object = None, **options: object) -> Tile:
     """`pl.create_tile(shape, dtype, target_memory)`: as `pl.tile.create`."""
     return tile_create(shape, dtype, target_memory, **options)
@@ -231,5 +247,6 @@ OPS: dict[str, Any] = {
     "fillpad": fillpad,
     "create_tile": create_tile,
     "gather": gather,
+    "arange": arange,
 }
 """The names, as `pl.NAME` and `pl.tile.NAME` (`racecheck.dsl.modules`)."""
