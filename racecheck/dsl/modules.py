@@ -201,6 +201,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "Array": types.Array,
         **tile_math.OPS,
         "PadValue": tile_math.PadValue,
+        "AtomicType": types.AtomicType,  # `pl.assemble(..., atomic=pl.AtomicType.Add)`
         "reshape": tile_ops.reshape_tensor,
         "Out": types.Out,
         "InOut": types.InOut,
