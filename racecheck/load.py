@@ -289,18 +289,18 @@ def _instance(
 ) -> ProgramInstance:
     parameters: list[HostParameter] = []
     annotations: list[Any] = []
+    specified: dict[str, Any] = {}  # the file's own ScalarSpec values, read on first need
     for parameter in entry_parameters(entry):
         annotation = _annotation(parameter, entry.function)
         annotations.append(annotation)
         if isinstance(annotation, TensorType):
             parameters.append(HostParameter(name=parameter.name, annotation=annotation))
             continue
-        specified = file_scalars(loaded)
         if parameter.name in args:
             value = parse_arg(args[parameter.name], loaded)
         elif parameter.default is not inspect.Parameter.empty:
             value = parameter.default
-        elif parameter.name in specified:
+        elif parameter.name in (specified := specified or file_scalars(loaded)):
             value = specified[parameter.name]
         else:
             raise UserError(
@@ -334,52 +334,52 @@ def _instance(
     )
 
 
-_SCALAR_SPEC = "ScalarSpec"
-
-
 def file_scalars(loaded: LoadedFile) -> dict[str, Any]:
     """The scalar inputs the file states itself: `ScalarSpec("name", dtype, value)` in
     its test specs (pypto-lib's `build_tensor_specs()`), where `value` is a literal, a
-    module name, or a parameter of the enclosing function with a default (the value the
-    file's own test runs with). The first statement of a name wins."""
-    cached = _cached("scalars", loaded)
-    if cached is not None:
-        return cached
+    module name, or a number the enclosing function knows before it (its parameters'
+    defaults, its plain assignments: the value the file's own test runs with). The
+    first statement of a name wins; the file's test code is read, never run."""
     found: dict[str, Any] = {}
-    for function in ast.walk(loaded.tree):
-        if not isinstance(function, ast.FunctionDef):
-            continue
-        known = _function_values(function, loaded)
-        for node in ast.walk(function):
-            if not (isinstance(node, ast.Call) and _dotted(node.func).endswith(_SCALAR_SPEC)):
-                continue
-            if len(node.args) < 3 or not isinstance(node.args[0], ast.Constant):
-                continue
-            name = node.args[0].value
-            if isinstance(name, str) and name not in found:
-                resolved = _spec_value(node.args[2], known, loaded)
-                if resolved is not _UNRESOLVED:
-                    found[name] = resolved
-    _specified[("scalars", id(loaded))] = (loaded, found)
+    for name, value, known in _spec_calls(loaded, _SCALAR_SPEC, 3):
+        resolved = _spec_value(value, known, loaded)
+        if resolved is not _UNRESOLVED:
+            found.setdefault(name, resolved)
     return found
 
 
-_UNRESOLVED = object()
-_specified: dict[tuple[str, int], tuple[LoadedFile, Any]] = {}  # per loaded file (held)
-
-
-def _cached(kind: str, loaded: LoadedFile) -> Any:
-    entry = _specified.get((kind, id(loaded)))
-    return entry[1] if entry is not None and entry[0] is loaded else None
-
-
+_SCALAR_SPEC = "ScalarSpec"
 _TENSOR_SPEC = "TensorSpec"
+_UNRESOLVED = object()
+
+
+def _spec_calls(
+    loaded: LoadedFile, constructor: str, arguments: int
+) -> Iterator[tuple[str, ast.expr, dict[str, Any]]]:
+    """Each `constructor("name", ...)` call with at least `arguments` positional
+    arguments in the file's functions: its name, the argument after the name's last
+    one that matters (`arguments - 1`), and the numbers its function knows there."""
+    for function in ast.walk(loaded.tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        known: dict[str, Any] | None = None
+        for node in ast.walk(function):
+            if not (isinstance(node, ast.Call) and _dotted(node.func).endswith(constructor)):
+                continue
+            if len(node.args) < arguments or not isinstance(node.args[0], ast.Constant):
+                continue
+            if isinstance(node.args[0].value, str):
+                known = _function_values(function, loaded) if known is None else known
+                yield node.args[0].value, node.args[arguments - 1], known
 
 
 def _stated_dims(loaded: LoadedFile, parameters: list[HostParameter]) -> dict[str, int]:
     """pl.dynamic dims the file's own test fixes: `TensorSpec("name", [d0, d1, ...], ...)`
     for a host tensor parameter whose annotation has a dynamic dim at that axis."""
-    shapes = _spec_shapes(loaded)
+    shapes: dict[str, list[Any]] = {}
+    for name, shape, known in _spec_calls(loaded, _TENSOR_SPEC, 2):
+        if isinstance(shape, ast.List):
+            shapes.setdefault(name, [_spec_value(dim, known, loaded) for dim in shape.elts])
     found: dict[str, int] = {}
     for parameter in parameters:
         annotation, stated = parameter.annotation, shapes.get(parameter.name)
@@ -390,30 +390,6 @@ def _stated_dims(loaded: LoadedFile, parameters: list[HostParameter]) -> dict[st
         for dim, value in zip(annotation.dims, stated, strict=True):
             if isinstance(dim, DynVar) and isinstance(value, int) and dim.name not in found:
                 found[dim.name] = value
-    return found
-
-
-def _spec_shapes(loaded: LoadedFile) -> dict[str, list[Any]]:
-    """`TensorSpec("name", [shape], ...)` of the file: each name's first stated shape,
-    its dims resolved as `file_scalars` resolves a value (unresolved dims are None)."""
-    cached = _cached("shapes", loaded)
-    if cached is not None:
-        return cached
-    found: dict[str, list[Any]] = {}
-    for function in ast.walk(loaded.tree):
-        if not isinstance(function, ast.FunctionDef):
-            continue
-        known = _function_values(function, loaded)
-        for node in ast.walk(function):
-            if not (isinstance(node, ast.Call) and _dotted(node.func).endswith(_TENSOR_SPEC)):
-                continue
-            if len(node.args) < 2 or not isinstance(node.args[0], ast.Constant):
-                continue
-            name, shape = node.args[0].value, node.args[1]
-            if isinstance(name, str) and name not in found and isinstance(shape, ast.List):
-                dims = [_spec_value(dim, known, loaded) for dim in shape.elts]
-                found[name] = [None if dim is _UNRESOLVED else dim for dim in dims]
-    _specified[("shapes", id(loaded))] = (loaded, found)
     return found
 
 
