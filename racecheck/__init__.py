@@ -40,13 +40,18 @@ def verify(
     jobs: int | None = None,
     require_model: bool | None = None,
     require_every_p: bool | None = None,
+    argv: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    import_root: str | None = None,
     config: bool = True,
 ) -> Report:
     """Check every program of the file at every rank count; see docs/cli.md for the result.
     `ranks="all"` (or `"2.."`) proves for every P, else checks `fallback` (default 2..8);
     `require_every_p` makes a fallback unknown, `require_model` a proved P whose outputs
     match no golden model. `jobs` worker processes check the program and P units (default:
-    the machine's cores). A keyword left out (None) takes the file's `[tool.racecheck]`
+    the machine's cores). `argv`, `env` and `import_root` are what the file is imported
+    with (`{P}` in argv or an env value is the rank count: the file is then imported
+    afresh at each P). A keyword left out (None) takes the file's `[tool.racecheck]`
     setting in the nearest pyproject.toml (docs/ci.md; `config=False` ignores it), else
     the CLI's default.
 
@@ -70,6 +75,9 @@ def verify(
         jobs=jobs,
         require_model=require_model,
         require_every_p=require_every_p,
+        argv=None if argv is None else tuple(argv),
+        env=None if env is None else tuple(env.items()),
+        import_root=import_root,
     )
     options = given_options(given)  # the caller's own mistakes first, in their words
     if config:

@@ -51,11 +51,11 @@ from racecheck.errors import (
 from racecheck.events import Schedule
 from racecheck.findings import FindingKind, ProgramResult, Report, Verdict, noted
 from racecheck.judge import Outcome
-from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
+from racecheck.load import ProgramInstance, ProgramSpec, load_programs
 from racecheck.models import parse_model
 from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
-from racecheck.project_imports import forget_project_modules
+from racecheck.project_imports import describe_import, forget_project_modules
 from racecheck.report.reasons import ReasonCode, has_code
 from racecheck.session import Session
 from racecheck.steering import open_reads
@@ -102,6 +102,7 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
     if options.expect is not None:
         parse_model(options.expect)  # a bad model name is a usage error before any work
     specs = _programs(file.path, options)
+    imported_with = describe_import(options.import_config, file.path)  # before units reload
     errors: list[str] = []
     single = {spec.name for spec in specs if spec.single_device}
     if options.every_p is not None:
@@ -128,17 +129,19 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
     results = gate.demand(results, options, single)
     loops = while_notes(file.path)  # PyPTO compiles a Python while: say how it was followed
     results = [dataclasses.replace(result, notes=(*result.notes, *loops)) for result in results]
-    return Report(file=file.path, results=tuple(results), errors=tuple(dict.fromkeys(errors)))
+    return Report(
+        file=file.path,
+        results=tuple(results),
+        errors=tuple(dict.fromkeys(errors)),
+        imported_with=imported_with,
+    )
 
 
 def _programs(path: str, options: Options) -> list[ProgramSpec]:
     """The file's programs, from a fresh import of it and of the project modules it
     imports."""
     forget_project_modules()
-    loaded = load_file(path, timeout=options.timeout)
-    return discover(
-        loaded, programs=options.programs, args=dict(options.args), rank_param=options.rank_param
-    )
+    return load_programs(path, options)
 
 
 def _check_units(

@@ -14,23 +14,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from racecheck.config import Settings, given_options, options_of, settings_for
 from racecheck.errors import NoProgram, ProgramRejected, UsageError, UserError
 from racecheck.findings import Report, exit_code_of
 from racecheck.options import (
     EngineChoice,
+    ImportConfig,
     Options,
     RuntimeOrder,
     numeric,
     parse_arg,
     parse_count,
+    parse_env,
     parse_ranks,
 )
 from racecheck.report import OutputFormat, installed_version, render
@@ -61,6 +64,7 @@ class TraceCommand:
     rank_param: str | None
     repeat: int
     seed: int
+    import_config: ImportConfig = ImportConfig()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -332,6 +336,26 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
         " (default: 1)",
     )
     parser.add_argument("--seed", metavar="N", help="the random input values (default: 0)")
+    parser.add_argument(
+        "--argv",
+        metavar="ARGS",
+        help="the file's own command line while it is imported (sys.argv[1:], split as a"
+        " shell does); {P} is the rank count, and the file is imported afresh at each P"
+        " (default: none)",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        metavar="NAME=VALUE",
+        help="an environment variable while the file is imported; {P} is the rank count"
+        " (repeatable; default: none)",
+    )
+    parser.add_argument(
+        "--import-root",
+        metavar="DIR",
+        help="the directory the file's absolute imports resolve against (default: the"
+        " nearest parent holding pyproject.toml or .git)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks (default: off)")
 
 
@@ -377,6 +401,7 @@ def _given_settings(namespace: argparse.Namespace) -> Settings:
         require_model=namespace.require_model,
         require_every_p=namespace.require_every_p,
         assumptions=tuple(namespace.assume) or None,
+        **_import_fields(namespace),
     )
 
 
@@ -389,6 +414,18 @@ def options_for(path: str, command: VerifyCommand) -> Options:
     if command.settings is None:
         return command.options
     return options_of(settings_for(path, command.settings))
+
+
+def _import_fields(namespace: argparse.Namespace) -> dict[str, Any]:
+    """--argv, --env and --import-root as given; None for each one left out."""
+    argv = None
+    if namespace.argv is not None:
+        try:
+            argv = tuple(shlex.split(namespace.argv))
+        except ValueError as error:
+            raise UsageError(f"--argv {namespace.argv!r}: {error}") from None
+    env = None if namespace.env is None else tuple(parse_env(text) for text in namespace.env)
+    return {"argv": argv, "env": env, "import_root": namespace.import_root}
 
 
 def _check_writable(path_text: str) -> None:
@@ -420,6 +457,9 @@ def _trace_command(namespace: argparse.Namespace) -> TraceCommand:
         rank_param=namespace.rank_param,
         repeat=parse_count("repeat", namespace.repeat or "1", minimum=1),
         seed=parse_count("seed", namespace.seed or "0", minimum=0),
+        import_config=Options(
+            **{name: value for name, value in _import_fields(namespace).items() if value}
+        ).import_config,
     )
 
 
@@ -492,7 +532,7 @@ def run_trace(command: TraceCommand, out: TextIO) -> int:
     from racecheck.load import discover, load_file
     from racecheck.report.trace import render_trace
 
-    loaded = load_file(command.path)
+    loaded = load_file(command.path, config=command.import_config.at(command.ranks))
     traced = 0
     specs = discover(
         loaded,

@@ -58,6 +58,8 @@ class Settings:
     require_model: bool | None = None
     require_every_p: bool | None = None
     argv: tuple[str, ...] | None = None  # the file's sys.argv at import time, per P
+    env: tuple[tuple[str, str], ...] | None = None  # environment variables at import time
+    import_root: str | None = None  # where the file's absolute imports resolve
     assumptions: tuple[str, ...] | None = None  # preconditions on symbolic inputs
 
     def over(self, base: Settings) -> Settings:
@@ -75,7 +77,7 @@ class Settings:
 
 _LISTS = ("programs", "argv", "assumptions")
 _BOOLS = ("reset_windows", "require_model", "require_every_p")
-_TEXTS = ("fallback", "engine", "expect", "rank_param", "runtime_order")
+_TEXTS = ("fallback", "engine", "expect", "rank_param", "runtime_order", "import_root")
 _NUMBERS = ("repeat", "timeout", "seed", "jobs")
 KEYS = tuple(item.name for item in dataclasses.fields(Settings))
 
@@ -102,9 +104,13 @@ def options_of(settings: Settings) -> Options:
         runtime_order=runtime_order_choice(settings.runtime_order or "current"),
         programs=settings.programs or (),
         args=settings.args or (),
+        argv=settings.argv or (),
+        env=settings.env or (),
+        import_root=settings.import_root,
+        assume=settings.assumptions or (),
         **{"jobs": machine_cores(), **given},  # type: ignore[arg-type]
     )
-    return _with_pending(options, settings)
+    return options
 
 
 def given_options(given: Settings) -> Options:
@@ -113,19 +119,6 @@ def given_options(given: Settings) -> Options:
     if given.ranks is None and given.fallback is not None:
         given = dataclasses.replace(given, ranks="all")
     return options_of(given)
-
-
-def _with_pending(options: Options, settings: Settings) -> Options:
-    """`argv` and `assumptions` reach the options that model them; a build of racecheck
-    without such a field refuses them rather than check something else quietly."""
-    fields = {item.name for item in dataclasses.fields(Options)}
-    for name, field_name in (("argv", "argv"), ("assumptions", "assume")):
-        value = getattr(settings, name)
-        if value:
-            if field_name not in fields:
-                raise UsageError(f"{name} {list(value)!r}: this racecheck does not model {name}")
-            options = dataclasses.replace(options, **{field_name: value})
-    return options
 
 
 # --- pyproject.toml ---------------------------------------------------------------------
@@ -258,8 +251,7 @@ def _settings(
         values[key] = _value(key, value, f"{where} {key}", source)
     settings = Settings(**values)  # type: ignore[arg-type]
     try:
-        # every value checked when read; argv and assumptions when used (_with_pending)
-        given_options(dataclasses.replace(settings, argv=None, assumptions=None))
+        given_options(settings)  # every value checked when read
     except UsageError as error:
         raise UsageError(f"{where}: {error.message}", file=str(source)) from None
     return settings
@@ -281,6 +273,10 @@ def _value(key: str, value: object, what: str, source: Path) -> object:
         if not isinstance(value, dict):
             raise wrong("a table of NAME = VALUE")
         return tuple((name, _arg_text(item)) for name, item in value.items())
+    if key == "env":
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise wrong('a table of NAME = "VALUE"')
+        return tuple(value.items())
     if key in _LISTS:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise wrong("a list of strings")

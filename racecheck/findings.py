@@ -314,6 +314,7 @@ class Report:
     file: str
     results: tuple[ProgramResult, ...] = ()
     errors: tuple[str, ...] = field(default=())  # user-caused errors, "file:line: message"
+    imported_with: tuple[str, ...] = ()  # argv, env, import root the file was imported with
 
     @property
     def verdict(self) -> FileVerdict:

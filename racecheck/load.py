@@ -24,6 +24,7 @@ else the user's code raises is a `TracingError` at its line.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import inspect
 import itertools
@@ -50,8 +51,13 @@ from racecheck.errors import (
     UsageError,
     UserError,
 )
-from racecheck.options import parse_bool
-from racecheck.project_imports import project_imports, project_module_names
+from racecheck.options import Options, parse_bool
+from racecheck.project_imports import (
+    ImportConfig,
+    forget_project_modules,
+    project_imports,
+    project_module_names,
+)
 from racecheck.report.reasons import ReasonCode, reason
 
 RANK_COUNT_NAMES = frozenset(
@@ -86,15 +92,25 @@ class LoadedFile:
     module: ModuleType
     source: str
     tree: ast.Module
+    config: ImportConfig = ImportConfig()  # what the import saw, `{P}` replaced
 
     @property
     def namespace(self) -> dict[str, Any]:
         return vars(self.module)
 
 
-def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
-    """Execute the user's file as a fresh module; any failure (or running past
-    `timeout` seconds) is one `LoadError`."""
+def load_file(
+    path: str,
+    *,
+    timeout: float = 60.0,
+    config: ImportConfig | None = None,
+    rejecting: bool = False,
+) -> LoadedFile:
+    """Execute the user's file as a fresh module with `config`'s command line and
+    environment; any failure (or running past `timeout` seconds) is one `LoadError` — or,
+    with `rejecting`, a `raise`/`assert` of the file's own code is `ProgramRejected` (the
+    file refuses the P its configuration names)."""
+    config = config or ImportConfig()
     try:
         with open(path, encoding="utf-8-sig") as handle:
             source = handle.read()
@@ -112,7 +128,7 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
         ) from None
     register_user_file(compiled_name, path)
     module = _fresh_module(compiled_name)
-    with installed(), project_imports(path):
+    with installed(), project_imports(path, config):
         try:
             within(lambda: exec(code, module.__dict__), timeout)
         except Overrun as overrun:
@@ -126,13 +142,16 @@ def load_file(path: str, *, timeout: float = 60.0) -> LoadedFile:
                 error.file, error.line = path, where.line if where else None
             raise
         except BaseException as error:  # noqa: BLE001 - any import-time failure is a LoadError
+            refusal = rejection_message(error) if rejecting else None
+            if refusal is not None:
+                raise ProgramRejected(f"importing the file: {refusal}") from None
             where = traceback_location(error.__traceback__)
             raise LoadError(
                 reason(ReasonCode.IMPORT_FAILED, how=raised(error)),
                 file=path,
                 line=where.line if where else None,
             ) from None
-    return LoadedFile(path=path, module=module, source=source, tree=tree)
+    return LoadedFile(path=path, module=module, source=source, tree=tree, config=config)
 
 
 def _fresh_module(compiled_name: str) -> ModuleType:
@@ -321,6 +340,7 @@ def bind_host(
     """Bind the host entry `function`'s parameters `signature`; a UserError names what
     has no value."""
     parameters: list[HostParameter] = []
+    specified: dict[str, Any] = {}  # the file's own ScalarSpec values, read on first need
     for parameter in signature:
         annotation = _annotation(parameter, function)
         if isinstance(annotation, TensorType):
@@ -330,6 +350,8 @@ def bind_host(
             value = parse_arg(args[parameter.name], loaded)
         elif parameter.default is not inspect.Parameter.empty:
             value = parameter.default
+        elif parameter.name in (specified := specified or file_scalars(loaded)):
+            value = specified[parameter.name]
         else:
             raise UserError(
                 reason(ReasonCode.HOST_PARAMETER_UNBOUND, name=name, parameter=parameter.name),
@@ -338,11 +360,14 @@ def bind_host(
         parameters.append(HostParameter(name=parameter.name, annotation=annotation, value=value))
     symbols, leading = _dynamic_symbols([parameter.annotation for parameter in parameters])
     dims: list[tuple[str, int | None]] = []
+    stated = _stated_dims(loaded, parameters)
     for symbol in sorted(symbols):
         if symbol in args:
             dims.append((symbol, int(parse_arg(args[symbol], loaded))))
         elif symbol in leading or symbol.lower() in RANK_COUNT_NAMES:
             dims.append((symbol, None))
+        elif symbol in stated:
+            dims.append((symbol, stated[symbol]))
         else:
             raise UserError(
                 reason(ReasonCode.DIM_UNBOUND, name=name, dim=symbol),
@@ -363,6 +388,113 @@ def _instance(
         bindings=binding.dim_values(ranks),
         file=loaded.path,
     )
+
+
+def file_scalars(loaded: LoadedFile) -> dict[str, Any]:
+    """The scalar inputs the file states itself: `ScalarSpec("name", dtype, value)` in
+    its test specs (pypto-lib's `build_tensor_specs()`), where `value` is a literal, a
+    module name, or a number the enclosing function knows before it (its parameters'
+    defaults, its plain assignments: the value the file's own test runs with). The
+    first statement of a name wins; the file's test code is read, never run."""
+    found: dict[str, Any] = {}
+    for name, value, known in _spec_calls(loaded, _SCALAR_SPEC, 3):
+        resolved = _spec_value(value, known, loaded)
+        if resolved is not _UNRESOLVED:
+            found.setdefault(name, resolved)
+    return found
+
+
+_SCALAR_SPEC = "ScalarSpec"
+_TENSOR_SPEC = "TensorSpec"
+_UNRESOLVED = object()
+
+
+def _spec_calls(
+    loaded: LoadedFile, constructor: str, arguments: int
+) -> Iterator[tuple[str, ast.expr, dict[str, Any]]]:
+    """Each `constructor("name", ...)` call with at least `arguments` positional
+    arguments in the file's functions: its name, the argument after the name's last
+    one that matters (`arguments - 1`), and the numbers its function knows there."""
+    for function in ast.walk(loaded.tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        known: dict[str, Any] | None = None
+        for node in ast.walk(function):
+            if not (isinstance(node, ast.Call) and _dotted(node.func).endswith(constructor)):
+                continue
+            if len(node.args) < arguments or not isinstance(node.args[0], ast.Constant):
+                continue
+            if isinstance(node.args[0].value, str):
+                known = _function_values(function, loaded) if known is None else known
+                yield node.args[0].value, node.args[arguments - 1], known
+
+
+def _stated_dims(loaded: LoadedFile, parameters: list[HostParameter]) -> dict[str, int]:
+    """pl.dynamic dims the file's own test fixes: `TensorSpec("name", [d0, d1, ...], ...)`
+    for a host tensor parameter whose annotation has a dynamic dim at that axis."""
+    shapes: dict[str, list[Any]] = {}
+    for name, shape, known in _spec_calls(loaded, _TENSOR_SPEC, 2):
+        if isinstance(shape, ast.List):
+            shapes.setdefault(name, [_spec_value(dim, known, loaded) for dim in shape.elts])
+    found: dict[str, int] = {}
+    for parameter in parameters:
+        annotation, stated = parameter.annotation, shapes.get(parameter.name)
+        if not isinstance(annotation, TensorType) or stated is None:
+            continue
+        if len(stated) != len(annotation.dims):
+            continue
+        for dim, value in zip(annotation.dims, stated, strict=True):
+            if isinstance(dim, DynVar) and isinstance(value, int) and dim.name not in found:
+                found[dim.name] = value
+    return found
+
+
+def _parameter_defaults(function: ast.FunctionDef) -> dict[str, ast.expr]:
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    with_defaults = positional[len(positional) - len(arguments.defaults) :]
+    pairs = list(zip(with_defaults, arguments.defaults, strict=True))
+    pairs += [
+        (argument, default)
+        for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+        if default is not None
+    ]
+    return {argument.arg: default for argument, default in pairs}
+
+
+def _function_values(function: ast.FunctionDef, loaded: LoadedFile) -> dict[str, Any]:
+    """The numbers a spec-building function knows before its specs: its parameters'
+    defaults, then its top-level `name = expression` statements, in order."""
+    known: dict[str, Any] = {}
+    for name, default in _parameter_defaults(function).items():
+        value = _spec_value(default, known, loaded)
+        if value is not _UNRESOLVED:
+            known[name] = value
+    for statement in function.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name):
+                value = _spec_value(statement.value, known, loaded)
+                if value is not _UNRESOLVED:
+                    known[target.id] = value
+    return known
+
+
+def _spec_value(node: ast.expr, known: Mapping[str, Any], loaded: LoadedFile) -> Any:
+    """A number the expression evaluates to over the module and `known`, else _UNRESOLVED."""
+    if not isinstance(node, (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp)):
+        return _UNRESOLVED
+    if any(isinstance(inner, ast.Call) for inner in ast.walk(node)):
+        return _UNRESOLVED  # the file's test code is read, never run
+    try:
+        with installed():
+            code = compile(ast.Expression(node), loaded.path, "eval")
+            value = eval(code, {**loaded.namespace, **known})  # noqa: S307 - the file's own
+    except Exception:  # noqa: BLE001 - not a value the file's module defines
+        return _UNRESOLVED
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _UNRESOLVED
+    return value
 
 
 def _entry_of(value: Any, name: str, loaded: LoadedFile) -> DslFunction:
@@ -845,3 +977,76 @@ def _named(
     raise UserError(
         reason(ReasonCode.NO_SUCH_PROGRAM, name=name, available=available), file=loaded.path
     )
+
+
+# ---------------------------------------------------------------------------- per-P imports
+
+
+def load_programs(path: str, options: Options) -> list[ProgramSpec]:
+    """The file's programs. A file whose import depends on P (`{P}` in `--argv`/`--env`)
+    is imported afresh, with its project modules, for each P it is built at: a model
+    library fixes P in its shapes and in shared config modules when it is imported."""
+    config = options.import_config
+    if not config.per_p:
+        return _discovered(load_file(path, timeout=options.timeout, config=config), options)
+    imports = _PerP(path, options)
+    specs = imports.first()
+    return [
+        dataclasses.replace(spec, build=imports.builder(index), origin=None)
+        for index, spec in enumerate(specs)
+    ]
+
+
+def _discovered(loaded: LoadedFile, options: Options) -> list[ProgramSpec]:
+    return discover(
+        loaded, programs=options.programs, args=dict(options.args), rank_param=options.rank_param
+    )
+
+
+class _PerP:
+    """The file imported at each P, discovered once per import."""
+
+    def __init__(self, path: str, options: Options) -> None:
+        self._path, self._options = path, options
+        self._specs: dict[int, list[ProgramSpec]] = {}
+        self._names: tuple[str, ...] = ()
+
+    def first(self) -> list[ProgramSpec]:
+        """The programs at the first P the file accepts at import (the names every P has)."""
+        options = self._options
+        candidates = (options.every_p.low,) if options.every_p is not None else ()
+        refusals = []
+        for ranks in dict.fromkeys((*candidates, *options.ranks)):
+            try:
+                specs = self._at(ranks)
+            except ProgramRejected as refusal:
+                refusals.append(f"P={ranks}: {refusal}")
+                continue
+            self._names = tuple(spec.name for spec in specs)
+            return specs
+        raise LoadError(
+            f"the file refuses every P it was imported at ({'; '.join(refusals)})", file=self._path
+        )
+
+    def _at(self, ranks: int) -> list[ProgramSpec]:
+        if ranks not in self._specs:
+            forget_project_modules(
+                between_imports=True
+            )  # the file's sibling modules are imported afresh too
+            config = self._options.import_config.at(ranks)
+            loaded = load_file(
+                self._path, timeout=self._options.timeout, config=config, rejecting=True
+            )
+            self._specs[ranks] = _discovered(loaded, self._options)
+        return self._specs[ranks]
+
+    def builder(self, index: int) -> Callable[[int], ProgramInstance]:
+        def build(ranks: int) -> ProgramInstance:
+            specs = self._at(ranks)
+            name = self._names[index]
+            chosen = next((spec for spec in specs if spec.name == name), None)
+            if chosen is None:
+                raise ProgramRejected(f"imported at P={ranks}, the file has no program {name}")
+            return chosen.build(ranks)
+
+        return build

@@ -43,6 +43,32 @@ class RuntimeOrder(Enum):
 _Choice = TypeVar("_Choice", bound=Enum)
 
 
+RANKS_FIELD = "{P}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportConfig:
+    """The command line, environment and import root the user's file is imported with."""
+
+    argv: tuple[str, ...] = ()  # the file's sys.argv[1:]; "{P}" is the rank count
+    env: tuple[tuple[str, str], ...] = ()  # NAME=VALUE; "{P}" in VALUE is the rank count
+    import_root: str | None = None  # None: the nearest parent with pyproject.toml or .git
+
+    @property
+    def per_p(self) -> bool:
+        """Whether the import depends on P (then each P is imported afresh)."""
+        return any(RANKS_FIELD in text for text in (*self.argv, *(v for _, v in self.env)))
+
+    def at(self, ranks: int) -> ImportConfig:
+        """This configuration with `{P}` replaced by `ranks`."""
+        count = str(ranks)
+        return ImportConfig(
+            argv=tuple(text.replace(RANKS_FIELD, count) for text in self.argv),
+            env=tuple((name, value.replace(RANKS_FIELD, count)) for name, value in self.env),
+            import_root=self.import_root,
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EveryP:
     """`--ranks all` / `--ranks LOW..`: one proof for every P >= low, else `fallback`."""
@@ -69,6 +95,13 @@ class Options:
     assume: tuple[str, ...] = ()  # --assume EXPR (repeatable): racecheck.assumptions
     require_model: bool = False  # a proved P whose outputs match no golden model is unknown
     require_every_p: bool = False  # with every_p: a fallback to concrete P is unknown
+    argv: tuple[str, ...] = ()  # --argv: the file's own command line; "{P}" is the rank count
+    env: tuple[tuple[str, str], ...] = ()  # --env NAME=VALUE while the file is imported
+    import_root: str | None = None  # --import-root DIR (else the nearest project root)
+
+    @property
+    def import_config(self) -> ImportConfig:
+        return ImportConfig(argv=self.argv, env=self.env, import_root=self.import_root)
 
     def __post_init__(self) -> None:
         if not self.ranks or not all(_is_int(p) and 1 <= p <= MAX_RANKS for p in self.ranks):
@@ -91,6 +124,13 @@ class Options:
             parse_assumption(text)
         if self.rank_param is not None and not self.rank_param.isidentifier():
             raise UsageError(f"--rank-param {self.rank_param!r}: not a parameter name")
+        if not all(isinstance(text, str) for text in self.argv):
+            raise UsageError(f"argv {self.argv!r}: the file's command line must be strings")
+        for name, value in self.env:
+            if not (isinstance(name, str) and name and "=" not in name and isinstance(value, str)):
+                raise UsageError(f"--env {name!r}: expected NAME=VALUE, e.g. --env MODE=fused")
+        if self.import_root is not None and not os.path.isdir(self.import_root):
+            raise UsageError(f"--import-root {self.import_root!r}: no such directory")
         if self.rank_param is not None and self.rank_param in dict(self.args):
             raise UsageError(
                 f"--arg {self.rank_param}: the rank-count parameter gets P; use --ranks"
@@ -205,6 +245,14 @@ def parse_arg(text: str) -> tuple[str, str]:
     if not equals or not name.isidentifier():
         raise UsageError(f"--arg {text!r}: expected NAME=VALUE, e.g. --arg mode=ring")
     return name, value.strip()
+
+
+def parse_env(text: str) -> tuple[str, str]:
+    """`--env NAME=VALUE` → (NAME, VALUE)."""
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        raise UsageError(f"--env {text!r}: expected NAME=VALUE, e.g. --env MODE=fused")
+    return name.strip(), value
 
 
 def parse_count(name: str, text: str, *, minimum: int) -> int:

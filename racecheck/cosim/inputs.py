@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,11 @@ def _initial_values(
         _spread_extremes(values.reshape(ranks, -1))
     values = values.astype(dtype.compute)
     return dtype.decode(dtype.encode(values)) if dtype.is_float else values
+
+
+LAZY_BYTES = 8 << 20
+"""A host tensor larger than this starts as zeros that are never materialised: only the
+bytes a run reads or writes cost memory (a model's weights run to many GiB)."""
 
 
 def _spread_extremes(rows: np.ndarray) -> None:
@@ -68,15 +74,7 @@ def create_host_arguments(
             arguments.append(parameter.value)
             continue
         shape = instance.shape_of(annotation)
-        values = _initial_values(annotation.dtype, shape, annotation.direction, rng, instance.ranks)
-        limits = annotation.dtype.limits
-        if limits is not None and annotation.direction is not Direction.OUT:
-            low, high = narrowed(limits, instance.assumed, parameter.name)
-            values = np.clip(values, low, high).astype(values.dtype)  # what --assume allows
-        for name, index, value in instance.inputs:
-            if name == parameter.name:
-                np.put(values, index, value)
-        view = memory.add_host_tensor(parameter.name, values, annotation.dtype)
+        view, initial = _host_tensor(parameter.name, annotation, shape, memory, rng, instance)
         host.host_roots.add(view.memory)
         if annotation.direction is not Direction.OUT:
             memory.inputs[view.memory] = parameter.name
@@ -86,7 +84,35 @@ def create_host_arguments(
                 name=parameter.name,
                 role=ROLES[annotation.direction],
                 view=view,
-                initial=memory.snapshot(view),
+                initial=initial,
             )
         )
     return arguments, tensors
+
+
+def _host_tensor(
+    name: str,
+    annotation: TensorType,
+    shape: tuple[int, ...],
+    memory: MemoryState,
+    rng: np.random.Generator,
+    instance: ProgramInstance,
+) -> tuple[TensorView, np.ndarray]:
+    """The tensor and its initial values (kept for the golden models)."""
+    chosen = [(index, value) for tensor, index, value in instance.inputs if tensor == name]
+    if math.prod(shape) * annotation.dtype.nbytes > LAZY_BYTES:
+        view = memory.add_zero_host_tensor(name, shape, annotation.dtype)
+        initial = np.zeros(shape, dtype=annotation.dtype.compute)  # zero pages too
+        for index, value in chosen:
+            memory.set_element(view, index, value)
+            np.put(initial, index, value)
+        return view, initial
+    values = _initial_values(annotation.dtype, shape, annotation.direction, rng, instance.ranks)
+    limits = annotation.dtype.limits
+    if limits is not None and annotation.direction is not Direction.OUT:
+        low, high = narrowed(limits, instance.assumed, name)
+        values = np.clip(values, low, high).astype(values.dtype)  # what --assume allows
+    for index, value in chosen:
+        np.put(values, index, value)
+    view = memory.add_host_tensor(name, values, annotation.dtype)
+    return view, memory.snapshot(view)

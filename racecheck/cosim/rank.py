@@ -122,14 +122,14 @@ class RankContext:
         return result, index
 
     def create_tensor(
-        self, shape: tuple[int, ...], dtype: DType, *, manual_dep: bool
+        self, shape: tuple[int, ...], dtype: DType, *, manual_dep: bool, fill: float = 0
     ) -> TensorView:
         """`pl.create_tensor` in a per-device function: a zeroed tensor of this rank's
         device memory, which the function's tasks share and are tagged with like any
         argument; with `manual_dep`, no task gets an edge on it (docs/model.md)."""
         memory = self.run.memory
         name = memory.fresh_name(f"{assigned_name('tensor')}@{self.rank}")
-        values = np.zeros(shape, dtype=dtype.compute)
+        values = np.full(shape, fill, dtype=dtype.compute)  # init_value= (PyPTO #823)
         return memory.add_host_tensor(name, values, dtype, manual_dep=manual_dep)
 
     def mark_mixed(self) -> bool:

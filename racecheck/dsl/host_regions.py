@@ -17,6 +17,12 @@ function at that point, and skips the body in place.
 
 Other levels in the host function are refused. Anywhere else `pl.at` is
 `racecheck.dsl.scopes.at`.
+
+`with pl.spmd(n) as tid:` is outlined the same way (`InlineSpmd`): PyPTO outlines its
+body into one kernel run on n blocks, so racecheck compiles the body into a function of
+the names it uses and runs it once per block, each run the block's part of the task
+(the structure `racecheck.dsl.scopes.Spmd` gives its blocks); the names it assigns that
+are used after it take the last block's values.
 """
 
 from __future__ import annotations
@@ -82,6 +88,44 @@ def at(level: object = None, role: object = None, **options: Any) -> Iterator[ob
         yield scopes.TaskId(index=-1)
 
 
+_outlined_bodies: dict[tuple[object, ...], Callable[..., Any]] = {}
+
+
+class InlineSpmd(scopes.Spmd):
+    """`pl.spmd(...)`: in a `with` statement, its body is outlined and run per block."""
+
+    def __enter__(self) -> scopes.TaskId:
+        task = super().__enter__()
+        frame = innermost_user_frame()
+        region = _region_at(frame) if frame is not None else None
+        if frame is None or region is None:
+            raise unsupported(
+                "with pl.spmd(...): racecheck reads the `with` statement from the source file"
+                " and needs its body on lines of its own",
+                self.where,
+            )
+        statement, enclosing = region
+        names = sorted(_loaded(statement.body) & set(frame.f_locals))
+        results = _results(statement, enclosing)
+        key = (frame.f_code, statement.lineno, tuple(names), id(frame.f_globals))
+        outlined = _outlined_bodies.get(key)
+        if outlined is None:
+            outlined = _compiled(frame, statement, names, results=results, kind="spmd_body")
+            _outlined_bodies[key] = outlined
+        values = [frame.f_locals[name] for name in names]
+        returned = self.run(lambda: outlined(*values))
+        _bind(frame, results, returned or {})
+        self._skipping = _body_skipped(frame)
+        self._skipping.__enter__()
+        return task
+
+    def __exit__(self, kind: object, *exc: object) -> bool:  # type: ignore[override]
+        skipped = kind is _SkipBody
+        self._skipping.__exit__(None, None, None)
+        super().__exit__(None if skipped else kind, *exc)
+        return skipped
+
+
 def _run_chip_region(frame: FrameType, region: ast.With, enclosing: ast.AST) -> None:
     """Call the outlined CHIP orchestration; its results, like those of any per-device
     call the host makes, are not the host's to use: they are bound to None."""
@@ -98,18 +142,29 @@ def _run_chip_region(frame: FrameType, region: ast.With, enclosing: ast.AST) -> 
     _bind(frame, _results(region, enclosing))
 
 
-def _bind(frame: FrameType, names: list[str]) -> None:
-    """Set `names` to None in the running `frame`."""
+def _bind(frame: FrameType, names: list[str], values: dict[str, Any] | None = None) -> None:
+    """Set `names` to their `values` (else None) in the running `frame`."""
     variables = frame.f_locals
     for name in names:
-        variables[name] = None
+        variables[name] = (values or {}).get(name)
     if sys.version_info < (3, 13):  # later, f_locals writes through (PEP 667)
         ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
 
 
-def _compiled(frame: FrameType, region: ast.With, names: list[str]) -> Callable[..., Any]:
-    """The `with` body as a function of `names`, at its own lines of the user's file."""
-    name = f"{frame.f_code.co_name}_chip_region_{region.lineno}"
+def _compiled(
+    frame: FrameType,
+    region: ast.With,
+    names: list[str],
+    *,
+    results: list[str] = (),  # type: ignore[assignment]
+    kind: str = "chip_region",
+) -> Callable[..., Any]:
+    """The `with` body as a function of `names`, at its own lines of the user's file;
+    with `results`, it returns those of them it assigned, by name."""
+    name = f"{frame.f_code.co_name}_{kind}_{region.lineno}"
+    body = copy.deepcopy(region.body)
+    if results:
+        body.append(_returned(results, region.end_lineno or region.lineno))
     arguments = ast.arguments(
         posonlyargs=[],
         args=[ast.arg(arg=argument) for argument in names],
@@ -120,7 +175,7 @@ def _compiled(frame: FrameType, region: ast.With, names: list[str]) -> Callable[
     definition = ast.FunctionDef(
         name=name,
         args=arguments,
-        body=copy.deepcopy(region.body),
+        body=body,
         decorator_list=[],
         returns=None,
         lineno=region.lineno,
@@ -130,6 +185,22 @@ def _compiled(frame: FrameType, region: ast.With, names: list[str]) -> Callable[
     )
     code = frame.f_code
     return compiled_function(definition, code.co_filename, frame.f_globals, code.co_flags)
+
+
+def _returned(names: list[str], line: int) -> ast.Return:
+    """`return {name: name for name in names if assigned}`, at `line`."""
+    source = (
+        "return {_n: _v for _n, _v in ("
+        + ", ".join(f"({name!r}, locals().get({name!r}))" for name in names)
+        + ",)}"
+    )
+    statement = ast.parse(source).body[0]
+    for node in ast.walk(statement):
+        if hasattr(node, "lineno"):
+            node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
+            node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
+    assert isinstance(statement, ast.Return)
+    return statement
 
 
 @contextmanager

@@ -12,6 +12,7 @@ tile math is plain numpy.
 from __future__ import annotations
 
 import dis
+import math
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +24,7 @@ import numpy as np
 from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import INDEX, DType
 from racecheck.dsl.groups import loop_indices
+from racecheck.dsl.location import unsupported
 from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import (
     DeviceIndex,
@@ -211,6 +213,8 @@ def assign(view: TensorView, offsets: Sequence[int], extent: Sequence[int], valu
     source = _as_operand(value)
     if isinstance(source, Tile):
         values = source.valid_values()
+        if source.shape == tuple(extent) and source.valid != source.shape:
+            extent = list(source.valid)  # a partly valid tile stores its valid region
     else:
         values = np.full(tuple(extent), as_data(source), dtype=view.dtype.compute)
     if values.size != int(np.prod(extent)):
@@ -248,7 +252,19 @@ def tile_forms(tile: object) -> Forms | None:
     return None
 
 
-def store(tile: object, offsets: Sequence[object], output_tensor: object) -> TensorView | Tile:
+def store(
+    tile: object,
+    offsets: Sequence[object],
+    output_tensor: object,
+    shapes: Sequence[object] | None = None,
+) -> TensorView | Tile:
+    """`pl.store(tile, offsets, tensor[, shapes])`; `shapes`, PyPTO's ND partition
+    shape, is modelled where it is the tile's own extent (the region stored)."""
+    if shapes is not None:
+        extent = tuple(indices(shapes))
+        own = tile.valid if isinstance(tile, Tile) else None
+        if own is None or math.prod(extent) != math.prod(own):
+            raise unsupported(f"pl.store(..., shapes={list(extent)}) of a tile valid in {own}")
     if isinstance(output_tensor, Tile):
         values = tile_values(tile, output_tensor.dtype)
         return tile_update(output_tensor, offsets, values, sources_of(tile))
@@ -280,6 +296,9 @@ def read(tensor: object, offsets: Sequence[object]) -> Tainted:
 
 
 def write(tensor: object, offsets: Sequence[object], value: object) -> None:
+    if isinstance(tensor, Tile):  # `pl.tile.write` of one element of a local tile
+        tensor[tuple(offsets)] = value
+        return
     view = require_view(tensor, "pl.write", "the destination")
     context = rank_context("pl.write")
     values = np.full([1] * len(offsets), as_data(value), dtype=view.dtype.compute)
@@ -305,7 +324,8 @@ def _elementwise(function: Callable[..., Any], *raw_operands: object) -> Any:
     arrays = [
         operand.data if isinstance(operand, Tile) else as_data(operand) for operand in operands
     ]
-    data = np.asarray(function(*arrays)).astype(first.dtype.compute)
+    with np.errstate(all="ignore"):  # overflow and 0/0 are the device's values to produce
+        data = np.asarray(function(*arrays)).astype(first.dtype.compute)
     sources = frozenset().union(*(sources_of(operand) for operand in operands))
     return Tile(data=data, dtype=first.dtype, valid=first.valid, sources=sources)
 
@@ -458,6 +478,15 @@ def parallel(
     return tracked(range_(*args, init_values=init_values))
 
 
+def pipeline(
+    *args: object, stage: object = 1, init_values: Sequence[object] | None = None
+) -> Iterator[Any]:
+    """`pl.pipeline(..., stage=N)`: `pl.range`'s iterations in their order; PyPTO
+    replicates the body N times for ping-pong buffers, which changes no iteration."""
+    del stage
+    return range_(*args, init_values=init_values)
+
+
 def unroll(*args: object, **hints: object) -> Iterator[Any]:
     """`pl.unroll(stop | start, stop[, step])`: unrolled, with no carried values."""
     return range_(*args)
@@ -492,6 +521,31 @@ def yield_(*values: object) -> Any:
     return values
 
 
+def set_block(tile: Tile, index: object, value: object) -> None:
+    """`tile[a:b, c:d] = value`: the block updated in place (a kernel-local store)."""
+    value = _as_operand(value)  # a tensor block is loaded first
+    items = index if isinstance(index, tuple) else (index,)
+    starts = [
+        (0 if item.start is None else as_index(item.start))
+        if isinstance(item, slice)
+        else as_index(item)
+        for item in items
+    ]
+    starts += [0] * (len(tile.shape) - len(starts))
+    updated = tile_update(tile, starts, tile_values(value, tile.dtype), sources_of(value))
+    tile.data, tile.sources, tile.symbols = updated.data, updated.sources, None
+
+
 provide_kernel_ops(
-    KernelOps(assign=assign, load_block=load_block, add=add, sub=sub, mul=mul, div=div, neg=neg)
+    KernelOps(
+        assign=assign,
+        load_block=load_block,
+        add=add,
+        sub=sub,
+        mul=mul,
+        div=div,
+        neg=neg,
+        read=read,
+        set_block=set_block,
+    )
 )

@@ -16,6 +16,7 @@ back has no form; what it steers is unknown, never proved).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -79,6 +80,29 @@ class MemoryState:
             dtype=dtype,
             memory_nbytes=raw.size,
         )
+
+    def add_zero_host_tensor(self, name: str, shape: tuple[int, ...], dtype: DType) -> TensorView:
+        """A host tensor of zeros whose bytes are not touched until read or written: the
+        allocation is the operating system's zero pages, so only what a run reads or
+        writes costs memory (a model's weights of many GiB, `racecheck.cosim.inputs`)."""
+        nbytes = math.prod(shape) * dtype.nbytes
+        memory = Memory(id=len(self.memories), kind=MemoryKind.HOST, name=name, nbytes=nbytes)
+        self.memories.append(memory)
+        self.instances[(memory.id, HOST_OWNER)] = np.zeros(nbytes, dtype=np.uint8)
+        return TensorView(
+            memory=memory.id,
+            kind=MemoryKind.HOST,
+            name=name,
+            base=0,
+            shape=shape,
+            dtype=dtype,
+            memory_nbytes=nbytes,
+        )
+
+    def set_element(self, view: TensorView, index: int, value: float) -> None:
+        """Set one element of a host tensor before the run starts (a chosen input)."""
+        flat = self._elements(view, HOST_OWNER).reshape(-1)
+        flat[index] = view.dtype.encode(np.array([value], dtype=view.dtype.compute))[0]
 
     def _elements(self, view: TensorView, owner: int) -> np.ndarray:
         raw = self.instances[(view.memory, owner)]

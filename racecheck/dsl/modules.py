@@ -37,6 +37,7 @@ from racecheck.dsl import (
     local_ops,
     program,
     scopes,
+    tile_math,
     tile_ops,
     types,
 )
@@ -208,6 +209,11 @@ def _language(distributed: ModuleType) -> DslNamespace:
         **_dtype_members(),
         **LOCAL_OPS,
         "Tensor": types.Tensor,
+        "Array": types.Array,
+        **tile_math.OPS,
+        "PadValue": tile_math.PadValue,
+        "AtomicType": types.AtomicType,  # `pl.assemble(..., atomic=pl.AtomicType.Add)`
+        "reshape": tile_ops.reshape_tensor,
         "Out": types.Out,
         "InOut": types.InOut,
         "Scalar": types.Scalar,
@@ -229,6 +235,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
         "range": local_ops.range_,
         "parallel": local_ops.parallel,
         "unroll": local_ops.unroll,
+        "pipeline": local_ops.pipeline,
         "at": host_regions.at,
         "manual_scope": scopes.manual_scope,
         "scope": scopes.scope,
@@ -242,7 +249,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
         ),
         "submit": program.submit,
         "spmd_submit": program.spmd_submit,
-        "spmd": scopes.Spmd,
+        "spmd": host_regions.InlineSpmd,
         "yield_": local_ops.yield_,
         "const": tile_ops.const,
         "slice": tile_ops.slice_,
@@ -259,6 +266,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
             "pl.tile",
             {
                 **LOCAL_OPS,
+                **tile_math.OPS,
                 "full": tile_ops.tile_full,
                 "get_block_idx": scopes.block_index,
                 "create": tile_ops.tile_create,
@@ -276,6 +284,8 @@ def _language(distributed: ModuleType) -> DslNamespace:
             {
                 **LOCAL_OPS,
                 "slice": local_ops.tensor_slice,
+                "reshape": tile_ops.reshape_tensor,
+                "dim": tile_ops.tensor_dim,
                 "assemble": tile_ops.assemble,
                 "full": tile_ops.full,
                 "create": tile_ops.create_tensor,

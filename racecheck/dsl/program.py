@@ -29,6 +29,7 @@ from racecheck.dsl.scopes import (
     declared_results,
     dep_indexes,
     kernel_call,
+    note_inline,
     note_orchestration,
     note_own_scopes,
     spmd_blocks,
@@ -44,6 +45,7 @@ class FunctionRole(Enum):
     PER_DEVICE = "per-device"
     HOST = "host"
     SUB_WORKER = "sub-worker"  # a host callback (`pl.Role.SubWorker`): never traced
+    INLINE = "inline"  # `pl.jit.inline`: spliced into its caller, whatever the caller is
 
 
 class DslFunction:
@@ -57,6 +59,8 @@ class DslFunction:
         self.as_written = as_written  # not recompiled from its source: runs as Python
         if role is FunctionRole.PER_DEVICE:
             note_orchestration(function)
+        elif role is FunctionRole.INLINE:
+            note_inline(function)
         self.__name__ = getattr(function, "__name__", "function")
         self.__qualname__ = getattr(function, "__qualname__", self.__name__)
         self.__doc__ = getattr(function, "__doc__", None)
@@ -82,6 +86,10 @@ class DslFunction:
             return self._sub_worker_call()
         if self.as_written:
             self._refuse_python_division()
+        if self.role is FunctionRole.INLINE:
+            # PyPTO's InlineFunctions pass splices the body at each call site: it runs
+            # in its caller's place (orchestration, kernel or host), as written there.
+            return self.function(*args, **kwargs)
         if "device" in kwargs:
             index = kwargs.pop("device")
             device = as_index(index)
@@ -313,7 +321,8 @@ def program(cls: type | None = None, **options: object) -> Any:
 
 
 class _JitDecorator:
-    """`pl.jit` (per-device), `pl.jit.incore` (kernel), `pl.jit.host` (entry).
+    """`pl.jit` (per-device), `pl.jit.incore` (kernel), `pl.jit.host` (entry),
+    `pl.jit.inline` (spliced into its caller; `auto_scope=False` lets it open scopes).
 
     Each works bare (`@pl.jit`) and called (`@pl.jit()`, `@pl.jit.host(...)`).
     """
@@ -336,6 +345,7 @@ class _Jit(_JitDecorator):
         super().__init__(FunctionRole.PER_DEVICE, "pl.jit")
         self.incore = _JitDecorator(FunctionRole.KERNEL, "pl.jit.incore")
         self.host = _JitDecorator(FunctionRole.HOST, "pl.jit.host")
+        self.inline = _JitDecorator(FunctionRole.INLINE, "pl.jit.inline")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

@@ -137,7 +137,7 @@ class TaskContext(Protocol):
     def begin_task(self, spec: TaskSpec) -> int: ...
 
     def create_tensor(
-        self, shape: tuple[int, ...], dtype: DType, *, manual_dep: bool
+        self, shape: tuple[int, ...], dtype: DType, *, manual_dep: bool, fill: float = 0
     ) -> TensorView: ...
 
     def end_task(self) -> None: ...
@@ -438,11 +438,22 @@ def note_orchestration(function: Callable[..., Any]) -> None:
     _orchestrations.add(inspect.unwrap(getattr(function, "__func__", function)))
 
 
+def note_inline(function: Callable[..., Any]) -> None:
+    """`function` is a `pl.jit.inline` body: spliced into its caller, it is an
+    orchestration body where its caller is one (outside any task)."""
+    _inlines.add(inspect.unwrap(getattr(function, "__func__", function)))
+
+
+_inlines: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
+
+
 def chip_tasks() -> TaskContext | None:
     """The running rank's tasks when this call is made in a CHIP orchestration body:
-    the body of a per-device function itself, outside its kernel calls and regions."""
+    the body of a per-device function itself (or of an inline function it calls),
+    outside its kernel calls and regions."""
     frame = innermost_user_frame()
-    if frame is None or not any(body.__code__ is frame.f_code for body in _orchestrations):
+    bodies = (*_orchestrations, *_inlines)
+    if frame is None or not any(body.__code__ is frame.f_code for body in bodies):
         return None
     return _task_context()
 

@@ -23,7 +23,7 @@ from racecheck.dsl.active import current, is_rank_context
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import Tainted, as_index
-from racecheck.dsl.symbolic import Forms, Var
+from racecheck.dsl.symbolic import Forms, InputBlock, Var
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, MemoryKind, union_ranges
 
@@ -91,8 +91,15 @@ class TensorView:
         offsets, extent, _ = self._selection(items)
         kernel_ops().assign(self, offsets, extent, value)
 
-    def _index_row(self, index: object) -> TensorView:
+    def bind_dynamic(self, axis: object, var: object) -> None:
+        """`t.bind_dynamic(axis, DYN)`: PyPTO's specializer reads it from the source to
+        keep an axis dynamic; at run time it does nothing."""
+        del axis, var
+
+    def _index_row(self, index: object) -> TensorView | Any:
         context = current()
+        if self.ndim == 1 and is_rank_context(context):
+            return kernel_ops().read(self, [index])  # `t[i]` of a 1-D tensor: tensor.read
         row = as_index(index)
         if context is not None and not is_rank_context(context):
             return context.row_view(self, row)  # type: ignore[attr-defined]
@@ -233,10 +240,44 @@ class Tile:
     def valid_values(self) -> np.ndarray:
         return self.data[tuple(slice(0, extent) for extent in self.valid)]
 
-    def __getitem__(self, index: object) -> Tainted:
+    def __getitem__(self, index: object) -> Any:
+        items = index if isinstance(index, tuple) else (index,)
+        if any(isinstance(item, slice) for item in items):
+            return self._block(items)
         key = tuple(as_index(i) for i in index) if isinstance(index, tuple) else as_index(index)
         symbol = None if self.symbols is None else self.symbols[key]
         return Tainted(self.data[key], self.sources, symbol if isinstance(symbol, Var) else None)
+
+    def _block(self, items: tuple[object, ...]) -> Tile:
+        """`tile[a:b, c:d]`: the sub-tile (PyPTO's tile slice), valid where this one is."""
+        region: list[slice] = []
+        valid: list[int] = []
+        for axis, size in enumerate(self.shape):
+            item = items[axis] if axis < len(items) else slice(None)
+            if not isinstance(item, slice) or item.step not in (None, 1):
+                raise IndexError(f"tile slice {_index_text(items)}: slices of step 1 only")
+            start = 0 if item.start is None else as_index(item.start)
+            stop = size if item.stop is None else as_index(item.stop)
+            if not 0 <= start <= stop <= size:
+                raise IndexError(f"tile slice {_index_text(items)} of a {list(self.shape)} tile")
+            region.append(slice(start, stop))
+            valid.append(max(0, min(stop, self.valid[axis]) - start))
+        symbols = self.symbols
+        if isinstance(symbols, InputBlock):
+            symbols = symbols.block(tuple(region))
+        elif symbols is not None:
+            symbols = symbols[tuple(region)]
+        return Tile(
+            data=self.data[tuple(region)].copy(),
+            dtype=self.dtype,
+            valid=tuple(valid),
+            sources=self.sources,
+            symbols=symbols if isinstance(symbols, (np.ndarray, InputBlock)) else None,
+        )
+
+    def __setitem__(self, index: object, value: object) -> None:
+        """`tile[a:b, c:d] = value`: the block updated in place (a kernel-local store)."""
+        kernel_ops().set_block(self, index, value)
 
     def __add__(self, other: object) -> Tile:
         return kernel_ops().add(self, other)
@@ -344,6 +385,8 @@ class KernelOps:
     mul: Callable[[object, object], Any]
     div: Callable[[object, object], Any]
     neg: Callable[[object], Any]
+    read: Callable[[TensorView, Sequence[object]], Any]
+    set_block: Callable[[Tile, object, object], None]
 
 
 _provided: list[KernelOps] = []

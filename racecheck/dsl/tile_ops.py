@@ -9,14 +9,16 @@ read where the view is loaded); `pl.assemble` into a tensor is a store. Cube ops
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from racecheck.dsl import lanes
-from racecheck.dsl.context import rank_context
+from racecheck.dsl.context import current, is_rank_context, rank_context
 from racecheck.dsl.dtypes import FP32, DType
 from racecheck.dsl.local_ops import (
     _as_operand,
@@ -30,7 +32,7 @@ from racecheck.dsl.local_ops import (
     tile_values,
 )
 from racecheck.dsl.location import unsupported
-from racecheck.dsl.scalars import as_data, sources_of
+from racecheck.dsl.scalars import DeviceInt, as_data, sources_of
 from racecheck.dsl.scopes import TaskIdArray, TaskIdType, chip_tasks
 from racecheck.dsl.tensors import TensorView, Tile, is_contiguous_block
 from racecheck.dsl.types import AtomicType, MemorySpace
@@ -88,21 +90,54 @@ def create_tensor(
     """`pl.create_tensor(shape, dtype, layout=ND, manual_dep=False, init_value=None)`
     (also `pl.tensor.create`): in a per-device function, a tensor its tasks share
     (`racecheck.cosim.rank.RankContext.create_tensor`); in a kernel, a kernel-local one."""
-    if init_value is not None:
-        raise unsupported(
-            "pl.create_tensor(init_value=...) is rejected by PyPTO: seed the tensor with a kernel"
-        )
+    kind = _dtype(dtype, "pl.create_tensor")
+    fill = _init_value(init_value, kind)
     tasks = chip_tasks()
     if tasks is not None:
-        return tasks.create_tensor(
-            tuple(indices(shape)), _dtype(dtype, "pl.create_tensor"), manual_dep=manual_dep
-        )
+        return tasks.create_tensor(tuple(indices(shape)), kind, manual_dep=manual_dep, fill=fill)
     if manual_dep:
         raise unsupported(
             "pl.create_tensor(manual_dep=True) outside a per-device function is not modelled:"
             " manual_dep opts a tensor out of the dependencies between tasks (docs/model.md)"
         )
-    return _filled(shape, dtype, 0, "pl.create_tensor")
+    return _filled(shape, dtype, fill, "pl.create_tensor")
+
+
+def _init_value(init_value: object, dtype: DType) -> float:
+    """`init_value=`: the runtime fills the new buffer before any task runs (PyPTO #823);
+    a non-zero fill of a 16-bit float is rejected at PyPTO's codegen."""
+    if init_value is None:
+        return 0
+    if not isinstance(init_value, (int, float)) or isinstance(init_value, bool):
+        raise unsupported(f"pl.create_tensor(init_value={init_value!r}): a Python number is filled")
+    if init_value != 0 and dtype.is_float and dtype.nbytes == 2:
+        raise unsupported(
+            f"pl.create_tensor(init_value={init_value!r}) of a {dtype.name} tensor is rejected"
+            " by PyPTO: only init_value=0 fills 16-bit floats"
+        )
+    return init_value
+
+
+def reshape_tensor(value: object, shape: Sequence[object]) -> Tile | TensorView:
+    """`pl.reshape(x, shape)` (also `pl.tensor.reshape`): a tensor's view with the same
+    elements in another shape (no access), or a tile reshaped (`pl.tile.reshape`)."""
+    if not isinstance(value, TensorView):
+        return reshape(value, shape)
+    extent = tuple(indices(shape))
+    if math.prod(extent) != math.prod(value.shape):
+        raise TypeError(f"pl.reshape of {value!r} to {list(extent)}: the element count changes")
+    return dataclasses.replace(value, shape=extent, name=f"{value.name}.reshape")
+
+
+def tensor_dim(tensor: object, axis: object) -> DeviceInt:
+    """`pl.tensor.dim(t, axis)`: the extent of one axis (negative counts from the end)."""
+    if not isinstance(tensor, (TensorView, Tile)):
+        raise TypeError(f"pl.tensor.dim takes a tensor, got {tensor!r}")
+    (index,) = indices([axis])
+    shape = tensor.shape
+    if not -len(shape) <= index < len(shape):
+        raise IndexError(f"pl.tensor.dim axis {index} of {tensor!r}")
+    return DeviceInt(shape[index])
 
 
 def _tile(value: object, construct: str) -> Tile:
@@ -121,12 +156,37 @@ def row_sum(tile: object, tmp_tile: object = None, **options: object) -> Tile:
 
 
 def reshape(tile: object, shape: Sequence[object]) -> Tile:
-    """`pl.tile.reshape(tile, shape)` of a fully valid tile."""
+    """`pl.tile.reshape(tile, shape)`: the valid region is carried, never widened — it
+    must be a row-major prefix of the tile, and is the origin-anchored region of the
+    new shape holding the same cells (PyPTO's rule)."""
     source = _tile(tile, "pl.tile.reshape")
-    if source.valid != source.shape:
-        raise TypeError(f"pl.tile.reshape of a tile with valid shape {list(source.valid)}")
-    data = source.data.reshape(tuple(indices(shape)))
-    return Tile(data=data, dtype=source.dtype, valid=tuple(data.shape), sources=source.sources)
+    extent = tuple(indices(shape))
+    data = source.data.reshape(extent)
+    valid = extent if source.valid == source.shape else _carried(source, extent)
+    return Tile(data=data, dtype=source.dtype, valid=valid, sources=source.sources)
+
+
+def _carried(source: Tile, extent: tuple[int, ...]) -> tuple[int, ...]:
+    count = math.prod(source.valid)
+    if _prefix_region(source.shape, count) != source.valid:
+        raise TypeError(
+            f"pl.reshape of a tile valid in {list(source.valid)} of {list(source.shape)}:"
+            " its valid cells are no row-major prefix"
+        )
+    region = _prefix_region(extent, count)
+    if region is None:
+        raise TypeError(f"pl.reshape to {list(extent)}: no region of it holds the valid cells")
+    return region
+
+
+def _prefix_region(shape: tuple[int, ...], count: int) -> tuple[int, ...] | None:
+    """The origin-anchored region of `shape` whose cells are the first `count` in
+    row-major order: ones, then one partial axis, then whole axes."""
+    for axis in range(len(shape) - 1, -1, -1):
+        inner = math.prod(shape[axis + 1 :])
+        if count % inner == 0 and count // inner <= shape[axis]:
+            return (*([1] * axis), count // inner, *shape[axis + 1 :])
+    return None
 
 
 def move(tile: object, target_memory: object = None, **options: object) -> Tile:
@@ -145,13 +205,31 @@ def matmul(lhs: object, rhs: object, *args: object, **options: object) -> Tile:
     left, right = _tile(lhs, "pl.matmul"), _tile(rhs, "pl.matmul")
     out_dtype = options.get("out_dtype")
     kind = out_dtype if isinstance(out_dtype, DType) else FP32
-    product = (left.valid_values() @ right.valid_values()).astype(kind.compute)
+    data, valid = product(left, right, bool(options.get("a_trans")), bool(options.get("b_trans")))
     return Tile(
-        data=product,
+        data=data.astype(kind.compute),
         dtype=kind,
-        valid=tuple(product.shape),
+        valid=valid,
         sources=left.sources | right.sources,
     )
+
+
+def product(
+    left: Tile, right: Tile, a_trans: bool, b_trans: bool
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """`left @ right` (each transposed first when asked) in FP32, over the valid values:
+    a tile of the operands' full rows and columns, valid where both operands are."""
+    a = left.valid_values().astype(np.float32)
+    b = right.valid_values().astype(np.float32)
+    a, b = (a.swapaxes(-1, -2) if a_trans else a), (b.swapaxes(-1, -2) if b_trans else b)
+    rows = left.shape[-1] if a_trans else left.shape[-2]
+    cols = right.shape[-2] if b_trans else right.shape[-1]
+    valid = a @ b
+    if valid.shape[-2:] == (rows, cols):
+        return valid, tuple(valid.shape)
+    data = np.zeros((*valid.shape[:-2], rows, cols), dtype=np.float32)
+    data[..., : valid.shape[-2], : valid.shape[-1]] = valid
+    return data, tuple(valid.shape)
 
 
 def slice_(
@@ -167,9 +245,20 @@ def slice_(
         return tile_block(x, offset, extent)
     view = require_view(x, "pl.slice", "the source")
     offsets = indices(offset)
+    full = tuple(indices(shape))
+    if tuple(extent) != full and is_rank_context(current()):
+        return _padded(load_block(view, offsets, extent, extent), full)
     if is_contiguous_block(view.shape, extent):
         return view.block(offsets, extent, f"{view.name}[slice]")
     return load_block(view, offsets, extent, extent)
+
+
+def _padded(loaded: Tile, shape: tuple[int, ...]) -> Tile:
+    """A slice `shape` large valid in what was loaded (PyPTO's `valid_shape`): only the
+    valid region is read; the rest is padding no op reads."""
+    data = np.zeros(shape, dtype=loaded.dtype.compute)
+    data[tuple(slice(0, extent) for extent in loaded.shape)] = loaded.data
+    return Tile(data=data, dtype=loaded.dtype, valid=loaded.shape, sources=loaded.sources)
 
 
 def assemble(

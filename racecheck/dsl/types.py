@@ -264,3 +264,21 @@ class MemorySpace(Enum):
     Right = "Right"
     Acc = "Acc"
     Bias = "Bias"
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayType:
+    """`pl.Array[extent, dtype]`: the annotation of an on-core array parameter."""
+
+    extent: int
+    dtype: object
+
+
+class Array:
+    """`pl.Array[extent, dtype]` in annotations (values are made by `pl.array.create`)."""
+
+    def __class_getitem__(cls, item: object) -> ArrayType:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise TypeError("pl.Array takes [extent, dtype]")
+        extent, dtype = item
+        return ArrayType(int(extent), dtype)

@@ -41,6 +41,7 @@ def report_to_json(report: Report) -> JsonObject:
         "verdict": report.verdict.value,
         "exit_code": report.exit_code,
         "errors": list(report.errors),
+        "imported_with": list(report.imported_with),
     }
 
 

@@ -53,6 +53,7 @@ class _Paint:
 def render_text(report: Report, *, color: bool) -> str:
     paint = _Paint(color)
     lines = [report.file]
+    lines += [f"imported with {setting}" for setting in report.imported_with]
     lines += _result_lines(report.results, paint)
     lines += [
         f"note: {note.program} at P={describe_rank_counts(note.rank_counts)}: {note.text}"

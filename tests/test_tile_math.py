@@ -1,0 +1,104 @@
+"""Tile arithmetic of model kernels (racecheck.dsl.tile_math): values as PyPTO's ops
+define them, valid shapes carried, and the loads a value depends on kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from racecheck.dsl import tile_math
+from racecheck.dsl.dtypes import FP32
+from racecheck.dsl.tensors import TensorView, Tile
+from racecheck.dsl.tile_ops import reshape_tensor, tensor_dim
+from racecheck.events import EventRef, MemoryKind
+
+
+def _tile(values: list[list[float]], valid: tuple[int, int] | None = None) -> Tile:
+    data = np.array(values, dtype=np.float32)
+    source = frozenset({EventRef(rank=0, index=3)})
+    return Tile(data=data, dtype=FP32, valid=valid or data.shape, sources=source)
+
+
+def test_row_reductions_and_broadcasts_compute_over_valid_values() -> None:
+    tile = _tile([[1, 5, 9], [4, 2, 7]], valid=(2, 2))
+    assert tile_math.row_max(tile).data.tolist() == [[5], [4]]
+    assert tile_math.row_min(tile).data.tolist() == [[1], [2]]
+    scaled = tile_math.OPS["row_expand_mul"](tile, _tile([[10], [100]]))
+    assert scaled.data.tolist() == [[10, 50, 90], [400, 200, 700]]
+    assert scaled.sources == tile.sources  # the loads the values depend on
+
+
+def test_transpose_swaps_the_valid_shape_too() -> None:
+    moved = tile_math.transpose(_tile([[1, 2, 3], [4, 5, 6]], valid=(2, 1)), 0, 1)
+    assert moved.data.tolist() == [[1, 4], [2, 5], [3, 6]]
+    assert moved.valid == (1, 2)
+
+
+def test_matmul_acc_adds_the_transposed_product_into_the_accumulator() -> None:
+    acc = _tile([[1, 1], [1, 1]])
+    lhs = _tile([[1, 2], [3, 4]])
+    rhs = _tile([[1, 0], [0, 1]])
+    total = tile_math.matmul_acc(acc, lhs, rhs, b_trans=True)
+    assert total.data.tolist() == [[2, 3], [4, 5]]
+
+
+def test_fillpad_writes_the_pad_past_the_valid_shape() -> None:
+    narrowed = tile_math.set_validshape(_tile([[1, 2], [3, 4]]), 1, 1)
+    assert narrowed.valid == (1, 1)
+    padded = tile_math.fillpad(narrowed, tile_math.PadValue.zero)
+    assert padded.data.tolist() == [[1, 0], [0, 0]] and padded.valid == (2, 2)
+    lowest = tile_math.fillpad(narrowed, tile_math.PadValue.min)
+    assert lowest.data[1, 1] == np.finfo(np.float32).min
+    with pytest.raises(ValueError):
+        tile_math.set_validshape(narrowed, 3, 1)
+
+
+def test_a_tile_slice_is_a_sub_tile_valid_where_its_tile_is() -> None:
+    block = _tile([[1, 2, 3], [4, 5, 6]], valid=(2, 2))[0:2, 1:3]
+    assert block.data.tolist() == [[2, 3], [5, 6]] and block.valid == (2, 1)
+
+
+def test_reshape_of_a_view_keeps_its_bytes_and_dim_reads_an_axis() -> None:
+    view = TensorView(
+        memory=0,
+        kind=MemoryKind.HOST,
+        name="x",
+        base=64,
+        shape=(2, 3, 4),
+        dtype=FP32,
+        memory_nbytes=256,
+    )
+    flat = reshape_tensor(view, [6, 4])
+    assert isinstance(flat, TensorView) and (flat.base, flat.shape) == (64, (6, 4))
+    with pytest.raises(TypeError, match="element count"):
+        reshape_tensor(view, [5, 4])
+    assert tensor_dim(view, -1) == 4 and tensor_dim(view, 0) == 2
+
+
+def test_a_reshape_carries_a_prefix_valid_region_and_refuses_another() -> None:
+    from racecheck.dsl.tile_ops import reshape
+
+    column = _tile([[1], [2], [3], [4]], valid=(1, 1))
+    assert reshape(column, [1, 4]).valid == (1, 1)
+    rows = _tile([[1, 2], [3, 4], [5, 6]], valid=(2, 2))
+    assert reshape(rows, [6]).valid == (4,)
+    with pytest.raises(TypeError, match="no region"):
+        reshape(rows, [2, 3])  # four cells are no origin-anchored region of [2, 3]
+    with pytest.raises(TypeError, match="row-major prefix"):
+        reshape(_tile([[1, 2], [3, 4]], valid=(2, 1)), [4])
+
+
+def test_block_assignment_and_gather_update_and_read_a_local_tile() -> None:
+    tile = _tile([[0, 0, 0], [0, 0, 0]])
+    tile[0:1, :] = _tile([[7, 8, 9]])
+    assert tile.data.tolist() == [[7, 8, 9], [0, 0, 0]]
+    picks = Tile(data=np.array([[2, 0], [1, 1]]), dtype=FP32, valid=(2, 2))
+    gathered = tile_math.gather(tile, dim=-1, index=picks)
+    assert gathered.data.tolist() == [[9, 7], [0, 0]]
+    with pytest.raises(IndexError):
+        tile_math.gather(tile, dim=-1, index=Tile(data=np.array([[3]]), dtype=FP32, valid=(1, 1)))
+
+
+def test_arange_fills_one_row_from_its_start() -> None:
+    assert tile_math.arange(3, [1, 4]).data.tolist() == [[3, 4, 5, 6]]
+    assert tile_math.arange(3, [1, 3], descending=True).data.tolist() == [[3, 2, 1]]
