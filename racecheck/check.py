@@ -39,7 +39,7 @@ from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.deadline import DeadlineOracle
 from racecheck.errors import EngineUnknown, ProgramRejected, TracingError, UnsupportedConstruct
-from racecheck.events import Schedule
+from racecheck.events import Event, Schedule
 from racecheck.findings import EveryPProof, FindingKind, ProgramResult, Report, Verdict
 from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance, ProgramSpec, discover, load_file
@@ -398,7 +398,7 @@ def _dispatch_orders(
 def _dispatch_graphs(runs: Sequence[Execution]) -> list[DispatchGraph]:
     """Each rank's dispatches: ordered, or of an order that cannot matter, where every
     path's run says so."""
-    found = [dispatch_graphs(run.tasks, run.trace.events) for run in runs]
+    found = [dispatch_graphs(run.tasks, _in_program_order(run)) for run in runs]
     graphs: list[DispatchGraph] = []
     for rank_graphs in zip(*found, strict=True):
         widest = max(rank_graphs, key=lambda graph: graph.count)
@@ -421,7 +421,8 @@ def _order_dependent(graphs: Sequence[DispatchGraph], runs: Sequence[Execution])
     differ from another's where no golden model looks (it compares one output)."""
     for run in runs:
         for graph in graphs:
-            pair = unordered_conflict(graph, run.tasks[graph.rank], run.trace.events[graph.rank])
+            events = _in_program_order(run)[graph.rank]
+            pair = unordered_conflict(graph, run.tasks[graph.rank], events)
             if pair is not None:
                 a, b = pair
                 return (
@@ -480,6 +481,8 @@ def _overlapping(
     `may_release`, only those where the later may release a wait of the earlier:
     `Overlap.may_release`), and those overlaps."""
     for run in runs:
+        if run.plan is not None:
+            continue  # its tasks are threads: every engine decides every order of them
         trace = run.trace
         found = [
             overlap
@@ -502,8 +505,15 @@ def _covers_every_order(runs: Sequence[Execution], options: Options) -> bool:
 def _in_allowed_orders(runs: Sequence[Execution], options: Options) -> bool:
     rules = options.runtime_order
     return all(
-        allowed_order(run.tasks, run.trace.events, rules, run.trace.memories) for run in runs
+        run.plan is not None
+        or allowed_order(run.tasks, run.trace.events, rules, run.trace.memories)
+        for run in runs
     )
+
+
+def _in_program_order(run: Execution) -> tuple[tuple[Event, ...], ...]:
+    """The events of the run in program order that `run.tasks` index."""
+    return run.rank_events if run.rank_events is not None else run.trace.events
 
 
 def _check_task_orders(
@@ -623,7 +633,10 @@ def _check_path(
             repeat=options.repeat,
             seed=options.seed,
             timeout=deadline - time.monotonic(),
+            rules=options.runtime_order,
         )
+        if execution.plan is not None:  # replays and paths run its tasks as threads too
+            instance = dataclasses.replace(instance, thread_plan=execution.plan)
     except ProgramRejected as rejected:
         return PathOutcome(outcome=_outcome(spec, ranks, started, skipped=rejected.message))
     trace = execution.trace
@@ -638,16 +651,14 @@ def _check_path(
         )
         hazards = find_hazards(trace, oracle, deadline=deadline)
         golden = functools.cache(lambda: options.expect or _model_of(instance, execution, options))
-        findings = name_tasks(
-            tuple(
-                judge.confirm(instance, trace, oracle, hazard, golden, options, known=known)
-                for hazard in hazards
-            ),
-            execution.tasks,
-            trace.events,
-            options.runtime_order,
-            trace.memories,
+        findings = tuple(
+            judge.confirm(instance, trace, oracle, hazard, golden, options, known=known)
+            for hazard in hazards
         )
+        if execution.plan is None:
+            findings = name_tasks(
+                findings, execution.tasks, trace.events, options.runtime_order, trace.memories
+            )
         opened = tuple(open_reads(execution, oracle))
     except EngineUnknown as unknown:
         return PathOutcome(outcome=_outcome(spec, ranks, started, unknown=unknown.reason, **facts))

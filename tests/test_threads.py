@@ -5,14 +5,17 @@ is part of a deadlock, named by what it waits for."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+import pytest
 from tracebuild import TraceBuilder
 
+import racecheck
 from racecheck.analysis import find_hazards, to_finding
 from racecheck.engines import ENGINES
 from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.events import Thread, Trace
-from racecheck.findings import Finding, FindingKind, RaceDetail, StepStatus
+from racecheck.findings import Finding, FindingKind, RaceDetail, StepStatus, Verdict
 from racecheck.report.phrases import describe_finding
 
 PUSH, STORE, NOTIFY, WAIT, READ = 5, 10, 20, 30, 40
@@ -82,3 +85,38 @@ def test_a_task_that_cannot_start_is_named_in_the_deadlock() -> None:
             "on rank 1 is reached"
         ) in message
         assert "tasks[" not in message
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "threads"
+
+
+def _marker(path: Path, name: str) -> int:
+    lines = path.read_text().splitlines()
+    return next(n for n, text in enumerate(lines, start=1) if text.endswith(f"# @{name}"))
+
+
+def test_the_split_wait_of_pypto_1670_is_a_replayed_race_when_tasks_are_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = FIXTURES / "200_split_wait_bug_unordered_read.py"
+    monkeypatch.setenv("RACECHECK_THREADS", "1")
+    for result in racecheck.verify(str(path), ranks=[2, 3]).results:
+        assert result.verdict is Verdict.BUG
+        (race,) = result.findings
+        assert race.code.value == "race-raw" and race.confirmed
+        assert [loc.line for loc in race.locations] == [
+            _marker(path, "read"),
+            _marker(path, "push"),
+        ]
+        assert race.threads == ("task read_step", "task push_step")
+        assert race.diff is not None and race.diff.got != race.diff.golden
+
+
+def test_its_twin_with_push_and_barrier_in_one_kernel_is_proved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = FIXTURES / "201_push_barrier_then_read.py"
+    for threads in ("1", "0"):
+        monkeypatch.setenv("RACECHECK_THREADS", threads)
+        results = racecheck.verify(str(path), ranks=[2, 3]).results
+        assert [result.verdict for result in results] == [Verdict.PROVED] * 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import time
 from collections import defaultdict
@@ -23,6 +24,7 @@ from racecheck.cosim.policies import (
 from racecheck.cosim.rank import Abort, RankContext
 from racecheck.cosim.scheduler import BatonScheduler
 from racecheck.cosim.tasks import TaskRecord, waited_cells
+from racecheck.cosim.threads import ThreadPlan, plan_threads
 from racecheck.dsl.context import activated
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
@@ -34,14 +36,18 @@ from racecheck.events import (
     AccessMode,
     CellIndex,
     Event,
+    Memory,
     MemoryKind,
     OutOfBounds,
     RankEnd,
     Region,
     SourceLocation,
+    Thread,
     Trace,
+    tasks_memory,
 )
 from racecheck.load import ProgramInstance
+from racecheck.options import RuntimeOrder
 
 
 def _run_host(
@@ -74,7 +80,7 @@ def _execute_ranks(
     run.start(host.dispatches, repeat)
     if not run.done.wait(timeout):
         running = run.running
-        thread = run.states[running].thread if running is not None else None
+        thread = run.contexts[running].thread if running is not None else None
         where = thread_location(thread)
         run.stop()
         if thread is not None:
@@ -132,8 +138,39 @@ def simulate(
     force_waits: bool = True,
     max_events: int = 2_000_000,
     timeout: float = 60.0,
+    rules: RuntimeOrder = RuntimeOrder.CURRENT,
 ) -> Execution:
-    """Run `instance` once under `policy` and record what every rank did."""
+    """Run `instance` once under `policy` and record what every rank did. When some rank
+    has two tasks the runtime leaves unordered, every task is a thread of its own: the
+    program runs first in program order, for its tasks' start edges
+    (`racecheck.cosim.threads`), then with them as threads (the run returned)."""
+    started = time.monotonic()
+    run = functools.partial(_simulate, instance, repeat, seed, max_events)
+    planned = instance.thread_plan
+    if isinstance(planned, ThreadPlan):
+        return run(policy, force_waits, timeout, planned, None)
+    if instance.task_orders:
+        return run(policy, force_waits, timeout, None, None)
+    first = run(policy, force_waits, timeout, None, None)
+    memories = first.trace.memories
+    plan = plan_threads(first.tasks, first.trace.events, rules, memories)
+    if plan is None:
+        return first
+    left = max(timeout - (time.monotonic() - started), 0.001)
+    return run(policy, force_waits, left, plan, first)
+
+
+def _simulate(
+    instance: ProgramInstance,
+    repeat: int,
+    seed: int,
+    max_events: int,
+    policy: SchedulePolicy | None,
+    force_waits: bool,
+    timeout: float,
+    plan: ThreadPlan | None,
+    program_order: Execution | None,
+) -> Execution:
     started = time.monotonic()
     memory = MemoryState(instance.ranks)
     with collector_paused():
@@ -151,23 +188,26 @@ def simulate(
                 dict(instance.bindings),
                 instance.task_orders,
                 instance.dispatch_orders,
+                plan,
             )
             remaining = max(timeout - (time.monotonic() - started), 0.001)
             _execute_ranks(run, host, repeat, remaining, instance.name)
-        events = tuple(tuple(state.events) for state in run.states)
+        count = plan.threads if plan is not None else instance.ranks
+        events = tuple(tuple(run.sequences.get(key, ())) for key in range(count))
         waited = waited_cells(events)
         if any(state.flow.pins for state in run.states):
             uses = CellUses(events, waited)
             for state in run.states:
                 state.settle_pins(uses)
         trace = Trace(
-            ranks=instance.ranks,
+            ranks=count,
             events=events,
-            memories=tuple(memory.memories),
-            ends=tuple(_end_of(state, run) for state in run.states),
+            memories=_memories(memory, run),
+            ends=_ends(run, count),
             out_of_bounds=tuple(sorted(run.out_of_bounds, key=lambda record: record.rank)),
             control_reads=tuple(sorted(run.control_reads, key=lambda ref: (ref.rank, ref.index))),
             repeat=repeat,
+            threads=_threads(plan) if plan is not None else (),
         )
         records = tuple(
             HostTensorRecord(
@@ -182,6 +222,9 @@ def simulate(
         )
         _settle(trace)
     tasks = tuple(tuple(state.tasks.records) for state in run.states)
+    in_order = program_order.trace if program_order is not None else trace
+    if program_order is not None:
+        tasks = program_order.tasks
     execution = Execution(
         trace=trace,
         schedule=tuple(run.schedule),
@@ -190,11 +233,13 @@ def simulate(
         stalled=run.stalled,
         flow=merged_flow(state.flow for state in run.states),
         tasks=tasks,
+        plan=plan,
+        rank_events=in_order.events if program_order is not None else None,
         notes=tuple(
             dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
         ),
         inexact=tuple(
-            dict.fromkeys([*_rank_reasons(run.states, waited), *_host_flow(trace, tasks)])
+            dict.fromkeys([*_rank_reasons(run.states, waited), *_host_flow(in_order, tasks)])
         ),
         unfollowed=tuple(
             dict.fromkeys(
@@ -206,7 +251,47 @@ def simulate(
     # every event: parted, the trace is freed as soon as it is dropped, not by the
     # collector after walking it again.
     run.states.clear()
+    run.contexts.clear()
     return execution
+
+
+def _memories(memory: MemoryState, run: BatonScheduler) -> tuple[Memory, ...]:
+    """The run's memories, the tasks' completion cells marked as racecheck's own."""
+    memories = list(memory.memories)
+    if run.tasks_memory >= 0:
+        cells = memories[run.tasks_memory]
+        memories[cells.id] = tasks_memory(cells.id, cells.nbytes // 4)
+    return tuple(memories)
+
+
+def _ends(run: BatonScheduler, count: int) -> tuple[RankEnd, ...]:
+    if run.plan is None:
+        return tuple(_end_of(state, run) for state in run.states)
+    crashed = {record.rank for record in run.out_of_bounds}
+    forced = {ref.rank for ref in (*run.stalled, *run.forced)}
+    return tuple(
+        RankEnd.CRASHED if key in crashed else RankEnd.FORCED if key in forced else RankEnd.FINISHED
+        for key in range(count)
+    )
+
+
+def _threads(plan: ThreadPlan) -> tuple[Thread, ...]:
+    """Thread `key` of the plan: a task of rank `key % P`, or the rank's own."""
+    threads = []
+    for key in range(plan.threads):
+        rank, slot = key % plan.ranks, key // plan.ranks
+        name = plan.names.get((rank, slot - 1), "") if slot else ""
+        after = plan.after.get((rank, slot - 1), ()) if slot else ()
+        threads.append(
+            Thread(
+                rank=rank,
+                name=f"task {name}" if name else "",
+                task=key,
+                task_name=name,
+                after=tuple(plan.key(rank, task) for task in after),
+            )
+        )
+    return tuple(threads)
 
 
 def _rank_reasons(states: Sequence[RankContext], waited: CellIndex) -> list[str]:
