@@ -39,10 +39,12 @@ from operator import itemgetter
 from racecheck.clock import Overtime, passed
 from racecheck.conflicts import race_conflict, writes
 from racecheck.cosim.simulate import collector_paused
+from racecheck.describe import describe_cell
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
     HOST_OWNER,
+    TASK_END,
     CellIndex,
     CellKey,
     CellOp,
@@ -753,7 +755,7 @@ def witness_steps(
     for ref in schedule:
         event = trace.event(ref)
         marked = ref in highlight
-        if event.is_sync or marked:
+        if (event.is_sync and event.label != TASK_END) or marked:
             steps.append(step_of(trace, event, highlight=marked))
     for ref in highlight:
         if ref not in schedule:
@@ -775,7 +777,19 @@ def step_of(
 ) -> WitnessStep:
     """One event as a witness step, in the user's names."""
     kind = _STEP_KINDS[event.kind]
+    thread = trace.threads[event.rank]
     sync = event.notify or event.wait
+    if event.synthetic and event.wait is not None:  # a start edge (`lower_start_edges`)
+        return WitnessStep(
+            rank=thread.rank,
+            index=event.index,
+            kind=kind,
+            location=event.location,
+            call=f"starts once {describe_cell(event.wait.cell, trace)} is reached",
+            status=status,
+            highlight=highlight,
+            task=thread.name,
+        )
     if sync is not None:
         place: Place | None = _cell_place(sync.cell, trace)
     elif event.access is not None:
@@ -785,10 +799,11 @@ def step_of(
         place = None
     call = event.label.rsplit(".", 1)[-1] if event.label and sync is None else ""
     return WitnessStep(
-        rank=event.rank,
+        rank=thread.rank,
         index=event.index,
         kind=kind,
         location=event.location,
+        task=thread.name,
         call="" if call == kind.value else call,
         place=place,
         op=event.notify.op if event.notify is not None else None,
@@ -812,17 +827,28 @@ def to_finding(
         kind=hazard.kind,
         detail=hazard.detail,
         locations=hazard.locations,
-        ranks=hazard.ranks,
+        ranks=tuple(trace.device(thread) for thread in hazard.ranks),
+        threads=_thread_names(trace, hazard.ranks),
         regions=hazard.regions,
         place=hazard.place,
         steers=hazard.steers,
         blocked=tuple(
-            BlockedWait(rank=ref.rank, step=step_of(trace, trace.event(ref)), holds=value)
+            BlockedWait(
+                rank=trace.device(ref.rank),
+                step=step_of(trace, trace.event(ref)),
+                holds=None if trace.event(ref).synthetic else value,  # a start edge holds no value
+            )
             for ref, value in hazard.holds
         ),
-        later_writer=hazard.later_writer,
+        later_writer=None if hazard.later_writer is None else trace.device(hazard.later_writer),
         reason=hazard.reason,
         witness=witness_steps(trace, schedule, hazard.events, hazard.pending) if schedule else (),
         severity=FindingCode.of(hazard.kind, hazard.detail).record.severity,
     )
     return finding, schedule
+
+
+def _thread_names(trace: Trace, threads: tuple[int, ...]) -> tuple[str, ...]:
+    """Each thread's name, or () when none has one (every rank is one thread)."""
+    names = tuple(trace.threads[thread].name for thread in threads if thread >= 0)
+    return names if any(names) and len(names) == len(threads) else ()

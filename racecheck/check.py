@@ -48,7 +48,7 @@ from racecheck.errors import (
     UnsupportedConstruct,
     UsageError,
 )
-from racecheck.events import Schedule
+from racecheck.events import Event, Schedule
 from racecheck.findings import FindingKind, ProgramResult, Report, Verdict, noted
 from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance, ProgramSpec, load_programs
@@ -363,7 +363,7 @@ def _dispatch_orders(
 def _dispatch_graphs(runs: Sequence[Execution]) -> list[DispatchGraph]:
     """Each rank's dispatches: ordered, or of an order that cannot matter, where every
     path's run says so."""
-    found = [dispatch_graphs(run.tasks, run.trace.events) for run in runs]
+    found = [dispatch_graphs(run.tasks, _in_program_order(run)) for run in runs]
     graphs: list[DispatchGraph] = []
     for rank_graphs in zip(*found, strict=True):
         widest = max(rank_graphs, key=lambda graph: graph.count)
@@ -386,7 +386,8 @@ def _order_dependent(graphs: Sequence[DispatchGraph], runs: Sequence[Execution])
     differ from another's where no golden model looks (it compares one output)."""
     for run in runs:
         for graph in graphs:
-            pair = unordered_conflict(graph, run.tasks[graph.rank], run.trace.events[graph.rank])
+            events = _in_program_order(run)[graph.rank]
+            pair = unordered_conflict(graph, run.tasks[graph.rank], events)
             if pair is not None:
                 a, b = pair
                 return (
@@ -446,6 +447,8 @@ def _overlapping(
     `may_release`, only those where the later may release a wait of the earlier:
     `Overlap.may_release`), and those overlaps."""
     for run in runs:
+        if run.plan is not None:
+            continue  # its tasks are threads: every engine decides every order of them
         trace = run.trace
         found = [
             overlap
@@ -468,8 +471,15 @@ def _covers_every_order(runs: Sequence[Execution], options: Options) -> bool:
 def _in_allowed_orders(runs: Sequence[Execution], options: Options) -> bool:
     rules = options.runtime_order
     return all(
-        allowed_order(run.tasks, run.trace.events, rules, run.trace.memories) for run in runs
+        run.plan is not None
+        or allowed_order(run.tasks, run.trace.events, rules, run.trace.memories)
+        for run in runs
     )
+
+
+def _in_program_order(run: Execution) -> tuple[tuple[Event, ...], ...]:
+    """The events of the run in program order that `run.tasks` index."""
+    return run.rank_events if run.rank_events is not None else run.trace.events
 
 
 def _check_task_orders(
@@ -594,7 +604,10 @@ def _check_path(
                 repeat=options.repeat,
                 seed=options.seed,
                 timeout=clock.left(deadline),
+                rules=options.runtime_order,
             )
+        if execution.plan is not None:  # replays and paths run its tasks as threads too
+            instance = dataclasses.replace(instance, thread_plan=execution.plan)
     except ProgramRejected as rejected:
         return PathOutcome(outcome=_outcome(spec, ranks, started, skipped=rejected.message))
     except clock.Overtime as cut:
@@ -612,16 +625,14 @@ def _check_path(
         )
         hazards = find_hazards(trace, oracle, deadline=deadline)
         golden = functools.cache(lambda: options.expect or _model_of(instance, execution, options))
-        findings = name_tasks(
-            tuple(
-                judge.confirm(instance, trace, oracle, hazard, golden, options, known=known)
-                for hazard in hazards
-            ),
-            execution.tasks,
-            trace.events,
-            options.runtime_order,
-            trace.memories,
+        findings = tuple(
+            judge.confirm(instance, trace, oracle, hazard, golden, options, known=known)
+            for hazard in hazards
         )
+        if execution.plan is None:
+            findings = name_tasks(
+                findings, execution.tasks, trace.events, options.runtime_order, trace.memories
+            )
         opened = tuple(open_reads(execution, oracle))
         summary = _summary_problems(path, execution, oracle)
     except EngineUnknown as unknown:

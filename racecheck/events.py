@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from racecheck.cells import INT32_MAX as INT32_MAX  # re-exported: cells' rules live in cells
@@ -29,6 +29,7 @@ HOST_OWNER = -1
 class MemoryKind(Enum):
     WINDOW = "window"
     HOST = "host"
+    TASKS = "tasks"  # racecheck's own: one completion cell per task, never user memory
 
 
 class AccessMode(Enum):
@@ -262,6 +263,12 @@ class Event:
     def is_sync(self) -> bool:
         return self.kind is EventKind.NOTIFY or self.kind is EventKind.WAIT
 
+    @property
+    def synthetic(self) -> bool:
+        """A start edge's wait or a task's completion notify (`lower_start_edges`), not
+        an operation of the program."""
+        return self.label in (TASK_START, TASK_END)
+
 
 class CellIndex:
     """Signal cells by instance and byte offset: the one answer to "which cells do
@@ -399,9 +406,30 @@ class OutOfBounds:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Trace:
-    """The P ranks' event sequences of one program at one rank count.
+class Thread:
+    """One event sequence of a trace: a task instance of a rank (a kernel call, a `pl.at`
+    region, a `pl.submit`), a block of a `pl.spmd`, a lane or a sub-lane. Its events
+    run in program order; it starts once every task in `after` has finished, and a
+    task finishes when all of its threads have. Threads of one rank share its memory."""
 
+    rank: int  # the device rank it runs on
+    name: str  # for the user: "task read_step", "block 3 of dispatch_push"
+    task: int  # the task it belongs to (numbered across the trace)
+    task_name: str
+    after: tuple[int, ...] = ()  # the tasks that must have finished before it starts
+
+    def describe(self) -> str:
+        """`rank 1, task read_step`; a rank that is one thread is just `rank 1`."""
+        return f"rank {self.rank}" if not self.name else f"rank {self.rank}, {self.name}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trace:
+    """The event sequences of one program at one rank count, one per thread.
+
+    Events and refs name their sequence by `rank`, which is the thread's index; its
+    device rank is `threads[i].rank`. `ranks` counts the sequences (the threads). A
+    trace whose every rank is one thread (`threads` left empty) has thread i on rank i.
     `control_reads` are the loads whose values decided control flow or addresses;
     if none of them races, every execution has these same event sequences.
     """
@@ -413,9 +441,25 @@ class Trace:
     out_of_bounds: tuple[OutOfBounds, ...] = ()
     control_reads: tuple[EventRef, ...] = ()
     repeat: int = 1
+    threads: tuple[Thread, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.threads:
+            one_each = tuple(
+                Thread(rank=rank, name="", task=rank, task_name="") for rank in range(self.ranks)
+            )
+            object.__setattr__(self, "threads", one_each)
 
     def event(self, ref: EventRef) -> Event:
         return self.events[ref.rank][ref.index]
+
+    def device(self, thread: int) -> int:
+        """The device rank thread `thread` runs on."""
+        return self.threads[thread].rank
+
+    @property
+    def devices(self) -> int:
+        return max((thread.rank for thread in self.threads), default=-1) + 1
 
     @property
     def size(self) -> int:
@@ -436,3 +480,85 @@ class Stuck:
     schedule: Schedule  # how to get there
     blocked: tuple[EventRef, ...]  # the waits that can never pass
     cell_values: tuple[tuple[SignalCell, int], ...] = field(default=())
+
+
+TASK_START = "racecheck.task-start"
+TASK_END = "racecheck.task-end"
+
+
+def tasks_memory(memory_id: int, tasks: int) -> Memory:
+    """The memory of the tasks' completion cells (`lower_start_edges`)."""
+    return Memory(id=memory_id, kind=MemoryKind.TASKS, name="tasks", nbytes=4 * max(tasks, 1))
+
+
+def completion_cell(memory_id: int, task: int, rank: int) -> SignalCell:
+    """Task `task`'s completion cell: how many of its threads have finished."""
+    return SignalCell(memory=memory_id, owner=rank, offset=4 * task, index=(task,))
+
+
+def start_wait(
+    thread: int, index: int, cell: SignalCell, threads_of_task: int, location: SourceLocation
+) -> Event:
+    """A start edge: wait until every thread of the cell's task has finished."""
+    return Event(
+        rank=thread,
+        index=index,
+        kind=EventKind.WAIT,
+        access=_cell_bytes(cell),
+        mode=AccessMode.ATOMIC,
+        location=location,
+        wait=Wait(cell=cell, cmp=WaitCmp.GE, expected=threads_of_task),
+        label=TASK_START,
+    )
+
+
+def end_notify(thread: int, index: int, cell: SignalCell, location: SourceLocation) -> Event:
+    """The end of a thread whose task others start after: add 1 to its completion cell."""
+    return Event(
+        rank=thread,
+        index=index,
+        kind=EventKind.NOTIFY,
+        access=_cell_bytes(cell),
+        mode=AccessMode.ATOMIC,
+        location=location,
+        notify=Notify(cell=cell, op=NotifyOp.ATOMIC_ADD, value=1),
+        label=TASK_END,
+    )
+
+
+def _cell_bytes(cell: SignalCell) -> Region:
+    return Region(memory=cell.memory, owner=cell.owner, ranges=((cell.offset, cell.offset + 4),))
+
+
+def lower_start_edges(
+    threads: tuple[Thread, ...],
+    bodies: Iterable[Iterable[Event]],
+    memories: tuple[Memory, ...],
+    at: SourceLocation,
+) -> tuple[tuple[tuple[Event, ...], ...], tuple[Memory, ...]]:
+    """The one encoding of start edges, as events every engine reads already: each
+    thread of a task something starts after ends by adding 1 to the task's completion
+    cell, and each thread first waits for every task in its `after` to reach its
+    number of threads. No start edges: the bodies unchanged, and no memory added."""
+    fixed = [tuple(body) for body in bodies]
+    awaited = {task for thread in threads for task in thread.after}
+    if not awaited:
+        return tuple(fixed), memories
+    memory = tasks_memory(len(memories), max(thread.task for thread in threads) + 1)
+    counts: dict[int, int] = {}
+    for thread in threads:
+        counts[thread.task] = counts.get(thread.task, 0) + 1
+    rank_of = {thread.task: thread.rank for thread in threads}
+    out: list[tuple[Event, ...]] = []
+    for number, (thread, body) in enumerate(zip(threads, fixed, strict=True)):
+        lowered = [
+            start_wait(number, n, completion_cell(memory.id, task, rank_of[task]), counts[task], at)
+            for n, task in enumerate(thread.after)
+        ]
+        first = len(lowered)
+        lowered += [replace(event, rank=number, index=first + n) for n, event in enumerate(body)]
+        if thread.task in awaited:
+            cell = completion_cell(memory.id, thread.task, thread.rank)
+            lowered.append(end_notify(number, len(lowered), cell, at))
+        out.append(tuple(lowered))
+    return tuple(out), (*memories, memory)

@@ -253,6 +253,8 @@ class Finding:
     steers: bool = False  # race: the value read steers control flow
     blocked: tuple[BlockedWait, ...] = ()  # deadlock: the waits that never pass
     later_writer: int | None = None  # stale read: a rank that writes the bytes only later
+    # the thread of each of `ranks` where a rank runs several (`task read_step`), else ""
+    threads: tuple[str, ...] = ()
     reason: str = ""  # out of bounds: what the access exceeded
     cause: SourceLocation | None = None  # wrong result: the stale read that explains it
     witness: tuple[WitnessStep, ...] = ()  # the events that matter, in execution order

@@ -190,6 +190,8 @@ class ProgramInstance:
     task_orders: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
     # ranks that run their dispatches in another order the runtime allows (cosim.tasks)
     dispatch_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    # a `racecheck.cosim.threads.ThreadPlan`: its tasks run as threads, so planned
+    thread_plan: object = None
 
     def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
         return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)

@@ -9,6 +9,11 @@ It models cells as the 4 bytes they are, with its own code (not racecheck's
 `cell_effect`): a plain store replaces each byte of the cell it covers with the byte
 it wrote; an atomic int32 store adds its element at the cell's offset; notifies add or
 set; every sum wraps at 32 bits. An unsigned wait compares as uint32.
+
+Start edges it takes from `trace.threads`, not from the events that encode them: the
+k-th start event of a thread (label `TASK_START`) can run once every thread of the
+k-th task of its `after` has run all its events; a task-end event changes nothing.
+Their cells are not in the state; `cell_value` counts a task's finished threads.
 """
 
 from __future__ import annotations
@@ -16,7 +21,18 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from racecheck.events import Event, EventKind, EventRef, NotifyOp, Schedule, Trace, WaitCmp, WriteOp
+from racecheck.events import (
+    TASK_START,
+    Event,
+    EventKind,
+    EventRef,
+    MemoryKind,
+    NotifyOp,
+    Schedule,
+    Trace,
+    WaitCmp,
+    WriteOp,
+)
 
 CellKey = tuple[int, int, int]  # (memory, owner, byte offset)
 
@@ -37,6 +53,8 @@ class InvalidSchedule(Exception):
 def signal_cells(trace: Trace) -> tuple[CellKey, ...]:
     keys: set[CellKey] = set()
     for event in _all_events(trace):
+        if event.synthetic:
+            continue
         sync = event.notify.cell if event.notify else event.wait.cell if event.wait else None
         if sync is not None:
             keys.add((sync.memory, sync.owner, sync.offset))
@@ -57,7 +75,10 @@ def is_enabled(trace: Trace, state: State, rank: int) -> bool:
     event = next_event(trace, state, rank)
     if event is None:
         return False
-    if event.kind is not EventKind.WAIT:
+    if event.label == TASK_START:
+        task = trace.threads[rank].after[event.index]
+        return all(_finished(trace, state, other) for other in _threads_of(trace, task))
+    if event.kind is not EventKind.WAIT or event.synthetic:
         return True
     assert event.wait is not None
     cell = event.wait.cell
@@ -66,6 +87,22 @@ def is_enabled(trace: Trace, state: State, rank: int) -> bool:
     if event.wait.cmp is WaitCmp.GE_UNSIGNED:
         return value % 2**32 >= expected % 2**32
     return value >= expected if event.wait.cmp is WaitCmp.GE else value == expected
+
+
+def _threads_of(trace: Trace, task: int) -> list[int]:
+    return [number for number, thread in enumerate(trace.threads) if thread.task == task]
+
+
+def _finished(trace: Trace, state: State, thread: int) -> bool:
+    return state.positions[thread] == len(trace.events[thread])
+
+
+def cell_value(trace: Trace, state: State, cell: CellKey) -> int:
+    """A signal cell's value; a task's completion cell counts its finished threads."""
+    if cell[0] < len(trace.memories) and trace.memories[cell[0]].kind is MemoryKind.TASKS:
+        task = cell[2] // 4
+        return sum(_finished(trace, state, thread) for thread in _threads_of(trace, task))
+    return state.value(cell)
 
 
 def _int32(value: int) -> int:
@@ -105,7 +142,7 @@ def step(trace: Trace, state: State, rank: int) -> State:
     event = next_event(trace, state, rank)
     assert event is not None and is_enabled(trace, state, rank)
     cells = dict(state.cells)
-    if event.kind is EventKind.NOTIFY:
+    if event.kind is EventKind.NOTIFY and not event.synthetic:
         assert event.notify is not None
         cell = event.notify.cell
         key = (cell.memory, cell.owner, cell.offset)

@@ -33,11 +33,13 @@ from racecheck.events import (
     Region,
     SignalCell,
     SourceLocation,
+    Thread,
     Trace,
     Wait,
     WaitCmp,
     WriteOp,
     Written,
+    lower_start_edges,
 )
 
 DATA = Memory(id=0, kind=MemoryKind.WINDOW, name="data", nbytes=16)
@@ -102,11 +104,67 @@ def _traces(draw: st.DrawFn, *, monotone: bool, max_ranks: int) -> Trace:
     )
 
 
+def threaded_traces(*, monotone: bool = False) -> st.SearchStrategy[Trace]:
+    """Ranks of one or two threads each (four in all at most), the two threads of a rank
+    one task or two, a task starting after earlier tasks of its rank at random."""
+    return _threaded(monotone=monotone)
+
+
 @st.composite
-def _events(draw: st.DrawFn, rank: int, index: int, ranks: int, monotone: bool) -> Event:
+def _threaded(draw: st.DrawFn, *, monotone: bool) -> Trace:
+    devices = draw(st.integers(1, 3))
+    threads: list[Thread] = []
+    for device in range(devices):
+        count = draw(st.integers(1, 2 if len(threads) + (devices - device) < 4 else 1))
+        shared = count == 2 and draw(st.integers(0, 2)) == 0  # one task of two threads
+        earlier = sorted({thread.task for thread in threads if thread.rank == device})
+        for number in range(count):
+            task = len(threads) if not (shared and number == 1) else threads[-1].task
+            if task != len(threads):
+                after = threads[-1].after
+            else:
+                after = tuple(
+                    sorted(draw(st.sets(st.sampled_from(earlier)) if earlier else st.just(set())))
+                )
+            threads.append(
+                Thread(
+                    rank=device,
+                    name=f"thread {len(threads)}",
+                    task=task,
+                    task_name=f"t{task}",
+                    after=after,
+                )
+            )
+            earlier = sorted({thread.task for thread in threads if thread.rank == device})
+    size = {1: 5, 2: 4, 3: 3, 4: 2}[len(threads)]
+    bodies = [
+        tuple(
+            draw(_events(number, index, devices, monotone, device=thread.rank))
+            for index in range(draw(st.integers(0, size)))
+        )
+        for number, thread in enumerate(threads)
+    ]
+    at = SourceLocation(file="gen.py", line=1, text="task")
+    events, memories = lower_start_edges(tuple(threads), bodies, MEMORIES, at)
+    return Trace(
+        ranks=len(threads),
+        events=events,
+        memories=memories,
+        ends=(RankEnd.FINISHED,) * len(threads),
+        threads=tuple(threads),
+    )
+
+
+@st.composite
+def _events(
+    draw: st.DrawFn, rank: int, index: int, ranks: int, monotone: bool, device: int | None = None
+) -> Event:
+    """An event of sequence `rank`, which runs on `device` (the same number by default)
+    of `ranks` devices."""
     kind = draw(st.sampled_from(MONOTONE_KINDS if monotone else GENERAL_KINDS))
     location = SourceLocation(file="gen.py", line=100 * rank + index + 1, text=kind)
     base = {"rank": rank, "index": index, "location": location, "label": kind}
+    rank = rank if device is None else device
     peer = draw(st.integers(0, ranks - 1))
     if kind in ("load", "store", "atomic"):
         region = Region(memory=DATA.id, owner=peer, ranges=draw(st.sampled_from(DATA_RANGES)))

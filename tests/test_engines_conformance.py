@@ -1,6 +1,7 @@
 """Every engine answers the ordering questions exactly like the brute force.
 
-On random protocols (tests/strategies.py): `can_precede` for every cross-rank pair,
+On random protocols (tests/strategies.py), of one thread per rank or of several threads
+per rank with start edges: `can_precede` for every pair of threads,
 `can_run` for every event,
 every witness replays as an execution ending with `first` and without `second`,
 `stuck()` is None iff the brute force reaches no stuck state, and every Stuck replays to
@@ -16,6 +17,7 @@ import time
 import pytest
 from bruteforce import (
     BruteForce,
+    cell_value,
     cross_rank_pairs,
     is_enabled,
     is_stuck,
@@ -23,7 +25,7 @@ from bruteforce import (
     replay,
 )
 from hypothesis import HealthCheck, given, settings
-from strategies import monotone_traces, traces
+from strategies import monotone_traces, threaded_traces, traces
 
 from racecheck.engines import AUTO_ROUTE, ENGINES
 from racecheck.engines.base import Engine, OrderOracle
@@ -77,7 +79,7 @@ def assert_stuck(trace: Trace, oracle: OrderOracle, truth: BruteForce) -> None:
         assert trace.event(ref).kind is EventKind.WAIT
         assert not is_enabled(trace, state, ref.rank)
     for cell, value in stuck.cell_values:
-        assert state.value((cell.memory, cell.owner, cell.offset)) == value
+        assert cell_value(trace, state, (cell.memory, cell.owner, cell.offset)) == value
 
 
 @pytest.mark.parametrize("engine_name", sorted(ENGINES))
@@ -107,3 +109,30 @@ def test_engine_agrees_with_brute_force_on_monotone_protocols(
     engine_name: str, trace: Trace
 ) -> None:
     assert_conforms(ENGINES[engine_name](), trace)
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+@CONFORMANCE
+@given(trace=threaded_traces())
+def test_engine_is_exact_over_threads_with_start_edges(engine_name: str, trace: Trace) -> None:
+    """Several threads per rank, started after other tasks: every engine decides over
+    threads through the lowered start edges, the brute force from `trace.threads`."""
+    engine = ENGINES[engine_name]()
+    if engine.unsupported(SyncSkeleton(trace)) is None:
+        assert_conforms(engine, trace)
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+@CONFORMANCE
+@given(trace=threaded_traces(monotone=True))
+def test_engine_is_exact_over_monotone_threads(engine_name: str, trace: Trace) -> None:
+    engine = ENGINES[engine_name]()
+    if engine.unsupported(SyncSkeleton(trace)) is None:
+        assert_conforms(engine, trace)
+
+
+@CONFORMANCE
+@given(trace=threaded_traces())
+def test_the_auto_route_past_the_fast_path_accepts_every_threaded_protocol(trace: Trace) -> None:
+    skeleton = SyncSkeleton(trace)
+    assert all(make().unsupported(skeleton) is None for make in AUTO_ROUTE[1:])

@@ -28,7 +28,8 @@ def _run(name: str, ranks: int) -> Execution:
 def _order(execution: Execution, rank: int, rules: RuntimeOrder) -> dict[tuple[str, str], bool]:
     tasks = execution.tasks[rank]
     trace = execution.trace
-    before = ordered_pairs(tasks, trace.events[rank], rules, trace.memories)
+    events = execution.rank_events if execution.rank_events is not None else trace.events
+    before = ordered_pairs(tasks, events[rank], rules, trace.memories)
     return {
         (tasks[i].spec.name, tasks[j].spec.name): before[i][j]
         for j in range(len(tasks))

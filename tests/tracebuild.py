@@ -15,15 +15,22 @@ from racecheck.events import (
     Region,
     SignalCell,
     SourceLocation,
+    Thread,
     Trace,
     Wait,
     WaitCmp,
+    lower_start_edges,
 )
 
 
 class TraceBuilder:
-    def __init__(self, ranks: int) -> None:
+    """`ranks` event sequences; with `threads`, sequence i is thread i of device
+    `threads[i].rank` (its waits read that device's cells) and `build` lowers the
+    threads' start edges."""
+
+    def __init__(self, ranks: int, threads: tuple[Thread, ...] = ()) -> None:
         self.ranks = ranks
+        self.threads = threads
         self.memories: list[Memory] = []
         self.events: list[list[Event]] = [[] for _ in range(ranks)]
 
@@ -97,22 +104,26 @@ class TraceBuilder:
         expected: int = 1,
         cmp: WaitCmp = WaitCmp.GE,
     ) -> None:
-        cell = self._cell(memory, rank, offset)
+        device = self.threads[rank].rank if self.threads else rank
+        cell = self._cell(memory, device, offset)
         self._add(
             rank,
             line,
             kind=EventKind.WAIT,
-            access=self._region(memory, rank, offset, offset + 4),
+            access=self._region(memory, device, offset, offset + 4),
             mode=AccessMode.ATOMIC,
             wait=Wait(cell=cell, cmp=cmp, expected=expected),
         )
 
     def build(self) -> Trace:
+        at = SourceLocation(file="proto.py", line=1, text="tasks")
+        events, memories = lower_start_edges(self.threads, self.events, tuple(self.memories), at)
         return Trace(
             ranks=self.ranks,
-            events=tuple(tuple(seq) for seq in self.events),
-            memories=tuple(self.memories),
+            events=events if self.threads else tuple(tuple(seq) for seq in self.events),
+            memories=memories if self.threads else tuple(self.memories),
             ends=tuple(RankEnd.FINISHED for _ in range(self.ranks)),
+            threads=self.threads,
         )
 
 

@@ -9,6 +9,7 @@ from enum import Enum
 import numpy as np
 
 from racecheck.cosim.tasks import TaskRecord
+from racecheck.cosim.threads import ThreadPlan
 from racecheck.dsl.symbolic import Decision
 from racecheck.dsl.types import Direction
 from racecheck.events import (
@@ -176,6 +177,10 @@ class Execution:
     stalled: tuple[EventRef, ...] = ()
     flow: DataFlow = field(default_factory=DataFlow)
     tasks: tuple[tuple[TaskRecord, ...], ...] = ()  # each rank's tasks, as they ran
+    # tasks as threads (`racecheck.cosim.threads`): the plan, and the events of the run
+    # in program order it was made from (which `tasks` index)
+    plan: ThreadPlan | None = None
+    rank_events: tuple[tuple[Event, ...], ...] | None = None
     notes: tuple[str, ...] = ()  # what the host said about constructs it did not run
     inexact: tuple[str, ...] = ()  # why this run's order may hide executions (no proof)
     # where the run computed what the device does not (`note_unfollowed`): no proof and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -45,6 +46,9 @@ from racecheck.events import (
     WaitCmp,
     WriteOp,
     Written,
+    completion_cell,
+    end_notify,
+    start_wait,
 )
 
 if TYPE_CHECKING:
@@ -68,11 +72,14 @@ class RankContext:
     """One rank's context: turns DSL operations into scheduled, recorded events."""
 
     def __init__(self, rank: int, run: Turns[RankContext]) -> None:
-        self.rank = rank
+        self.rank = rank  # the device rank
+        self.key = rank  # the thread it records for (`racecheck.cosim.threads`)
         self.ranks = run.ranks
         self.dims = run.dims
         self.run = run
-        self.events: list[Event] = []
+        self.events: list[Event] = run.sequences.setdefault(rank, [])
+        self.glue: int | None = None  # the task index of the glue thread it runs now
+        self.inside: list[tuple[int, int, SourceLocation]] = []  # (key left, index, where)
         self.repeat = 0
         self.forced = False
         self.end = RankEnd.FINISHED
@@ -105,6 +112,8 @@ class RankContext:
         dispatch runs its tasks in a given order (its result is then `held()`, which
         the task must return when it runs). The index after its own is kept for its
         cube lane (`racecheck.dsl.lanes`)."""
+        if self.run.plan is not None and self.task_depth == 0:
+            return self._thread_task(spec, body, cube_lane, held)
         index = self.tasks.open(self.events)
         self.tasks.reserve()
         if self.tasks.plan is not None:
@@ -147,6 +156,11 @@ class RankContext:
         return self.run.memory.read(view, owner, offsets, extent)
 
     def begin_task(self, spec: TaskSpec) -> int:
+        if self.run.plan is not None:
+            index = self._new_thread_index()
+            self._enter(index, spec.location)
+            self.task_depth += 1
+            return index
         if self.tasks.deferred:
             raise TracingError(
                 f"rank {self.rank}: a pl.at region cannot be moved to run a task order",
@@ -159,6 +173,11 @@ class RankContext:
         return index
 
     def end_task(self) -> None:
+        if self.run.plan is not None:
+            self._new_task_state()
+            self.task_depth -= 1
+            self._leave()
+            return
         self._new_task_state()
         index, spec, first = self.tasks.regions.pop()
         self.task_depth -= 1
@@ -184,6 +203,10 @@ class RankContext:
         self.tasks.glue_from = len(self.events)
 
     def finish_dispatch(self) -> None:
+        if self.run.plan is not None:
+            self._new_task_state()
+            self._close_glue()
+            return
         self._new_task_state()
         self.tasks.close_glue(self.events)
         plan = self.tasks.plan or ()
@@ -229,7 +252,12 @@ class RankContext:
         range of each; unless `joined`, each part goes on with what follows once its
         own run ends."""
         self.concurrent.append(
-            Concurrent(what=f"{construct} at line {where.line}", parts=parts, spans=spans)
+            Concurrent(
+                what=f"{construct} at line {where.line}",
+                parts=parts,
+                spans=spans,
+                events=self.events,
+            )
         )
         if not joined and any(end > first for ranges in spans for first, end in ranges):
             self.sublanes_at = where
@@ -238,10 +266,174 @@ class RankContext:
         """Why running this rank's concurrent parts one after another may hide an
         execution (`concurrent_inexact`); `waited`: the cells any rank waits on."""
         found = (
-            (part.what, concurrent_inexact(self.events, part.spans, part.parts, waited))
+            (part.what, concurrent_inexact(part.events, part.spans, part.parts, waited))
             for part in self.concurrent
         )
         return [f"{what}: {reason}" for what, reason in found if reason is not None]
+
+    # -- tasks as threads (racecheck.cosim.threads): a run with a ThreadPlan
+
+    def _new_thread_index(self) -> int:
+        self._close_glue()
+        return self.tasks.open([])  # the index only: no glue is recorded in such a run
+
+    def _thread_task(
+        self,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        cube_lane: Callable[[], Any],
+        held: Callable[[], Any],
+    ) -> tuple[Any, int]:
+        """A kernel call as a thread of its own, its caller going on with `held()`;
+        when its caller needs what only running it gives, it runs here and now, still
+        as its own thread."""
+        index = self._new_thread_index()
+        self.tasks.reserve()  # the index of its cube lane
+        try:
+            result = held()
+        except UnsupportedConstruct:
+            self._enter(index, spec.location)
+            outcome = self._kernel(index, spec, body, cube_lane)
+            self._leave()
+            return outcome, index
+        plan = self.run.plan
+        assert plan is not None
+        child = self.child(plan.key(self.rank, index))
+        laned = plan.starts(self.rank, index + 1) is not None
+        if laned:  # its cube lane, a thread of its own from the start
+            self._spawn_lane(index + 1, spec.location, cube_lane)
+
+        def run() -> None:
+            child._starts(index, spec.location)
+            outcome = child._kernel(index, spec, body, None if laned else cube_lane)
+            child._end(index, spec.location)
+            if not stands_for(outcome, result):
+                raise unsupported(
+                    f"task {spec.name} runs as a thread of its own and gave its caller "
+                    f"{result!r} in place of its result, but it returned {outcome!r}",
+                    spec.location,
+                )
+
+        self.run.spawn(child, run)
+        return result, index
+
+    def _spawn_lane(self, index: int, where: SourceLocation, cube_lane: Callable[[], Any]) -> None:
+        plan = self.run.plan
+        assert plan is not None
+        lane = self.child(plan.key(self.rank, index))
+
+        def run() -> None:
+            lane._starts(index, where)
+            lane.task_depth += 1
+            cube_lane()
+            lane.task_depth -= 1
+            lane._end(index, where)
+
+        self.run.spawn(lane, run)
+
+    def _kernel(
+        self,
+        index: int,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        cube_lane: Callable[[], Any] | None,
+    ) -> Any:
+        """A kernel task's body, then its cube lane (a thread of its own) if it mixes
+        and the lane is not running already (`cube_lane` None)."""
+        self.task_depth += 1
+        self.mixed = False
+        self._new_task_state()
+        try:
+            result = body()
+        finally:
+            self.task_depth -= 1
+            self._new_task_state()
+        if self.mixed and cube_lane is not None:
+            self._enter(index + 1, spec.location)
+            self.task_depth += 1
+            try:
+                cube_lane()
+            finally:
+                self.task_depth -= 1
+                self._new_task_state()
+            self._leave()
+        return result
+
+    def child(self, key: int) -> RankContext:
+        """The context of a new thread of this rank: its own events and baton, the
+        rank's memory, flow and notes."""
+        other = copy.copy(self)
+        other.key = key
+        other.events = self.run.sequences.setdefault(key, [])
+        other.baton = threading.Lock()
+        other.baton.acquire()
+        other.abort = other.force_next = other.forced = False
+        other.end = RankEnd.FINISHED
+        other.thread = None
+        other.tasks = TaskLog()
+        other.task_depth = 0
+        other.mixed = False
+        other.glue = None
+        other.inside = []
+        other._new_task_state()
+        return other
+
+    def _switch(self, key: int) -> None:
+        self.key = key
+        self.events = self.run.sequences.setdefault(key, [])
+        self.run.contexts[key] = self
+
+    def _enter(self, index: int, where: SourceLocation) -> None:
+        """Record for task `index`'s thread from now on, once it may start."""
+        plan = self.run.plan
+        assert plan is not None
+        self.inside.append((self.key, index, where))
+        self._switch(plan.key(self.rank, index))
+        self._starts(index, where)
+
+    def _leave(self) -> None:
+        left, index, where = self.inside.pop()
+        self._end(index, where)
+        self._switch(left)
+
+    def _open_glue(self) -> None:
+        """Events of the dispatch outside any task: a thread of their own."""
+        self.glue = self.tasks.open([])
+        self._enter(self.glue, user_location())
+
+    def _close_glue(self) -> None:
+        if self.glue is not None:
+            self.glue = None
+            self._leave()
+
+    def _starts(self, index: int, where: SourceLocation) -> None:
+        """Wait until every task this one starts after has finished."""
+        plan = self.run.plan
+        assert plan is not None
+        after = plan.starts(self.rank, index)
+        if after is None:
+            self._inexact(
+                f"rank {self.rank} ran a task at line {where.line} that its run in program "
+                "order did not have"
+            )
+            after = ()
+        for task in after:
+            cell = completion_cell(self.run.tasks_memory, plan.key(self.rank, task), self.rank)
+            event = start_wait(self.key, len(self.events), cell, 1, where)
+            self.run.checkpoint(self, event)
+            self.run.executed(self, event)
+
+    def _end(self, index: int, where: SourceLocation) -> None:
+        """Finish task `index`: one more finished thread on its completion cell."""
+        plan = self.run.plan
+        assert plan is not None
+        if (self.rank, index) not in plan.awaited:
+            return
+        cell = completion_cell(self.run.tasks_memory, plan.key(self.rank, index), self.rank)
+        event = end_notify(self.key, len(self.events), cell, where)
+        self.run.checkpoint(self, event)
+        self.run.memory.set_cell(cell, self.run.memory.cell(cell) + 1)
+        self.run.executed(self, event)
 
     def _inexact(self, reason: str) -> None:
         if reason not in self.inexact:
@@ -336,7 +528,7 @@ class RankContext:
                 notify=event,
                 sources=sources,
                 decision=made,
-                at=(len(self.run.schedule), self.rank),
+                at=(len(self.run.schedule), self.key),
             )
         )
 
@@ -366,7 +558,7 @@ class RankContext:
         self.run.control_reads.update(sources)
         if not sources <= self.flow.steered.keys():
             self.flow.steered_by(sources, user_location())
-        self.flow.decided(sources, decision, (len(self.run.schedule), self.rank))
+        self.flow.decided(sources, decision, (len(self.run.schedule), self.key))
 
     def input_symbols(
         self, view: TensorView, offsets: Sequence[int], extent: Sequence[int]
@@ -389,7 +581,7 @@ class RankContext:
         return InputBlock(name, elements.reshape(tuple(extent)), view.dtype.is_float, limits)
 
     def fail_bounds(self, message: str) -> None:
-        raise Crash(OutOfBounds(rank=self.rank, location=user_location(), message=message))
+        raise Crash(OutOfBounds(rank=self.key, location=user_location(), message=message))
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -419,8 +611,10 @@ class RankContext:
                 "runs after it on one AIV sub-lane while another may still be inside it"
             )
             self.sublanes_at = None
+        if self.run.plan is not None and self.key == self.rank and self.glue is None:
+            self._open_glue()
         return Event(
-            rank=self.rank,
+            rank=self.key,
             index=len(self.events),
             kind=kind,
             access=region,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from racecheck.clock import Overtime, passed
 from racecheck.cosim.host import Dispatch
@@ -14,6 +14,7 @@ from racecheck.cosim.policies import (
 )
 from racecheck.cosim.rank import Abort, Crash, RankContext
 from racecheck.cosim.tasks import DispatchOrders, TaskOrders, running_order
+from racecheck.cosim.threads import ThreadPlan
 from racecheck.dsl.context import activated
 from racecheck.dsl.declared import as_declared
 from racecheck.dsl.groups import members
@@ -45,11 +46,13 @@ class BatonScheduler:
         dims: Mapping[str, int],
         task_orders: TaskOrders = (),
         dispatch_orders: DispatchOrders = (),
+        plan: ThreadPlan | None = None,
         *,
         deadline: float = math.inf,
         stage: str = "co-simulating the ranks",
     ) -> None:
         self.ranks = ranks
+        self.plan = plan
         self.deadline = deadline  # `--timeout`, read at every event
         self.stage = stage
         self.task_orders = {(rank, dispatch): order for rank, dispatch, order in task_orders}
@@ -59,7 +62,11 @@ class BatonScheduler:
         self.policy = policy
         self.force_waits = force_waits
         self.max_events = max_events
+        self.sequences: dict[int, list[Event]] = {}  # each thread's events, by key
+        # the memory of the tasks' completion cells, when tasks are threads
+        self.tasks_memory = memory.add_window("tasks", 4 * plan.threads).id if plan else -1
         self.states = [RankContext(rank, self) for rank in range(ranks)]
+        self.contexts: dict[int, RankContext] = {state.key: state for state in self.states}
         self.unprimed = list(range(ranks))
         self.pending: dict[int, Event] = {}
         self.runnable: set[int] = set()
@@ -92,14 +99,14 @@ class BatonScheduler:
             stage = f"{self.stage} (rank {state.rank})"
             self._fail(Overtime(stage, event.location, events=len(self.schedule)))
             raise Abort()
-        priming = self.unprimed_remove(state.rank)
-        self.pending[state.rank] = event
+        priming = self.unprimed_remove(state.key)
+        self.pending[state.key] = event
         if event.wait is None or self._satisfied(event.wait):
-            self.runnable.add(state.rank)
+            self.runnable.add(state.key)
         else:
-            self.blocked.add(state.rank)
-        current = None if priming else state.rank
-        if self._pass_baton(current, holder=state.rank) == state.rank:
+            self.blocked.add(state.key)
+        current = None if priming else state.key
+        if self._pass_baton(current, holder=state.key) == state.key:
             # granted to itself: it holds its own baton already
             if state.abort:
                 raise Abort()
@@ -107,8 +114,8 @@ class BatonScheduler:
             self._wait_for_baton(state)
 
     def executed(self, state: RankContext, event: Event) -> None:
-        del self.pending[state.rank]
-        self.runnable.discard(state.rank)
+        del self.pending[state.key]
+        self.runnable.discard(state.key)
         if state.force_next:
             state.force_next = False
             state.forced = True
@@ -118,12 +125,49 @@ class BatonScheduler:
         # a wait is on the waiter's own cell: only a write to the owner's bytes can enable
         # it, or disable it again (an Eq wait the second Add steps past, a Set, a reset)
         owner = event.access.owner if event.access is not None else HOST_OWNER
-        if owner in self.pending and event.mode is not AccessMode.READ:
-            self._recheck(owner)
+        if owner != HOST_OWNER and event.mode is not AccessMode.READ:
+            if self.plan is None:
+                if owner in self.pending:
+                    self._recheck(owner)
+            else:  # every thread of the owner's device (key % P) may wait on it
+                for key in [key for key in self.pending if key % self.ranks == owner]:
+                    self._recheck(key)
 
     def finished(self, state: RankContext) -> None:
-        self.unprimed_remove(state.rank)
-        self._pass_baton(current=state.rank)
+        self.unprimed_remove(state.key)
+        self._pass_baton(current=state.key)
+
+    def spawn(self, child: RankContext, body: Callable[[], None]) -> None:
+        """Start a task's thread: it runs `body` once granted the baton, first up to its
+        first event (executing nothing), like every thread."""
+        self.contexts[child.key] = child
+        self.unprimed.append(child.key)
+        child.thread = threading.Thread(
+            target=self._thread_main,
+            args=(child, body),
+            name=f"racecheck-rank-{child.rank}-thread-{child.key}",
+            daemon=True,
+        )
+        child.thread.start()
+
+    def _thread_main(self, state: RankContext, body: Callable[[], None]) -> None:
+        try:
+            self._wait_for_baton(state)
+            with activated(state):
+                body()
+            state.end = RankEnd.FORCED if state.forced else RankEnd.FINISHED
+        except Abort:
+            return
+        except Crash as crash:
+            self.out_of_bounds.append(crash.record)
+            state.end = RankEnd.CRASHED
+        except BaseException as error:  # noqa: BLE001 - reported to the caller of simulate()
+            self._fail(error)
+            return
+        try:
+            self.finished(state)
+        except BaseException as error:  # noqa: BLE001 - a policy failing while handing over
+            self._fail(error)
 
     # -- scheduling
 
@@ -139,7 +183,7 @@ class BatonScheduler:
 
     def _recheck(self, rank: int) -> None:
         wait = self.pending[rank].wait
-        if wait is None or self.states[rank].force_next:
+        if wait is None or self.contexts[rank].force_next:
             return
         if self._satisfied(wait):
             self.blocked.discard(rank)
@@ -159,7 +203,7 @@ class BatonScheduler:
             rank = min(self.blocked)
             self.blocked.discard(rank)
             self.runnable.add(rank)
-            self.states[rank].force_next = True
+            self.contexts[rank].force_next = True
             return self._grant(rank, holder)
         self.stalled = tuple(self.pending[rank].ref for rank in sorted(self.blocked))
         self.running = None
@@ -172,7 +216,7 @@ class BatonScheduler:
         if rank not in self.runnable and rank not in self.unprimed:
             raise ScheduleDivergence(f"policy chose rank {rank}, which cannot run")
         if rank != holder:
-            self.states[rank].baton.release()
+            self.contexts[rank].baton.release()
         return rank
 
     def _wait_for_baton(self, state: RankContext) -> None:
@@ -241,7 +285,7 @@ class BatonScheduler:
 
     def stop(self) -> None:
         """Unwind every parked rank thread (after the run ended or failed)."""
-        for state in self.states:
+        for state in list(self.contexts.values()):
             state.abort = True
             if state.baton.locked():
                 state.baton.release()

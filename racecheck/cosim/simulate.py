@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,7 @@ from racecheck.cosim.policies import (
 from racecheck.cosim.rank import Abort, RankContext
 from racecheck.cosim.scheduler import BatonScheduler
 from racecheck.cosim.tasks import TaskRecord, waited_cells
+from racecheck.cosim.threads import ThreadPlan, plan_threads
 from racecheck.dsl.context import activated
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
@@ -34,14 +36,18 @@ from racecheck.events import (
     AccessMode,
     CellIndex,
     Event,
+    Memory,
     MemoryKind,
     OutOfBounds,
     RankEnd,
     Region,
     SourceLocation,
+    Thread,
     Trace,
+    tasks_memory,
 )
 from racecheck.load import ProgramInstance
+from racecheck.options import RuntimeOrder
 
 
 def _run_host(
@@ -78,7 +84,7 @@ def _execute_ranks(
     run.start(host.dispatches, repeat)
     if not _finishes(run, deadline):
         running = run.running
-        thread = run.states[running].thread if running is not None else None
+        thread = run.contexts[running].thread if running is not None else None
         where = thread_location(thread)
         run.stop()
         if thread is not None:
@@ -156,11 +162,41 @@ def simulate(
     max_events: int = MAX_EVENTS,
     timeout: float = 60.0,
     stage: str = "co-simulating the ranks",
+    rules: RuntimeOrder = RuntimeOrder.CURRENT,
 ) -> Execution:
     """Run `instance` once under `policy` and record what every rank did, within the
     `--timeout` in force (`racecheck.clock.unit`), else `timeout` seconds; past it,
-    `Overtime` naming `stage`."""
+    `Overtime` naming `stage`. When some rank has two tasks the runtime leaves
+    unordered, every task is a thread of its own: the program runs first in program
+    order, for its tasks' start edges (`racecheck.cosim.threads`), then with them as
+    threads (the run returned)."""
     deadline = clock.deadline(timeout)
+    run = functools.partial(_simulate, instance, repeat, seed, max_events, deadline, stage)
+    planned = instance.thread_plan
+    if isinstance(planned, ThreadPlan):
+        return run(policy, force_waits, planned, None)
+    if instance.task_orders:
+        return run(policy, force_waits, None, None)
+    first = run(policy, force_waits, None, None)
+    memories = first.trace.memories
+    plan = plan_threads(first.tasks, first.trace.events, rules, memories)
+    if plan is None:
+        return first
+    return run(policy, force_waits, plan, first)
+
+
+def _simulate(
+    instance: ProgramInstance,
+    repeat: int,
+    seed: int,
+    max_events: int,
+    deadline: float,
+    stage: str,
+    policy: SchedulePolicy | None,
+    force_waits: bool,
+    plan: ThreadPlan | None,
+    program_order: Execution | None,
+) -> Execution:
     memory = MemoryState(instance.ranks)
     with collector_paused():
         with installed():
@@ -177,24 +213,27 @@ def simulate(
                 dict(instance.bindings),
                 instance.task_orders,
                 instance.dispatch_orders,
+                plan,
                 deadline=deadline,
                 stage=stage,
             )
             _execute_ranks(run, host, repeat, deadline, instance.name)
-        events = tuple(tuple(state.events) for state in run.states)
+        count = plan.threads if plan is not None else instance.ranks
+        events = tuple(tuple(run.sequences.get(key, ())) for key in range(count))
         waited = waited_cells(events)
         if any(state.flow.pins for state in run.states):
             uses = CellUses(events, waited)
             for state in run.states:
                 state.settle_pins(uses)
         trace = Trace(
-            ranks=instance.ranks,
+            ranks=count,
             events=events,
-            memories=tuple(memory.memories),
-            ends=tuple(_end_of(state, run) for state in run.states),
+            memories=_memories(memory, run),
+            ends=_ends(run, count),
             out_of_bounds=tuple(sorted(run.out_of_bounds, key=lambda record: record.rank)),
             control_reads=tuple(sorted(run.control_reads, key=lambda ref: (ref.rank, ref.index))),
             repeat=repeat,
+            threads=_threads(plan) if plan is not None else (),
         )
         records = tuple(
             HostTensorRecord(
@@ -209,6 +248,9 @@ def simulate(
         )
         _settle(trace)
     tasks = tuple(tuple(state.tasks.records) for state in run.states)
+    in_order = program_order.trace if program_order is not None else trace
+    if program_order is not None:
+        tasks = program_order.tasks
     execution = Execution(
         trace=trace,
         schedule=tuple(run.schedule),
@@ -217,11 +259,13 @@ def simulate(
         stalled=run.stalled,
         flow=merged_flow(state.flow for state in run.states),
         tasks=tasks,
+        plan=plan,
+        rank_events=in_order.events if program_order is not None else None,
         notes=tuple(
             dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
         ),
         inexact=tuple(
-            dict.fromkeys([*_rank_reasons(run.states, waited), *_host_flow(trace, tasks)])
+            dict.fromkeys([*_rank_reasons(run.states, waited), *_host_flow(in_order, tasks)])
         ),
         unfollowed=tuple(
             dict.fromkeys(
@@ -233,7 +277,47 @@ def simulate(
     # every event: parted, the trace is freed as soon as it is dropped, not by the
     # collector after walking it again.
     run.states.clear()
+    run.contexts.clear()
     return execution
+
+
+def _memories(memory: MemoryState, run: BatonScheduler) -> tuple[Memory, ...]:
+    """The run's memories, the tasks' completion cells marked as racecheck's own."""
+    memories = list(memory.memories)
+    if run.tasks_memory >= 0:
+        cells = memories[run.tasks_memory]
+        memories[cells.id] = tasks_memory(cells.id, cells.nbytes // 4)
+    return tuple(memories)
+
+
+def _ends(run: BatonScheduler, count: int) -> tuple[RankEnd, ...]:
+    if run.plan is None:
+        return tuple(_end_of(state, run) for state in run.states)
+    crashed = {record.rank for record in run.out_of_bounds}
+    forced = {ref.rank for ref in (*run.stalled, *run.forced)}
+    return tuple(
+        RankEnd.CRASHED if key in crashed else RankEnd.FORCED if key in forced else RankEnd.FINISHED
+        for key in range(count)
+    )
+
+
+def _threads(plan: ThreadPlan) -> tuple[Thread, ...]:
+    """Thread `key` of the plan: a task of rank `key % P`, or the rank's own."""
+    threads = []
+    for key in range(plan.threads):
+        rank, slot = key % plan.ranks, key // plan.ranks
+        name = plan.names.get((rank, slot - 1), "") if slot else ""
+        after = plan.after.get((rank, slot - 1), ()) if slot else ()
+        threads.append(
+            Thread(
+                rank=rank,
+                name=f"task {name}" if name else "",
+                task=key,
+                task_name=name,
+                after=tuple(plan.key(rank, task) for task in after),
+            )
+        )
+    return tuple(threads)
 
 
 def _rank_reasons(states: Sequence[RankContext], waited: CellIndex) -> list[str]:

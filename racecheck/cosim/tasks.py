@@ -274,6 +274,7 @@ class Concurrent:
     what: str  # the construct and its line
     parts: str  # what its parts are called: "blocks", "sub-lanes"
     spans: Sequence[Sequence[tuple[int, int]]]  # each part's event ranges [first, end)
+    events: Sequence[Event] = ()  # the sequence they are ranges of (the thread's)
 
 
 def concurrent_inexact(

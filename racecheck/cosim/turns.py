@@ -4,16 +4,17 @@ that creates it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from racecheck.events import Event, EventRef
 
 if TYPE_CHECKING:
+    from racecheck.cosim.threads import ThreadPlan
     from racecheck.dsl.memory import MemoryState
 
 
-State = TypeVar("State", contravariant=True)
+State = TypeVar("State")
 
 
 class Turns(Protocol[State]):
@@ -22,6 +23,14 @@ class Turns(Protocol[State]):
     memory: MemoryState
     schedule: list[EventRef]
     control_reads: set[EventRef]
+    plan: ThreadPlan | None  # tasks as threads (`racecheck.cosim.threads`), or None
+    sequences: dict[int, list[Event]]  # each thread's events, by key
+    contexts: dict[int, State]  # each thread's context, by key
+    tasks_memory: int  # the tasks' completion cells' memory id, -1 without threads
+
+    def spawn(self, child: State, body: Callable[[], None]) -> None:
+        """Start a task's thread running `body`."""
+        ...
 
     def checkpoint(self, state: State, event: Event) -> None:
         """Wait for the baton before `event` runs."""

@@ -137,10 +137,11 @@ def _chip_task(
             "kernel or in the host function"
         )
     where = user_location()
-    context = _rank_ops(label, window)
+    _rank_ops(label, window)  # refused here, at the call, when the group is wrong
 
-    def body() -> None:
+    def body() -> None:  # on the task's own thread (`racecheck.cosim.threads`)
         with pinned(where):
+            context = _rank_ops(label, window)
             lower(context, lowering.Lowering.HOST, *operands, label=label, **options)
 
     spec = scopes.TaskSpec(

@@ -208,16 +208,15 @@ def kernel_call(
         untracked=dropped,
     )
 
+    # both run in the context of the task's own thread (`racecheck.cosim.threads`)
     def cube_lane() -> Any:
-        with activated(AicLane(context)):  # type: ignore[arg-type]
+        with activated(AicLane(current())):  # type: ignore[arg-type]
             return function(*args, **kwargs)
-
-    tasks = context
 
     def body() -> Any:
         if blocks is None:
             return function(*args, **kwargs)
-        return blocks.launch(tasks, lambda: function(*args, **kwargs))
+        return blocks.launch(current(), lambda: function(*args, **kwargs))  # type: ignore[arg-type]
 
     result, index = context.call_task(
         spec,

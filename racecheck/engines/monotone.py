@@ -5,11 +5,12 @@ Decides: the questions of `racecheck.engines.base` for monotone traces.
 Model boundary: a trace is monotone when every WAIT is Ge (signed, or unsigned on a cell
 that never goes negative: `_may_go_negative`), no waited cell can leave the int32 range
 (so nothing wraps), and each waited cell is written either only by Adds — negative
-values only from the cell's owner — or only by Sets of one value v >= 0 (any number of
-writers, by notify or plain store: the cell goes 0 → v and stays there). A cell no wait
+values only from the one thread that waits on it — or only by Sets of one value
+v >= 0 (any number of writers, by notify or plain store: the cell goes 0 → v and
+stays there). A cell no wait
 reads can take any writes: no order of them enables or disables anything. Then (1) cell
 updates commute, and (2) executing an event of another rank never disables a rank's
-pending wait: that wait reads the rank's own cell, which other ranks only increase. So
+pending wait: no other thread lowers a cell a thread waits on. So
 every maximal run from a state reaches the same final state (confluence), and "can
 `first` run while `second` is held back?" is answered by one maximal run with `second`'s
 rank stopped just before it: `first` can precede `second` iff that run executes `first`.
@@ -82,12 +83,12 @@ class MonotoneEngine:
 def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
     """Why the trace is outside the monotone boundary (module docstring), or None."""
     writes: list[set[tuple[int, int]]] = [set() for _ in skeleton.cells]
-    waited = {
-        cell
-        for rank in range(skeleton.ranks)
-        for kind, cell, _, _ in skeleton.steps(rank)
-        if kind not in (ADD, SET)
-    }
+    waiters: dict[int, set[int]] = {}  # waited cell -> the threads waiting on it
+    for rank in range(skeleton.ranks):
+        for kind, cell, _, _ in skeleton.steps(rank):
+            if kind not in (ADD, SET):
+                waiters.setdefault(cell, set()).add(rank)
+    waited = set(waiters)
     for rank in range(skeleton.ranks):
         for kind, cell, amount, index in skeleton.steps(rank):
             where = skeleton.trace.events[rank][index].location
@@ -99,8 +100,8 @@ def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
                 writes[cell].add((kind, amount if kind == SET else 0))
             if kind == SET and amount < 0:
                 return f"a negative Set at {where}"
-            if kind == ADD and amount < 0 and skeleton.cells[cell].owner != rank:
-                return f"a negative Add on another rank's cell at {where}"
+            if kind == ADD and amount < 0 and waiters[cell] != {rank}:
+                return f"a negative Add on a cell another thread waits on at {where}"
             if len(writes[cell]) > 1 and any(op == SET for op, _ in writes[cell]):
                 return f"a Set on a cell also written otherwise at {where}"
     for number in sorted(skeleton.wrapping_cells() & waited):
@@ -120,11 +121,11 @@ def _may_go_negative(skeleton: SyncSkeleton) -> set[int]:
     previous step on the cell is a Ge wait (signed or unsigned) for some t >= v.
 
     Called once the rest of the boundary holds (Ge waits only, negative Adds only from
-    the cell's owner, no Set on a cell with Adds, no wrap-around). Then no execution
-    makes a cell outside this set negative, by induction on the execution: up to the
-    first negative value the cell is >= 0, so an unsigned wait compares it as signed;
-    a consume's wait saw >= t, and until the consume only other ranks wrote the cell,
-    with Adds >= 0, so it leaves >= t - v >= 0."""
+    the one thread waiting on the cell, no Set on a cell with Adds, no wrap-around).
+    Then no execution makes a cell outside this set negative, by induction on the
+    execution: up to the first negative value the cell is >= 0, so an unsigned wait
+    compares it as signed; a consume's wait saw >= t, and until the consume only other
+    threads wrote the cell, with Adds >= 0, so it leaves >= t - v >= 0."""
     negative: set[int] = set()
     for rank in range(skeleton.ranks):
         for kind, cell, amount, _, threshold in skeleton.steps_after_waits(rank):

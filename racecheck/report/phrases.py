@@ -138,6 +138,8 @@ def describe_action(step: WitnessStep) -> str:
     if step.kind is StepKind.NOTIFY:
         sign = "+=" if step.op is NotifyOp.ATOMIC_ADD else "="
         return f"notify {place} {sign} {step.value}"
+    if step.kind is StepKind.WAIT and step.cmp is None and step.call:  # a start edge
+        return step.call
     if step.kind is StepKind.WAIT and step.cmp is not None:
         relation = _RELATIONS[step.cmp]
         return f"wait {place} {relation} {step.value}"
@@ -157,8 +159,14 @@ def describe_finding(finding: Finding) -> str:
     return text
 
 
+def _who(finding: Finding, number: int) -> str:
+    """`1`, or `1, task read_step` when the rank runs several threads."""
+    rank = finding.ranks[number]
+    return f"{rank}, {finding.threads[number]}" if finding.threads else f"{rank}"
+
+
 def _race_message(finding: Finding) -> str:
-    first, second = finding.ranks
+    first, second = _who(finding, 0), _who(finding, 1)
     what = _subject(finding.place)
     detail = RaceDetail(finding.detail)
     if detail is RaceDetail.READ_AFTER_WRITE:
@@ -178,7 +186,12 @@ def _race_message(finding: Finding) -> str:
             " a concurrent add"
         )
     else:
-        text = f"ranks {first} and {second} both write {what} in either order"
+        both = (
+            f"ranks {first} and {second}"
+            if not finding.threads
+            else f"rank {first} and rank {second}"
+        )
+        text = f"{both} both write {what} in either order"
     if finding.steers:
         text += "; control flow depends on this value, so other executions may differ further"
     return text
@@ -189,7 +202,8 @@ _LISTED_WAITS = 4  # a deadlock names this many blocked waits, then counts the r
 
 def _deadlock_message(finding: Finding) -> str:
     text = "; ".join(
-        f"rank {wait.rank} waits forever on {describe_action(wait.step)}"
+        f"rank {wait.rank}{', ' + wait.step.task if wait.step.task else ''} waits forever on "
+        f"{describe_action(wait.step)}"
         + (f" (it holds {wait.holds})" if wait.holds is not None else "")
         for wait in finding.blocked[:_LISTED_WAITS]
     )
@@ -199,7 +213,7 @@ def _deadlock_message(finding: Finding) -> str:
 
 def _stale_message(finding: Finding) -> str:
     text = (
-        f"rank {finding.ranks[0]} reads {_subject(finding.place)}, which no write can reach"
+        f"rank {_who(finding, 0)} reads {_subject(finding.place)}, which no write can reach"
         " before the read: it always sees the zero-initialised window"
     )
     if finding.later_writer is not None:

@@ -176,7 +176,8 @@ def _witness_lines(finding: Finding, paint: _Paint) -> list[str]:
 def _witness_step(number: int, width: int, lane: int, step: WitnessStep, paint: _Paint) -> str:
     """One witness step, the only place a step is worded for the text report."""
     marker = ">" if step.highlight else " "
-    body = f"{'  ' * lane}rank {step.rank}: {describe_step(step)}  ({step.location})"
+    who = f"rank {step.rank}, {step.task}" if step.task else f"rank {step.rank}"
+    body = f"{'  ' * lane}{who}: {describe_step(step)}  ({step.location})"
     if step.highlight:
         body = paint(body, _BOLD)
     return f"  {marker} {number:>{width}}. {body}"
