@@ -31,7 +31,6 @@ class ReasonCode(Enum):
     EVERY_P_UNDECIDED = "every-p-undecided"
     EVERY_P_REFUTED = "every-p-refuted"
     EVERY_P_INT32 = "every-p-int32"
-    EVERY_P_BUDGET = "every-p-budget"
     # what a proof for every P assumes (allp)
     ASSUME_LOW = "assume-low"
     ASSUME_BELOW = "assume-below"
@@ -49,7 +48,6 @@ class ReasonCode(Enum):
     # why path exploration stopped or left a value open (paths, steering)
     PATH_UNREALISED = "path-unrealised"
     PATHS_BUDGET = "paths-budget"
-    PATHS_TIMEOUT = "paths-timeout"
     PATHS_SATURATED = "paths-saturated"
     ORDERS_NOT_ENUMERATED = "orders-not-enumerated"
     INPUT_NOT_SYMBOLIC = "input-not-symbolic"
@@ -68,16 +66,13 @@ class ReasonCode(Enum):
     OUTSIDE_NO_HOST_ENTRY = "outside-no-host-entry"
     OUTSIDE_NO_RANK_PARAMETER = "outside-no-rank-parameter"
     OUTSIDE_PATHS = "outside-paths"
-    OUTSIDE_BUDGET = "outside-budget"
     OUTSIDE_NO_DISPATCH_LOOP = "outside-no-dispatch-loop"
-    OUTSIDE_RAISED = "outside-raised"
     OUTSIDE_NOT_INTEGER = "outside-not-integer"
     OUTSIDE_DIVISOR_SIGN = "outside-divisor-sign"
     OUTSIDE_DIVISION_CASES = "outside-division-cases"
     OUTSIDE_QUOTIENT = "outside-quotient"
     OUTSIDE_INT32 = "outside-int32"
     OUTSIDE_COMPARISON = "outside-comparison"
-    OUTSIDE_CONCRETE_NEEDED = "outside-concrete-needed"
     OUTSIDE_HASHED_VALUE = "outside-hashed-value"
     OUTSIDE_HASHED_CONDITION = "outside-hashed-condition"
     OUTSIDE_AS_TEXT = "outside-as-text"
@@ -214,7 +209,6 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.EXPECT_NOT_APPLICABLE: "--expect {model} does not apply at P={ranks}: {why}",
     ReasonCode.PATH_UNREALISED: "its other path could not be realised",
     ReasonCode.PATHS_BUDGET: "past the budget of {budget} paths",
-    ReasonCode.PATHS_TIMEOUT: "past --timeout",
     ReasonCode.PATHS_SATURATED: (
         "not explored: a bug is shown and the last {quiet} paths added no finding"
     ),
@@ -241,11 +235,9 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.OUTSIDE_NO_HOST_ENTRY: "a program class without a host entry",
     ReasonCode.OUTSIDE_NO_RANK_PARAMETER: "a factory without a rank-count parameter",
     ReasonCode.OUTSIDE_PATHS: "more than {paths} branch paths",
-    ReasonCode.OUTSIDE_BUDGET: "the all-P time budget ran out while tracing",
     ReasonCode.OUTSIDE_NO_DISPATCH_LOOP: (
         "no dispatch loop `for r in pl.range(world size)` was followed"
     ),
-    ReasonCode.OUTSIDE_RAISED: "{error}: {why}",
     ReasonCode.OUTSIDE_NOT_INTEGER: "{value} is not an integer the symbolic tracer can follow",
     ReasonCode.OUTSIDE_DIVISOR_SIGN: "division by {divisor}, which may be zero or negative",
     ReasonCode.OUTSIDE_DIVISION_CASES: "{left} // {right} has too many cases to split",
@@ -255,9 +247,6 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.OUTSIDE_INT32: "{left} {op} {right} = {result} leaves the INT32 range",
     ReasonCode.OUTSIDE_COMPARISON: "comparing {left} with {right} is outside the fragment",
-    ReasonCode.OUTSIDE_CONCRETE_NEEDED: (
-        "the symbolic value {value} is used where Python needs a concrete integer"
-    ),
     ReasonCode.OUTSIDE_HASHED_VALUE: "the symbolic value {value} is hashed or used as a key",
     ReasonCode.OUTSIDE_HASHED_CONDITION: "the symbolic condition {cond} is hashed",
     ReasonCode.OUTSIDE_AS_TEXT: (
@@ -414,7 +403,6 @@ _WORDS: dict[ReasonCode, str] = {
         "a store into signal window {memory} (line {line}) besides its notifies"
     ),
     ReasonCode.EVERY_P_SET_ADD: "Set and AtomicAdd notifies on one signal window ({memory})",
-    ReasonCode.EVERY_P_BUDGET: "the all-P time budget ran out",
 }
 
 Fact = str | int
