@@ -37,6 +37,7 @@ from racecheck.report.reasons import ReasonCode, reason
 EXECUTION_MODEL = reason(ReasonCode.ASSUME_MODEL)
 SCOPE = reason(ReasonCode.ASSUME_SCOPE)
 REPRESENTATIVE_CAP = 32  # the largest P checked concretely as a case's smallest member
+BEYOND_CAP = 4096  # the largest P a path first taken past REPRESENTATIVE_CAP is looked for at
 MAX_FAILING = 12  # failing P the concrete checks try to confirm, smallest first
 
 
@@ -262,12 +263,18 @@ def _unchecked(world: int, lines: list[int]) -> str:
 
 
 def _beyond(holds: Cond, known: dict[int, list[int]], low: int, deadline: float) -> int | None:
-    """A P (beyond the cap) at which `holds`: one already named if any, else the smallest."""
+    """A P beyond the cap, up to BEYOND_CAP, at which `holds`: one already named if any,
+    else the smallest; None if there is none. Every query bounds P: z3's nonlinear
+    arithmetic over an unbounded P can run past its resource limit (example 20)."""
     for world in sorted(known):
         if model_of(All((holds, _one_of((world,)))), deadline=deadline) is not None:
             return world
-    model = counter_model(holds, low, deadline=deadline)
-    return None if model is None else model.world
+    beyond = All((holds, Cmp(Rel.LT, Const(REPRESENTATIVE_CAP), Var(WORLD))))
+    bounded = All((beyond, Cmp(Rel.LE, Var(WORLD), Const(BEYOND_CAP))))
+    model = model_of(bounded, deadline=deadline)
+    if model is None:
+        return None
+    return _smallest_world(beyond, max(low, REPRESENTATIVE_CAP + 1), deadline, ceiling=model.world)
 
 
 def _one_of(worlds: Iterable[int]) -> Cond:

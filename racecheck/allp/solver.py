@@ -42,7 +42,6 @@ QUERY_RLIMIT = 20_000_000
 """z3 resource units one query of an every-P proof may use (docs/model.md, "Budgets")."""
 ATTEMPT_RLIMIT = 20_000_000
 """z3 resource units one every-P attempt may use in all (docs/model.md, "Budgets")."""
-MAX_SCAN = 256
 
 
 class Undecided(Exception):
@@ -191,14 +190,21 @@ def model_of(
 
 
 def counter_model(cond: Cond, low: int, *, deadline: float | None = None) -> CounterModel | None:
-    """An assignment satisfying `cond` with the smallest N (at least `low`), or None."""
+    """An assignment satisfying `cond` with the smallest N (at least `low`), or None:
+    bisection on `N <= bound`, whose answer only grows with the bound, so a counter-model
+    at N = 2**20 costs about 20 queries, not one per smaller N."""
     found = _check(cond, deadline)
     if found is None:
         return None
-    for world in range(low, min(found.world, MAX_SCAN)):
-        smaller = _check(All((cond, Cmp(Rel.EQ, Var(WORLD), Const(world)))), deadline)
-        if smaller is not None:
-            return smaller
+    floor = low
+    while floor < found.world:
+        middle = (floor + found.world) // 2
+        bounded = All((cond, Cmp(Rel.LE, Const(floor), Var(WORLD))))
+        smaller = _check(All((bounded, Cmp(Rel.LE, Var(WORLD), Const(middle)))), deadline)
+        if smaller is None:
+            floor = middle + 1
+        else:
+            found = smaller
     return found
 
 
