@@ -37,6 +37,7 @@ from racecheck.options import (
     parse_ranks,
 )
 from racecheck.report import OutputFormat, installed_version, render
+from racecheck.report.reasons import ReasonCode, reason
 
 EXIT_NOT_CHECKED = 2
 INTERRUPTED = "racecheck: interrupted (Ctrl-C); nothing was proved"
@@ -365,9 +366,7 @@ def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand
     output_format = OutputFormat(namespace.format)
     paths = tuple(namespace.file)
     if len(paths) > 1 and (output_format is not OutputFormat.TEXT or namespace.html):
-        raise UsageError(
-            f"--format {output_format.value} and --html describe one file; give one FILE"
-        )
+        raise UsageError(reason(ReasonCode.USAGE_ONE_FILE, format=output_format.value))
     if namespace.html is not None:
         _check_writable(namespace.html)
     return VerifyCommand(
@@ -423,7 +422,9 @@ def _import_fields(namespace: argparse.Namespace) -> dict[str, Any]:
         try:
             argv = tuple(shlex.split(namespace.argv))
         except ValueError as error:
-            raise UsageError(f"--argv {namespace.argv!r}: {error}") from None
+            raise UsageError(
+                reason(ReasonCode.USAGE_ARGV_SPLIT, argv=repr(namespace.argv), why=str(error))
+            ) from None
     env = None if namespace.env is None else tuple(parse_env(text) for text in namespace.env)
     return {"argv": argv, "env": env, "import_root": namespace.import_root}
 
@@ -438,7 +439,7 @@ def _check_writable(path_text: str) -> None:
         else folder.is_dir() and os.access(folder, os.W_OK)
     )
     if not writable:
-        raise UsageError(f"--html {path_text}: cannot write there")
+        raise UsageError(reason(ReasonCode.USAGE_UNWRITABLE, path=path_text))
 
 
 def _wants_color(out: TextIO) -> bool:
@@ -448,7 +449,7 @@ def _wants_color(out: TextIO) -> bool:
 def _trace_command(namespace: argparse.Namespace) -> TraceCommand:
     ranks = parse_ranks(namespace.ranks)
     if len(ranks) != 1:
-        raise UsageError(f"trace --ranks {namespace.ranks!r}: give one rank count, e.g. --ranks 4")
+        raise UsageError(reason(ReasonCode.USAGE_TRACE_RANKS, ranks=repr(namespace.ranks)))
     return TraceCommand(
         path=namespace.file,
         ranks=ranks[0],

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from racecheck.assumptions import parse_assumption
 from racecheck.errors import UsageError
+from racecheck.report.reasons import ReasonCode, reason
 
 DEFAULT_RANKS = tuple(range(2, 9))
 MAX_RANKS = 4096
@@ -105,36 +106,46 @@ class Options:
 
     def __post_init__(self) -> None:
         if not self.ranks or not all(_is_int(p) and 1 <= p <= MAX_RANKS for p in self.ranks):
-            raise UsageError(f"ranks {self.ranks!r}: rank counts must be between 1 and {MAX_RANKS}")
+            raise UsageError(
+                reason(ReasonCode.USAGE_RANK_RANGE, ranks=repr(self.ranks), most=MAX_RANKS)
+            )
         if not isinstance(self.engine, EngineChoice):
-            raise UsageError(f"engine {self.engine!r}: not an engine choice")
+            raise UsageError(
+                reason(ReasonCode.USAGE_NOT_CHOICE, what="engine", value=repr(self.engine))
+            )
         if not isinstance(self.runtime_order, RuntimeOrder):
-            raise UsageError(f"runtime order {self.runtime_order!r}: not a runtime order")
+            raise UsageError(
+                reason(
+                    ReasonCode.USAGE_NOT_CHOICE,
+                    what="runtime order",
+                    value=repr(self.runtime_order),
+                )
+            )
         for flag in ("reset_windows", "require_model", "require_every_p"):
             if not isinstance(getattr(self, flag), bool):
-                raise UsageError(f"{flag} {getattr(self, flag)!r}: must be true or false")
+                raise UsageError(
+                    reason(ReasonCode.USAGE_NOT_BOOL, name=flag, value=repr(getattr(self, flag)))
+                )
         _check_count("repeat", self.repeat, minimum=1)
         _check_count("seed", self.seed, minimum=0)
         _check_count("jobs", self.jobs, minimum=1)
         check_seconds("timeout", self.timeout)
         for name in (*self.programs, *(name for name, _ in self.args)):
             if not isinstance(name, str) or not name:
-                raise UsageError(f"{name!r}: program and --arg names must be non-empty strings")
+                raise UsageError(reason(ReasonCode.USAGE_EMPTY_NAME, name=repr(name)))
         for text in self.assume:
             parse_assumption(text)
         if self.rank_param is not None and not self.rank_param.isidentifier():
-            raise UsageError(f"--rank-param {self.rank_param!r}: not a parameter name")
+            raise UsageError(reason(ReasonCode.USAGE_RANK_PARAM, name=repr(self.rank_param)))
         if not all(isinstance(text, str) for text in self.argv):
-            raise UsageError(f"argv {self.argv!r}: the file's command line must be strings")
+            raise UsageError(reason(ReasonCode.USAGE_ARGV_TYPES, argv=repr(self.argv)))
         for name, value in self.env:
             if not (isinstance(name, str) and name and "=" not in name and isinstance(value, str)):
-                raise UsageError(f"--env {name!r}: expected NAME=VALUE, e.g. --env MODE=fused")
+                raise UsageError(reason(ReasonCode.USAGE_ENV, text=repr(name)))
         if self.import_root is not None and not os.path.isdir(self.import_root):
-            raise UsageError(f"--import-root {self.import_root!r}: no such directory")
+            raise UsageError(reason(ReasonCode.USAGE_IMPORT_ROOT, root=repr(self.import_root)))
         if self.rank_param is not None and self.rank_param in dict(self.args):
-            raise UsageError(
-                f"--arg {self.rank_param}: the rank-count parameter gets P; use --ranks"
-            )
+            raise UsageError(reason(ReasonCode.USAGE_ARG_IS_P, name=self.rank_param))
 
 
 def _is_int(value: object) -> bool:
@@ -143,13 +154,15 @@ def _is_int(value: object) -> bool:
 
 def _check_count(name: str, value: object, *, minimum: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise UsageError(f"{name} {value!r}: must be a whole number of at least {minimum}")
+        raise UsageError(
+            reason(ReasonCode.USAGE_COUNT, name=name, value=repr(value), minimum=minimum)
+        )
 
 
 def check_seconds(name: str, value: object) -> None:
     number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number_ok or not 0 < value < math.inf:  # type: ignore[operator]
-        raise UsageError(f"{name} {value!r}: must be a positive number of seconds")
+        raise UsageError(reason(ReasonCode.USAGE_SECONDS, name=name, value=repr(value)))
 
 
 def numeric(text: str) -> int | float | str:
@@ -175,7 +188,7 @@ def parse_bool(what: str, text: str) -> bool:
         return True
     if word in _FALSE:
         return False
-    raise UsageError(f"{what}: expected a bool (true/false, yes/no, on/off, 1/0)")
+    raise UsageError(reason(ReasonCode.USAGE_BOOL_TEXT, what=what))
 
 
 def engine_choice(name: str) -> EngineChoice:
@@ -191,7 +204,9 @@ def _choice(kind: type[_Choice], what: str, name: str) -> _Choice:
         return kind(name)
     except ValueError:
         names = ", ".join(member.value for member in kind)
-        raise UsageError(f"unknown {what} {name!r}; choose one of {names}") from None
+        raise UsageError(
+            reason(ReasonCode.USAGE_UNKNOWN_CHOICE, what=what, name=repr(name), names=names)
+        ) from None
 
 
 def parse_ranks(text: str) -> tuple[int, ...]:
@@ -203,7 +218,9 @@ def parse_ranks(text: str) -> tuple[int, ...]:
             low_text, _, high_text = part.partition("..")
             low, high = _rank_number(low_text, text), _rank_number(high_text, text)
             if low > high:
-                raise UsageError(f"ranks {text!r}: range {part!r} is empty; write LOW..HIGH")
+                raise UsageError(
+                    reason(ReasonCode.USAGE_EMPTY_RANGE, ranks=repr(text), part=repr(part))
+                )
             ranks.update(range(low, high + 1))
         else:
             ranks.add(_rank_number(part, text))
@@ -219,7 +236,7 @@ def parse_every_p(text: str, fallback: str | None) -> EveryP | None:
         low = _rank_number(stripped[:-2], text)
     else:
         if fallback is not None:
-            raise UsageError("fallback goes with ranks all or an open range such as 2..")
+            raise UsageError(reason(ReasonCode.USAGE_FALLBACK))
         return None
     ranks = parse_ranks(fallback) if fallback is not None else DEFAULT_RANKS
     kept = tuple(rank for rank in ranks if rank >= low) or (low,)
@@ -231,10 +248,10 @@ def _rank_number(text: str, whole: str) -> int:
         value = int(text.strip())
     except ValueError:
         raise UsageError(
-            f"ranks {whole!r}: {text!r} is not a rank count; use e.g. 4, 2,4,8 or 2..8"
+            reason(ReasonCode.USAGE_RANK_COUNT, ranks=repr(whole), text=repr(text))
         ) from None
     if not 1 <= value <= MAX_RANKS:
-        raise UsageError(f"ranks {whole!r}: rank counts must be between 1 and {MAX_RANKS}")
+        raise UsageError(reason(ReasonCode.USAGE_RANK_RANGE, ranks=repr(whole), most=MAX_RANKS))
     return value
 
 
@@ -243,7 +260,7 @@ def parse_arg(text: str) -> tuple[str, str]:
     name, equals, value = text.partition("=")
     name = name.strip()
     if not equals or not name.isidentifier():
-        raise UsageError(f"--arg {text!r}: expected NAME=VALUE, e.g. --arg mode=ring")
+        raise UsageError(reason(ReasonCode.USAGE_ARG, text=repr(text)))
     return name, value.strip()
 
 
@@ -251,7 +268,7 @@ def parse_env(text: str) -> tuple[str, str]:
     """`--env NAME=VALUE` → (NAME, VALUE)."""
     name, equals, value = text.partition("=")
     if not equals or not name.strip():
-        raise UsageError(f"--env {text!r}: expected NAME=VALUE, e.g. --env MODE=fused")
+        raise UsageError(reason(ReasonCode.USAGE_ENV, text=repr(text)))
     return name.strip(), value
 
 

@@ -115,6 +115,28 @@ class ReasonCode(Enum):
     ARG_UNKNOWN = "arg-unknown"
     ONLY_SINGLE_CHIP = "only-single-chip"
     NO_SUCH_PROGRAM = "no-such-program"
+    # what makes an option's value unusable (options: UsageError)
+    USAGE_RANK_RANGE = "usage-rank-range"
+    USAGE_NOT_CHOICE = "usage-not-choice"
+    USAGE_NOT_BOOL = "usage-not-bool"
+    USAGE_EMPTY_NAME = "usage-empty-name"
+    USAGE_RANK_PARAM = "usage-rank-param"
+    USAGE_ARGV_TYPES = "usage-argv-types"
+    USAGE_ENV = "usage-env"
+    USAGE_IMPORT_ROOT = "usage-import-root"
+    USAGE_ARG_IS_P = "usage-arg-is-p"
+    USAGE_COUNT = "usage-count"
+    USAGE_SECONDS = "usage-seconds"
+    USAGE_BOOL_TEXT = "usage-bool-text"
+    USAGE_UNKNOWN_CHOICE = "usage-unknown-choice"
+    USAGE_EMPTY_RANGE = "usage-empty-range"
+    USAGE_FALLBACK = "usage-fallback"
+    USAGE_RANK_COUNT = "usage-rank-count"
+    USAGE_ARG = "usage-arg"
+    USAGE_ONE_FILE = "usage-one-file"
+    USAGE_ARGV_SPLIT = "usage-argv-split"
+    USAGE_UNWRITABLE = "usage-unwritable"
+    USAGE_TRACE_RANKS = "usage-trace-ranks"
     # what the every-P shadow of pl/pld does not follow (allp/shadow.py)
     SHADOW_SCALAR_ARITHMETIC = "shadow-scalar-arithmetic"
     SHADOW_DISPATCH_LOOPS = "shadow-dispatch-loops"
@@ -343,6 +365,29 @@ _WORDS: dict[ReasonCode, str] = {
         "ranks, so there is no collective to check)"
     ),
     ReasonCode.NO_SUCH_PROGRAM: "--program {name}: no such program (available: {available})",
+    ReasonCode.USAGE_RANK_RANGE: "ranks {ranks}: rank counts must be between 1 and {most}",
+    ReasonCode.USAGE_NOT_CHOICE: "{what} {value}: not a valid {what}",
+    ReasonCode.USAGE_NOT_BOOL: "{name} {value}: must be true or false",
+    ReasonCode.USAGE_EMPTY_NAME: "{name}: program and --arg names must be non-empty strings",
+    ReasonCode.USAGE_RANK_PARAM: "--rank-param {name}: not a parameter name",
+    ReasonCode.USAGE_ARGV_TYPES: "argv {argv}: the file's command line must be strings",
+    ReasonCode.USAGE_ENV: "--env {text}: expected NAME=VALUE, e.g. --env MODE=fused",
+    ReasonCode.USAGE_IMPORT_ROOT: "--import-root {root}: no such directory",
+    ReasonCode.USAGE_ARG_IS_P: "--arg {name}: the rank-count parameter gets P; use --ranks",
+    ReasonCode.USAGE_COUNT: "{name} {value}: must be a whole number of at least {minimum}",
+    ReasonCode.USAGE_SECONDS: "{name} {value}: must be a positive number of seconds",
+    ReasonCode.USAGE_BOOL_TEXT: "{what}: expected a bool (true/false, yes/no, on/off, 1/0)",
+    ReasonCode.USAGE_UNKNOWN_CHOICE: "unknown {what} {name}; choose one of {names}",
+    ReasonCode.USAGE_EMPTY_RANGE: "ranks {ranks}: range {part} is empty; write LOW..HIGH",
+    ReasonCode.USAGE_FALLBACK: "fallback goes with ranks all or an open range such as 2..",
+    ReasonCode.USAGE_RANK_COUNT: (
+        "ranks {ranks}: {text} is not a rank count; use e.g. 4, 2,4,8 or 2..8"
+    ),
+    ReasonCode.USAGE_ARG: "--arg {text}: expected NAME=VALUE, e.g. --arg mode=ring",
+    ReasonCode.USAGE_ONE_FILE: "--format {format} and --html describe one file; give one FILE",
+    ReasonCode.USAGE_ARGV_SPLIT: "--argv {argv}: {why}",
+    ReasonCode.USAGE_UNWRITABLE: "--html {path}: cannot write there",
+    ReasonCode.USAGE_TRACE_RANKS: "trace --ranks {ranks}: give one rank count, e.g. --ranks 4",
     ReasonCode.SHADOW_SCALAR_ARITHMETIC: "scalar arithmetic through pl.* is outside the fragment",
     ReasonCode.SHADOW_DISPATCH_LOOPS: "more than one dispatch loop per rank",
     ReasonCode.SHADOW_DEVICE_NOT_INDEX: (
