@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from racecheck.errors import EngineUnknown
 from racecheck.events import SourceLocation
+from racecheck.report.reasons import ReasonCode, reason
 
 _source: Callable[[], float] | None = None  # a test's clock; None: `time.monotonic`
 
@@ -66,6 +67,14 @@ def left(deadline: float) -> float:
     return deadline - now()
 
 
+_OVERTIME = {  # (no --timeout in force, no line): its wording
+    (True, True): ReasonCode.OVERTIME,
+    (True, False): ReasonCode.OVERTIME_AT,
+    (False, True): ReasonCode.OVERTIME_SECONDS,
+    (False, False): ReasonCode.OVERTIME_SECONDS_AT,
+}
+
+
 class Overtime(EngineUnknown):
     """`--timeout` passed: `stage` is what racecheck was doing, in the user's terms, and
     `where` the user's line it was on; `events`, how many the co-simulation had traced
@@ -73,9 +82,12 @@ class Overtime(EngineUnknown):
 
     def __init__(self, stage: str, where: SourceLocation | None = None, *, events: int = 0) -> None:
         limit = _UNIT.get()
-        within = "--timeout" if limit is None else f"--timeout ({limit.seconds:g} s)"
-        at = f", at {where} {where.text}" if where is not None else ""
-        super().__init__(f"did not finish within {within}: cut while {stage}{at}")
+        facts: dict[str, str] = {"stage": stage}
+        if limit is not None:
+            facts["seconds"] = f"{limit.seconds:g}"
+        if where is not None:
+            facts["where"], facts["text"] = str(where), where.text
+        super().__init__(reason(_OVERTIME[(limit is None, where is None)], **facts))
         self.stage = stage
         self.where = where
         self.events = events

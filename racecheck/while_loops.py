@@ -13,11 +13,7 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-WHILE_NOTE = (
-    "{where}: a Python `while` in {function}: PyPTO compiles it as a device while loop;"
-    " racecheck runs it as Python, as often as its condition holds at each traced P,"
-    " like a pl.range of that many iterations (pl.while_ is PyPTO's documented form)"
-)
+from racecheck.report.reasons import ReasonCode, reason
 
 
 def while_notes(path: str) -> tuple[str, ...]:
@@ -41,7 +37,7 @@ def _notes(path: str, source: str) -> tuple[str, ...]:
             for node in ast.walk(function):
                 if isinstance(node, ast.While):
                     where = f"{path}:{node.lineno}"
-                    notes.append(WHILE_NOTE.format(where=where, function=function.name))
+                    notes.append(reason(ReasonCode.WHILE_LOOP, where=where, function=function.name))
     return tuple(dict.fromkeys(notes))
 
 

@@ -116,6 +116,12 @@ class ReasonCode(Enum):
     ONLY_SINGLE_CHIP = "only-single-chip"
     NO_SUCH_PROGRAM = "no-such-program"
     # what makes an option's value unusable (options: UsageError)
+    # what a run says of itself (clock, while_loops)
+    OVERTIME = "overtime"
+    OVERTIME_AT = "overtime-at"
+    OVERTIME_SECONDS = "overtime-seconds"
+    OVERTIME_SECONDS_AT = "overtime-seconds-at"
+    WHILE_LOOP = "while-loop"
     USAGE_RANK_RANGE = "usage-rank-range"
     USAGE_NOT_CHOICE = "usage-not-choice"
     USAGE_NOT_BOOL = "usage-not-bool"
@@ -365,6 +371,17 @@ _WORDS: dict[ReasonCode, str] = {
         "ranks, so there is no collective to check)"
     ),
     ReasonCode.NO_SUCH_PROGRAM: "--program {name}: no such program (available: {available})",
+    ReasonCode.OVERTIME: "did not finish within --timeout: cut while {stage}",
+    ReasonCode.OVERTIME_AT: "did not finish within --timeout: cut while {stage}, at {where} {text}",
+    ReasonCode.OVERTIME_SECONDS: "did not finish within --timeout ({seconds} s): cut while {stage}",
+    ReasonCode.OVERTIME_SECONDS_AT: (
+        "did not finish within --timeout ({seconds} s): cut while {stage}, at {where} {text}"
+    ),
+    ReasonCode.WHILE_LOOP: (
+        "{where}: a Python `while` in {function}: PyPTO compiles it as a device while loop;"
+        " racecheck runs it as Python, as often as its condition holds at each traced P,"
+        " like a pl.range of that many iterations (pl.while_ is PyPTO's documented form)"
+    ),
     ReasonCode.USAGE_RANK_RANGE: "ranks {ranks}: rank counts must be between 1 and {most}",
     ReasonCode.USAGE_NOT_CHOICE: "{what} {value}: not a valid {what}",
     ReasonCode.USAGE_NOT_BOOL: "{name} {value}: must be true or false",
