@@ -240,7 +240,11 @@ def _build_parser() -> _Parser:
         const=True,
         help="a proved P whose outputs match no golden model is unknown, exit 2 (default: off)",
     )
-    verify.add_argument("--timeout", metavar="S", help="seconds per program and P (default: 60)")
+    verify.add_argument(
+        "--timeout",
+        metavar="S",
+        help="seconds per program and P (default: none: the work budgets end every run)",
+    )
     verify.add_argument(
         "--assume",
         action="append",

@@ -28,6 +28,7 @@ import dataclasses
 import hashlib
 import inspect
 import itertools
+import math
 import os
 import sys
 import textwrap
@@ -102,7 +103,7 @@ class LoadedFile:
 def load_file(
     path: str,
     *,
-    timeout: float = 60.0,
+    timeout: float = math.inf,
     config: ImportConfig | None = None,
     rejecting: bool = False,
 ) -> LoadedFile:

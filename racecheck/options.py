@@ -87,7 +87,7 @@ class Options:
     rank_param: str | None = None  # --rank-param NAME: the factory parameter that gets P
     repeat: int = 1
     expect: str | None = None  # golden model name, e.g. "allreduce-sum"
-    timeout: float = 60.0  # seconds per program and rank count
+    timeout: float = math.inf  # seconds per program and P; inf: none (work budgets end runs)
     seed: int = 0
     runtime_order: RuntimeOrder = RuntimeOrder.CURRENT
     reset_windows: bool = False  # with repeat: windows zeroed between calls (docs/model.md)
@@ -161,7 +161,7 @@ def _check_count(name: str, value: object, *, minimum: int) -> None:
 
 def check_seconds(name: str, value: object) -> None:
     number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number_ok or not 0 < value < math.inf:  # type: ignore[operator]
+    if not number_ok or not 0 < value <= math.inf:  # type: ignore[operator]
         raise UsageError(reason(ReasonCode.USAGE_SECONDS, name=name, value=repr(value)))
 
 

@@ -40,6 +40,13 @@ TWO_PHASE = EXAMPLES / "11_allreduce_two_phase.py"
 CUT = "did not finish within --timeout (60 s): cut while "
 
 
+def verify(path: str, **options: Any) -> Report:
+    """`racecheck.verify` with `--timeout 60` unless the test gives its own (racecheck's
+    default is none)."""
+    options.setdefault("timeout", 60)
+    return racecheck.verify(path, **options)
+
+
 class MovedClock:
     """racecheck's clock in a test: it stands still at 0 until `jump`, then runs on from
     far past every deadline set before."""
@@ -126,7 +133,7 @@ def test_the_co_simulation_is_cut_at_an_event_naming_its_rank_and_line(
     monkeypatch: pytest.MonkeyPatch, moved: MovedClock
 ) -> None:
     jump_after_events(monkeypatch, moved, 100)
-    report = racecheck.verify(str(BUTTERFLY), ranks=[8], jobs=1)
+    report = verify(str(BUTTERFLY), ranks=[8], jobs=1)
     message = assert_cut(report, "co-simulating the ranks (rank ")
     assert re.search(rf", at {BUTTERFLY}:\d+ ", message), message
     # the events traced before the cut, not a misleading 0
@@ -150,7 +157,7 @@ def swallowing(tmp_path: Path) -> Path:
     ]
     path = tmp_path / "swallows.py"
     path.write_text("".join([*lines[:start], *guarded, *lines[end + 1 :]]))
-    assert racecheck.verify(str(path), ranks=[4], jobs=1).results[0].verdict is Verdict.BUG
+    assert verify(str(path), ranks=[4], jobs=1).results[0].verdict is Verdict.BUG
     return path
 
 
@@ -160,7 +167,7 @@ def test_a_kernel_that_catches_every_exception_cannot_swallow_the_cut(
     """The cut must end the run: a trace cut short is never checked as if it were whole."""
     path = swallowing(tmp_path)
     jump_after_events(monkeypatch, moved, 30)
-    report = racecheck.verify(str(path), ranks=[4], jobs=1)
+    report = verify(str(path), ranks=[4], jobs=1)
     assert_cut(report, "co-simulating the ranks (rank ")
     assert only(report).events >= 30
 
@@ -178,7 +185,7 @@ def test_a_kernel_that_catches_every_exception_cannot_swallow_the_event_budget(
         self.max_events = 10
 
     monkeypatch.setattr(BatonScheduler, "__init__", small)
-    report = racecheck.verify(str(path), ranks=[4], jobs=1)
+    report = verify(str(path), ranks=[4], jobs=1)
     assert only(report).verdict is Verdict.UNKNOWN
     assert "exceeded the budget of 10 events" in only(report).message
 
@@ -199,7 +206,7 @@ def test_the_explore_engine_is_cut_naming_the_step_it_searched(
 
     monkeypatch.setattr(explore, "explore_states", jumping)
     path = eq_butterfly(tmp_path)
-    report = racecheck.verify(str(path), ranks=[4], engine="explore", jobs=1)
+    report = verify(str(path), ranks=[4], engine="explore", jobs=1)
     assert_cut(report, "the explore engine searched the ranks' interleavings", path, "notify(")
 
 
@@ -210,7 +217,7 @@ def test_the_smt_encoding_is_cut_naming_its_rank_and_line(
 
     jump_when_called(monkeypatch, smt._Encoding, "_declare_signal_events", moved)
     path = eq_butterfly(tmp_path)
-    report = racecheck.verify(str(path), ranks=[4], engine="smt", jobs=1)
+    report = verify(str(path), ranks=[4], engine="smt", jobs=1)
     assert_cut(report, "the smt engine encoded the trace for z3 (rank 0)", path, "notify(")
 
 
@@ -232,7 +239,7 @@ def test_a_z3_query_is_cut_naming_the_events_it_was_about(
     monkeypatch.setattr(smt, "limited_check", jumping)
     path = eq_butterfly(tmp_path)
     message = assert_cut(
-        racecheck.verify(str(path), ranks=[4], engine="smt", jobs=1),
+        verify(str(path), ranks=[4], engine="smt", jobs=1),
         "the smt engine asked z3 whether rank ",
     )
     assert re.search(r"event at line \d+ \(", message), message
@@ -260,7 +267,7 @@ def test_the_analysis_is_cut_naming_the_line_it_was_on(
 ) -> None:
     home: Any = importlib.import_module(module)
     jump_when_called(monkeypatch, getattr(home, owner) if owner else home, name, moved)
-    message = assert_cut(racecheck.verify(str(BUTTERFLY), ranks=[4], jobs=1), stage)
+    message = assert_cut(verify(str(BUTTERFLY), ranks=[4], jobs=1), stage)
     assert re.search(rf", at {BUTTERFLY}:\d+ ", message), message
 
 
@@ -270,7 +277,7 @@ def test_replaying_a_witness_is_cut_naming_the_finding(
     import racecheck.judge as judge
 
     jump_when_called(monkeypatch, judge, "_replay", moved)
-    report = racecheck.verify(str(ONE_ROW), ranks=[4], jobs=1)
+    report = verify(str(ONE_ROW), ranks=[4], jobs=1)
     assert_cut(report, "replaying the witness of a race")
 
 
@@ -288,7 +295,7 @@ def test_exploring_other_paths_is_cut_naming_the_value_left_open(
 
     monkeypatch.setattr(paths, "_branches", jumping)
     message = assert_cut(
-        racecheck.verify(str(PARITY), ranks=[3], jobs=1),
+        verify(str(PARITY), ranks=[3], jobs=1),
         "exploring the program's other paths (1 checked)",
     )
     assert re.search(rf"{PARITY}:\d+", message.split(CUT)[0]), message  # the open value's line
@@ -301,7 +308,7 @@ def test_choosing_inputs_is_cut_and_leaves_the_value_open(
 
     jump_when_called(monkeypatch, inputs_smt, "limited_check", moved)
     assert_cut(
-        racecheck.verify(str(PARITY), ranks=[3], jobs=1),
+        verify(str(PARITY), ranks=[3], jobs=1),
         "choosing inputs that take a branch's other side",
     )
 
@@ -313,7 +320,7 @@ def test_the_every_p_proof_is_cut_naming_the_obligation_and_line(
     from racecheck.allp.obligations import Prover
 
     jump_when_called(monkeypatch, Prover, "failures", moved)
-    report = racecheck.verify(str(TWO_PHASE), ranks="all", fallback="2..3", jobs=1)
+    report = verify(str(TWO_PHASE), ranks="all", fallback="2..3", jobs=1)
     note = report.results[0].notes[0]
     assert "not proved for every P: " + CUT + "proving every P (" in note, note
     assert re.search(rf", at {TWO_PHASE}:\d+ ", note), note
@@ -333,7 +340,7 @@ def test_a_factory_that_loops_under_the_every_p_tracer_is_cut(
     head = '    """The butterfly all-reduce for ``nr`` ranks, a power of two."""\n'
     path.write_text(source.replace(head, head + loop))
     jump_when_called(monkeypatch, allp_paths, "within", moved)
-    report = racecheck.verify(str(path), ranks="all", fallback="2", timeout=0.5, jobs=1)
+    report = verify(str(path), ranks="all", fallback="2", timeout=0.5, jobs=1)
     (result,) = report.results
     assert "cut while proving every P (tracing branch path 1), at " in result.notes[0]
     assert f"{path}:{line_of(path, 'while nr > 0')} " in result.notes[0], result.notes[0]
@@ -454,7 +461,7 @@ def test_a_butterfly_at_512_ranks_returns_soon_after_a_short_timeout(
     monkeypatch.setattr(home, name, jumping)
     try:
         path = eq_butterfly(tmp_path) if eq else BUTTERFLY
-        report = racecheck.verify(str(path), ranks=[512], timeout=3, jobs=1)
+        report = verify(str(path), ranks=[512], timeout=3, jobs=1)
     finally:
         if counted:
             counting.__exit__(None, None, None)
@@ -527,9 +534,9 @@ def test_a_ranks_all_check_gives_the_same_report_on_a_machine_that_seems_very_sl
     derives and every verdict are the same whatever the clock says (the every-P proof
     used to give up after 5 s and fall back to P = 2..8)."""
     far = 1e15
-    quiet = racecheck.verify(str(CHUNK_TAIL), ranks="all", timeout=far, jobs=1)
+    quiet = verify(str(CHUNK_TAIL), ranks="all", timeout=far, jobs=1)
     monkeypatch.setattr(clock, "_source", RacingClock())
-    slow = racecheck.verify(str(CHUNK_TAIL), ranks="all", timeout=far, jobs=1)
+    slow = verify(str(CHUNK_TAIL), ranks="all", timeout=far, jobs=1)
     assert [r.ranks for r in quiet.results][-1] > 8
     assert _without_timings(_as_json(slow)) == _without_timings(_as_json(quiet))
 

@@ -130,29 +130,81 @@ def signals(event: Event, waited: CellIndex) -> bool:
     )
 
 
+Storages = dict[int, frozenset[tuple[int, int]]]
+"""Storages a task writes or is tagged with: memory id -> the byte ranges [low, high)
+its arguments' views span there; `WHOLE` where racecheck cannot narrow it. PyPTO's
+producer lookup is an overlap test over buffer addresses, a region it cannot prove
+disjoint counting as overlapping (PyPTO docs/en/user/performance/03-dependencies.md:
+75-77): a kernel call's argument views (contiguous, `TaskTag.span`) narrow it, the
+stores a `pl.at` region's body implies do not."""
+
+WHOLE = (0, 1 << 62)
+
+
 def _written_storages(
     task: TaskRecord, events: Sequence[Event], rules: RuntimeOrder, memories: Sequence[Memory]
-) -> frozenset[int]:
-    declared = {tag.memory for tag in task.spec.tags if tag.direction is not Direction.IN}
+) -> Storages:
+    declared = _spans(tag for tag in task.spec.tags if tag.direction is not Direction.IN)
     for event in events[task.first : task.end]:
         if event.access is None or event.mode is AccessMode.READ or event.wait is not None:
             continue
         comm = event.label.startswith("pld.")
         if comm and memories[event.access.memory].kind is MemoryKind.WINDOW:
-            if rules is RuntimeOrder.CURRENT:
-                declared.add(event.access.memory)
+            if rules is RuntimeOrder.CURRENT:  # the window parameter counts as written
+                _widen(declared, event.access.memory, _tag_spans(task, event.access.memory))
         elif task.spec.region:  # a region's own stores: the directions its body implies
-            declared.add(event.access.memory)
-    return frozenset(declared) - _untracked(task, memories)
+            _widen(declared, event.access.memory, frozenset({WHOLE}))
+    return _tracked(declared, task, memories)
 
 
 def _tagged_storages(
     task: TaskRecord, events: Sequence[Event], memories: Sequence[Memory]
-) -> frozenset[int]:
-    tagged = {tag.memory for tag in task.spec.tags}
+) -> Storages:
+    tagged = _spans(task.spec.tags)
     if task.spec.region:
-        tagged.update(e.access.memory for e in events[task.first : task.end] if e.access)
-    return frozenset(tagged) - _untracked(task, memories)
+        for event in events[task.first : task.end]:
+            if event.access:
+                _widen(tagged, event.access.memory, frozenset({WHOLE}))
+    return _tracked(tagged, task, memories)
+
+
+def _spans(tags: Iterable[TaskTag]) -> Storages:
+    spans: Storages = {}
+    for tag in tags:
+        _widen(spans, tag.memory, frozenset({tag.span}))
+    return spans
+
+
+def _tag_spans(task: TaskRecord, memory: int) -> frozenset[tuple[int, int]]:
+    """The bytes of `memory` the task's arguments span; all of it if none is tagged."""
+    return frozenset(tag.span for tag in task.spec.tags if tag.memory == memory) or frozenset(
+        {WHOLE}
+    )
+
+
+def _widen(storages: Storages, memory: int, spans: frozenset[tuple[int, int]]) -> None:
+    storages[memory] = storages.get(memory, frozenset()) | spans
+
+
+def _tracked(storages: Storages, task: TaskRecord, memories: Sequence[Memory]) -> Storages:
+    untracked = _untracked(task, memories)
+    return {memory: spans for memory, spans in storages.items() if memory not in untracked}
+
+
+def _overlap(first: Storages, second: Storages) -> bool:
+    return any(
+        low < other_high and other_low < high
+        for memory in first.keys() & second.keys()
+        for low, high in first[memory]
+        for other_low, other_high in second[memory]
+    )
+
+
+def _joined(first: Storages, second: Storages) -> Storages:
+    joined = dict(first)
+    for memory, spans in second.items():
+        _widen(joined, memory, spans)
+    return joined
 
 
 _LOOKED_UP = frozenset({Direction.IN, Direction.INOUT})
@@ -169,8 +221,8 @@ def _untracked(task: TaskRecord, memories: Sequence[Memory]) -> frozenset[int]:
 def _edge(
     earlier: TaskRecord,
     later: TaskRecord,
-    written: frozenset[int],
-    tagged: frozenset[int],
+    written: Storages,
+    tagged: Storages,
 ) -> bool:
     if earlier.repeat != later.repeat:
         return True
@@ -182,7 +234,7 @@ def _edge(
         return True
     if earlier.spec.manual or later.spec.manual:
         return False
-    return bool(written & tagged)
+    return _overlap(written, tagged)
 
 
 def ordered_pairs(
@@ -198,7 +250,8 @@ def ordered_pairs(
     ranked = [tasks[n] for n in submitted]
     written = [_written_storages(task, events, rules, memories) for task in ranked]
     tagged = [
-        _tagged_storages(task, events, memories) | written[n] for n, task in enumerate(ranked)
+        _joined(_tagged_storages(task, events, memories), written[n])
+        for n, task in enumerate(ranked)
     ]
     count = len(tasks)
     after = [[False] * count for _ in range(count)]
