@@ -633,6 +633,9 @@ def _check_path(
             findings = name_tasks(
                 findings, execution.tasks, trace.events, options.runtime_order, trace.memories
             )
+        if findings and not path.inputs and execution.flow.decisions:  # the routing shown
+            shown = symbolic_inputs.steering_inputs(execution)
+            findings = tuple(dataclasses.replace(found, inputs=shown) for found in findings)
         opened = tuple(open_reads(execution, oracle))
         summary = _summary_problems(path, execution, oracle)
     except EngineUnknown as unknown:
