@@ -70,8 +70,8 @@ def build_moe_dispatch_combine(nr: int):
                         expert = pl.max(pl.min(pl.read(experts, [t, 0]), nr * EXPERTS - 1), 0)
                         if expert == dest * EXPERTS + e:  # @route
                             row = pl.load(x, [t, 0], [1, SIZE])
-                            lane = (e * nr + me) * LANE
-                            pld.tile.remote_store(row, recv, peer=dest, offsets=[lane + slot, 0])  # @push
+                            at = (e * nr + me) * LANE + slot
+                            pld.tile.remote_store(row, recv, peer=dest, offsets=[at, 0])  # @push
                             slot = slot + 1
                     pl.tile.write(counts, [0, e], slot)
                 pld.tile.remote_store(counts, meta, peer=dest, offsets=[me, 0])  # @publish
