@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from racecheck import clock, gate, judge, reference, symbolic_inputs
 from racecheck.analysis import find_hazards
-from racecheck.assumptions import Assumption, parse_assumption, stated
+from racecheck.assumptions import Assumption, gathered, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
 from racecheck.cosim.tasks import (
     DispatchGraph,
@@ -46,7 +46,6 @@ from racecheck.errors import (
     ProgramRejected,
     TracingError,
     UnsupportedConstruct,
-    UsageError,
 )
 from racecheck.events import Event, Schedule
 from racecheck.findings import FindingKind, ProgramResult, Report, Verdict, noted
@@ -667,16 +666,9 @@ def _check_path(
 
 
 def _assumed(instance: ProgramInstance, options: Options) -> tuple[Assumption, ...]:
-    """The `--assume` preconditions, each on an input tensor of the host entry."""
-    assumed = tuple(map(parse_assumption, options.assume))
-    names = {parameter.name for parameter in instance.parameters}
-    for assumption in assumed:
-        if assumption.tensor not in names:
-            raise UsageError(
-                f"--assume {assumption}: {instance.name} has no input tensor"
-                f" {assumption.tensor!r} (its host entry takes {', '.join(sorted(names))})"
-            )
-    return assumed
+    """The preconditions the program is checked under (`racecheck.assumptions`)."""
+    inputs = {parameter.name for parameter in instance.parameters}
+    return gathered(options.assume, instance.file, instance.name, inputs)
 
 
 def _summary_problems(
