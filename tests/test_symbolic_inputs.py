@@ -87,7 +87,9 @@ def test_a_negative_count_runs_no_iteration_so_an_upper_clamp_is_enough(tmp_path
         "                slot = 0\n"
         + COPY.replace(
             "y = pl.store(tile",
-            "slot = slot + 1\n                    slot = slot + 1\n                    y = pl.store(tile",
+            "slot = slot + 1\n"
+            "                    slot = slot + 1\n"
+            "                    y = pl.store(tile",
         )
         + "                again = pl.load(inbox, [MAX_ROWS * source + slot, 0], [1, SIZE])\n"
         "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n",
