@@ -175,3 +175,22 @@ def test_a_threshold_the_count_sets_that_no_notify_reaches_is_a_deadlock_with_th
     assert result.verdict is Verdict.BUG
     (stuck,) = [f for f in result.findings if f.kind.value == "deadlock"]
     assert stuck.inputs  # the counts it shows with
+
+
+MOE = EXAMPLES / "266_moe_dispatch_combine_routing.py"
+MOE_SMALL_LANE = EXAMPLES / "267_moe_dispatch_combine_routing_bug_small_lane.py"
+
+
+def test_the_routing_that_overflows_a_lane_is_shown_with_the_finding() -> None:
+    (result,) = racecheck.verify(str(MOE_SMALL_LANE), ranks="2").results
+    assert result.verdict is Verdict.BUG
+    # P=2, two tokens per rank, 4 experts: the ids shown are every token's
+    for finding in result.findings:
+        assert {name for name, _, _ in finding.inputs} == {"experts"}
+        assert sorted(index for _, index, _ in finding.inputs) == [0, 1, 2, 3]
+
+
+def test_a_route_branch_is_named_not_summarised() -> None:
+    (result,) = racecheck.verify(str(MOE), ranks="2").results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "decides a branch, an address or a peer" in result.message
