@@ -50,6 +50,18 @@ ROWS = (
         8,
         "proved",
     ),
+    (
+        "shift, input credit as notify value and threshold",
+        "271_shift_input_credit_threshold.py",
+        4,
+        "proved",
+    ),
+    (
+        "  twin: threshold clamped from above only",
+        "272_shift_input_credit_threshold_bug_receiver_clamp.py",
+        4,
+        "bug",
+    ),
     ("MoE dispatch/combine, routed", "266_moe_dispatch_combine_routing.py", 3, "unknown"),
     (
         "  twin: lane one route small",
