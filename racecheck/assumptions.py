@@ -1,4 +1,6 @@
-"""User-declared preconditions on input elements: `--assume "NAME in LOW..HIGH"`.
+"""User-declared preconditions on input elements: `--assume "NAME in LOW..HIGH"`, the
+`[tool.racecheck] assumptions` key, or in the kernel's own file a comment line
+`# racecheck: assume NAME in LOW..HIGH` (one per line; `in_file`).
 
 An assumption narrows every element of the host input tensor NAME (a parameter of the
 host entry) to LOW..HIGH, both included: `NAME in 0..4`, `NAME <= 4`, `NAME >= 0`. The
@@ -9,7 +11,10 @@ An input outside the range is not checked: that is the declaration's meaning.
 
 from __future__ import annotations
 
+import functools
+import io
 import re
+import tokenize
 from dataclasses import dataclass
 
 from racecheck.errors import UsageError
@@ -58,6 +63,70 @@ def parse_assumption(text: str) -> Assumption:
         f"--assume {text!r}: write `NAME in LOW..HIGH`, `NAME <= HIGH` or `NAME >= LOW`,"
         " NAME an input tensor of the host entry"
     )
+
+
+_PRAGMA = re.compile(r"^\s*#\s*racecheck:\s*assume\b(.*)$")
+
+
+def gathered(
+    declared: tuple[str, ...], path: str, program: str, inputs: set[str]
+) -> tuple[Assumption, ...]:
+    """The assumptions `program` (in the file at `path`, whose host entry takes the
+    tensors `inputs`) is checked under: the command line's and settings' (`declared`),
+    then the file's own (`in_file`), each once; a UsageError for one on no input."""
+    found: dict[Assumption, str] = {}
+    for text in declared:
+        found.setdefault(parse_assumption(text), f"--assume {text}")
+    for line, assumption in in_file(path):
+        found.setdefault(assumption, f"{path}:{line}: # racecheck: assume {assumption}")
+    for assumption, origin in found.items():
+        if assumption.tensor not in inputs:
+            raise UsageError(
+                f"{origin}: {program} has no input tensor {assumption.tensor!r}"
+                f" (its host entry takes {', '.join(sorted(inputs))})"
+            )
+    return tuple(found)
+
+
+def in_file(path: str) -> tuple[tuple[int, Assumption], ...]:
+    """The assumptions the file at `path` declares in `# racecheck: assume EXPR` comment
+    lines, with their lines; a UsageError naming the line of one that does not parse."""
+    try:
+        with open(path, encoding="utf-8") as source:
+            return _declared(source.read(), path)
+    except (OSError, UnicodeDecodeError):
+        return ()
+
+
+@functools.lru_cache(maxsize=64)
+def _declared(text: str, path: str) -> tuple[tuple[int, Assumption], ...]:
+    found: list[tuple[int, Assumption]] = []
+    for number, comment in _comment_lines(text):
+        match = _PRAGMA.match(comment)
+        if match is None:
+            continue
+        written = match.group(1).strip()
+        try:
+            found.append((number, parse_assumption(written)))
+        except UsageError:
+            raise UsageError(
+                f"{path}:{number}: `# racecheck: assume {written}`: write `NAME in LOW..HIGH`,"
+                " `NAME <= HIGH` or `NAME >= LOW`, NAME an input tensor of the host entry"
+            ) from None
+    return tuple(found)
+
+
+def _comment_lines(text: str) -> list[tuple[int, str]]:
+    """The comments that are whole lines of `text` (not in strings), with their lines."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    return [
+        (token.start[0], token.string)
+        for token in tokens
+        if token.type == tokenize.COMMENT and token.line.strip().startswith("#")
+    ]
 
 
 def narrowed(

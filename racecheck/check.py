@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from racecheck import clock, gate, judge, reference, symbolic_inputs
 from racecheck.analysis import find_hazards
-from racecheck.assumptions import Assumption, parse_assumption, stated
+from racecheck.assumptions import Assumption, gathered, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
 from racecheck.cosim.tasks import (
     DispatchGraph,
@@ -46,7 +46,6 @@ from racecheck.errors import (
     ProgramRejected,
     TracingError,
     UnsupportedConstruct,
-    UsageError,
 )
 from racecheck.events import Event, Schedule
 from racecheck.findings import FindingKind, ProgramResult, Report, Verdict, noted
@@ -633,6 +632,9 @@ def _check_path(
             findings = name_tasks(
                 findings, execution.tasks, trace.events, options.runtime_order, trace.memories
             )
+        if findings and not path.inputs and execution.flow.decisions:  # the routing shown
+            shown = symbolic_inputs.steering_inputs(execution)
+            findings = tuple(dataclasses.replace(found, inputs=shown) for found in findings)
         opened = tuple(open_reads(execution, oracle))
         summary = _summary_problems(path, execution, oracle)
     except EngineUnknown as unknown:
@@ -664,16 +666,9 @@ def _check_path(
 
 
 def _assumed(instance: ProgramInstance, options: Options) -> tuple[Assumption, ...]:
-    """The `--assume` preconditions, each on an input tensor of the host entry."""
-    assumed = tuple(map(parse_assumption, options.assume))
-    names = {parameter.name for parameter in instance.parameters}
-    for assumption in assumed:
-        if assumption.tensor not in names:
-            raise UsageError(
-                f"--assume {assumption}: {instance.name} has no input tensor"
-                f" {assumption.tensor!r} (its host entry takes {', '.join(sorted(names))})"
-            )
-    return assumed
+    """The preconditions the program is checked under (`racecheck.assumptions`)."""
+    inputs = {parameter.name for parameter in instance.parameters}
+    return gathered(options.assume, instance.file, instance.name, inputs)
 
 
 def _summary_problems(

@@ -180,7 +180,7 @@ def explore(
             unsettled.append(Unsettled(opened=pending.reason, why=why))
         room = BUDGET - len(results) - len(todo)
         todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline, room))
-    if tried:
+    if tried and unsettled:
         why = f"one run with every iteration does not stand for every input: {tried[0]}"
         unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
     elif summarise and _summary(check_path, results, unsettled, found, deadline, tried):

@@ -30,14 +30,18 @@ def problems(
     revealed: frozenset[EventRef],
 ) -> list[str]:
     """Why the summary run does not stand for every input (empty: it does)."""
+    found = []
+    if execution.flow.decisions:  # a route, a slot counter, a peer: not a loop bound
+        line = execution.trace.event(next(iter(execution.flow.decisions[0].sources))).location
+        found.append(
+            f"the value read at line {line.line} decides a branch, an address or a peer"
+            " (a summary run follows input data only into loop bounds)"
+        )
     if not loops:
-        return ["no loop over an input-dependent bound was summarised"]
-    found = [
+        return [*found, "no loop over an input-dependent bound was summarised"]
+    found += [
         f"the loop at line {loop.location.line}: {why}" for loop in loops for why in loop.broken
     ]
-    if execution.flow.decisions:
-        line = execution.trace.event(next(iter(execution.flow.decisions[0].sources))).location
-        found.append(f"a value read at line {line.line} decides on input data")
     sources = {source for loop in loops for source in loop.sources}
     for source in sorted(sources & revealed, key=lambda ref: (ref.rank, ref.index)):
         found.append(
@@ -90,6 +94,29 @@ def _read_back(execution: Execution, loops: tuple[SummarisedLoop, ...]) -> list[
             if loads and writes.overlapping(event.access):  # type: ignore[arg-type]
                 return [f"line {event.location.line} reads what a summarised loop stored"]
     return []
+
+
+STEERING_SHOWN = 8
+"""A finding names at most this many of the input elements its run decided on."""
+
+
+def steering_inputs(execution: Execution) -> tuple[tuple[str, int, float], ...]:
+    """The input elements the run's decisions were made on, with the values the run
+    had (its `--seed` draw): what a finding on this run shows with."""
+    from racecheck.dsl.symbolic import Var, variables
+
+    seen: dict[tuple[str, int], None] = {}
+    for decided in execution.flow.decisions:
+        for var in variables(decided.decision.condition):
+            if isinstance(var, Var) and not var.is_float:
+                seen.setdefault((var.tensor, var.index), None)
+    initial = {tensor.name: tensor.initial for tensor in execution.tensors}
+    shown = [
+        (name, index, float(initial[name].reshape(-1)[index]))
+        for name, index in list(seen)[:STEERING_SHOWN]
+        if name in initial
+    ]
+    return tuple(shown)
 
 
 def assumption(loops: tuple[SummarisedLoop, ...]) -> str:

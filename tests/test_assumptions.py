@@ -58,3 +58,53 @@ def test_an_assumption_on_no_input_is_a_usage_error_exit_2(
     code = main(["verify", str(NO_CLAMP), "--ranks", "2", "--assume", "nothing in 0..2"])
     assert code == 2
     assert "has no input tensor 'nothing'" in capsys.readouterr().err
+
+
+def _with_pragma(tmp_path: Path, pragma: str) -> Path:
+    """263's program with `pragma` as a comment line after its imports."""
+    text = NO_CLAMP.read_text()
+    anchor = "from pypto.ir.distributed_compiled_program import DistributedConfig\n"
+    path = tmp_path / "kernel.py"
+    path.write_text(text.replace(anchor, f"{anchor}\n{pragma}\n", 1))
+    return path
+
+
+def test_a_comment_line_in_the_file_declares_an_assumption(tmp_path: Path) -> None:
+    path = _with_pragma(tmp_path, "# racecheck: assume send_counts in 0..2")
+    (result,) = check(str(path), Options(ranks=(3,))).results
+    assert result.verdict is Verdict.PROVED
+    assert "assuming send_counts in 0..2" in result.notes
+
+
+def test_the_file_and_the_command_line_both_hold(tmp_path: Path) -> None:
+    path = _with_pragma(tmp_path, "# racecheck: assume send_counts >= 0")
+    options = Options(ranks=(2,), assume=("send_counts <= 2",))
+    (result,) = check(str(path), options).results
+    assert result.verdict is Verdict.PROVED
+    assert "assuming send_counts <= 2, send_counts >= 0" in result.notes
+    (alone,) = check(str(path), Options(ranks=(2,))).results  # >= 0 alone: 3 overflows
+    assert alone.verdict is Verdict.BUG
+
+
+def test_the_same_words_in_a_string_declare_nothing(tmp_path: Path) -> None:
+    path = _with_pragma(tmp_path, 'NOTE = """\n# racecheck: assume send_counts in 0..2\n"""')
+    (result,) = check(str(path), Options(ranks=(2,))).results
+    assert result.verdict is Verdict.BUG
+
+
+@pytest.mark.parametrize(
+    ("pragma", "says"),
+    [
+        ("# racecheck: assume send_counts < 3", "write `NAME in LOW..HIGH`"),
+        ("# racecheck: assume nothing in 0..2", "has no input tensor 'nothing'"),
+    ],
+)
+def test_a_bad_declaration_names_its_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pragma: str, says: str
+) -> None:
+    path = _with_pragma(tmp_path, pragma)
+    line = path.read_text().splitlines().index(pragma) + 1
+    assert main(["verify", str(path), "--ranks", "2"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{line}: " in err and says in err
+    assert "Traceback" not in err

@@ -76,6 +76,23 @@ def test_a_negative_count_runs_no_iteration_so_an_upper_clamp_is_enough(tmp_path
         COPY + "                last = pl.max(received - 1, 0)\n"
         "                again = pl.load(inbox, [MAX_ROWS * source + last, 0], [1, SIZE])\n"
         "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n",
+        # reassigned before the later read only in a branch not taken: no kill
+        "                last = 0\n"
+        + COPY.replace("y = pl.store(tile", "last = row\n                    y = pl.store(tile")
+        + "                if MAX_ROWS > 100:\n"
+        "                    last = 0\n"
+        "                again = pl.load(inbox, [MAX_ROWS * source + last, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n",
+        # a counter bumped twice per iteration places a later load (past the block)
+        "                slot = 0\n"
+        + COPY.replace(
+            "y = pl.store(tile",
+            "slot = slot + 1\n"
+            "                    slot = slot + 1\n"
+            "                    y = pl.store(tile",
+        )
+        + "                again = pl.load(inbox, [MAX_ROWS * source + slot, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n",
     ],
     ids=[
         "value-outlives",
@@ -84,6 +101,8 @@ def test_a_negative_count_runs_no_iteration_so_an_upper_clamp_is_enough(tmp_path
         "signal-store",
         "read-back",
         "bound-steers",
+        "reassigned-in-a-branch",
+        "counter-bumped-twice",
     ],
 )
 def test_a_loop_whose_count_shows_elsewhere_is_not_proved_by_its_summary(
@@ -111,3 +130,67 @@ def test_the_unknown_names_the_value_that_outlives_the_loop(tmp_path: Path) -> N
     assert result.verdict is Verdict.UNKNOWN
     assert "past the budget of 16 paths" in result.message
     assert "`last`, assigned in the loop, is read outside it" in result.message
+
+
+def test_a_name_assigned_afresh_before_its_later_read_does_not_outlive_the_loop(
+    tmp_path: Path,
+) -> None:
+    fresh = (
+        COPY.replace("y = pl.store(tile", "last = row\n                    y = pl.store(tile")
+        + "                last = 0\n"
+        "                again = pl.load(inbox, [MAX_ROWS * source + last, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source, 0], y)\n"
+    )
+    (result,) = _verify(tmp_path, (COPY, fresh))
+    assert result.verdict is Verdict.PROVED, result.message
+
+
+def test_a_loop_from_the_count_to_the_capacity_is_summarised_from_its_least_start(
+    tmp_path: Path,
+) -> None:
+    rest = COPY + COPY.replace("pl.range(received)", "pl.range(received, MAX_ROWS)")
+    (result,) = _verify(tmp_path, (COPY, rest))
+    assert result.verdict is Verdict.PROVED, result.message
+    (note,) = [note for note in result.notes if note.startswith("for every input")]
+    assert note.count("runs at most 2 times") == 2
+
+
+def test_a_start_below_every_row_is_a_bug_with_the_count(tmp_path: Path) -> None:
+    upper = CLAMP.replace("pl.max(pl.min(", "pl.min(").replace("MAX_ROWS), 0)", "MAX_ROWS)")
+    rest = COPY.replace("pl.range(received)", "pl.range(received, MAX_ROWS)")
+    (result,) = _verify(tmp_path, (CLAMP, upper), (COPY, rest), ranks="2")
+    assert result.verdict is Verdict.BUG
+    assert any(value < 0 for finding in result.findings for _, _, value in finding.inputs)
+
+
+def test_a_threshold_the_count_sets_that_no_notify_reaches_is_a_deadlock_with_the_count(
+    tmp_path: Path,
+) -> None:
+    count = "received = pl.read(counts, [source, 0])  # @count\n"
+    waits = count + (
+        "                pld.system.wait(signal, offsets=[source, 0], expected=received,"
+        " cmp=pld.WaitCmp.Ge)\n"
+    )
+    (result,) = _verify(tmp_path, (count, waits), ranks="2")
+    assert result.verdict is Verdict.BUG
+    (stuck,) = [f for f in result.findings if f.kind.value == "deadlock"]
+    assert stuck.inputs  # the counts it shows with
+
+
+MOE = EXAMPLES / "266_moe_dispatch_combine_routing.py"
+MOE_SMALL_LANE = EXAMPLES / "267_moe_dispatch_combine_routing_bug_small_lane.py"
+
+
+def test_the_routing_that_overflows_a_lane_is_shown_with_the_finding() -> None:
+    (result,) = racecheck.verify(str(MOE_SMALL_LANE), ranks="2").results
+    assert result.verdict is Verdict.BUG
+    # P=2, two tokens per rank, 4 experts: the ids shown are every token's
+    for finding in result.findings:
+        assert {name for name, _, _ in finding.inputs} == {"experts"}
+        assert sorted(index for _, index, _ in finding.inputs) == [0, 1, 2, 3]
+
+
+def test_a_route_branch_is_named_not_summarised() -> None:
+    (result,) = racecheck.verify(str(MOE), ranks="2").results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "decides a branch, an address or a peer" in result.message

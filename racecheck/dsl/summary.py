@@ -44,37 +44,60 @@ it is explored path by path as before."""
 
 def summarised(start: object, stop: object, step: int, form: Expr | None) -> Iterator[int] | None:
     """The iterations of `pl.range(start, stop, step)` in a summary run, when they
-    can be summarised: a plain start, step 1, a bound with a form no operation of
-    which can wrap (no `guards`) and at most `MOST_ITERATIONS` of them; else None."""
+    can be summarised: step 1, bounds whose forms no operation of which can wrap (no
+    `guards`), from the least start to the greatest stop any input gives (`form` is
+    the stop's) and at most `MOST_ITERATIONS` of them; else None."""
     from racecheck.dsl.scalars import Tainted  # scalars imports this module
 
-    if not _state.active or step != 1 or form is None or not isinstance(stop, Tainted):
+    if not _state.active or step != 1:
         return None
-    if isinstance(start, Tainted) or stop.guards:
-        return None
-    found = bounds(form)
+    span = _span(start, stop, form)
     context = current()
     rank = getattr(context, "rank", None)
-    if found is None or not isinstance(rank, int) or not hasattr(context, "events"):
+    if span is None or not isinstance(rank, int) or not hasattr(context, "events"):
         return None
     if isinstance(context, RankContextProxy):
         return None  # a lane, group or parallel iteration may record its events otherwise
-    first = int(start)  # type: ignore[call-overload]
-    if found[1] - first > MOST_ITERATIONS:
+    first, last = span
+    if last - first > MOST_ITERATIONS:
         return None
     frame = innermost_user_frame(sys._getframe(1))
     if frame is None:
         return None
+    bound = form if form is not None else start.symbolic  # type: ignore[attr-defined]
+    sources = frozenset().union(
+        *(side.sources for side in (start, stop) if isinstance(side, Tainted))
+    )
     loop = SummarisedLoop(
         rank=rank,
         location=location_of(frame),
-        bound=form,
-        iterations=max(0, found[1] - first),
-        sources=stop.sources,
+        bound=bound,
+        iterations=max(0, last - first),
+        sources=sources,
     )
     with _state.lock:
         _state.loops.append(loop)
-    return _iterate(loop, first, found[1], context)
+    return _iterate(loop, first, last, context)
+
+
+def _span(start: object, stop: object, form: Expr | None) -> tuple[int, int] | None:
+    """The least start and the greatest stop of a loop over every input (None: a
+    bound read from memory has no form, may wrap, or is not an integer)."""
+    from racecheck.dsl.scalars import Tainted
+
+    ends: list[int] = []
+    for side, kept in ((start, 0), (stop, 1)):
+        if isinstance(side, Tainted):
+            shape = form if side is stop else side.symbolic
+            found = None if shape is None or side.guards else bounds(shape)
+            if found is None:
+                return None
+            ends.append(found[kept])
+        elif isinstance(side, int):
+            ends.append(int(side))
+        else:
+            return None
+    return ends[0], ends[1]
 
 
 def _iterate(loop: SummarisedLoop, first: int, stop: int, context: object) -> Iterator[int]:
@@ -125,47 +148,93 @@ def _outliving(frame: FrameType | None, before: dict[str, object] | None) -> lis
     ]
 
 
-def _parsed(filename: str) -> ast.Module | None:
-    """The file's syntax tree as it is now (a file rewritten in place is parsed again)."""
+def _loop_names(filename: str, line: int) -> frozenset[str] | None:
+    """The names the `for` statement at `line` assigns (its target and body) that its
+    function also reads outside that statement, where the loop's value may reach them;
+    None if no such loop is found. The file is read as it is now (one rewritten in
+    place is parsed again)."""
     try:
         with open(filename, encoding="utf-8") as source:
-            return _parsed_text(source.read())
+            return _names_in(source.read(), line)
     except (OSError, ValueError):
         return None
 
 
-@functools.lru_cache(maxsize=64)
-def _parsed_text(text: str) -> ast.Module | None:
+@functools.lru_cache(maxsize=256)
+def _names_in(text: str, line: int) -> frozenset[str] | None:
     try:
-        return ast.parse(text)
+        tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
-
-
-def _loop_names(filename: str, line: int) -> frozenset[str] | None:
-    """The names the `for` statement at `line` assigns (its target and body) that its
-    function also reads outside that statement; None if no such loop is found."""
-    tree = _parsed(filename)
-    if tree is None:
-        return None
-    found: frozenset[str] | None = None
+    found: tuple[ast.AST, ast.For] | None = None
     for function in ast.walk(tree):  # breadth first: the innermost function comes last
         if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for node in ast.walk(function):
             if isinstance(node, ast.For) and node.lineno == line:
-                inside = {id(inner) for inner in ast.walk(node)}
-                assigned = {
-                    name.id
-                    for name in ast.walk(node)
-                    if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)
-                }
-                read = {
-                    name.id
-                    for name in ast.walk(function)
-                    if isinstance(name, ast.Name)
-                    and isinstance(name.ctx, ast.Load)
-                    and id(name) not in inside
-                }
-                found = frozenset(assigned & read)
-    return found
+                found = function, node
+    if found is None:
+        return None
+    function, loop = found
+    inside = {id(inner) for inner in ast.walk(loop)}
+    assigned = {
+        name.id
+        for name in ast.walk(loop)
+        if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)
+    }
+    statements = _statement_ids(loop)
+    read = {
+        name.id
+        for name in ast.walk(function)
+        if isinstance(name, ast.Name)
+        and isinstance(name.ctx, ast.Load)
+        and name.id in assigned
+        and id(name) not in inside
+        and not _reassigned_before(function, statements, name)
+    }
+    return frozenset(assigned & read)
+
+
+def _reassigned_before(function: ast.AST, loop: set[int], read: ast.Name) -> bool:
+    """Whether a plain assignment to `read`'s name comes before the statement holding
+    `read` in one statement list, with the loop (its nodes' ids) in neither nor between:
+    what the loop left in the name never reaches `read`."""
+    for node in ast.walk(function):
+        if _binds_for_body(node, read, loop):
+            return True
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+            if not isinstance(statements, list):
+                continue
+            held = [_statement_ids(statement) for statement in statements]
+            at = next((n for n, ids in enumerate(held) if id(read) in ids), None)
+            if at is None:
+                continue
+            if held[at] & loop:
+                continue  # the loop may run between an assignment here and the read
+            for before in range(at - 1, -1, -1):
+                if held[before] & loop:
+                    break
+                if _assigns(statements[before], read.id):
+                    return True
+    return False
+
+
+def _binds_for_body(node: ast.AST, read: ast.Name, loop: set[int]) -> bool:
+    """Whether `node` is another `for` whose target binds `read`'s name and whose body
+    holds `read`, with the loop not inside it: each iteration binds it afresh."""
+    if not isinstance(node, ast.For) or not isinstance(node.target, ast.Name):
+        return False
+    inside = set().union(*map(_statement_ids, node.body))
+    return node.target.id == read.id and id(read) in inside and not (_statement_ids(node) & loop)
+
+
+def _statement_ids(node: ast.AST) -> set[int]:
+    """The ids of the statements and expressions in `node` (not their shared contexts)."""
+    return {id(inner) for inner in ast.walk(node) if isinstance(inner, ast.stmt | ast.expr)}
+
+
+def _assigns(statement: ast.stmt, name: str) -> bool:
+    return isinstance(statement, ast.Assign) and any(
+        isinstance(target, ast.Name) and target.id == name for target in statement.targets
+    )

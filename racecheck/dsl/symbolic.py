@@ -330,6 +330,11 @@ def _within_everywhere(expr: Expr, low: int, high: int) -> bool:
     return all(_within_everywhere(arg, low, high) for arg in expr.args)
 
 
+def variables(expr: Expr) -> list[Var]:
+    """The input elements `expr` is computed from, in order (repeats included)."""
+    return _all_vars(expr)
+
+
 def _all_vars(expr: Expr) -> list[Var]:
     if isinstance(expr, Var):
         return [expr]
