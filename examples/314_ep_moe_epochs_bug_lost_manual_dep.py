@@ -63,7 +63,7 @@ def moe_layer(x, y, recv, back, arrived, combined, consumed, me, n, epoch, after
                     pld.system.notify(  # @dispatch_notify
                         arrived, peer=dst, offsets=[me, 0], value=1, op=pld.NotifyOp.AtomicAdd
                     )
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="dispatch_wait", deps=[pushed]) as waited:
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="dispatch_wait", deps=[pushed]):
         for src in pl.range(n):
             if src != me:
                 pld.system.wait(  # @dispatch_wait
