@@ -52,11 +52,10 @@ def o_proj_step(
     n = pld.nranks(ctx)
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="o_proj_push") as pushed:
         for dst in pl.range(n):
-            if step > 0:
-                if dst != me:
-                    pld.system.wait(  # @credit_wait
-                        credit, offsets=[dst, 0], expected=step, cmp=pld.WaitCmp.Ge
-                    )
+            if step > 0 and dst != me:
+                pld.system.wait(  # @credit_wait
+                    credit, offsets=[dst, 0], expected=step, cmp=pld.WaitCmp.Ge
+                )
             pld.tensor.put(  # @push_put
                 partial, dst, part, dst_offsets=[me, 0], src_offsets=[dst, 0], shape=[1, SIZE]
             )
