@@ -8,7 +8,7 @@ gone: a fast peer's next dispatch overwrites ``recv`` rows this rank's expert ha
 read yet. One call shows it.
 
 racecheck expects:
-    ranks 2..3: bug race write-after-read at @expert_read, @dispatch_put
+    ranks 2: bug race write-after-read at @expert_read, @dispatch_put
 """
 
 import argparse

@@ -11,10 +11,10 @@ racecheck does not yet run regions as concurrent threads: today it answers ``unk
 naming the two tasks, never ``proved``.
 
 racecheck expects:
-    ranks 2..3: bug race read-after-write at @count_read, @count_write
+    ranks 2: bug race read-after-write at @count_read, @count_write
 
 racecheck today (known gap: pl.at regions do not yet run as threads):
-    ranks 2..3: unknown
+    ranks 2: unknown
 """
 
 import argparse

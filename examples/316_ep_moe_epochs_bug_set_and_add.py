@@ -9,7 +9,7 @@ lost the next epoch's wait for ``epoch * LANES`` may never be met. pypto-lib mov
 publish and barrier notify to ``AtomicAdd``.
 
 racecheck expects:
-    ranks 2..3: bug race set-add-mix at @publish_set, @dispatch_notify
+    ranks 2: bug race set-add-mix at @publish_set, @dispatch_notify
 """
 
 import argparse

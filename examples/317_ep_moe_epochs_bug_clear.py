@@ -8,7 +8,7 @@ the next call's reuse wait) or before it (and be lost). pypto-lib's #960 retires
 ``AtomicAdd`` subtraction for exactly this reason.
 
 racecheck expects:
-    ranks 2..3: bug race write-after-write at @clear, @credit
+    ranks 2: bug race write-after-write at @clear, @credit
 """
 
 import argparse

@@ -11,10 +11,10 @@ runtime leaves unordered, and racecheck does not yet run regions as concurrent t
 today it answers ``unknown`` naming the two tasks, never ``proved``.
 
 racecheck expects:
-    ranks 2..3: bug race write-after-read at @combine_read, @combine_put
+    ranks 2: bug race write-after-read at @combine_read, @combine_put
 
 racecheck today (known gap: pl.at regions do not yet run as threads):
-    ranks 2..3: unknown
+    ranks 2: unknown
 """
 
 import argparse

@@ -14,10 +14,10 @@ do not yet run as threads) and answers ``unknown``; see also 342, where its tag 
 hide the hang.
 
 racecheck expects:
-    ranks 2..3: bug deadlock
+    ranks 2: bug deadlock
 
 racecheck today (known gap: pl.at regions do not yet run as threads):
-    ranks 2..3: unknown
+    ranks 2: unknown
 """
 
 import argparse

@@ -11,10 +11,10 @@ one-element read as ordered after every writer of ``y``, finds no hang and answe
 ``proved``, which is wrong.
 
 racecheck expects:
-    ranks 2..3: bug deadlock
+    ranks 2: bug deadlock
 
 racecheck today (known gap: task edges are per storage, not per byte range):
-    ranks 2..3: proved
+    ranks 2: proved
 """
 
 import argparse
