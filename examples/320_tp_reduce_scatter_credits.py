@@ -20,7 +20,7 @@ this rank's own cells with ``AtomicAdd``, so the next call on the same windows
 the last one.
 
 racecheck expects:
-    ranks 2..5: proved
+    ranks 2..8: proved
     ranks 2..3 --repeat 2: proved
 """
 

@@ -19,7 +19,7 @@ credit too few (an off-by-one step), 332 skips the receive wait at step 0, 333 r
 step too many.
 
 racecheck expects:
-    ranks 2..6: proved
+    ranks 2..8: proved
     ranks 2..4 --repeat 2: proved
 """
 

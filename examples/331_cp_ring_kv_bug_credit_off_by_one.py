@@ -8,7 +8,7 @@ steps) to reuse a slot.
 
 racecheck expects:
     ranks 2..3: proved
-    ranks 4..5: bug race write-after-read at @consume, @forward
+    ranks 4..8: bug race write-after-read at @consume, @forward
 """
 
 import argparse

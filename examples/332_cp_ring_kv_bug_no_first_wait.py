@@ -6,7 +6,7 @@ so step 0 can fold in a slot the previous rank has not written yet (zeros on a f
 window, a stale block on a reused one).
 
 racecheck expects:
-    ranks 2..4: bug race read-after-write at @consume, @send_own
+    ranks 2..8: bug race read-after-write at @consume, @send_own
 """
 
 import argparse

@@ -8,8 +8,8 @@ block. Only a check against the golden (``--expect allreduce-sum``) can call tha
 bug; without it the result simply matches no model.
 
 racecheck expects:
-    ranks 2..4: proved
-    ranks 2..4 --expect allreduce-sum: bug wrong-result
+    ranks 2..8: proved
+    ranks 2..8 --expect allreduce-sum: bug wrong-result
 """
 
 import argparse

@@ -18,7 +18,7 @@ retire follows every wait it retires. 341_moe_retire_anchor_bug_multi_task_outpu
 ``lanes_out`` instead, which two tasks write (pypto-lib's open EP8 hang).
 
 racecheck expects:
-    ranks 2..5: proved
+    ranks 2..8: proved
 """
 
 import argparse
