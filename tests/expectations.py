@@ -7,6 +7,16 @@ Grammar of one line (indented under `racecheck expects:` in the module docstring
 
 R uses the `--ranks` syntax. A marker `@name` refers to the source line that carries the
 trailing comment `# @name`. The block ends at the first blank or unindented line.
+
+A known gap, where racecheck does not yet say what it must, is a second block in the
+same grammar stating what it says today, headed by why:
+
+    racecheck today (known gap: <why>):
+        ranks <R> [flags]: <what racecheck says now>
+
+The example test then expects each `racecheck expects:` line with the same ranks and
+flags to fail (strictly: a gap that closes fails until the block is removed) and holds
+racecheck to the `today` line, so the gap stays exactly as described.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ VERDICTS = ("proved", "bug", "skipped", "unknown")
 KINDS = ("race", "deadlock", "out-of-bounds", "stale-read", "wrong-result")
 RACE_DETAILS = ("read-after-write", "write-after-read", "write-after-write", "set-add-mix")
 HEADER = "racecheck expects:"
+_GAP_HEADER = re.compile(r"racecheck today \(known gap: (?P<why>.+)\):")
 _MARKER_COMMENT = re.compile(r"#\s*((?:@[\w-]+\s*)+)$")
 _LINE = re.compile(
     r"ranks\s+(?P<ranks>[\d.,\s]+?)"
@@ -72,20 +83,55 @@ def markers_of(source: str) -> dict[str, int]:
 
 def block_of(source: str) -> list[str]:
     """The stripped lines of the module docstring's expectation block."""
-    docstring = ast.get_docstring(ast.parse(source)) or ""
-    lines = docstring.splitlines()
+    lines = _docstring_lines(source)
     try:
         start = next(i for i, line in enumerate(lines) if line.strip() == HEADER)
     except StopIteration:
         raise ExpectationError(f"the module docstring has no {HEADER!r} block") from None
+    return _indented_after(lines, start, HEADER)
+
+
+def _docstring_lines(source: str) -> list[str]:
+    return (ast.get_docstring(ast.parse(source)) or "").splitlines()
+
+
+def _indented_after(lines: list[str], start: int, header: str) -> list[str]:
     block: list[str] = []
     for line in lines[start + 1 :]:
         if not line.strip() or not line[:1].isspace():
             break
         block.append(line.strip())
     if not block:
-        raise ExpectationError(f"the {HEADER!r} block is empty")
+        raise ExpectationError(f"the {header!r} block is empty")
     return block
+
+
+@dataclass(frozen=True, slots=True)
+class KnownGap:
+    why: str
+    today: tuple[Expectation, ...]  # what racecheck says now, per ranks and flags
+
+    def covers(self, expectation: Expectation) -> Expectation | None:
+        """Today's line for the same ranks and flags as `expectation`, if any."""
+        return next((line for line in self.today if _flags(line) == _flags(expectation)), None)
+
+
+def _flags(line: Expectation) -> tuple[object, ...]:
+    return (line.ranks, line.args, line.repeat, line.expect, line.runtime_order)
+
+
+def known_gap_of(path: Path) -> KnownGap | None:
+    """The file's `racecheck today (known gap: ...):` block, or None."""
+    source = path.read_text()
+    lines = _docstring_lines(source)
+    for number, line in enumerate(lines):
+        match = _GAP_HEADER.fullmatch(line.strip())
+        if match is not None:
+            markers = markers_of(source)
+            block = _indented_after(lines, number, line.strip())
+            today = tuple(parse_line(text, markers) for text in block)
+            return KnownGap(why=match.group("why"), today=today)
+    return None
 
 
 def parse_line(text: str, markers: dict[str, int]) -> Expectation:

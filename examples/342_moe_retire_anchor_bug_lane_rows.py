@@ -1,0 +1,159 @@
+"""The MoE signal retire anchored on a multi-task output (341), written as kernel calls:
+racecheck misses the hang today.
+
+``combine_push`` counts both lanes' rows into every peer; each lane's ``lane_wait``
+kernel waits for its lane's rows and writes the lane's sum into its own row of ``y``,
+passed as the slice ``y[lane : lane + 1, :]``. The retire kernel takes ``y[0:1, :]`` as
+its anchor. PyPTO's runtime orders a task after the producers of argument bytes that
+overlap its own, so the retire follows the push (both notify ``arrived``) and lane 0's
+wait, but not lane 1's: that wait only reads ``arrived`` (write-after-read is not
+tracked) and writes other bytes of ``y``. The retire can take lane 1's count back to
+zero after the peers' notifies landed and before lane 1's wait sees them, and lane 1
+spins forever (pypto-lib's open EP8 hang, 341).
+
+racecheck orders tasks by the tensors they touch, not by the bytes: it takes the retire
+as ordered after every writer of ``y``, finds no hang and answers ``proved``, which is
+wrong. With separate tensors for the two rows it finds the deadlock.
+
+racecheck expects:
+    ranks 2: bug deadlock at @lane_wait
+
+racecheck today (known gap: task edges are per tensor, not per byte range):
+    ranks 2: proved
+"""
+
+import argparse
+
+import pypto.language as pl
+import pypto.language.distributed as pld
+import torch
+from pypto.ir.distributed_compiled_program import DistributedConfig
+from pypto.runtime import RunConfig
+
+NR = pl.dynamic("NR")
+MAX_RANKS = 8
+LANES = 2
+SIZE = 4
+RECV_ROWS = LANES * MAX_RANKS
+
+
+@pl.jit.incore
+def combine_push(
+    x: pl.Tensor[[1, SIZE], pl.FP32],
+    recv: pld.DistributedTensor[[RECV_ROWS, SIZE], pl.FP32],
+    arrived: pld.DistributedTensor[[RECV_ROWS, 1], pl.INT32],
+):
+    ctx = pld.get_comm_ctx(recv)
+    me = pld.rank(ctx)
+    n = pld.nranks(ctx)
+    for lane in pl.range(LANES):
+        for dst in pl.range(n):
+            pld.tensor.put(
+                recv,
+                dst,
+                x,
+                dst_offsets=[lane * MAX_RANKS + me, 0],
+                src_offsets=[0, 0],
+                shape=[1, SIZE],
+            )
+            if dst != me:
+                pld.system.notify(
+                    arrived,
+                    peer=dst,
+                    offsets=[lane * MAX_RANKS + me, 0],
+                    value=1,
+                    op=pld.NotifyOp.AtomicAdd,
+                )
+
+
+@pl.jit.incore
+def lane_wait(
+    recv: pld.DistributedTensor[[RECV_ROWS, SIZE], pl.FP32],
+    arrived: pld.DistributedTensor[[RECV_ROWS, 1], pl.INT32],
+    row: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+    lane: pl.Scalar[pl.INT32],
+):
+    ctx = pld.get_comm_ctx(recv)
+    me = pld.rank(ctx)
+    n = pld.nranks(ctx)
+    base = lane * MAX_RANKS
+    for src in pl.range(n):
+        if src != me:
+            pld.system.wait(  # @lane_wait
+                arrived, offsets=[base + src, 0], expected=1, cmp=pld.WaitCmp.Ge
+            )
+    acc = pl.load(recv, [base, 0], [1, SIZE])
+    for src in pl.range(1, n):
+        acc = pl.add(acc, pl.load(recv, [base + src, 0], [1, SIZE]))
+    pl.store(acc, [0, 0], row)
+
+
+@pl.jit.incore
+def moe_signal_retire(
+    anchor: pl.Tensor[[1, SIZE], pl.FP32],
+    arrived: pld.DistributedTensor[[RECV_ROWS, 1], pl.INT32],
+):
+    ctx = pld.get_comm_ctx(arrived)
+    me = pld.rank(ctx)
+    n = pld.nranks(ctx)
+    _anchor = pl.read(anchor, [0, 0])
+    for lane in pl.range(LANES):
+        for src in pl.range(n):
+            if src != me:
+                pld.system.notify(
+                    arrived,
+                    peer=me,
+                    offsets=[lane * MAX_RANKS + src, 0],
+                    value=-1,
+                    op=pld.NotifyOp.AtomicAdd,
+                )
+
+
+@pl.jit
+def moe_combine(
+    x: pl.Tensor[[1, SIZE], pl.FP32],
+    y: pl.Out[pl.Tensor[[LANES, SIZE], pl.FP32]],
+    recv: pld.DistributedTensor[[RECV_ROWS, SIZE], pl.FP32],
+    arrived: pld.DistributedTensor[[RECV_ROWS, 1], pl.INT32],
+):
+    combine_push(x, recv, arrived)
+    lane_wait(recv, arrived, y[0:1, :], 0)
+    lane_wait(recv, arrived, y[1:2, :], 1)
+    moe_signal_retire(y[0:1, :], arrived)  # @anchor
+    return y
+
+
+@pl.jit.host
+def l3_moe_combine(
+    x: pl.Tensor[[NR, 1, SIZE], pl.FP32],
+    y: pl.Out[pl.Tensor[[NR, LANES, SIZE], pl.FP32]],
+):
+    recv_buf = pld.alloc_window_buffer([RECV_ROWS, SIZE], dtype=pl.FP32)
+    arrived_buf = pld.alloc_window_buffer([RECV_ROWS, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        recv = pld.window(recv_buf, [RECV_ROWS, SIZE], dtype=pl.FP32)
+        arrived = pld.window(arrived_buf, [RECV_ROWS, 1], dtype=pl.INT32)
+        moe_combine(x[r], y[r], recv, arrived, device=r)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="MoE combine lanes and a mis-anchored retire")
+    parser.add_argument("-p", "--platform", default="a2a3sim")
+    parser.add_argument("-d", "--device", default="0,1", help="comma-separated device ids")
+    args = parser.parse_args()
+    device_ids = [int(d) for d in args.device.split(",")]
+    nr = len(device_ids)
+    x = torch.randn((nr, 1, SIZE), dtype=torch.float32)
+    y = torch.zeros((nr, LANES, SIZE), dtype=torch.float32)
+    config = RunConfig(
+        platform=args.platform,
+        distributed_config=DistributedConfig(device_ids=device_ids, num_sub_workers=0),
+    )
+    l3_moe_combine.compile(x, y, config=config)(x, y, config=config)
+    expected = x.sum(dim=0).expand(nr, LANES, SIZE)  # each lane sums every rank's row
+    print("OK" if torch.allclose(y, expected, atol=1e-5) else "MISMATCH")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
