@@ -1,5 +1,5 @@
 """The MoE signal retire anchored on a multi-task output (341), written as kernel calls:
-racecheck misses the hang today.
+a deadlock, since task edges compare the bytes each argument spans.
 
 ``combine_push`` counts both lanes' rows into every peer; each lane's ``lane_wait``
 kernel waits for its lane's rows and writes the lane's sum into its own row of ``y``,
@@ -11,15 +11,12 @@ tracked) and writes other bytes of ``y``. The retire can take lane 1's count bac
 zero after the peers' notifies landed and before lane 1's wait sees them, and lane 1
 spins forever (pypto-lib's open EP8 hang, 341).
 
-racecheck orders tasks by the tensors they touch, not by the bytes: it takes the retire
-as ordered after every writer of ``y``, finds no hang and answers ``proved``, which is
-wrong. With separate tensors for the two rows it finds the deadlock.
+racecheck orders tasks by the bytes their arguments span, as the runtime does: the retire
+is ordered after lane 0's wait only, and the hang is found (it was missed while edges
+were taken per tensor).
 
 racecheck expects:
     ranks 2: bug deadlock at @lane_wait
-
-racecheck today (known gap: task edges are per tensor, not per byte range):
-    ranks 2: proved
 """
 
 import argparse
