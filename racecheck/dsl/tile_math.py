@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from racecheck.dsl import lanes
+from racecheck.dsl import lanes, sort_ops
 from racecheck.dsl.dtypes import INT32
 from racecheck.dsl.local_ops import _as_operand, _elementwise, indices
 from racecheck.dsl.location import unsupported
@@ -183,7 +183,10 @@ def _pad(pad_value: object, tile: Tile) -> float:
 
 def gather(value: object, dim: object = None, index: object = None, **forms: object) -> Tile:
     """`pl.gather(x, dim=-1, index=i)` (index form): out[b, k] = x[b, i[b, k]], its values
-    depending on both operands' loads. The mask and compare forms are not modelled."""
+    depending on both operands' loads; `pl.gather(x, mask_pattern=P[, output_dtype=])` is
+    the mask form (`racecheck.dsl.sort_ops.gather_mask`). The compare form is not modelled."""
+    if "mask_pattern" in forms and dim is None and index is None:
+        return sort_ops.gather_mask(value, **forms)
     if forms or dim is None or index is None:
         raise unsupported("pl.gather: only the index form (dim=-1, index=...) is modelled")
     source, chosen = _tile(value, "pl.gather"), _tile(index, "pl.gather")
