@@ -118,3 +118,15 @@ def test_a_product_with_an_all_zero_operand_is_zeros_unless_the_other_is_not_fin
     infinite = _tile([[np.inf, 1], [1, 1]])
     data, _ = product(infinite, zeros, False, False)
     assert np.isnan(data[0]).all() and not np.isnan(data[1]).any()
+
+
+def test_gather_row_places_the_block_it_reads_and_keeps_both_sources() -> None:
+    acc = tile_math.create_l1([3, 2], FP32)
+    row = _tile([[7, 8]])
+    placed = tile_math.gather_row(acc, row, [1, 0], [0, 0], [1, 2])
+    assert placed.data.tolist() == [[0, 0], [7, 8], [0, 0]] and acc.data.sum() == 0
+    assert placed.sources == row.sources
+    column = tile_math.gather_row(acc, row, [0, 1], [0, 0], [1, 2], transpose=True)
+    assert column.data.tolist() == [[0, 7], [0, 8], [0, 0]]
+    with pytest.raises(IndexError, match="gather_row"):
+        tile_math.gather_row(acc, row, [3, 0], [0, 0], [1, 2])

@@ -15,7 +15,7 @@ import numpy as np
 
 from racecheck.dsl import lanes, sort_ops
 from racecheck.dsl.dtypes import INT32
-from racecheck.dsl.local_ops import _as_operand, _elementwise, indices
+from racecheck.dsl.local_ops import _as_operand, _elementwise, indices, load
 from racecheck.dsl.location import unsupported
 from racecheck.dsl.scalars import as_data, sources_of
 from racecheck.dsl.tensors import Tile
@@ -215,6 +215,38 @@ def arange(start: object, shape: Any, dtype: object = None, descending: bool = F
     return tile
 
 
+def create_l1(shape: Any, dtype: object, transpose: bool = False) -> Tile:
+    """`pl.create_l1(shape, dtype)`: an on-chip accumulator a kernel fills row by row
+    with `pl.gather_row`; its contents are undefined until then (zeros here)."""
+    return tile_create(shape, dtype)
+
+
+def gather_row(
+    acc: object,
+    src: object,
+    dst_offset: Any,
+    src_offset: Any,
+    shapes: Any,
+    transpose: bool = False,
+    *,
+    valid_shape: Any = None,
+) -> Tile:
+    """`pl.gather_row(acc, src, dst, src_off, [r, c])`: a load of `src`'s block at
+    `src_off` (its `valid_shape` part: exactly the bytes read) placed into a copy of
+    `acc` at `dst` (transposed with `transpose=True`)."""
+    target = _tile(acc, "pl.gather_row")
+    block = load(src, src_offset, shapes, valid_shape=valid_shape)
+    values = block.valid_values()
+    values = values.swapaxes(-1, -2) if transpose else values
+    row, col = indices(dst_offset)
+    if row + values.shape[-2] > target.shape[-2] or col + values.shape[-1] > target.shape[-1]:
+        raise IndexError(f"pl.gather_row: a {list(values.shape)} block at {[row, col]} of {acc!r}")
+    data = target.data.copy()
+    data[..., row : row + values.shape[-2], col : col + values.shape[-1]] = values
+    sources = target.sources | block.sources
+    return Tile(data=data, dtype=target.dtype, valid=target.valid, sources=sources)
+
+
 def create_tile(shape: Any, dtype: object, target_memory: object = None, **options: object) -> Tile:
     """`pl.create_tile(shape, dtype, target_memory)`: as `pl.tile.create`."""
     return tile_create(shape, dtype, target_memory, **options)
@@ -249,6 +281,8 @@ OPS: dict[str, Any] = {
     "set_validshape": set_validshape,
     "fillpad": fillpad,
     "create_tile": create_tile,
+    "create_l1": create_l1,
+    "gather_row": gather_row,
     "gather": gather,
     "arange": arange,
 }
