@@ -2,11 +2,16 @@
 
     python bench/bench_model_library.py --pypto-lib /path/to/pypto-lib [--ranks 2]
 
-Each row runs one entry of a pypto-lib checkout at its smallest P with the command line
-its own CI uses (`--argv "--ep {P}"` and kin) in a fresh process, and records the wall
-time, the peak RSS (the child's rusage) and the verdict, against issue 22's target of
-30 s and 2 GiB per entry. `ENTRIES` lists the largest entries (by host-tensor bytes)
-first; rows whose file the checkout lacks are skipped.
+Each row runs one file of a pypto-lib checkout at its smallest P with the command line
+its own CI uses: pypto-lib's daily CI runs every model file with a `__main__` as
+`PYTHONPATH=<checkout> python FILE -p a2a3 -d DEVICES` at its default world size of 2
+(`DEEPSEEK_V4_VARIANT=pro` for the V4-Pro set), so racecheck gets `--argv "-p a2a3
+--ep {P}"` (or `--tp`/`--cp`, the degree the file reads), `--env` for the variant and
+`--import-root` the checkout. A fresh process per row records the wall time, the peak
+RSS (the child's rusage) and the verdict (or the first thing that stops it), against
+issue 22's target of 30 s and 2 GiB per entry. `ENTRIES` lists every file of pypto-lib
+634e77bd that has a communicating host entry; rows whose file the checkout lacks are
+skipped.
 """
 
 from __future__ import annotations
@@ -22,25 +27,51 @@ from pathlib import Path
 TARGET_SECONDS = 30.0
 TARGET_MIB = 2048.0
 
-# (file inside pypto-lib, the file's own command line), largest host tensors first
+# (file inside pypto-lib, the degree it reads from sys.argv), as pypto-lib's CI runs them
 ENTRIES = (
-    ("models/deepseek_v4_pro/decode_fwd.py", "--ep {P}"),
-    ("models/deepseek_v4_flash_mtp/decode_fwd.py", "--ep {P}"),
-    ("models/deepseek_v4_pro/moe.py", "--ep {P}"),
-    ("models/deepseek_v4_flash_dspark/dspark_drafter.py", "--ep {P}"),
-    ("models/deepseek_v4_flash_mtp/decode_layer.py", "--ep {P}"),
-    ("models/deepseek_v4_flash_mtp/moe.py", "--ep {P}"),
-    ("models/deepseek_v4_flash_mtp/lm_head.py", "--tp {P}"),
-    ("models/deepseek_v4_flash_dspark/moe.py", "--ep {P}"),
-    ("models/deepseek_v4_flash_dspark/decode_o_proj.py", "--tp {P}"),
-    ("models/deepseek_v4_flash_mtp/prefill_cp_zigzag.py", "--cp {P}"),
     ("examples/advanced/allreduce.py", ""),
+    ("models/deepseek_v4_flash_dspark/decode_csa.py", "--tp {P}"),
+    ("models/deepseek_v4_flash_dspark/decode_hca.py", "--tp {P}"),
+    ("models/deepseek_v4_flash_dspark/decode_o_proj.py", "--tp {P}"),
+    ("models/deepseek_v4_flash_dspark/decode_swa.py", "--tp {P}"),
+    ("models/deepseek_v4_flash_dspark/dspark_drafter.py", "--ep {P}"),
+    ("models/deepseek_v4_flash_dspark/lm_head.py", "--tp {P}"),
+    ("models/deepseek_v4_flash_dspark/moe.py", "--ep {P}"),
+    ("models/deepseek_v4_flash_dspark/prefill_kv_allgather.py", "--tp {P}"),
+    ("models/deepseek_v4_flash_mtp/decode_fwd.py", "--ep {P}"),
+    ("models/deepseek_v4_flash_mtp/decode_fwd_mtp.py", "--ep {P}"),
+    ("models/deepseek_v4_flash_mtp/decode_layer.py", "--ep {P}"),
+    ("models/deepseek_v4_flash_mtp/decode_mtp.py", "--ep {P}"),
+    ("models/deepseek_v4_flash_mtp/lm_head.py", "--tp {P}"),
+    ("models/deepseek_v4_flash_mtp/moe.py", "--ep {P}"),
+    ("models/deepseek_v4_flash_mtp/prefill_cp_csa.py", "--cp {P}"),
+    ("models/deepseek_v4_flash_mtp/prefill_cp_fwd_draft.py", "--cp {P}"),
+    ("models/deepseek_v4_flash_mtp/prefill_cp_hca.py", "--cp {P}"),
+    ("models/deepseek_v4_flash_mtp/prefill_cp_layer.py", "--cp {P}"),
+    ("models/deepseek_v4_flash_mtp/prefill_cp_swa.py", "--cp {P}"),
+    ("models/deepseek_v4_flash_mtp/prefill_cp_zigzag.py", "--cp {P}"),
+    ("models/deepseek_v4_flash_mtp/prefill_fwd.py", "--ep {P}"),
+    ("models/deepseek_v4_flash_mtp/prefill_layer.py", "--ep {P}"),
+    ("models/deepseek_v4_flash_mtp/prefill_mtp.py", "--ep {P}"),
+    ("models/deepseek_v4_pro/decode_fwd.py", "--ep {P}"),
+    ("models/deepseek_v4_pro/decode_layer.py", "--ep {P}"),
+    ("models/deepseek_v4_pro/decode_mtp.py", "--ep {P}"),
+    ("models/deepseek_v4_pro/lm_head.py", "--tp {P}"),
+    ("models/deepseek_v4_pro/moe.py", "--ep {P}"),
+    ("models/deepseek_v4_pro/prefill_fwd.py", "--ep {P}"),
+    ("models/deepseek_v4_pro/prefill_layer.py", "--ep {P}"),
+    ("models/deepseek_v4_pro/prefill_mtp.py", "--ep {P}"),
 )
+CI_ARGV = "-p a2a3"  # the platform flag every CI run passes
+PRO_ENV = "DEEPSEEK_V4_VARIANT=pro"  # the V4-Pro set runs with it
 
 
 def measure(root: Path, file: str, argv: str, ranks: int, timeout: float) -> dict[str, object]:
     command = [sys.executable, "-m", "racecheck", "verify", file, "--ranks", str(ranks)]
-    command += ["--argv", argv, "--jobs", "1", "--timeout", str(timeout), "--format", "json"]
+    command += ["--argv", f"{CI_ARGV} {argv}".strip(), "--import-root", str(root)]
+    if "deepseek_v4_pro/" in file:
+        command += ["--env", PRO_ENV]
+    command += ["--jobs", "1", "--timeout", str(timeout), "--format", "json"]
     started = time.monotonic()
     child = subprocess.Popen(
         command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -49,11 +80,28 @@ def measure(root: Path, file: str, argv: str, ranks: int, timeout: float) -> dic
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.monotonic() - started
+    return {
+        "seconds": seconds,
+        "peak_mib": usage.ru_maxrss / 1024,
+        "verdict": _verdict(stdout, stderr),
+    }
+
+
+def _verdict(stdout: str, stderr: str) -> str:
+    """The file's verdict; for one that is not decided, the first thing that stopped it
+    (the first undecided program's reason, or the error racecheck printed)."""
     try:
-        verdict = json.loads(stdout)["verdict"]
-    except (ValueError, KeyError):
-        verdict = f"exit {child.returncode}: {stderr.strip().splitlines()[-1:]}"
-    return {"seconds": seconds, "peak_mib": usage.ru_maxrss / 1024, "verdict": verdict}
+        report = json.loads(stdout)
+    except ValueError:
+        lines = stderr.strip().splitlines()
+        return f"error: {lines[-1] if lines else '(nothing printed)'}"
+    verdict = str(report["verdict"])
+    stopped = [r for r in report["results"] if r["verdict"] not in ("proved", "bug")]
+    if stopped:
+        verdict += f": {stopped[0]['message']}"
+    elif report["errors"]:
+        verdict += f": {report['errors'][0]}"
+    return verdict.replace("|", "/")[:200]
 
 
 def main() -> int:
@@ -63,15 +111,16 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=60.0)
     options = parser.parse_args()
     root = Path(options.pypto_lib)
-    print("| entry | P | seconds | peak MiB | verdict | within 30 s and 2 GiB |")
-    print("|---|---|---|---|---|---|")
+    print("| entry | --argv | P | seconds | peak MiB | verdict | within 30 s and 2 GiB |")
+    print("|---|---|---|---|---|---|---|")
     for file, argv in ENTRIES:
         if not (root / file).is_file():
             continue
         row = measure(root, file, argv, options.ranks, options.timeout)
         within = row["seconds"] <= TARGET_SECONDS and row["peak_mib"] <= TARGET_MIB  # type: ignore[operator]
         print(
-            f"| {file} | {options.ranks} | {row['seconds']:.1f} | {row['peak_mib']:.0f} |"
+            f"| {file} | {f'{CI_ARGV} {argv}'.strip()} | {options.ranks} | {row['seconds']:.1f} |"
+            f" {row['peak_mib']:.0f} |"
             f" {row['verdict']} | {'yes' if within else 'no'} |"
         )
         sys.stdout.flush()

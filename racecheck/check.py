@@ -48,6 +48,7 @@ from racecheck.errors import (
     UnsupportedConstruct,
 )
 from racecheck.events import Event, Schedule
+from racecheck.file_goldens import golden_notes
 from racecheck.findings import FindingKind, ProgramResult, Report, Verdict, noted
 from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance, ProgramSpec, load_programs
@@ -127,6 +128,7 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
     ]
     results = gate.demand(results, options, single)
     loops = while_notes(file.path)  # PyPTO compiles a Python while: say how it was followed
+    loops = (*loops, *golden_notes(file.path))  # the file's own inputs and golden
     results = [dataclasses.replace(result, notes=(*result.notes, *loops)) for result in results]
     return Report(
         file=file.path,

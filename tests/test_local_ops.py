@@ -374,3 +374,17 @@ def test_cell_start_is_the_one_element_region(
             assert region_runs(view, offsets, ones) == ((start, start + 4),), offsets
             checked += 1
     assert checked == (0 if base + view.nbytes > memory_nbytes else math.prod(shape))
+
+
+def test_an_untouched_zero_page_tensor_snapshots_as_zeros_and_a_written_one_as_written() -> None:
+    from racecheck.dsl.dtypes import BF16
+    from racecheck.dsl.memory import HOST_OWNER, MemoryState
+
+    memory = MemoryState(2)
+    weights = memory.add_zero_host_tensor("w", (4, 8), BF16)
+    assert not memory.snapshot(weights).any() and memory.snapshot(weights).shape == (4, 8)
+    memory.write(weights, HOST_OWNER, [1, 2], np.ones((1, 1), dtype=np.float32))
+    assert memory.snapshot(weights)[1, 2] == 1 and memory.snapshot(weights).sum() == 1
+    chosen = memory.add_zero_host_tensor("t", (3,), BF16)
+    memory.set_element(chosen, 2, 5.0)
+    assert memory.snapshot(chosen).tolist() == [0, 0, 5]

@@ -102,3 +102,31 @@ def test_block_assignment_and_gather_update_and_read_a_local_tile() -> None:
 def test_arange_fills_one_row_from_its_start() -> None:
     assert tile_math.arange(3, [1, 4]).data.tolist() == [[3, 4, 5, 6]]
     assert tile_math.arange(3, [1, 3], descending=True).data.tolist() == [[3, 2, 1]]
+
+
+def test_a_product_with_an_all_zero_operand_is_zeros_unless_the_other_is_not_finite() -> None:
+    """The shortcut that spares a model's zero-page weights the multiply keeps numpy's
+    values: zeros, and NaN where an infinity meets a zero."""
+    from racecheck.dsl.tile_ops import product
+
+    left = _tile([[1, -2], [3, 4]])
+    zeros = _tile([[0, 0, 0], [0, 0, 0]])
+    data, valid = product(left, zeros, False, False)
+    assert data.tolist() == [[0, 0, 0], [0, 0, 0]] and valid == (2, 3)
+    data, _ = product(left, _tile([[0, 0], [0, 0], [0, 0]]), False, True)
+    assert data.shape == (2, 3)
+    infinite = _tile([[np.inf, 1], [1, 1]])
+    data, _ = product(infinite, zeros, False, False)
+    assert np.isnan(data[0]).all() and not np.isnan(data[1]).any()
+
+
+def test_gather_row_places_the_block_it_reads_and_keeps_both_sources() -> None:
+    acc = tile_math.create_l1([3, 2], FP32)
+    row = _tile([[7, 8]])
+    placed = tile_math.gather_row(acc, row, [1, 0], [0, 0], [1, 2])
+    assert placed.data.tolist() == [[0, 0], [7, 8], [0, 0]] and acc.data.sum() == 0
+    assert placed.sources == row.sources
+    column = tile_math.gather_row(acc, row, [0, 1], [0, 0], [1, 2], transpose=True)
+    assert column.data.tolist() == [[0, 7], [0, 8], [0, 0]]
+    with pytest.raises(IndexError, match="gather_row"):
+        tile_math.gather_row(acc, row, [3, 0], [0, 0], [1, 2])

@@ -79,6 +79,8 @@ INT16 = _dtype("INT16", "int16")
 INT32 = _dtype("INT32", "int32")
 INT64 = _dtype("INT64", "int64")
 INDEX = _dtype("INDEX", "int64")
+UINT32 = _dtype("UINT32", "uint32")  # a sort's index bits (pl.sort32, pl.arange)
+UINT16 = _dtype("UINT16", "uint16")
 UINT8 = _dtype("UINT8", "uint8")
 BOOL = _dtype("BOOL", "bool")
 
@@ -92,6 +94,8 @@ ALL_DTYPES: tuple[DType, ...] = (
     INT32,
     INT64,
     INDEX,
+    UINT32,
+    UINT16,
     UINT8,
     BOOL,
 )

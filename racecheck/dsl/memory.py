@@ -39,6 +39,7 @@ class MemoryState:
         self.inputs: dict[int, str] = {}  # host tensors the run starts from: id -> name
         self.assumed: tuple[Assumption, ...] = ()  # --assume: their elements' ranges
         self.written: set[int] = set()  # memories some write has changed
+        self.zero_pages: set[int] = set()  # host tensors still all zeros, never touched
         # (memory, owner) -> first byte of an element -> (its dtype, its symbolic form)
         self.forms: dict[tuple[int, int], dict[int, tuple[DType, Expr]]] = {}
 
@@ -89,6 +90,7 @@ class MemoryState:
         memory = Memory(id=len(self.memories), kind=MemoryKind.HOST, name=name, nbytes=nbytes)
         self.memories.append(memory)
         self.instances[(memory.id, HOST_OWNER)] = np.zeros(nbytes, dtype=np.uint8)
+        self.zero_pages.add(memory.id)
         return TensorView(
             memory=memory.id,
             kind=MemoryKind.HOST,
@@ -101,6 +103,7 @@ class MemoryState:
 
     def set_element(self, view: TensorView, index: int, value: float) -> None:
         """Set one element of a host tensor before the run starts (a chosen input)."""
+        self.zero_pages.discard(view.memory)
         flat = self._elements(view, HOST_OWNER).reshape(-1)
         flat[index] = view.dtype.encode(np.array([value], dtype=view.dtype.compute))[0]
 
@@ -193,6 +196,10 @@ class MemoryState:
             self.forms.setdefault(key, {})[cell.offset] = (INT32, form)
 
     def snapshot(self, view: TensorView) -> np.ndarray:
+        """The host tensor's values now; one no write touched since it started as zero
+        pages is zeros that are not materialised either (a model's weights)."""
+        if view.memory in self.zero_pages and view.memory not in self.written:
+            return np.zeros(view.shape, dtype=view.dtype.compute)
         return view.dtype.decode(self._elements(view, HOST_OWNER))
 
 

@@ -249,10 +249,43 @@ def _resolve_annotations(fn: Callable[..., Any]) -> None:
             continue
 
 
+class _ProgramSelf:
+    """`self` in a `@pl.jit` function that has no `self` parameter: PyPTO materialises
+    the module's jit functions as methods of one program, so `self.kernel` (as in
+    `pl.spmd_submit(self.kernel, ...)`) is the module's `kernel`."""
+
+    def __init__(self, scope: dict[str, Any]) -> None:
+        self._scope = scope
+
+    def __getattr__(self, name: str) -> Any:
+        member = self._scope.get(name)
+        if name.startswith("__") or not isinstance(member, DslFunction):
+            raise unsupported(f"self.{name}: this module has no @pl.jit function {name!r}")
+        return member
+
+
+def _names_read(code: CodeType) -> set[str]:
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            names |= _names_read(constant)
+    return names
+
+
+def _bind_program_self(fn: Callable[..., Any]) -> None:
+    scope = getattr(fn, "__globals__", None)
+    code = getattr(fn, "__code__", None)
+    if scope is None or code is None or "self" in scope or "self" in code.co_varnames:
+        return
+    if "self" in _names_read(code):
+        scope["self"] = _ProgramSelf(scope)
+
+
 def _declared(
     fn: Callable[..., Any], role: FunctionRole, options: Mapping[str, object]
 ) -> DslFunction:
     _resolve_annotations(fn)
+    _bind_program_self(fn)
     device = None if role is FunctionRole.SUB_WORKER else on_device(fn)
     body = fn if device is None else device
     if options.get("auto_scope") is False:

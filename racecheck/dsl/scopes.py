@@ -515,8 +515,9 @@ class Spmd:
         allow_early_resolve: bool = False,
         name_hint: str = "",
         sync_start: bool = False,
+        optimizations: object = None,  # hints only (racecheck.dsl.hints)
     ) -> None:
-        del allow_early_resolve, sync_start
+        del allow_early_resolve, sync_start, optimizations
         self.where = user_location()
         if predicate is not None:
             raise unsupported("pl.spmd(predicate=...) is not modelled", self.where)

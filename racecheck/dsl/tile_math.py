@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from racecheck.dsl import lanes
+from racecheck.dsl import lanes, sort_ops
 from racecheck.dsl.dtypes import INT32
-from racecheck.dsl.local_ops import _as_operand, _elementwise, indices
+from racecheck.dsl.local_ops import _as_operand, _elementwise, indices, load
 from racecheck.dsl.location import unsupported
 from racecheck.dsl.scalars import as_data, sources_of
 from racecheck.dsl.tensors import Tile
@@ -183,7 +183,10 @@ def _pad(pad_value: object, tile: Tile) -> float:
 
 def gather(value: object, dim: object = None, index: object = None, **forms: object) -> Tile:
     """`pl.gather(x, dim=-1, index=i)` (index form): out[b, k] = x[b, i[b, k]], its values
-    depending on both operands' loads. The mask and compare forms are not modelled."""
+    depending on both operands' loads; `pl.gather(x, mask_pattern=P[, output_dtype=])` is
+    the mask form (`racecheck.dsl.sort_ops.gather_mask`). The compare form is not modelled."""
+    if "mask_pattern" in forms and dim is None and index is None:
+        return sort_ops.gather_mask(value, **forms)
     if forms or dim is None or index is None:
         raise unsupported("pl.gather: only the index form (dim=-1, index=...) is modelled")
     source, chosen = _tile(value, "pl.gather"), _tile(index, "pl.gather")
@@ -210,6 +213,38 @@ def arange(start: object, shape: Any, dtype: object = None, descending: bool = F
     tile.data[...] = (first + step * np.arange(extent[-1])).reshape(extent)
     tile.sources = sources_of(start)
     return tile
+
+
+def create_l1(shape: Any, dtype: object, transpose: bool = False) -> Tile:
+    """`pl.create_l1(shape, dtype)`: an on-chip accumulator a kernel fills row by row
+    with `pl.gather_row`; its contents are undefined until then (zeros here)."""
+    return tile_create(shape, dtype)
+
+
+def gather_row(
+    acc: object,
+    src: object,
+    dst_offset: Any,
+    src_offset: Any,
+    shapes: Any,
+    transpose: bool = False,
+    *,
+    valid_shape: Any = None,
+) -> Tile:
+    """`pl.gather_row(acc, src, dst, src_off, [r, c])`: a load of `src`'s block at
+    `src_off` (its `valid_shape` part: exactly the bytes read) placed into a copy of
+    `acc` at `dst` (transposed with `transpose=True`)."""
+    target = _tile(acc, "pl.gather_row")
+    block = load(src, src_offset, shapes, valid_shape=valid_shape)
+    values = block.valid_values()
+    values = values.swapaxes(-1, -2) if transpose else values
+    row, col = indices(dst_offset)
+    if row + values.shape[-2] > target.shape[-2] or col + values.shape[-1] > target.shape[-1]:
+        raise IndexError(f"pl.gather_row: a {list(values.shape)} block at {[row, col]} of {acc!r}")
+    data = target.data.copy()
+    data[..., row : row + values.shape[-2], col : col + values.shape[-1]] = values
+    sources = target.sources | block.sources
+    return Tile(data=data, dtype=target.dtype, valid=target.valid, sources=sources)
 
 
 def create_tile(shape: Any, dtype: object, target_memory: object = None, **options: object) -> Tile:
@@ -246,6 +281,8 @@ OPS: dict[str, Any] = {
     "set_validshape": set_validshape,
     "fillpad": fillpad,
     "create_tile": create_tile,
+    "create_l1": create_l1,
+    "gather_row": gather_row,
     "gather": gather,
     "arange": arange,
 }

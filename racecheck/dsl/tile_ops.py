@@ -224,12 +224,30 @@ def product(
     a, b = (a.swapaxes(-1, -2) if a_trans else a), (b.swapaxes(-1, -2) if b_trans else b)
     rows = left.shape[-1] if a_trans else left.shape[-2]
     cols = right.shape[-2] if b_trans else right.shape[-1]
-    valid = a @ b
+    if _zero_operand(a, b):
+        valid = _zeros_product(a, b)
+    else:
+        with np.errstate(all="ignore"):  # inf * 0 is the device's NaN to produce
+            valid = a @ b
     if valid.shape[-2:] == (rows, cols):
         return valid, tuple(valid.shape)
     data = np.zeros((*valid.shape[:-2], rows, cols), dtype=np.float32)
     data[..., : valid.shape[-2], : valid.shape[-1]] = valid
     return data, tuple(valid.shape)
+
+
+def _zero_operand(a: np.ndarray, b: np.ndarray) -> bool:
+    """One operand all zeros and the other finite: the product is zeros, known without
+    the multiply (a model's weights start as zero pages; checking is linear, the
+    product cubic)."""
+    return (not b.any() and bool(np.isfinite(a).all())) or (
+        not a.any() and bool(np.isfinite(b).all())
+    )
+
+
+def _zeros_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return np.zeros((*batch, a.shape[-2], b.shape[-1]), dtype=np.float32)
 
 
 def slice_(
