@@ -89,8 +89,8 @@ def plan_threads(
 
 
 def _threadable(record: TaskRecord) -> bool:
-    """Tasks this run makes threads of: kernel calls (and their cube lanes). A program
-    with a `pl.at` region, a `pl.spmd`, a builtin's phase task or events outside any
-    task keeps its tasks in program order and the order searches of `racecheck.check`
-    (not yet moved to threads)."""
-    return not (record.glue or record.spec.region or record.spec.name.startswith("pld."))
+    """Tasks this run makes threads of: kernel calls (and their cube lanes) and the
+    phase tasks of builtins. A program with a `pl.at` region, a `pl.spmd` or events
+    outside any task keeps its tasks in program order and the order searches of
+    `racecheck.check` (a region's body is its caller's code, run where it stands)."""
+    return not (record.glue or record.spec.region)
