@@ -168,7 +168,7 @@ PER_RANK = "    @pl.function(type=pl.FunctionType.Orchestration)\n    def per_ra
                 "pl.Out[pl.Tensor[[1, SIZE], pl.FP32]]", "pl.Tensor[[1, SIZE], pl.FP32]"
             ),
             "pl.submit(self.stage_step,",
-            "task stage_step runs as a thread of its own, and its 1 declared result(s) are "
+            "task stage_step runs apart from its caller, and its 1 declared result(s) are "
             "neither its 0 pl.Out/pl.InOut tensor(s) nor its 0 pl.Out one(s)",
         ),
         (
