@@ -8,7 +8,7 @@ can run first: it reads counts nothing has written yet (zeros) and sends rows th
 are not staged, so every rank copies out zeros.
 
 racecheck expects:
-    ranks 1..4: bug stale-read at @exchange, @count
+    ranks 1..4: bug race read-after-write at @exchange, @count
 """
 
 import argparse

@@ -6,7 +6,7 @@ runtime could infer between them is a write-after-read, which it does not track
 (docs/model.md): the clearing kernel may run first, and the copy then reads zeros.
 
 racecheck expects:
-    ranks 1: bug wrong-result
+    ranks 1: bug race write-after-read at @copy, @clear
 """
 
 import pypto.language as pl

@@ -7,7 +7,7 @@ before. racecheck runs the push first and the outputs are wrong; a note names th
 tasks. Without the ``pl.no_dep`` the runtime would infer the read-after-write edge.
 
 racecheck expects:
-    ranks 1..4: bug wrong-result ranks 0
+    ranks 1..4: bug race read-after-write at @load, @stage ranks 0
 """
 
 import argparse

@@ -7,7 +7,7 @@ runtime may run the push first, sending what ``staging`` held before; racecheck 
 first and the outputs are wrong, with a note naming the two tasks.
 
 racecheck expects:
-    ranks 1..4: bug wrong-result ranks 0
+    ranks 1..4: bug race read-after-write at @load, @stage ranks 0
 """
 
 import argparse

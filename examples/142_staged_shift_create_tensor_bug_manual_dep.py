@@ -8,7 +8,7 @@ before the stage has written it. racecheck runs the push first (the stage's resu
 the two tasks. 143_staged_shift_manual_dep_deps.py names the stage in ``deps=``.
 
 racecheck expects:
-    ranks 1..4: bug wrong-result ranks 0
+    ranks 1..4: bug race read-after-write at @load, @stage ranks 0
 """
 
 import argparse

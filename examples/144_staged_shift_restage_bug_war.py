@@ -8,7 +8,7 @@ which then sends the doubled data. racecheck runs it first and the outputs are w
 a note names the two tasks. 145_staged_shift_restage.py names the push in ``deps=``.
 
 racecheck expects:
-    ranks 1..4: bug wrong-result ranks 0
+    ranks 1..4: bug race write-after-read at @load, @restage ranks 0
 """
 
 import argparse

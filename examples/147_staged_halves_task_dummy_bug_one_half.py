@@ -6,7 +6,7 @@ task: nothing orders the push after the high half's, so PyPTO's runtime may send
 outputs are wrong; a note names the two tasks.
 
 racecheck expects:
-    ranks 1..4: bug wrong-result ranks 0
+    ranks 1..4: bug race read-after-write at @load, @stage ranks 0
 """
 
 import argparse
@@ -32,7 +32,7 @@ class StagedShift:
         half: pl.Scalar[pl.INDEX],
     ) -> pl.Tensor[[1, SIZE], pl.FP32]:
         data = pl.load(x, [0, half * HALF], [1, HALF])
-        staging = pl.store(data, [0, half * HALF], staging)
+        staging = pl.store(data, [0, half * HALF], staging)  # @stage
         return staging
 
     @pl.function(type=pl.FunctionType.InCore)

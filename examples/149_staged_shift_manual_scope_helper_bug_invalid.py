@@ -6,7 +6,7 @@ after the stage, so PyPTO's runtime may send ``staging`` before it is written.
 racecheck runs the push first and the outputs are wrong; a note names the two tasks.
 
 racecheck expects:
-    ranks 1..4: bug wrong-result ranks 0
+    ranks 1..4: bug race read-after-write at @load, @stage ranks 0
 """
 
 import argparse

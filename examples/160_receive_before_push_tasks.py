@@ -11,7 +11,7 @@ the push lands in the rank's own inbox, which the receive reads: the two orders 
 not interchangeable, and racecheck runs tasks one after another, so it says unknown.
 
 racecheck expects:
-    ranks 1: unknown
+    ranks 1: proved
     ranks 2: proved shift+1
     ranks 3..4: proved shift-1
 """

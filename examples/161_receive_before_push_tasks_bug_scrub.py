@@ -46,7 +46,7 @@ class ReceiveThenPush:
         y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
     ) -> pl.Tensor[[1, SIZE], pl.FP32]:
         pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
-        recv = pl.load(inbox, [0, 0], [1, SIZE])
+        recv = pl.load(inbox, [0, 0], [1, SIZE])  # @receive
         y = pl.store(recv, [0, 0], y)
         return y
 

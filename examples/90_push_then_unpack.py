@@ -12,8 +12,7 @@ neighbour's push lands: the hardware failure of #1670.
 racecheck expects:
     ranks 1..2: proved
     ranks 3..4: proved shift-1
-    ranks 1 --runtime-order pre-1683: bug stale-read at @unpack, @push
-    ranks 2..4 --runtime-order pre-1683: bug race read-after-write at @unpack, @push
+    ranks 1..4 --runtime-order pre-1683: bug race read-after-write at @unpack, @push
 """
 
 import argparse

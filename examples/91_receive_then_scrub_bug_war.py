@@ -9,7 +9,7 @@ scrub can run first: it races the left neighbour's push, and the receive can cop
 out zeros. 92_receive_then_scrub.py orders the two with ``pl.at(..., deps=[...])``.
 
 racecheck expects:
-    ranks 1: bug wrong-result
+    ranks 1: bug race write-after-read at @receive, @scrub
     ranks 2..4: bug race write-after-write at @scrub, @push
 """
 

@@ -7,8 +7,7 @@ can still run before the receive, which copies out zeros or races the left
 neighbour's push. 94_manual_scope_deps.py chains the three with ``deps=``.
 
 racecheck expects:
-    ranks 1: bug wrong-result
-    ranks 2..4: bug race write-after-write at @scrub, @push
+    ranks 1..4: bug race write-after-write at @scrub, @push
 """
 
 import argparse

@@ -10,7 +10,7 @@ neighbour reads a stale inbox. 96_shift_then_matmul.py moves the matmul into a k
 of its own.
 
 racecheck expects:
-    ranks 1: unknown
+    ranks 1: proved
     ranks 2..4: bug race read-after-write at @fetch, @push
 """
 

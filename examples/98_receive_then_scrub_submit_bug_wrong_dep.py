@@ -8,7 +8,7 @@ lands (a race with that push) and the receive can copy out zeros, as in
 91_receive_then_scrub_bug_war.py.
 
 racecheck expects:
-    ranks 1: bug wrong-result
+    ranks 1: bug race write-after-read at @receive, @scrub
     ranks 2..4: bug race write-after-write at @scrub, @push
 """
 
@@ -47,7 +47,7 @@ class ShiftAndScrub:
         y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
     ) -> pl.Tensor[[1, SIZE], pl.FP32]:
         pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
-        recv = pl.load(inbox, [0, 0], [1, SIZE])
+        recv = pl.load(inbox, [0, 0], [1, SIZE])  # @receive
         y = pl.store(recv, [0, 0], y)
         return y
 

@@ -567,11 +567,23 @@ class _Details:
 
     def of(self, read: Event, write: Event) -> RaceDetail:
         assert read.access is not None and write.access is not None
+        if self._task_before(read, write):
+            return RaceDetail.WRITE_AFTER_READ
         overlap = intersect_ranges(read.access.ranges, write.access.ranges)
         key = (read.rank, read.index, overlap)
         if key not in self.known:
             self.known[key] = self._detail(read, overlap)
         return self.known[key]
+
+    def _task_before(self, read: Event, write: Event) -> bool:
+        """Whether the read's task is called before the write's on one rank (thread keys
+        follow the calls): the read was meant for what the bytes held before the write,
+        which PyPTO does not order after it (no write-after-read edge)."""
+        threads = self.trace.threads
+        if not threads or read.rank == write.rank:
+            return False
+        same_rank = self.trace.device(read.rank) == self.trace.device(write.rank)
+        return same_rank and read.rank < write.rank
 
     def _detail(self, read: Event, overlap: tuple[tuple[int, int], ...]) -> RaceDetail:
         assert read.access is not None

@@ -16,11 +16,11 @@ import io
 import itertools
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 
 from racecheck import clock, gate, judge, reference, symbolic_inputs
-from racecheck.analysis import find_hazards
+from racecheck.analysis import Hazard, find_hazards
 from racecheck.assumptions import Assumption, gathered, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
 from racecheck.cosim.tasks import (
@@ -47,9 +47,9 @@ from racecheck.errors import (
     TracingError,
     UnsupportedConstruct,
 )
-from racecheck.events import Event, Schedule
+from racecheck.events import Event, Schedule, Trace
 from racecheck.file_goldens import golden_notes
-from racecheck.findings import FindingKind, ProgramResult, Report, Verdict, noted
+from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict, noted
 from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance, ProgramSpec, load_programs
 from racecheck.models import parse_model
@@ -577,6 +577,27 @@ def _stuck(runs: Sequence[Execution], options: Options) -> bool:
     )
 
 
+def _confirmed(
+    instance: ProgramInstance,
+    trace: Trace,
+    oracle: OrderOracle,
+    hazards: Sequence[Hazard],
+    golden: Callable[[], str | None],
+    options: Options,
+    known: Container[tuple[object, ...]],
+) -> tuple[Finding, ...]:
+    """The hazards as findings, each witness replayed once per finding: a hazard whose
+    finding an earlier one of this path already is (the same lines in another
+    `--repeat` call) is reported as that one, which the merge keeps."""
+    done: set[tuple[object, ...]] = set()
+    findings = []
+    for hazard in hazards:
+        skip = done if hazard.identity in done else known
+        findings.append(judge.confirm(instance, trace, oracle, hazard, golden, options, known=skip))
+        done.add(hazard.identity)
+    return tuple(findings)
+
+
 def _check_path(
     spec: ProgramSpec,
     ranks: int,
@@ -626,10 +647,7 @@ def _check_path(
         )
         hazards = find_hazards(trace, oracle, deadline=deadline)
         golden = functools.cache(lambda: options.expect or _model_of(instance, execution, options))
-        findings = tuple(
-            judge.confirm(instance, trace, oracle, hazard, golden, options, known=known)
-            for hazard in hazards
-        )
+        findings = _confirmed(instance, trace, oracle, hazards, golden, options, known)
         if execution.plan is None:
             findings = name_tasks(
                 findings, execution.tasks, trace.events, options.runtime_order, trace.memories

@@ -67,11 +67,13 @@ def test_an_l2_only_program_is_checked_at_one_device_per_orchestration() -> None
     copy_only, copy_then_scrub = chip
     assert copy_only.verdict is Verdict.PROVED
     assert any("runs on one device" in note for note in copy_only.notes)
-    # The scrub's write-after-read is not ordered after the copy: never proved.
-    assert copy_then_scrub.verdict is Verdict.UNKNOWN
-    scrub, copy = _line(SINGLE, "self.scrub(z, x)"), _line(SINGLE, "y = self.copy(x, y)")
-    assert f"task scrub (line {scrub}) may run before or during task copy (line {copy})" in (
-        copy_then_scrub.message
+    # The scrub's write-after-read is not ordered after the copy: a race of the two tasks.
+    assert copy_then_scrub.verdict is Verdict.BUG
+    (race,) = copy_then_scrub.findings
+    assert (race.code.value, race.threads, race.confirmed) == (
+        "race-war",
+        ("task copy", "task scrub"),
+        True,
     )
 
 

@@ -39,8 +39,8 @@ def _run(path: Path, ranks: int) -> Execution:
 def _order_of(path: Path) -> tuple[list[str], list[list[bool]]]:
     """Rank 0's tasks (name:line) and which the runtime runs after which, at P=2."""
     execution = _run(path, 2)
-    tasks, trace = execution.tasks[0], execution.trace
-    before = ordered_pairs(tasks, trace.events[0], RuntimeOrder.CURRENT, trace.memories)
+    tasks, (events, memories) = execution.tasks[0], execution.in_program_order
+    before = ordered_pairs(tasks, events[0], RuntimeOrder.CURRENT, memories)
     return [f"{task.spec.name}:{task.spec.location.line}" for task in tasks], before
 
 
@@ -128,20 +128,16 @@ def test_a_task_id_passed_to_and_returned_by_a_helper_orders_a_manual_scope() ->
         (NO_TASK, ("stage_step", 0), "push_step"),
     ],
 )
-def test_a_missing_edge_is_a_wrong_result_naming_both_tasks(
+def test_a_missing_edge_is_a_race_naming_both_tasks(
     name: str, first: tuple[str, int], second: str
 ) -> None:
     path = EXAMPLES / name
     (result,) = racecheck.verify(str(path), ranks=[3]).results
     assert result.verdict is Verdict.BUG
-    (finding,) = result.findings
-    assert (finding.kind, tuple(finding.ranks)) == (FindingKind.WRONG_RESULT, (0,))
-    kernel, nth = first
-    note = (
-        f"rank 0: task {second} (line {_submit_line(path, second)}) may run before or "
-        f"during task {kernel} (line {_submit_line(path, kernel, nth)})"
-    )
-    assert any(text.startswith(note) for text in result.notes)
+    (race,) = result.findings
+    assert (race.kind, tuple(race.ranks)) == (FindingKind.RACE, (0, 0)) and race.confirmed
+    assert set(race.threads) == {f"task {first[0]}", f"task {second}"}
+    assert race.diff is not None and race.diff.got != race.diff.golden
 
 
 def test_a_held_back_task_gives_its_caller_the_tensor_it_writes() -> None:
@@ -172,7 +168,7 @@ PER_RANK = "    @pl.function(type=pl.FunctionType.Orchestration)\n    def per_ra
                 "pl.Out[pl.Tensor[[1, SIZE], pl.FP32]]", "pl.Tensor[[1, SIZE], pl.FP32]"
             ),
             "pl.submit(self.stage_step,",
-            "a reordered run holds task stage_step back, and its 1 declared result(s) are "
+            "task stage_step runs apart from its caller, and its 1 declared result(s) are "
             "neither its 0 pl.Out/pl.InOut tensor(s) nor its 0 pl.Out one(s)",
         ),
         (
@@ -180,7 +176,7 @@ PER_RANK = "    @pl.function(type=pl.FunctionType.Orchestration)\n    def per_ra
             "        return staging\n",
             "        return x\n",
             "pl.submit(self.stage_step,",
-            "a reordered run held task stage_step back and gave its caller staging@0",
+            "task stage_step runs as a thread of its own and gave its caller staging@0",
         ),
         (
             MANUAL_DEP,
@@ -249,7 +245,7 @@ def test_an_auto_scope_in_a_function_that_places_its_own_changes_no_order(tmp_pa
     assert not _order_of(scoped)[1][0][1]  # the stage and the push: still unordered
     (result,) = racecheck.verify(str(scoped), ranks=[3]).results
     assert result.verdict is Verdict.BUG
-    assert [finding.kind for finding in result.findings] == [FindingKind.WRONG_RESULT]
+    assert [finding.code.value for finding in result.findings] == ["race-raw"]
 
 
 def test_a_postponed_tuple_annotation_declares_each_of_its_results() -> None:

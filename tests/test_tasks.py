@@ -26,10 +26,8 @@ def _run(name: str, ranks: int) -> Execution:
 
 
 def _order(execution: Execution, rank: int, rules: RuntimeOrder) -> dict[tuple[str, str], bool]:
-    tasks = execution.tasks[rank]
-    trace = execution.trace
-    events = execution.rank_events if execution.rank_events is not None else trace.events
-    before = ordered_pairs(tasks, events[rank], rules, trace.memories)
+    tasks, (events, memories) = execution.tasks[rank], execution.in_program_order
+    before = ordered_pairs(tasks, events[rank], rules, memories)
     return {
         (tasks[i].spec.name, tasks[j].spec.name): before[i][j]
         for j in range(len(tasks))
@@ -80,17 +78,24 @@ def test_single_kernel_orchestrations_have_one_task_and_nothing_to_reorder() -> 
     assert task_overlaps(execution.tasks, trace.events, RuntimeOrder.CURRENT, trace.memories) == []
 
 
-def test_a_write_after_read_race_is_reported_with_both_lines_and_the_task_order() -> None:
+def test_a_write_after_read_race_is_reported_with_both_lines_and_both_tasks() -> None:
     name = "91_receive_then_scrub_bug_war.py"
     report = racecheck.verify(str(EXAMPLES / name), ranks=[2])
     (result,) = report.results
     assert result.verdict is Verdict.BUG
-    scrub, push = _line(name, "scrub"), _line(name, "push")
-    races = [finding for finding in result.findings if finding.kind is FindingKind.RACE]
-    assert races and all(finding.detail == "write-after-write" for finding in races)
-    assert {location.line for location in races[0].locations} == {scrub, push}
-    assert set(races[0].ranks) == {0, 1}
-    assert any("task scrub_step" in note and "task receive_step" in note for note in result.notes)
+    scrub, push, receive = _line(name, "scrub"), _line(name, "push"), _line(name, "receive")
+    races = {
+        (finding.detail, frozenset(loc.line for loc in finding.locations), finding.threads)
+        for finding in result.findings
+        if finding.kind is FindingKind.RACE and finding.confirmed
+    }
+    assert (
+        "write-after-write",
+        frozenset({scrub, push}),
+        ("task push_step", "task scrub_step"),
+    ) in races
+    war = ("task receive_step", "task scrub_step")
+    assert ("write-after-read", frozenset({receive, scrub}), war) in races
 
 
 def test_overlapping_regions_it_cannot_reorder_are_unknown_naming_both(tmp_path: Path) -> None:
@@ -161,7 +166,7 @@ def test_a_kernel_mixing_cube_ops_and_comm_gets_a_cube_lane_with_its_sync_only()
     execution = _run("95_shift_matmul_bug_cube_lane_notify.py", 2)
     vector, cube = execution.tasks[0]
     assert (vector.spec.name, cube.spec.name) == ("shift_matmul", "shift_matmul (cube lane)")
-    events = execution.trace.events[0]
+    events = execution.in_program_order[0][0]  # the run the threads are planned from
     assert [event.kind for event in events[cube.first : cube.end]] == [
         EventKind.NOTIFY,
         EventKind.WAIT,
@@ -183,7 +188,7 @@ def test_the_cube_lane_notify_publishes_before_the_push_lands() -> None:
         _line(name, "push"),
     }
     assert race.confirmed
-    assert any("cube lane" in note for note in result.notes)
+    assert any(step.task == "task shift_matmul (cube lane)" for step in race.witness)
 
 
 def test_no_dep_args_drops_a_regions_edges(tmp_path: Path) -> None:
@@ -201,9 +206,9 @@ def test_witness_steps_name_the_overlapping_tasks_that_ran_them() -> None:
     (result,) = racecheck.verify(str(EXAMPLES / name), ranks=[2]).results
     (race,) = result.findings
     tasks = {(step.rank, step.location.line, step.task) for step in race.witness}
-    assert (1, _line(name, "fetch"), "shift_matmul") in tasks
-    assert (0, _line(name, "push"), "shift_matmul") in tasks
-    assert {task for _, _, task in tasks} == {"shift_matmul", "shift_matmul (cube lane)"}
+    assert (1, _line(name, "fetch"), "task shift_matmul") in tasks
+    assert (0, _line(name, "push"), "task shift_matmul") in tasks
+    assert {task for _, _, task in tasks} == {"task shift_matmul", "task shift_matmul (cube lane)"}
 
 
 def test_witness_steps_of_a_rank_running_one_task_at_a_time_name_no_task() -> None:
@@ -451,17 +456,13 @@ def test_deps_naming_a_task_id_array_names_every_slot(tmp_path: Path) -> None:
     ],
 )
 def test_a_dropped_edge_lets_the_push_send_the_unstaged_tensor(name: str) -> None:
-    lines = (EXAMPLES / name).read_text().splitlines()
-    stage = next(n for n, text in enumerate(lines, 1) if "pl.submit(self.stage_step" in text)
-    push = next(n for n, text in enumerate(lines, 1) if "pl.submit(self.push_step" in text)
+    stage, load = _line(name, "stage"), _line(name, "load")
     (result,) = racecheck.verify(str(EXAMPLES / name), ranks=[3]).results
     assert result.verdict is Verdict.BUG
     (finding,) = result.findings
-    assert (finding.kind, tuple(finding.ranks)) == (FindingKind.WRONG_RESULT, (0,))
-    assert any(
-        f"task push_step (line {push})" in note and f"task stage_step (line {stage})" in note
-        for note in result.notes
-    )
+    assert (finding.code.value, tuple(finding.ranks)) == ("race-raw", (0, 0))
+    assert [loc.line for loc in finding.locations] == [load, stage] and finding.confirmed
+    assert finding.threads == ("task push_step", "task stage_step")
 
 
 STAGE = "        _, staged = pl.submit(self.stage_step, x, staging)\n"
@@ -517,27 +518,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 def test_a_hang_that_a_later_unordered_task_releases_is_not_a_deadlock() -> None:
     """Example 160: each rank's receive waits for a push called after it. In program
-    order every rank hangs; on the device the push runs alongside the blocked receive."""
+    order every rank hangs; on the device the push runs alongside the blocked receive,
+    at P=1 too (its push then writes the rank's own inbox, which the receive reads only
+    once the push's notify has passed its wait)."""
     report = racecheck.verify(str(EXAMPLES / "160_receive_before_push_tasks.py"), ranks=[1, 2, 3])
-    one, two, three = report.results
-    assert not any(f.kind is FindingKind.DEADLOCK for r in report.results for f in r.findings)
-    assert one.verdict is Verdict.UNKNOWN
-    assert "task receive_step (line 66) may wait for task push_step (line 67)" in one.message
-    assert two.verdict is three.verdict is Verdict.PROVED
-    assert any("checked with it first" in note for note in two.notes)
-
-
-def test_an_order_proved_only_counts_when_no_two_unordered_tasks_matter_in_it() -> None:
-    """At P=1 the push writes the rank's own inbox, which the receive reads: with the
-    push first the two still conflict, so that order's proof covers nothing."""
-    execution = _run("160_receive_before_push_tasks.py", 1)
-    trace = execution.trace
-    (overlap,) = task_overlaps(execution.tasks, trace.events, RuntimeOrder.CURRENT, trace.memories)
-    assert overlap.may_release
-    (result,) = racecheck.verify(
-        str(EXAMPLES / "160_receive_before_push_tasks.py"), ranks=[1]
-    ).results
-    assert result.verdict is Verdict.UNKNOWN
+    assert [result.verdict for result in report.results] == [Verdict.PROVED] * 3
+    assert [result.findings for result in report.results] == [()] * 3
 
 
 def test_a_reordering_shows_the_race_the_hang_in_program_order_hid() -> None:
@@ -546,19 +532,24 @@ def test_a_reordering_shows_the_race_the_hang_in_program_order_hid() -> None:
     assert result.verdict is Verdict.BUG
     found = {(f.code, tuple(loc.line for loc in f.locations)) for f in result.findings}
     push, scrub = _line(name, "push"), _line(name, "scrub")
-    assert found == {(FindingCode.RACE_WAW, (push, scrub)), (FindingCode.RACE_WAW, (scrub, push))}
-    assert any("the bug shows when it runs first" in note for note in result.notes)
+    receive = _line(name, "receive")
+    assert found == {
+        (FindingCode.RACE_WAW, (push, scrub)),
+        (FindingCode.RACE_WAW, (scrub, push)),
+        (FindingCode.RACE_WAR, (receive, scrub)),  # the push task's scrub, untracked
+    }
 
 
 def test_tasks_that_overlap_on_one_input_path_only_are_checked_on_that_path() -> None:
     """The later task clears the tensor the earlier one reads only when x[0, 0] == 7:
     the overlap exists on that path, not the first one explored."""
-    (result,) = racecheck.verify(str(FIXTURES / "war_on_one_input_path.py"), ranks=[1]).results
+    name = "war_on_one_input_path.py"
+    (result,) = racecheck.verify(str(FIXTURES / name), ranks=[1]).results
     assert result.verdict is Verdict.BUG
-    (wrong,) = result.findings
-    assert wrong.kind is FindingKind.WRONG_RESULT
-    assert wrong.inputs == (("x", 0, 7),)
-    assert any("task maybe_clear (line 41)" in note for note in result.notes)
+    (race,) = result.findings
+    assert race.kind is FindingKind.RACE and race.confirmed
+    assert race.threads == ("task read_step", "task maybe_clear")
+    assert race.inputs == (("x", 0, 7),)
 
 
 def test_an_order_against_a_tracked_edge_is_not_one_the_runtime_allows() -> None:
@@ -583,11 +574,8 @@ def test_a_later_task_storing_into_a_signal_cell_releases_a_hang_like_a_notify()
     """The push signals with a `remote_store` into the neighbour's signal cell: it runs
     alongside the blocked receive and releases it, so no deadlock (was one at every P)."""
     name = "signal_store_release.py"
-    one, two, three = racecheck.verify(str(FIXTURES / name), ranks=[1, 2, 3]).results
-    assert not any(f.kind is FindingKind.DEADLOCK for r in (one, two, three) for f in r.findings)
-    assert one.verdict is Verdict.UNKNOWN
-    assert "task receive_step (line 47) may wait for task push_step (line 48)" in one.message
-    assert two.verdict is three.verdict is Verdict.PROVED
+    results = racecheck.verify(str(FIXTURES / name), ranks=[1, 2, 3]).results
+    assert [result.verdict for result in results] == [Verdict.PROVED] * 3
 
 
 def test_a_signal_stored_by_an_unordered_task_can_land_before_the_data() -> None:
@@ -600,7 +588,7 @@ def test_a_signal_stored_by_an_unordered_task_can_land_before_the_data() -> None
     found = {(f.code, tuple(loc.line for loc in f.locations)) for f in two.findings}
     push, load = _line(name, "push", FIXTURES), _line(name, "load", FIXTURES)
     assert found == {(FindingCode.RACE_RAW, (load, push))}
-    assert any("task signal_step (line 52) may run before" in note for note in two.notes)
+    assert two.findings[0].threads == ("task receive_step", "task push_step")
 
 
 def test_spmd_blocks_one_of_which_stores_into_a_signal_cell_are_never_proved() -> None:
@@ -620,7 +608,6 @@ def test_a_hang_in_the_reordered_order_that_nothing_can_release_is_a_deadlock() 
     wait = _line(name, "wait", FIXTURES)
     for result in racecheck.verify(str(FIXTURES / name), ranks=[1, 2, 3]).results:
         assert result.verdict is Verdict.BUG
-        assert {(f.kind, f.locations[0].line) for f in result.findings} == {
-            (FindingKind.DEADLOCK, wait)
-        }
-        assert any("task push_step (line 49) may run before" in note for note in result.notes)
+        (deadlock,) = result.findings
+        assert (deadlock.kind, deadlock.locations[0].line) == (FindingKind.DEADLOCK, wait)
+        assert set(deadlock.threads) == {"task receive_step"}

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
 from tracebuild import TraceBuilder
 
 import racecheck
@@ -89,7 +88,7 @@ def test_a_task_that_cannot_start_is_named_in_the_deadlock() -> None:
         assert "tasks[" not in message
 
 
-FIXTURES = Path(__file__).parent / "fixtures" / "threads"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
 def _marker(path: Path, name: str) -> int:
@@ -97,11 +96,8 @@ def _marker(path: Path, name: str) -> int:
     return next(n for n, text in enumerate(lines, start=1) if text.endswith(f"# @{name}"))
 
 
-def test_the_split_wait_of_pypto_1670_is_a_replayed_race_when_tasks_are_threads(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    path = FIXTURES / "200_split_wait_bug_unordered_read.py"
-    monkeypatch.setenv("RACECHECK_THREADS", "1")
+def test_the_split_wait_of_pypto_1670_is_a_replayed_race_when_tasks_are_threads() -> None:
+    path = EXAMPLES / "200_split_wait_bug_unordered_read.py"
     for result in racecheck.verify(str(path), ranks=[2, 3]).results:
         assert result.verdict is Verdict.BUG
         (race,) = result.findings
@@ -114,11 +110,7 @@ def test_the_split_wait_of_pypto_1670_is_a_replayed_race_when_tasks_are_threads(
         assert race.diff is not None and race.diff.got != race.diff.golden
 
 
-def test_its_twin_with_push_and_barrier_in_one_kernel_is_proved(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    path = FIXTURES / "201_push_barrier_then_read.py"
-    for threads in ("1", "0"):
-        monkeypatch.setenv("RACECHECK_THREADS", threads)
-        results = racecheck.verify(str(path), ranks=[2, 3]).results
-        assert [result.verdict for result in results] == [Verdict.PROVED] * 2
+def test_its_twin_with_push_and_barrier_in_one_kernel_is_proved() -> None:
+    path = EXAMPLES / "201_push_barrier_then_read.py"
+    results = racecheck.verify(str(path), ranks=[2, 3]).results
+    assert [result.verdict for result in results] == [Verdict.PROVED] * 2

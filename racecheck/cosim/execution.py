@@ -16,6 +16,7 @@ from racecheck.events import (
     CellIndex,
     Event,
     EventRef,
+    Memory,
     Schedule,
     SourceLocation,
     Trace,
@@ -178,11 +179,20 @@ class Execution:
     flow: DataFlow = field(default_factory=DataFlow)
     tasks: tuple[tuple[TaskRecord, ...], ...] = ()  # each rank's tasks, as they ran
     # tasks as threads (`racecheck.cosim.threads`): the plan, and the events of the run
-    # in program order it was made from (which `tasks` index)
+    # in program order it was made from (which `tasks` index) and that run's memories
+    # (the threaded run adds racecheck's `tasks` memory, so its ids may differ)
     plan: ThreadPlan | None = None
     rank_events: tuple[tuple[Event, ...], ...] | None = None
+    rank_memories: tuple[Memory, ...] | None = None
     notes: tuple[str, ...] = ()  # what the host said about constructs it did not run
     inexact: tuple[str, ...] = ()  # why this run's order may hide executions (no proof)
     # where the run computed what the device does not (`note_unfollowed`): no proof and
     # no finding, since the device's run may differ from that line on
     unfollowed: tuple[str, ...] = ()
+
+    @property
+    def in_program_order(self) -> tuple[tuple[tuple[Event, ...], ...], tuple[Memory, ...]]:
+        """The events `tasks` index (each rank's, in program order) and their memories."""
+        if self.rank_events is None or self.rank_memories is None:
+            return self.trace.events, self.trace.memories
+        return self.rank_events, self.rank_memories

@@ -284,18 +284,12 @@ class RankContext:
         cube_lane: Callable[[], Any],
         held: Callable[[], Any],
     ) -> tuple[Any, int]:
-        """A kernel call as a thread of its own, its caller going on with `held()`;
-        when its caller needs what only running it gives, it runs here and now, still
-        as its own thread."""
+        """A kernel call as a thread of its own, its caller going on with `held()`
+        (which refuses a call whose results racecheck cannot give before it runs: run
+        in its caller's place, its start edges would not be the runtime's)."""
         index = self._new_thread_index()
         self.tasks.reserve()  # the index of its cube lane
-        try:
-            result = held()
-        except UnsupportedConstruct:
-            self._enter(index, spec.location)
-            outcome = self._kernel(index, spec, body, cube_lane)
-            self._leave()
-            return outcome, index
+        result = held()
         plan = self.run.plan
         assert plan is not None
         child = self.child(plan.key(self.rank, index))

@@ -261,6 +261,7 @@ def _simulate(
         tasks=tasks,
         plan=plan,
         rank_events=in_order.events if program_order is not None else None,
+        rank_memories=in_order.memories if program_order is not None else None,
         notes=tuple(
             dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
         ),

@@ -14,14 +14,12 @@ every run (the replay of a witness included), whatever order the ranks and tasks
 in; key `rank` is the rank's own thread (its orchestration: no events once its tasks
 are threads). Keys no task of the rank uses are empty threads.
 
-Not yet the default: the order searches of `racecheck.check` and their tests still
-describe program-order runs. `RACECHECK_THREADS=1` in the environment turns tasks as
-threads on (`enabled`); tests/test_threads.py checks PyPTO #1670 with it.
+Every kernel-call task the runtime leaves unordered is a thread (tests/test_threads.py
+checks PyPTO #1670 this way).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -66,7 +64,7 @@ def plan_threads(
     """The plan of a run with tasks as threads, from a run in program order; None when
     no rank has two tasks the runtime leaves unordered (program order is then the only
     order, and the run in it decides)."""
-    if not enabled() or any(not _threadable(r) for records in tasks for r in records):
+    if any(not _threadable(r) for records in tasks for r in records):
         return None
     plan = ThreadPlan(ranks=len(tasks))
     loose = False
@@ -91,13 +89,8 @@ def plan_threads(
 
 
 def _threadable(record: TaskRecord) -> bool:
-    """Tasks this run makes threads of: kernel calls (and their cube lanes). A program
-    with a `pl.at` region, a `pl.spmd`, a builtin's phase task or events outside any
-    task keeps its tasks in program order and the order searches of `racecheck.check`
-    (not yet moved to threads)."""
-    return not (record.glue or record.spec.region or record.spec.name.startswith("pld."))
-
-
-def enabled() -> bool:
-    """Whether runs make tasks threads (module docstring): off unless asked for."""
-    return os.environ.get("RACECHECK_THREADS") == "1"
+    """Tasks this run makes threads of: kernel calls (and their cube lanes) and the
+    phase tasks of builtins. A program with a `pl.at` region, a `pl.spmd` or events
+    outside any task keeps its tasks in program order and the order searches of
+    `racecheck.check` (a region's body is its caller's code, run where it stands)."""
+    return not (record.glue or record.spec.region)

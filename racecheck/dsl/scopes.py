@@ -283,7 +283,7 @@ def held_result(
     held = written if len(written) == declared else outs
     if len(held) != declared:
         raise unsupported(
-            f"a reordered run holds task {name} back, and its {declared} declared "
+            f"task {name} runs apart from its caller, and its {declared} declared "
             f"result(s) are neither its {len(written)} pl.Out/pl.InOut tensor(s) nor its "
             f"{len(outs)} pl.Out one(s): racecheck cannot give them to the caller before "
             "it runs"
@@ -303,7 +303,7 @@ class HeldBack:
 
     def __getattr__(self, attribute: str) -> Any:
         raise unsupported(
-            f"a reordered run holds task {self.name} back, and its caller uses its result,"
+            f"task {self.name} runs apart from its caller, and its caller uses its result,"
             " which the kernel declares nowhere (no pl.Out/pl.InOut argument, no return"
             " annotation): racecheck cannot give it to the caller before the task runs",
             self.location,

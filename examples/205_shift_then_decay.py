@@ -1,0 +1,106 @@
+"""Correct twin of 204_shift_then_decay_bug_war.py: the decay waits for the push.
+
+``pl.submit(self.decay_step, x, deps=[pushed])`` orders the in-place decay of ``x``
+after the push that loads it (PyPTO's runtime adds no write-after-read edge itself), so
+every order of the tasks it allows sends the undecayed slice.
+
+racecheck expects:
+    ranks 1..4: proved
+"""
+
+import argparse
+
+import pypto.language as pl
+import pypto.language.distributed as pld
+import torch
+from pypto.ir.distributed_compiled_program import DistributedConfig
+from pypto.runtime import RunConfig
+
+NR = pl.dynamic("NR")
+SIZE = 64
+
+
+@pl.program
+class ShiftAndDecay:
+    @pl.function(type=pl.FunctionType.InCore)
+    def push_step(
+        self,
+        x: pl.Tensor[[1, SIZE], pl.FP32],
+        inbox: pld.DistributedTensor[[1, SIZE], pl.FP32],
+        signal: pld.DistributedTensor[[1, 1], pl.INT32],
+    ):
+        ctx = pld.get_comm_ctx(inbox)
+        right = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+        data = pl.load(x, [0, 0], [1, SIZE])  # @send
+        pld.tile.remote_store(data, inbox, peer=right, offsets=[0, 0])
+        pld.system.notify(signal, peer=right, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def receive_step(
+        self,
+        inbox: pld.DistributedTensor[[1, SIZE], pl.FP32],
+        signal: pld.DistributedTensor[[1, 1], pl.INT32],
+        y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+    ) -> pl.Tensor[[1, SIZE], pl.FP32]:
+        pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
+        recv = pl.load(inbox, [0, 0], [1, SIZE])
+        y = pl.store(recv, [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def decay_step(self, x: pl.InOut[pl.Tensor[[1, SIZE], pl.FP32]]):
+        tile = pl.load(x, [0, 0], [1, SIZE])
+        pl.store(pl.mul(tile, 0.5), [0, 0], x)  # @decay
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def per_rank(
+        self,
+        x: pl.InOut[pl.Tensor[[1, SIZE], pl.FP32]],
+        y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+        inbox: pld.DistributedTensor[[1, SIZE], pl.FP32],
+        signal: pld.DistributedTensor[[1, 1], pl.INT32],
+    ):
+        (pushed,) = pl.submit(self.push_step, x, inbox, signal)
+        y, received = pl.submit(self.receive_step, inbox, signal, y, deps=[pushed])
+        pl.submit(self.decay_step, x, deps=[pushed])
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def shift_and_decay(
+        self,
+        x: pl.InOut[pl.Tensor[[NR, 1, SIZE], pl.FP32]],
+        y: pl.Out[pl.Tensor[[NR, 1, SIZE], pl.FP32]],
+    ):
+        inbox_buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
+        signal_buf = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+        for r in pl.range(pld.world_size()):
+            inbox = pld.window(inbox_buf, [1, SIZE], dtype=pl.FP32)
+            signal = pld.window(signal_buf, [1, 1], dtype=pl.INT32)
+            self.per_rank(x[r], y[r], inbox, signal, device=r)
+
+
+def expected_shift(inputs: torch.Tensor) -> torch.Tensor:
+    return torch.roll(inputs, shifts=1, dims=0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="ring shift, then the input decayed in place")
+    parser.add_argument("-p", "--platform", default="a2a3sim")
+    parser.add_argument("-d", "--device", default="0,1,2,3", help="comma-separated device ids")
+    args = parser.parse_args()
+
+    device_ids = [int(d) for d in args.device.split(",")]
+    nr = len(device_ids)
+    x = torch.randn((nr, 1, SIZE), dtype=torch.float32)
+    y = torch.zeros((nr, 1, SIZE), dtype=torch.float32)
+    config = RunConfig(
+        platform=args.platform,
+        distributed_config=DistributedConfig(device_ids=device_ids, num_sub_workers=0),
+    )
+    sent = x.clone()
+    ShiftAndDecay.shift_and_decay(x, y, config=config)
+    print("OK" if torch.equal(y, expected_shift(sent)) else "MISMATCH")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
