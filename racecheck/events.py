@@ -422,8 +422,8 @@ class Thread:
     task: int  # the task it belongs to (numbered across the trace)
     task_name: str
     after: tuple[int, ...] = ()  # the tasks that must have finished before it starts
-    # a unit it holds from its first event to its last ("core": `--cores`); "" for none
-    resource: str = ""
+    # the unit it holds from its first event to its last: a core (`--cores`); "" none
+    resource: str = "core"
     # the L3 dispatch it belongs to (-1: none): a rank runs one dispatch at a time
     dispatch: int = -1
 
@@ -443,6 +443,13 @@ class Capacity:
 
 DISPATCH = "dispatch"
 """The resource of a rank's dispatch lock: capacity 1, held by a whole dispatch."""
+CORE = "core"
+"""The resource every thread holds by default: one of its rank's cores (`--cores`)."""
+
+
+def core_capacities(devices: int, cores: int) -> tuple[Capacity, ...]:
+    """`cores` cores on each of `devices` ranks: the capacities of `--cores`."""
+    return tuple(Capacity(rank=rank, resource=CORE, units=cores) for rank in range(devices))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -599,6 +606,7 @@ class _Units:
     locked: frozenset[int]  # dispatches whose rank runs two or more
     dispatch_size: dict[int, int]
     leader: dict[int, int]  # dispatch -> its first thread
+    holding: tuple[bool, ...]  # per thread: whether it has events (else it holds no unit)
 
     def cell(self, rank: int, resource: str) -> SignalCell:
         number = self.names.index(resource)
@@ -618,14 +626,14 @@ class _Units:
             else:
                 out.append((self.start_cell(thread.rank, thread.dispatch), 1, 0, DISPATCH_ENTER))
         units = self.capacity.get((thread.rank, thread.resource))
-        if units is not None:
+        if units is not None and self.holding[number]:
             out.append((self.cell(thread.rank, thread.resource), 1 - units, -1, UNIT_TAKE))
         return out
 
     def closing(self, number: int, thread: Thread) -> list[tuple[SignalCell, str]]:
         """Its synthetic notifies (+1 each) at its end, before its task's completion."""
         out: list[tuple[SignalCell, str]] = []
-        if (thread.rank, thread.resource) in self.capacity:
+        if (thread.rank, thread.resource) in self.capacity and self.holding[number]:
             out.append((self.cell(thread.rank, thread.resource), UNIT_GIVE))
         if thread.dispatch in self.locked:
             out.append((self.cell(thread.rank, DISPATCH), DISPATCH_GIVE))
@@ -633,17 +641,28 @@ class _Units:
 
 
 def _units(
-    threads: tuple[Thread, ...], capacities: tuple[Capacity, ...], memory_id: int
+    threads: tuple[Thread, ...],
+    bodies: list[tuple[Event, ...]],
+    capacities: tuple[Capacity, ...],
+    memory_id: int,
 ) -> _Units | None:
-    """The units that bind: a resource of which a rank has more threads than units, the
-    dispatch lock of a rank with two dispatches or more. None if none binds."""
+    """The units that bind: a resource of which a rank has more threads than units and
+    one of them waits in its body; the dispatch lock of a rank with two dispatches or
+    more. None if none binds. A resource whose holders never wait blocks nobody for
+    good; the orders it rules out are orders a rank with more units runs, so they stay
+    in (reported, never proved away), and its threads run unbounded."""
     holders: dict[tuple[int, str], int] = {}
+    blocking = {
+        (thread.rank, thread.resource)
+        for thread, body in zip(threads, bodies, strict=True)
+        if any(event.kind is EventKind.WAIT for event in body)
+    }
     dispatches: dict[int, set[int]] = {}
     size: dict[int, int] = {}
     leader: dict[int, int] = {}
     dispatch_of = {thread.task: thread.dispatch for thread in threads}
     for number, thread in enumerate(threads):
-        if thread.resource:
+        if thread.resource and bodies[number]:  # a thread of no events holds nothing
             key = (thread.rank, thread.resource)
             holders[key] = holders.get(key, 0) + 1
         if thread.dispatch >= 0:
@@ -654,7 +673,7 @@ def _units(
     capacity = {
         (c.rank, c.resource): c.units
         for c in capacities
-        if holders.get((c.rank, c.resource), 0) > c.units
+        if holders.get((c.rank, c.resource), 0) > c.units and (c.rank, c.resource) in blocking
     }
     locked = frozenset(d for found in dispatches.values() if len(found) > 1 for d in found)
     if not capacity and not locked:
@@ -669,6 +688,7 @@ def _units(
         locked=locked,
         dispatch_size=size,
         leader=leader,
+        holding=tuple(bool(body) for body in bodies),
     )
 
 
@@ -692,7 +712,7 @@ def lower_start_edges(
     fixed = [tuple(body) for body in bodies]
     awaited = {task for thread in threads for task in thread.after}
     memory = tasks_memory(len(memories), max((thread.task for thread in threads), default=0) + 1)
-    units = _units(threads, capacities, len(memories) + bool(awaited))
+    units = _units(threads, fixed, capacities, len(memories) + bool(awaited))
     if not awaited and units is None:
         return tuple(fixed), memories
     counts: dict[int, int] = {}

@@ -13,10 +13,10 @@ from tracebuild import TraceBuilder
 
 from racecheck.engines import ENGINES, prepare
 from racecheck.engines.skeleton import SyncSkeleton
-from racecheck.errors import EngineUnknown
-from racecheck.events import Capacity, Thread, Trace
+from racecheck.errors import EngineUnknown, UsageError
+from racecheck.events import Capacity, Thread, Trace, core_capacities
 from racecheck.findings import FindingKind
-from racecheck.options import EngineChoice
+from racecheck.options import EngineChoice, Options
 from racecheck.report.phrases import describe_finding
 
 WAIT, NOTIFY, STORE, LOAD = 10, 20, 30, 40
@@ -117,3 +117,33 @@ def test_dispatches_run_whole_but_in_either_order() -> None:
     race (the order is the runtime's choice), and no deadlock."""
     found = explored(two_dispatches(wait_in_first=False))
     assert [f.kind for f in found] == [FindingKind.RACE]
+
+
+def test_cores_of_threads_that_never_wait_are_not_counted() -> None:
+    """Two writers of one rank, one core: neither can hold the other back for good, so
+    no unit is lowered, and their race (an order a rank with two cores runs) stays."""
+    threads = tuple(
+        Thread(rank=0, name=f"task w{n}", task=n, task_name=f"w{n}", resource="core")
+        for n in range(2)
+    )
+    build = TraceBuilder(2, threads, (Capacity(rank=0, resource="core", units=1),))
+    data = build.window("data", 16)
+    build.store(0, data, 0, 0, 16, STORE)
+    build.store(1, data, 0, 0, 16, STORE + 1)
+    trace = build.build()
+    assert not SyncSkeleton(trace).takes
+    assert [f.kind for f in explored(trace)] == [FindingKind.RACE]
+
+
+@pytest.mark.parametrize("cores", [0, -1, 1.5, True, "2"])
+def test_cores_must_be_a_whole_number_of_at_least_one(cores: object) -> None:
+    with pytest.raises(UsageError, match=r"^cores .*: must be a whole number of at least 1$"):
+        Options(cores=cores)  # type: ignore[arg-type]
+
+
+def test_the_default_is_the_simulators_sixteen_cores() -> None:
+    assert Options().cores == 16
+    assert core_capacities(2, 16) == (
+        Capacity(rank=0, resource="core", units=16),
+        Capacity(rank=1, resource="core", units=16),
+    )
