@@ -710,6 +710,8 @@ def lower_start_edges(
     resource no rank has more threads of than units costs nothing. Nothing to encode:
     the bodies unchanged, and no memory added."""
     fixed = [tuple(body) for body in bodies]
+    if not threads:
+        return tuple(fixed), memories
     awaited = {task for thread in threads for task in thread.after}
     memory = tasks_memory(len(memories), max((thread.task for thread in threads), default=0) + 1)
     units = _units(threads, fixed, capacities, len(memories) + bool(awaited))
