@@ -647,16 +647,18 @@ def _units(
     memory_id: int,
 ) -> _Units | None:
     """The units that bind: a resource of which a rank has more threads than units and
-    one of them waits in its body; the dispatch lock of a rank with two dispatches or
-    more. None if none binds. A resource whose holders never wait blocks nobody for
-    good; the orders it rules out are orders a rank with more units runs, so they stay
-    in (reported, never proved away), and its threads run unbounded."""
+    at least as many threads that wait in their bodies as units; the dispatch lock of a
+    rank with two dispatches or more. None if none binds. With fewer waiters than units
+    a unit is always free in a state no thread leaves (a thread that never waits is
+    never stuck holding one), so the units hold nobody back for good; the orders they
+    rule out are orders a rank with more units runs, so they stay in (reported, never
+    proved away), and the threads run unbounded."""
     holders: dict[tuple[int, str], int] = {}
-    blocking = {
-        (thread.rank, thread.resource)
-        for thread, body in zip(threads, bodies, strict=True)
-        if any(event.kind is EventKind.WAIT for event in body)
-    }
+    waiters: dict[tuple[int, str], int] = {}
+    for thread, body in zip(threads, bodies, strict=True):
+        if any(event.kind is EventKind.WAIT for event in body):
+            key = (thread.rank, thread.resource)
+            waiters[key] = waiters.get(key, 0) + 1
     dispatches: dict[int, set[int]] = {}
     size: dict[int, int] = {}
     leader: dict[int, int] = {}
@@ -673,7 +675,8 @@ def _units(
     capacity = {
         (c.rank, c.resource): c.units
         for c in capacities
-        if holders.get((c.rank, c.resource), 0) > c.units and (c.rank, c.resource) in blocking
+        if holders.get((c.rank, c.resource), 0) > c.units
+        and waiters.get((c.rank, c.resource), 0) >= c.units
     }
     locked = frozenset(d for found in dispatches.values() if len(found) > 1 for d in found)
     if not capacity and not locked:

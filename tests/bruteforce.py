@@ -21,7 +21,8 @@ holds what rather than from their cells: a thread holds its unit from its take e
 than the capacity's threads of its rank and resource hold one. A dispatch holds its
 rank's lock from its take (`DISPATCH_TAKE`) until each of its threads has run its give;
 the take can run while no other dispatch of the rank holds it, and the other threads'
-`DISPATCH_ENTER` once the take has run.
+`DISPATCH_ENTER` once the first thread has opened the dispatch (`DISPATCH_OPEN`, its
+next step).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from racecheck.events import (
     DISPATCH,
     DISPATCH_ENTER,
     DISPATCH_GIVE,
+    DISPATCH_OPEN,
     DISPATCH_TAKE,
     TASK_START,
     UNIT_GIVE,
@@ -146,8 +148,7 @@ def _lock_free(trace: Trace, state: State, rank: int) -> bool:
 
 
 def _dispatch_open(trace: Trace, state: State, rank: int) -> bool:
-    members = _dispatch_threads(trace, trace.threads[rank].dispatch)
-    return any(_past(trace, state, n, DISPATCH_TAKE) for n in members)
+    return _dispatch_open_of(trace, state, trace.threads[rank].dispatch)
 
 
 _UNIT_RULES = {UNIT_TAKE: _unit_free, DISPATCH_TAKE: _lock_free, DISPATCH_ENTER: _dispatch_open}
@@ -322,4 +323,5 @@ def _unit_cell_value(trace: Trace, state: State, cell: CellKey) -> int:
 
 
 def _dispatch_open_of(trace: Trace, state: State, dispatch: int) -> bool:
-    return any(_past(trace, state, n, DISPATCH_TAKE) for n in _dispatch_threads(trace, dispatch))
+    """Whether the dispatch's first thread has opened it, the step after its take."""
+    return any(_past(trace, state, n, DISPATCH_OPEN) for n in _dispatch_threads(trace, dispatch))

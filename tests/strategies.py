@@ -119,10 +119,11 @@ def unit_traces(*, monotone: bool = False) -> st.SearchStrategy[Trace]:
 
 @st.composite
 def _threaded(draw: st.DrawFn, *, monotone: bool, units: bool = False) -> Trace:
-    devices = draw(st.integers(1, 3))
+    devices = draw(st.integers(1, 2 if units else 3))  # units: threads share a rank more
     threads: list[Thread] = []
     for device in range(devices):
-        count = draw(st.integers(1, 2 if len(threads) + (devices - device) < 4 else 1))
+        most = 3 if units and devices == 1 else 2
+        count = draw(st.integers(1, most if len(threads) + (devices - device) < 4 else 1))
         shared = count == 2 and draw(st.integers(0, 2)) == 0  # one task of two threads
         earlier = sorted({thread.task for thread in threads if thread.rank == device})
         for number in range(count):
@@ -163,7 +164,7 @@ def _threaded(draw: st.DrawFn, *, monotone: bool, units: bool = False) -> Trace:
     ]
     at = SourceLocation(file="gen.py", line=1, text="task")
     capacities = tuple(
-        Capacity(rank=device, resource="core", units=draw(st.integers(1, 2)))
+        Capacity(rank=device, resource="core", units=draw(st.sampled_from((1, 1, 2))))
         for device in range(devices)
         if units
     )
