@@ -194,13 +194,12 @@ def decide(trace: Trace, engine: str) -> tuple[str, str]:
 ROWS = (  # (ranks, blocks, cores, engine)
     (4, 8, None, "explore"),
     (4, 8, None, "auto"),
-    (16, 16, None, "explore"),
-    (16, 16, None, "auto"),
-    (16, 64, None, "explore"),
     (16, 64, None, "auto"),
+    (2, 4, 1, "auto"),  # one core, one waiter per rank: the core-starvation deadlock
+    (2, 4, 2, "auto"),  # cores counted nowhere (fewer waiters than cores)
     (16, 64, 16, "auto"),
-    (16, 64, 48, "auto"),
 )
+"""(16, 16, None, "explore") passes both explore budgets (unknown, about 460 s here)."""
 
 
 def main() -> None:
