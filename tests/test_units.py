@@ -147,3 +147,54 @@ def test_the_default_is_the_simulators_sixteen_cores() -> None:
         Capacity(rank=0, resource="core", units=16),
         Capacity(rank=1, resource="core", units=16),
     )
+
+
+# Probes: traces meant to make an engine prove a starvation away.
+
+
+def crossed_waiters(*, cores: int) -> Trace:
+    """Each of two ranks runs a waiter for the other rank's notifier and that notifier:
+    with one core each, both waiters may take their rank's core first."""
+    threads = tuple(
+        Thread(rank=rank, name=f"task {role}", task=2 * rank + n, task_name=role)
+        for rank in range(2)
+        for n, role in enumerate(("wait_step", "notify_step"))
+    )
+    capacities = tuple(Capacity(rank=rank, resource="core", units=cores) for rank in range(2))
+    build = TraceBuilder(4, threads, capacities)
+    signal = build.window("signal", 4)
+    for rank in range(2):
+        build.wait(2 * rank, signal, 0, WAIT)
+        build.notify(2 * rank + 1, signal, 1 - rank, 0, NOTIFY)
+    return build.build()
+
+
+def test_probe_waiters_of_both_ranks_starve_each_others_notifiers() -> None:
+    (deadlock,) = explored(crossed_waiters(cores=1))
+    assert deadlock.kind is FindingKind.DEADLOCK
+    text = describe_finding(deadlock)
+    for rank in range(2):
+        assert f"a free core of rank {rank} (it has 1), held by rank {rank}, task wait_step" in text
+    name, oracle = prepare(
+        EngineChoice.AUTO, crossed_waiters(cores=1), deadline=time.monotonic() + 30
+    )
+    assert name == "explore" and oracle.stuck() is not None
+    assert explored(crossed_waiters(cores=2)) == []
+
+
+def test_probe_two_waiters_fill_two_cores_before_their_notifier() -> None:
+    threads = (
+        *(
+            Thread(rank=0, name=f"task wait_{n}", task=n, task_name=f"wait_{n}", resource="core")
+            for n in range(2)
+        ),
+        Thread(rank=0, name="task notify_step", task=2, task_name="notify_step"),
+    )
+    build = TraceBuilder(3, threads, (Capacity(rank=0, resource="core", units=2),))
+    signal = build.window("signal", 4)
+    build.wait(0, signal, 0, WAIT)
+    build.wait(1, signal, 0, WAIT)
+    build.notify(2, signal, 0, 0, NOTIFY)
+    (deadlock,) = explored(build.build())
+    assert deadlock.kind is FindingKind.DEADLOCK
+    assert "held by rank 0, task wait_0 and rank 0, task wait_1" in describe_finding(deadlock)
