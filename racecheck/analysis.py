@@ -760,7 +760,8 @@ def witness_steps(
             steps.append(step_of(trace, event, highlight=marked))
     for ref in highlight:
         if ref not in schedule:
-            steps.append(step_of(trace, trace.event(ref), highlight=True, status=pending))
+            step = step_of(trace, trace.event(ref), highlight=True, status=pending, after=schedule)
+            steps.append(step)
     return tuple(steps)
 
 
