@@ -424,7 +424,10 @@ class Thread:
     after: tuple[int, ...] = ()  # the tasks that must have finished before it starts
     # the unit it holds from its first event to its last: a core (`--cores`); "" none
     resource: str = "core"
-    # the L3 dispatch it belongs to (-1: none): a rank runs one dispatch at a time
+    # the L3 dispatch it belongs to (-1: none), numbered across the trace: a rank runs
+    # one at a time (`lower_start_edges`). The dispatch's first thread that starts after
+    # no task of its own dispatch takes the rank's lock, so it carries every start edge
+    # the dispatch has on tasks of other dispatches (the order the rules allow)
     dispatch: int = -1
 
     def describe(self) -> str:
