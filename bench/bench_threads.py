@@ -155,28 +155,26 @@ def _cell(memory: Memory, owner: int) -> SignalCell:
 
 
 def _notify(n: int, index: int, memory: Memory, owner: int, line: int) -> Event:
-    cell = _cell(memory, owner)
-    return Event(
-        rank=n,
-        index=index,
-        kind=EventKind.NOTIFY,
-        access=Region(memory=memory.id, owner=owner, ranges=((0, 4),)),
-        mode=AccessMode.ATOMIC,
-        location=_where(line),
-        notify=Notify(cell=cell, op=NotifyOp.ATOMIC_ADD, value=1),
-    )
+    notify = Notify(cell=_cell(memory, owner), op=NotifyOp.ATOMIC_ADD, value=1)
+    return _sync(n, index, memory, owner, line, EventKind.NOTIFY, notify=notify)
 
 
 def _wait(n: int, index: int, memory: Memory, owner: int, expected: int, line: int) -> Event:
-    cell = _cell(memory, owner)
+    wait = Wait(cell=_cell(memory, owner), cmp=WaitCmp.GE, expected=expected)
+    return _sync(n, index, memory, owner, line, EventKind.WAIT, wait=wait)
+
+
+def _sync(
+    n: int, index: int, memory: Memory, owner: int, line: int, kind: EventKind, **sync: Any
+) -> Event:
     return Event(
         rank=n,
         index=index,
-        kind=EventKind.WAIT,
+        kind=kind,
         access=Region(memory=memory.id, owner=owner, ranges=((0, 4),)),
         mode=AccessMode.ATOMIC,
         location=_where(line),
-        wait=Wait(cell=cell, cmp=WaitCmp.GE, expected=expected),
+        **sync,
     )
 
 
