@@ -39,12 +39,13 @@ from operator import itemgetter
 from racecheck.clock import Overtime, passed
 from racecheck.conflicts import race_conflict, writes
 from racecheck.cosim.simulate import collector_paused
-from racecheck.describe import describe_cell
+from racecheck.describe import describe_cell, describe_holders
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
     HOST_OWNER,
-    TASK_END,
+    QUIET,
+    TASK_START,
     CellIndex,
     CellKey,
     CellOp,
@@ -767,11 +768,12 @@ def witness_steps(
     for ref in schedule:
         event = trace.event(ref)
         marked = ref in highlight
-        if (event.is_sync and event.label != TASK_END) or marked:
+        if (event.is_sync and event.label not in QUIET) or marked:
             steps.append(step_of(trace, event, highlight=marked))
     for ref in highlight:
         if ref not in schedule:
-            steps.append(step_of(trace, trace.event(ref), highlight=True, status=pending))
+            step = step_of(trace, trace.event(ref), highlight=True, status=pending, after=schedule)
+            steps.append(step)
     return tuple(steps)
 
 
@@ -785,19 +787,31 @@ _STEP_KINDS = {
 
 
 def step_of(
-    trace: Trace, event: Event, *, highlight: bool = False, status: StepStatus = StepStatus.RAN
+    trace: Trace,
+    event: Event,
+    *,
+    highlight: bool = False,
+    status: StepStatus = StepStatus.RAN,
+    after: Schedule = (),
 ) -> WitnessStep:
-    """One event as a witness step, in the user's names."""
+    """One event as a witness step, in the user's names; a unit's wait names who holds
+    the units `after` that schedule."""
     kind = _STEP_KINDS[event.kind]
     thread = trace.threads[event.rank]
     sync = event.notify or event.wait
-    if event.synthetic and event.wait is not None:  # a start edge (`lower_start_edges`)
+    if event.synthetic and event.wait is not None:  # a start edge or a unit (`lower_start_edges`)
+        cell = event.wait.cell
+        waits = (
+            f"starts once {describe_cell(cell, trace)} is reached"
+            if event.label == TASK_START
+            else describe_cell(cell, trace) + describe_holders(trace, after, cell)
+        )
         return WitnessStep(
             rank=thread.rank,
             index=event.index,
             kind=kind,
             location=event.location,
-            call=f"starts once {describe_cell(event.wait.cell, trace)} is reached",
+            call=waits,
             status=status,
             highlight=highlight,
             task=thread.name,
@@ -847,7 +861,7 @@ def to_finding(
         blocked=tuple(
             BlockedWait(
                 rank=trace.device(ref.rank),
-                step=step_of(trace, trace.event(ref)),
+                step=step_of(trace, trace.event(ref), after=schedule),
                 holds=None if trace.event(ref).synthetic else value,  # a start edge holds no value
             )
             for ref, value in hazard.holds

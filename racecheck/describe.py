@@ -3,13 +3,24 @@ engine's refusal); findings are worded in `racecheck.report.phrases`."""
 
 from __future__ import annotations
 
-from racecheck.events import MemoryKind, SignalCell, Trace
+from racecheck.events import (
+    DISPATCH,
+    DISPATCH_GIVE,
+    UNIT_GIVE,
+    MemoryKind,
+    Schedule,
+    SignalCell,
+    Trace,
+    unit_names,
+)
 
 
 def describe_cell(cell: SignalCell, trace: Trace) -> str:
     memory = trace.memory(cell.memory)
     if memory.kind is MemoryKind.TASKS:  # a start edge's cell: not the program's memory
         return f"the end of {describe_task(trace, cell.index[0])}"
+    if memory.kind is MemoryKind.UNITS:  # a unit's cell (`lower_start_edges`)
+        return describe_unit(cell, trace)
     index = ", ".join(str(i) for i in cell.index)
     return f"{memory.name}[{cell.owner}][{index}]"
 
@@ -20,3 +31,38 @@ def describe_task(trace: Trace, task: int) -> str:
         if thread.task == task:
             return f"task {thread.task_name} on rank {thread.rank}"
     return f"task {task}"
+
+
+def describe_unit(cell: SignalCell, trace: Trace) -> str:
+    """`a free core of rank 0 (it has 2)`, `the dispatch lock of rank 1`, `the start of
+    dispatch 3 on rank 1`."""
+    names = unit_names(trace.capacities)
+    number = cell.index[0]
+    if number >= len(names):
+        return f"the start of dispatch {number - len(names)} on rank {cell.owner}"
+    if names[number] == DISPATCH:
+        return f"the dispatch lock of rank {cell.owner}"
+    units = next(
+        (c.units for c in trace.capacities if (c.rank, c.resource) == (cell.owner, names[number])),
+        0,
+    )
+    return f"a free {names[number]} of rank {cell.owner} (it has {units})"
+
+
+def describe_holders(trace: Trace, schedule: Schedule, cell: SignalCell) -> str:
+    """`, held by rank 0, task wait_step`: the threads (a dispatch: its first thread)
+    holding units of a unit cell after `schedule`; "" when none does."""
+    owing: dict[int, int] = {}  # taking thread -> units still out
+    for ref in schedule:
+        event = trace.event(ref)
+        if event.wait is not None and event.wait.take and event.wait.cell.key == cell.key:
+            owing[ref.rank] = -event.wait.take
+        elif event.notify is not None and event.notify.cell.key == cell.key:
+            if event.label == UNIT_GIVE:
+                owing[ref.rank] -= 1
+            elif event.label == DISPATCH_GIVE:
+                dispatch = trace.threads[ref.rank].dispatch
+                taker = next(t for t in owing if trace.threads[t].dispatch == dispatch)
+                owing[taker] -= 1
+    names = [trace.threads[thread].describe() for thread, out in owing.items() if out > 0]
+    return f", held by {' and '.join(names)}" if names else ""

@@ -30,6 +30,7 @@ class MemoryKind(Enum):
     WINDOW = "window"
     HOST = "host"
     TASKS = "tasks"  # racecheck's own: one completion cell per task, never user memory
+    UNITS = "units"  # racecheck's own: free units of a rank's cores and its dispatch lock
 
 
 class AccessMode(Enum):
@@ -186,6 +187,7 @@ class Wait:
     cell: SignalCell
     cmp: WaitCmp
     expected: int
+    take: int = 0  # added to the cell as the wait passes, in the same step: a unit taken
 
 
 class WriteOp(Enum):
@@ -267,7 +269,7 @@ class Event:
     def synthetic(self) -> bool:
         """A start edge's wait or a task's completion notify (`lower_start_edges`), not
         an operation of the program."""
-        return self.label in (TASK_START, TASK_END)
+        return self.label in SYNTHETIC
 
 
 class CellIndex:
@@ -350,6 +352,9 @@ def cell_effect(event: Event, cell: CellKey) -> CellEffect | None:
     """The effect of `event` on the INT32 signal cell `cell`; None if it writes none of
     the cell's 4 bytes. The one definition of "a write to a cell" (docs/model.md)."""
     memory, owner, offset = cell
+    if event.wait is not None:
+        taken = event.wait.take and event.wait.cell.key == cell
+        return CellEffect(op=CellOp.ADD, value=event.wait.take) if taken else None
     if event.notify is not None:
         target = event.notify.cell
         if (target.memory, target.owner) != (memory, owner) or abs(target.offset - offset) >= 4:
@@ -417,10 +422,37 @@ class Thread:
     task: int  # the task it belongs to (numbered across the trace)
     task_name: str
     after: tuple[int, ...] = ()  # the tasks that must have finished before it starts
+    # the unit it holds from its first event to its last: a core (`--cores`); "" none
+    resource: str = "core"
+    # the L3 dispatch it belongs to (-1: none), numbered across the trace: a rank runs
+    # one at a time (`lower_start_edges`). The dispatch's first thread that starts after
+    # no task of its own dispatch takes the rank's lock, so it carries every start edge
+    # the dispatch has on tasks of other dispatches (the order the rules allow)
+    dispatch: int = -1
 
     def describe(self) -> str:
         """`rank 1, task read_step`; a rank that is one thread is just `rank 1`."""
         return f"rank {self.rank}" if not self.name else f"rank {self.rank}, {self.name}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capacity:
+    """How many threads of `rank` may hold a unit of `resource` at once (`--cores`)."""
+
+    rank: int
+    resource: str
+    units: int
+
+
+DISPATCH = "dispatch"
+"""The resource of a rank's dispatch lock: capacity 1, held by a whole dispatch."""
+CORE = "core"
+"""The resource every thread holds by default: one of its rank's cores (`--cores`)."""
+
+
+def core_capacities(devices: int, cores: int) -> tuple[Capacity, ...]:
+    """`cores` cores on each of `devices` ranks: the capacities of `--cores`."""
+    return tuple(Capacity(rank=rank, resource=CORE, units=cores) for rank in range(devices))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -442,6 +474,7 @@ class Trace:
     control_reads: tuple[EventRef, ...] = ()
     repeat: int = 1
     threads: tuple[Thread, ...] = ()
+    capacities: tuple[Capacity, ...] = ()  # as given to `lower_start_edges`
 
     def __post_init__(self) -> None:
         if not self.threads:
@@ -484,6 +517,18 @@ class Stuck:
 
 TASK_START = "racecheck.task-start"
 TASK_END = "racecheck.task-end"
+UNIT_TAKE = "racecheck.unit-take"  # a thread takes a unit (a core) as it starts
+UNIT_GIVE = "racecheck.unit-give"  # and gives it back as it ends
+DISPATCH_TAKE = "racecheck.dispatch-take"  # a dispatch's first thread takes the rank's lock
+DISPATCH_OPEN = "racecheck.dispatch-open"  # and lets the dispatch's other threads start
+DISPATCH_ENTER = "racecheck.dispatch-enter"  # another thread of the dispatch starts
+DISPATCH_GIVE = "racecheck.dispatch-give"  # each thread of the dispatch gives its share back
+SYNTHETIC = frozenset(
+    (TASK_START, TASK_END, UNIT_TAKE, UNIT_GIVE, DISPATCH_TAKE, DISPATCH_OPEN)
+    + (DISPATCH_ENTER, DISPATCH_GIVE)
+)
+QUIET = frozenset((TASK_END, UNIT_GIVE, DISPATCH_GIVE, DISPATCH_OPEN))
+"""Synthetic notifies a witness leaves out: always enabled, they explain nothing."""
 
 
 def tasks_memory(memory_id: int, tasks: int) -> Memory:
@@ -500,6 +545,23 @@ def start_wait(
     thread: int, index: int, cell: SignalCell, threads_of_task: int, location: SourceLocation
 ) -> Event:
     """A start edge: wait until every thread of the cell's task has finished."""
+    return _synthetic_wait(thread, index, cell, threads_of_task, 0, location, TASK_START)
+
+
+def end_notify(thread: int, index: int, cell: SignalCell, location: SourceLocation) -> Event:
+    """The end of a thread whose task others start after: add 1 to its completion cell."""
+    return _synthetic_notify(thread, index, cell, 1, location, TASK_END)
+
+
+def _synthetic_wait(
+    thread: int,
+    index: int,
+    cell: SignalCell,
+    expected: int,
+    take: int,
+    location: SourceLocation,
+    label: str,
+) -> Event:
     return Event(
         rank=thread,
         index=index,
@@ -507,13 +569,14 @@ def start_wait(
         access=_cell_bytes(cell),
         mode=AccessMode.ATOMIC,
         location=location,
-        wait=Wait(cell=cell, cmp=WaitCmp.GE, expected=threads_of_task),
-        label=TASK_START,
+        wait=Wait(cell=cell, cmp=WaitCmp.GE, expected=expected, take=take),
+        label=label,
     )
 
 
-def end_notify(thread: int, index: int, cell: SignalCell, location: SourceLocation) -> Event:
-    """The end of a thread whose task others start after: add 1 to its completion cell."""
+def _synthetic_notify(
+    thread: int, index: int, cell: SignalCell, value: int, location: SourceLocation, label: str
+) -> Event:
     return Event(
         rank=thread,
         index=index,
@@ -521,8 +584,8 @@ def end_notify(thread: int, index: int, cell: SignalCell, location: SourceLocati
         access=_cell_bytes(cell),
         mode=AccessMode.ATOMIC,
         location=location,
-        notify=Notify(cell=cell, op=NotifyOp.ATOMIC_ADD, value=1),
-        label=TASK_END,
+        notify=Notify(cell=cell, op=NotifyOp.ATOMIC_ADD, value=value),
+        label=label,
     )
 
 
@@ -530,21 +593,136 @@ def _cell_bytes(cell: SignalCell) -> Region:
     return Region(memory=cell.memory, owner=cell.owner, ranges=((cell.offset, cell.offset + 4),))
 
 
+def unit_names(capacities: Iterable[Capacity]) -> tuple[str, ...]:
+    """The resources of a trace's units memory, in cell order: the dispatch lock last;
+    the cells after them are the dispatches' start cells (`lower_start_edges`)."""
+    return (*sorted({c.resource for c in capacities} - {DISPATCH}), DISPATCH)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Units:
+    """Which threads take units, and the cells they count on (`lower_start_edges`)."""
+
+    memory: Memory
+    names: tuple[str, ...]
+    capacity: dict[tuple[int, str], int]  # binding (rank, resource) pairs only
+    locked: frozenset[int]  # dispatches whose rank runs two or more
+    dispatch_size: dict[int, int]
+    leader: dict[int, int]  # dispatch -> its first thread
+    holding: tuple[bool, ...]  # per thread: whether it has events (else it holds no unit)
+
+    def cell(self, rank: int, resource: str) -> SignalCell:
+        number = self.names.index(resource)
+        return SignalCell(memory=self.memory.id, owner=rank, offset=4 * number, index=(number,))
+
+    def start_cell(self, rank: int, dispatch: int) -> SignalCell:
+        number = len(self.names) + dispatch
+        return SignalCell(memory=self.memory.id, owner=rank, offset=4 * number, index=(number,))
+
+    def opening(self, number: int, thread: Thread) -> list[tuple[SignalCell, int, int, str]]:
+        """The thread's synthetic waits after its start edges: (cell, expected, take, label)."""
+        out: list[tuple[SignalCell, int, int, str]] = []
+        if thread.dispatch in self.locked:
+            if self.leader[thread.dispatch] == number:
+                size = self.dispatch_size[thread.dispatch]
+                out.append((self.cell(thread.rank, DISPATCH), 0, -size, DISPATCH_TAKE))
+            else:
+                out.append((self.start_cell(thread.rank, thread.dispatch), 1, 0, DISPATCH_ENTER))
+        units = self.capacity.get((thread.rank, thread.resource))
+        if units is not None and self.holding[number]:
+            out.append((self.cell(thread.rank, thread.resource), 1 - units, -1, UNIT_TAKE))
+        return out
+
+    def closing(self, number: int, thread: Thread) -> list[tuple[SignalCell, str]]:
+        """Its synthetic notifies (+1 each) at its end, before its task's completion."""
+        out: list[tuple[SignalCell, str]] = []
+        if (thread.rank, thread.resource) in self.capacity and self.holding[number]:
+            out.append((self.cell(thread.rank, thread.resource), UNIT_GIVE))
+        if thread.dispatch in self.locked:
+            out.append((self.cell(thread.rank, DISPATCH), DISPATCH_GIVE))
+        return out
+
+
+def _units(
+    threads: tuple[Thread, ...],
+    bodies: list[tuple[Event, ...]],
+    capacities: tuple[Capacity, ...],
+    memory_id: int,
+) -> _Units | None:
+    """The units that bind: a resource of which a rank has more threads than units and
+    at least as many threads that wait in their bodies as units; the dispatch lock of a
+    rank with two dispatches or more. None if none binds. With fewer waiters than units
+    a unit is always free in a state no thread leaves (a thread that never waits is
+    never stuck holding one), so the units hold nobody back for good; the orders they
+    rule out are orders a rank with more units runs, so they stay in (reported, never
+    proved away), and the threads run unbounded."""
+    holders: dict[tuple[int, str], int] = {}
+    waiters: dict[tuple[int, str], int] = {}
+    for thread, body in zip(threads, bodies, strict=True):
+        if any(event.kind is EventKind.WAIT for event in body):
+            key = (thread.rank, thread.resource)
+            waiters[key] = waiters.get(key, 0) + 1
+    dispatches: dict[int, set[int]] = {}
+    size: dict[int, int] = {}
+    leader: dict[int, int] = {}
+    dispatch_of = {thread.task: thread.dispatch for thread in threads}
+    for number, thread in enumerate(threads):
+        if thread.resource and bodies[number]:  # a thread of no events holds nothing
+            key = (thread.rank, thread.resource)
+            holders[key] = holders.get(key, 0) + 1
+        if thread.dispatch >= 0:
+            dispatches.setdefault(thread.rank, set()).add(thread.dispatch)
+            size[thread.dispatch] = size.get(thread.dispatch, 0) + 1
+            if all(dispatch_of.get(task) != thread.dispatch for task in thread.after):
+                leader.setdefault(thread.dispatch, number)  # its first thread of no edge inside
+    capacity = {
+        (c.rank, c.resource): c.units
+        for c in capacities
+        if holders.get((c.rank, c.resource), 0) > c.units
+        and waiters.get((c.rank, c.resource), 0) >= c.units
+    }
+    locked = frozenset(d for found in dispatches.values() if len(found) > 1 for d in found)
+    if not capacity and not locked:
+        return None
+    names = unit_names(capacities)
+    nbytes = 4 * (len(names) + max(size, default=0) + 1)
+    memory = Memory(id=memory_id, kind=MemoryKind.UNITS, name="units", nbytes=nbytes)
+    return _Units(
+        memory=memory,
+        names=names,
+        capacity=capacity,
+        locked=locked,
+        dispatch_size=size,
+        leader=leader,
+        holding=tuple(bool(body) for body in bodies),
+    )
+
+
 def lower_start_edges(
     threads: tuple[Thread, ...],
     bodies: Iterable[Iterable[Event]],
     memories: tuple[Memory, ...],
     at: SourceLocation,
+    capacities: tuple[Capacity, ...] = (),
 ) -> tuple[tuple[tuple[Event, ...], ...], tuple[Memory, ...]]:
-    """The one encoding of start edges, as events every engine reads already: each
-    thread of a task something starts after ends by adding 1 to the task's completion
-    cell, and each thread first waits for every task in its `after` to reach its
-    number of threads. No start edges: the bodies unchanged, and no memory added."""
+    """The one encoding of start edges and units, as events every engine reads already:
+    each thread of a task something starts after ends by adding 1 to the task's
+    completion cell, and each thread first waits for every task in its `after` to reach
+    its number of threads. Then units (`Thread.resource` within `capacities`, and the
+    dispatch lock): a cell per (rank, resource) holds minus the units held; a thread
+    takes one by a wait that passes while one is free and adds -1 in the same step, and
+    adds 1 back at its end. A dispatch's first thread takes the lock for all its
+    threads (-size) and opens the dispatch to them; each gives 1 back at its end. A
+    resource no rank has more threads of than units costs nothing. Nothing to encode:
+    the bodies unchanged, and no memory added."""
     fixed = [tuple(body) for body in bodies]
-    awaited = {task for thread in threads for task in thread.after}
-    if not awaited:
+    if not threads:
         return tuple(fixed), memories
-    memory = tasks_memory(len(memories), max(thread.task for thread in threads) + 1)
+    awaited = {task for thread in threads for task in thread.after}
+    memory = tasks_memory(len(memories), max((thread.task for thread in threads), default=0) + 1)
+    units = _units(threads, fixed, capacities, len(memories) + bool(awaited))
+    if not awaited and units is None:
+        return tuple(fixed), memories
     counts: dict[int, int] = {}
     for thread in threads:
         counts[thread.task] = counts.get(thread.task, 0) + 1
@@ -555,10 +733,24 @@ def lower_start_edges(
             start_wait(number, n, completion_cell(memory.id, task, rank_of[task]), counts[task], at)
             for n, task in enumerate(thread.after)
         ]
+        for cell, expected, take, label in units.opening(number, thread) if units else ():
+            lowered.append(_synthetic_wait(number, len(lowered), cell, expected, take, at, label))
+            if (
+                label == DISPATCH_TAKE
+                and units is not None
+                and units.dispatch_size[thread.dispatch] > 1
+            ):
+                opened = units.start_cell(thread.rank, thread.dispatch)
+                lowered.append(
+                    _synthetic_notify(number, len(lowered), opened, 1, at, DISPATCH_OPEN)
+                )
         first = len(lowered)
         lowered += [replace(event, rank=number, index=first + n) for n, event in enumerate(body)]
+        for cell, label in units.closing(number, thread) if units else ():
+            lowered.append(_synthetic_notify(number, len(lowered), cell, 1, at, label))
         if thread.task in awaited:
             cell = completion_cell(memory.id, thread.task, thread.rank)
             lowered.append(end_notify(number, len(lowered), cell, at))
         out.append(tuple(lowered))
-    return tuple(out), (*memories, memory)
+    added = ((memory,) if awaited else ()) + ((units.memory,) if units else ())
+    return tuple(out), (*memories, *added)

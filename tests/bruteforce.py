@@ -14,6 +14,15 @@ Start edges it takes from `trace.threads`, not from the events that encode them:
 k-th start event of a thread (label `TASK_START`) can run once every thread of the
 k-th task of its `after` has run all its events; a task-end event changes nothing.
 Their cells are not in the state; `cell_value` counts a task's finished threads.
+
+Units likewise (`Thread.resource`, `trace.capacities`, `Thread.dispatch`), from who
+holds what rather than from their cells: a thread holds its unit from its take event
+(label `UNIT_TAKE`) until its give event has run, and the take can run while fewer
+than the capacity's threads of its rank and resource hold one. A dispatch holds its
+rank's lock from its take (`DISPATCH_TAKE`) until each of its threads has run its give;
+the take can run while no other dispatch of the rank holds it, and the other threads'
+`DISPATCH_ENTER` once the first thread has opened the dispatch (`DISPATCH_OPEN`, its
+next step).
 """
 
 from __future__ import annotations
@@ -22,7 +31,14 @@ import sys
 from dataclasses import dataclass
 
 from racecheck.events import (
+    DISPATCH,
+    DISPATCH_ENTER,
+    DISPATCH_GIVE,
+    DISPATCH_OPEN,
+    DISPATCH_TAKE,
     TASK_START,
+    UNIT_GIVE,
+    UNIT_TAKE,
     Event,
     EventKind,
     EventRef,
@@ -32,6 +48,7 @@ from racecheck.events import (
     Trace,
     WaitCmp,
     WriteOp,
+    unit_names,
 )
 
 CellKey = tuple[int, int, int]  # (memory, owner, byte offset)
@@ -78,6 +95,8 @@ def is_enabled(trace: Trace, state: State, rank: int) -> bool:
     if event.label == TASK_START:
         task = trace.threads[rank].after[event.index]
         return all(_finished(trace, state, other) for other in _threads_of(trace, task))
+    if event.label in _UNIT_RULES:
+        return _UNIT_RULES[event.label](trace, state, rank)
     if event.kind is not EventKind.WAIT or event.synthetic:
         return True
     assert event.wait is not None
@@ -87,6 +106,52 @@ def is_enabled(trace: Trace, state: State, rank: int) -> bool:
     if event.wait.cmp is WaitCmp.GE_UNSIGNED:
         return value % 2**32 >= expected % 2**32
     return value >= expected if event.wait.cmp is WaitCmp.GE else value == expected
+
+
+def _past(trace: Trace, state: State, thread: int, label: str) -> bool:
+    """Whether the thread has run its event of this label (False if it has none)."""
+    events = trace.events[thread]
+    return any(e.label == label for e in events[: state.positions[thread]])
+
+
+def _holds_unit(trace: Trace, state: State, thread: int) -> bool:
+    return _past(trace, state, thread, UNIT_TAKE) and not _past(trace, state, thread, UNIT_GIVE)
+
+
+def _unit_free(trace: Trace, state: State, rank: int) -> bool:
+    me = trace.threads[rank]
+    units = next(
+        c.units for c in trace.capacities if (c.rank, c.resource) == (me.rank, me.resource)
+    )
+    holding = sum(
+        _holds_unit(trace, state, other)
+        for other, thread in enumerate(trace.threads)
+        if other != rank and (thread.rank, thread.resource) == (me.rank, me.resource)
+    )
+    return holding < units
+
+
+def _dispatch_threads(trace: Trace, dispatch: int) -> list[int]:
+    return [n for n, thread in enumerate(trace.threads) if thread.dispatch == dispatch]
+
+
+def _holds_lock(trace: Trace, state: State, dispatch: int) -> bool:
+    members = _dispatch_threads(trace, dispatch)
+    taken = any(_past(trace, state, n, DISPATCH_TAKE) for n in members)
+    return taken and not all(_past(trace, state, n, DISPATCH_GIVE) for n in members)
+
+
+def _lock_free(trace: Trace, state: State, rank: int) -> bool:
+    me = trace.threads[rank]
+    others = {t.dispatch for t in trace.threads if t.rank == me.rank and t.dispatch >= 0}
+    return not any(_holds_lock(trace, state, d) for d in others - {me.dispatch})
+
+
+def _dispatch_open(trace: Trace, state: State, rank: int) -> bool:
+    return _dispatch_open_of(trace, state, trace.threads[rank].dispatch)
+
+
+_UNIT_RULES = {UNIT_TAKE: _unit_free, DISPATCH_TAKE: _lock_free, DISPATCH_ENTER: _dispatch_open}
 
 
 def _threads_of(trace: Trace, task: int) -> list[int]:
@@ -99,6 +164,8 @@ def _finished(trace: Trace, state: State, thread: int) -> bool:
 
 def cell_value(trace: Trace, state: State, cell: CellKey) -> int:
     """A signal cell's value; a task's completion cell counts its finished threads."""
+    if cell[0] < len(trace.memories) and trace.memories[cell[0]].kind is MemoryKind.UNITS:
+        return _unit_cell_value(trace, state, cell)
     if cell[0] < len(trace.memories) and trace.memories[cell[0]].kind is MemoryKind.TASKS:
         task = cell[2] // 4
         return sum(_finished(trace, state, thread) for thread in _threads_of(trace, task))
@@ -233,3 +300,28 @@ def cross_rank_pairs(trace: Trace) -> list[tuple[EventRef, EventRef]]:
 
 def _all_events(trace: Trace) -> list[Event]:
     return [event for rank_events in trace.events for event in rank_events]
+
+
+def _unit_cell_value(trace: Trace, state: State, cell: CellKey) -> int:
+    """A unit cell's value as the engines keep it: minus the units held; a dispatch's
+    start cell, 1 once its lock is taken."""
+    _, rank, offset = cell
+    names = unit_names(trace.capacities)
+    number = offset // 4
+    threads = [n for n, thread in enumerate(trace.threads) if thread.rank == rank]
+    if number >= len(names):
+        return int(_dispatch_open_of(trace, state, number - len(names)))
+    if names[number] == DISPATCH:
+        return -sum(
+            not _past(trace, state, n, DISPATCH_GIVE)
+            for n in threads
+            if _holds_lock(trace, state, trace.threads[n].dispatch)
+        )
+    return -sum(
+        _holds_unit(trace, state, n) for n in threads if trace.threads[n].resource == names[number]
+    )
+
+
+def _dispatch_open_of(trace: Trace, state: State, dispatch: int) -> bool:
+    """Whether the dispatch's first thread has opened it, the step after its take."""
+    return any(_past(trace, state, n, DISPATCH_OPEN) for n in _dispatch_threads(trace, dispatch))

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from racecheck.events import (
     HOST_OWNER,
     AccessMode,
+    Capacity,
     Event,
     EventKind,
     Memory,
@@ -110,12 +111,19 @@ def threaded_traces(*, monotone: bool = False) -> st.SearchStrategy[Trace]:
     return _threaded(monotone=monotone)
 
 
+def unit_traces(*, monotone: bool = False) -> st.SearchStrategy[Trace]:
+    """`threaded_traces` whose threads also hold units: a core of their rank (one or two
+    per rank) and a rank's dispatch lock (each task in one of two dispatches, or none)."""
+    return _threaded(monotone=monotone, units=True)
+
+
 @st.composite
-def _threaded(draw: st.DrawFn, *, monotone: bool) -> Trace:
-    devices = draw(st.integers(1, 3))
+def _threaded(draw: st.DrawFn, *, monotone: bool, units: bool = False) -> Trace:
+    devices = draw(st.integers(1, 2 if units else 3))  # units: threads share a rank more
     threads: list[Thread] = []
     for device in range(devices):
-        count = draw(st.integers(1, 2 if len(threads) + (devices - device) < 4 else 1))
+        most = 3 if units and devices == 1 else 2
+        count = draw(st.integers(1, most if len(threads) + (devices - device) < 4 else 1))
         shared = count == 2 and draw(st.integers(0, 2)) == 0  # one task of two threads
         earlier = sorted({thread.task for thread in threads if thread.rank == device})
         for number in range(count):
@@ -126,6 +134,14 @@ def _threaded(draw: st.DrawFn, *, monotone: bool) -> Trace:
                 after = tuple(
                     sorted(draw(st.sets(st.sampled_from(earlier)) if earlier else st.just(set())))
                 )
+            if task != len(threads):
+                dispatch = threads[-1].dispatch
+            else:
+                dispatch = (
+                    draw(st.sampled_from((-1, 2 * device, 2 * device + 1, 2 * device + 1)))
+                    if units
+                    else -1
+                )
             threads.append(
                 Thread(
                     rank=device,
@@ -133,6 +149,8 @@ def _threaded(draw: st.DrawFn, *, monotone: bool) -> Trace:
                     task=task,
                     task_name=f"t{task}",
                     after=after,
+                    resource="core" if units and draw(st.integers(0, 3)) else "",
+                    dispatch=dispatch,
                 )
             )
             earlier = sorted({thread.task for thread in threads if thread.rank == device})
@@ -145,13 +163,19 @@ def _threaded(draw: st.DrawFn, *, monotone: bool) -> Trace:
         for number, thread in enumerate(threads)
     ]
     at = SourceLocation(file="gen.py", line=1, text="task")
-    events, memories = lower_start_edges(tuple(threads), bodies, MEMORIES, at)
+    capacities = tuple(
+        Capacity(rank=device, resource="core", units=draw(st.sampled_from((1, 1, 2))))
+        for device in range(devices)
+        if units
+    )
+    events, memories = lower_start_edges(tuple(threads), bodies, MEMORIES, at, capacities)
     return Trace(
         ranks=len(threads),
         events=events,
         memories=memories,
         ends=(RankEnd.FINISHED,) * len(threads),
         threads=tuple(threads),
+        capacities=capacities,
     )
 
 

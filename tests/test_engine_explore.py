@@ -10,7 +10,7 @@ import pytest
 from bruteforce import is_stuck, replay
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies import DATA, HOST, MEMORIES, SIGNAL, traces
+from strategies import DATA, HOST, MEMORIES, SIGNAL, traces, unit_traces
 from test_engines_conformance import assert_conforms
 
 from racecheck.engines.explore import ExploreEngine, ExploreOracle, first_to_finish
@@ -360,7 +360,7 @@ REDUCTION = settings(
 
 
 @REDUCTION
-@given(trace=st.one_of(sync_protocols(), traces()))
+@given(trace=st.one_of(sync_protocols(), traces(), unit_traces()))
 def test_the_reduced_search_finds_what_every_interleaving_finds(trace: Trace) -> None:
     """Same deadlocked states, same least causal past of every step towards every rank
     (the facts every answer is read from), in no more steps than the plain enumeration."""
@@ -380,7 +380,7 @@ def test_the_reduced_search_finds_what_every_interleaving_finds(trace: Trace) ->
 
 @pytest.mark.parametrize("alone", SEARCHES, ids=["macro-states", "reduced"])
 @REDUCTION
-@given(trace=st.one_of(sync_protocols(), traces()))
+@given(trace=st.one_of(sync_protocols(), traces(), unit_traces()))
 def test_each_search_of_the_engine_is_exact(alone: dict[str, int], trace: Trace) -> None:
     """With no budget for the other search, the engine answers from one search alone."""
     engine = ExploreEngine(**alone)

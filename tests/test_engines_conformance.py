@@ -25,7 +25,7 @@ from bruteforce import (
     replay,
 )
 from hypothesis import HealthCheck, given, settings
-from strategies import monotone_traces, threaded_traces, traces
+from strategies import monotone_traces, threaded_traces, traces, unit_traces
 
 from racecheck.engines import AUTO_ROUTE, ENGINES
 from racecheck.engines.base import Engine, OrderOracle
@@ -136,3 +136,26 @@ def test_engine_is_exact_over_monotone_threads(engine_name: str, trace: Trace) -
 def test_the_auto_route_past_the_fast_path_accepts_every_threaded_protocol(trace: Trace) -> None:
     skeleton = SyncSkeleton(trace)
     assert all(make().unsupported(skeleton) is None for make in AUTO_ROUTE[1:])
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+@CONFORMANCE
+@given(trace=unit_traces())
+def test_engine_is_exact_over_threads_holding_units(engine_name: str, trace: Trace) -> None:
+    """Threads that hold a core of their rank and dispatches that hold its lock: every
+    engine that accepts the trace agrees with the brute force, which models the units
+    from `trace.threads` and `trace.capacities`, not from their cells."""
+    engine = ENGINES[engine_name]()
+    if engine.unsupported(SyncSkeleton(trace)) is None:
+        assert_conforms(engine, trace)
+
+
+@CONFORMANCE
+@given(trace=unit_traces())
+def test_explore_decides_every_protocol_with_units_and_the_others_defer(trace: Trace) -> None:
+    """Only explore models a wait that takes a unit; the others refuse, never answer."""
+    skeleton = SyncSkeleton(trace)
+    assert ENGINES["explore"]().unsupported(skeleton) is None
+    if skeleton.takes:
+        refusals = [ENGINES[name]().unsupported(skeleton) for name in ("monotone", "smt")]
+        assert all(reason and "only the explore engine" in reason for reason in refusals)

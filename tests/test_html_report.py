@@ -406,3 +406,18 @@ def test_a_rank_with_one_named_task_keeps_one_lane() -> None:
     page = parse_page(space_time_svg(dataclasses.replace(race(), witness=steps), 2))
     assert len(page.find("line", "lane")) == 2
     assert page.find("text", "task-label") == []
+
+
+def test_a_core_starvation_draws_a_lane_per_thread_under_its_rank() -> None:
+    """The deadlock of a waiter holding rank 0's only core: one lane for each of rank
+    0's two threads, labelled with the thread's name, under one `rank 0` label."""
+    from test_units import explored, waiter_and_notifier
+
+    (deadlock,) = explored(waiter_and_notifier(cores=1))
+    page = parse_page(space_time_svg(deadlock, 1))
+    assert page.problems == []
+    assert len(page.find("line", "lane")) == 2
+    assert len(page.find("text", "task-label")) == 2
+    text = "".join(page.text)
+    assert "task wait_step" in text and "task notify_step" in text
+    assert "a free core of rank 0 (it has 1), held by rank 0, task wait_step" in text

@@ -13,7 +13,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import monotone_traces, traces
+from strategies import monotone_traces, threaded_traces, traces, unit_traces
 from tracebuild import TraceBuilder, mesh_allreduce
 
 from racecheck.analysis import find_hazards
@@ -30,6 +30,7 @@ from racecheck.events import (
     WriteOp,
     Written,
 )
+from racecheck.export.promela import to_promela
 from racecheck.export.properties import Question, StaleRead
 from racecheck.export.spin import SpinCheck, SpinUnavailable, check_with_spin, require_spin
 from racecheck.findings import FindingKind, RaceDetail
@@ -216,10 +217,14 @@ DIFFERENTIAL = settings(
 PROTOCOLS = st.one_of(traces(), monotone_traces()).filter(
     lambda trace: trace.ranks >= 2 and trace.size >= 2 * trace.ranks
 )
+# Several threads per rank with start edges, cores and dispatch locks: a proctype each.
+THREADED = st.one_of(threaded_traces(), unit_traces()).filter(
+    lambda trace: trace.ranks >= 2 and trace.size >= 2 * trace.ranks
+)
 
 
 @DIFFERENTIAL
-@given(PROTOCOLS)
+@given(st.one_of(PROTOCOLS, THREADED))
 def test_spin_agrees_with_explore_and_find_hazards(trace: Trace) -> None:
     checked = spin(trace)
     oracle = ExploreEngine().order(SyncSkeleton(trace), deadline=time.monotonic() + 60)
@@ -246,3 +251,13 @@ def test_spin_agrees_with_explore_and_find_hazards(trace: Trace) -> None:
     # A rank crashed out of bounds runs nothing further, so its reads are not judged.
     assert stale == {(s.read, s.ranges) for s in verdicts.stale_reads if not trace.out_of_bounds}
     assert any(h.kind is FindingKind.DEADLOCK for h in hazards) == verdicts.deadlock
+
+
+def test_a_thread_is_a_proctype_named_by_its_rank_and_task() -> None:
+    from test_units import waiter_and_notifier
+
+    trace = waiter_and_notifier(cores=1)
+    text = to_promela(trace)
+    assert "active proctype thread_0() { /* rank 0, task wait_step */" in text
+    assert spin(trace).verdicts.deadlock  # the waiter holds the only core
+    assert not spin(waiter_and_notifier(cores=1, ordered=True)).verdicts.deadlock

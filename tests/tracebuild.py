@@ -5,6 +5,7 @@ from __future__ import annotations
 from racecheck.events import (
     HOST_OWNER,
     AccessMode,
+    Capacity,
     Event,
     EventKind,
     Memory,
@@ -28,9 +29,12 @@ class TraceBuilder:
     `threads[i].rank` (its waits read that device's cells) and `build` lowers the
     threads' start edges."""
 
-    def __init__(self, ranks: int, threads: tuple[Thread, ...] = ()) -> None:
+    def __init__(
+        self, ranks: int, threads: tuple[Thread, ...] = (), capacities: tuple[Capacity, ...] = ()
+    ) -> None:
         self.ranks = ranks
         self.threads = threads
+        self.capacities = capacities
         self.memories: list[Memory] = []
         self.events: list[list[Event]] = [[] for _ in range(ranks)]
 
@@ -117,13 +121,16 @@ class TraceBuilder:
 
     def build(self) -> Trace:
         at = SourceLocation(file="proto.py", line=1, text="tasks")
-        events, memories = lower_start_edges(self.threads, self.events, tuple(self.memories), at)
+        events, memories = lower_start_edges(
+            self.threads, self.events, tuple(self.memories), at, self.capacities
+        )
         return Trace(
             ranks=self.ranks,
             events=events if self.threads else tuple(tuple(seq) for seq in self.events),
             memories=memories if self.threads else tuple(self.memories),
             ends=tuple(RankEnd.FINISHED for _ in range(self.ranks)),
             threads=self.threads,
+            capacities=self.capacities,
         )
 
 

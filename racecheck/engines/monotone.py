@@ -74,7 +74,7 @@ class MonotoneEngine:
     name = "monotone"
 
     def unsupported(self, skeleton: SyncSkeleton) -> str | None:
-        return skeleton.refusal() or _non_monotone_reason(skeleton)
+        return skeleton.refusal() or skeleton.units_refusal() or _non_monotone_reason(skeleton)
 
     def order(self, skeleton: SyncSkeleton, *, deadline: float) -> MonotoneOracle:
         return MonotoneOracle(skeleton, deadline)

@@ -6,7 +6,8 @@ reach a signal cell has an effect on it (`racecheck.events.cell_effect`: Set, Ad
 opaque), whatever the event is: a notify, a plain store of any dtype, an atomic store.
 Per rank, the *steps* are parallel int lists (event index, kind, cell number, amount),
 one step per wait and one per cell effect; an event that changes several cells gives
-consecutive steps with the same event index, which engines apply as one atomic step.
+consecutive steps with the same event index, which engines apply as one atomic step
+(a wait that takes a unit is a wait step then an Add step on its cell, one event).
 Opaque effects are not steps: they are listed, and every engine refuses the trace.
 
 It also turns a run over steps back into a full schedule (data events interleaved),
@@ -82,6 +83,7 @@ class SyncSkeleton:
         self.cell_index: dict[CellKey, int] = {key: i for i, key in enumerate(by_key)}
         self._near = CellIndex(by_key)
         self.opaque: list[OpaqueWrite] = []
+        self.takes: list[Event] = []  # waits that take a unit (`lower_start_edges`)
         self.index: list[list[int]] = []  # event index of each step
         self.kind: list[list[int]] = []
         self.cell: list[list[int]] = []
@@ -102,6 +104,12 @@ class SyncSkeleton:
                 kind.append(wait_kind)
                 cell.append(self.cell_index[event.wait.cell.key])
                 amount.append(expected % 2**32 if wait_kind == WAIT_GE_UNSIGNED else expected)
+                if event.wait.take:  # a unit taken: the same step adds to the cell it read
+                    self.takes.append(event)
+                    index.append(event.index)
+                    kind.append(ADD)
+                    cell.append(cell[-1])
+                    amount.append(event.wait.take)
                 continue
             for number in self.cells_in(event.access) if event.mode is not None else ():
                 effect = cell_effect(event, self.cells[number].key)
@@ -153,6 +161,18 @@ class SyncSkeleton:
             f"a write into signal cell {describe_cell(first.cell, self.trace)} that no engine "
             f"models exactly ({first.event.label or first.event.kind.value}) at "
             f"{first.event.location}"
+        )
+
+    def units_refusal(self) -> str | None:
+        """Why an engine that does not model units (a wait that passes and takes in one
+        step) cannot decide this trace, or None: only explore decides them."""
+        if not self.takes:
+            return None
+        wait = self.takes[0].wait
+        assert wait is not None
+        return (
+            f"threads share {describe_cell(wait.cell, self.trace)} and only the explore "
+            "engine decides which ready thread gets it"
         )
 
     def wrapping_cells(self) -> set[int]:

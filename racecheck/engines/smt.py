@@ -715,7 +715,7 @@ class SmtEngine:
     name: str = field(default="smt", init=False)
 
     def unsupported(self, skeleton: SyncSkeleton) -> str | None:
-        return skeleton.refusal()
+        return skeleton.refusal() or skeleton.units_refusal()
 
     def order(self, skeleton: SyncSkeleton, *, deadline: float) -> SmtOracle:
         return SmtOracle(skeleton, deadline=deadline)

@@ -2,8 +2,11 @@
 
 The model follows the execution semantics of `racecheck.engines.base` literally:
 
-* One `active proctype` per rank runs that rank's events in program order; each event
-  is one atomic step. Signal cells (cells some NOTIFY or WAIT targets; identity
+* One `active proctype` per thread (`thread_<n>`, its rank and name in a comment; a
+  rank that is one thread is `rank_<n>`) runs its events in program order; each event
+  is one atomic step. Start edges and units are the waits and notifies that
+  `racecheck.events.lower_start_edges` made; a wait that takes a unit adds to its cell
+  in the step its guard passes. Signal cells (cells some NOTIFY or WAIT targets; identity
   (memory, owner, byte offset)) are global `int`s, initially 0. A WAIT is its
   condition as a blocking guard (Ge `>=`, Eq `==`, unsigned Ge on the uint32 reading);
   a NOTIFY adds (AtomicAdd) or assigns (Set); a STORE or ATOMIC_ADD that covers a
@@ -68,7 +71,7 @@ def write_model(trace: Trace, asked: tuple[Question, ...]) -> PromelaModel:
     markers: dict[int, Question] = {}
     steps_per_rank = []
     for rank, rank_events in enumerate(trace.events):
-        writer.line(f"active proctype rank_{rank}() {{")
+        writer.line(_proctype(trace, rank))
         steps = 0
         for event in rank_events:
             spot = (event.rank, event.index)
@@ -83,6 +86,15 @@ def write_model(trace: Trace, asked: tuple[Question, ...]) -> PromelaModel:
         writer.line("")
         steps_per_rank.append(steps)
     return PromelaModel(text=writer.text(), markers=markers, steps=tuple(steps_per_rank))
+
+
+def _proctype(trace: Trace, number: int) -> str:
+    """`active proctype rank_1() {` for a rank that is one thread, else
+    `active proctype thread_4() { /* rank 1, task read_step */`."""
+    thread = trace.threads[number]
+    if not thread.name:
+        return f"active proctype rank_{number}() {{"
+    return f"active proctype thread_{number}() {{ {_comment(thread.describe())}"
 
 
 class _Writer:
@@ -148,7 +160,10 @@ def _effects(event: Event, cells: dict[CellKey, tuple[int, SignalCell]]) -> list
     if event.wait is not None:
         wait = event.wait
         number, _ = cells[(wait.cell.memory, wait.cell.owner, wait.cell.offset)]
-        return [_guard(f"cell_{number}", wait.cmp, wait.expected)]
+        guard = _guard(f"cell_{number}", wait.cmp, wait.expected)
+        if not wait.take:
+            return [guard]
+        return [guard, f"cell_{number} = cell_{number} + {wait.take}"]  # a unit taken
     if event.notify is not None:
         notify = event.notify
         number, _ = cells[(notify.cell.memory, notify.cell.owner, notify.cell.offset)]
