@@ -422,7 +422,7 @@ class Thread:
     task: int  # the task it belongs to (numbered across the trace)
     task_name: str
     after: tuple[int, ...] = ()  # the tasks that must have finished before it starts
-    # the unit it holds from its first event to its last: a core (`--cores`); "" none
+    # the unit it holds from its first event to its last: a core (docs/model.md, "Cores"); "" none
     resource: str = "core"
     # the L3 dispatch it belongs to (-1: none), numbered across the trace: a rank runs
     # one at a time (`lower_start_edges`). The dispatch's first thread that starts after
@@ -437,7 +437,7 @@ class Thread:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Capacity:
-    """How many threads of `rank` may hold a unit of `resource` at once (`--cores`)."""
+    """How many threads of `rank` may hold a unit of `resource` at once (docs/model.md, "Cores")."""
 
     rank: int
     resource: str
@@ -447,11 +447,11 @@ class Capacity:
 DISPATCH = "dispatch"
 """The resource of a rank's dispatch lock: capacity 1, held by a whole dispatch."""
 CORE = "core"
-"""The resource every thread holds by default: one of its rank's cores (`--cores`)."""
+"""The resource every thread holds by default: one of its rank's cores (docs/model.md, "Cores")."""
 
 
 def core_capacities(devices: int, cores: int) -> tuple[Capacity, ...]:
-    """`cores` cores on each of `devices` ranks: the capacities of `--cores`."""
+    """`cores` cores on each of `devices` ranks: a rank's cores (docs/model.md, "Cores")."""
     return tuple(Capacity(rank=rank, resource=CORE, units=cores) for rank in range(devices))
 
 

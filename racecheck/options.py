@@ -17,9 +17,6 @@ from racecheck.errors import UsageError
 from racecheck.report.reasons import ReasonCode, reason
 
 DEFAULT_RANKS = tuple(range(2, 9))
-DEFAULT_CORES = 16
-"""Cores per rank (`--cores`): the fewest PyPTO runs a rank's tasks on, the A2/A3
-simulator's 16 AIV cores (docs/model.md §1, "Cores")."""
 MAX_RANKS = 4096
 
 
@@ -102,7 +99,6 @@ class Options:
     argv: tuple[str, ...] = ()  # --argv: the file's own command line; "{P}" is the rank count
     env: tuple[tuple[str, str], ...] = ()  # --env NAME=VALUE while the file is imported
     import_root: str | None = None  # --import-root DIR (else the nearest project root)
-    cores: int = DEFAULT_CORES  # --cores N: the cores of each rank its threads hold
 
     @property
     def import_config(self) -> ImportConfig:
@@ -133,7 +129,6 @@ class Options:
         _check_count("repeat", self.repeat, minimum=1)
         _check_count("seed", self.seed, minimum=0)
         _check_count("jobs", self.jobs, minimum=1)
-        _check_count("cores", self.cores, minimum=1)
         check_seconds("timeout", self.timeout)
         for name in (*self.programs, *(name for name, _ in self.args)):
             if not isinstance(name, str) or not name:

@@ -13,10 +13,10 @@ from tracebuild import TraceBuilder
 
 from racecheck.engines import ENGINES, prepare
 from racecheck.engines.skeleton import SyncSkeleton
-from racecheck.errors import EngineUnknown, UsageError
+from racecheck.errors import EngineUnknown
 from racecheck.events import Capacity, Thread, Trace, core_capacities
 from racecheck.findings import FindingKind
-from racecheck.options import EngineChoice, Options
+from racecheck.options import EngineChoice
 from racecheck.report.phrases import describe_finding
 
 WAIT, NOTIFY, STORE, LOAD = 10, 20, 30, 40
@@ -135,14 +135,7 @@ def test_cores_of_threads_that_never_wait_are_not_counted() -> None:
     assert [f.kind for f in explored(trace)] == [FindingKind.RACE]
 
 
-@pytest.mark.parametrize("cores", [0, -1, 1.5, True, "2"])
-def test_cores_must_be_a_whole_number_of_at_least_one(cores: object) -> None:
-    with pytest.raises(UsageError, match=r"^cores .*: must be a whole number of at least 1$"):
-        Options(cores=cores)  # type: ignore[arg-type]
-
-
-def test_the_default_is_the_simulators_sixteen_cores() -> None:
-    assert Options().cores == 16
+def test_core_capacities_give_each_rank_its_cores() -> None:
     assert core_capacities(2, 16) == (
         Capacity(rank=0, resource="core", units=16),
         Capacity(rank=1, resource="core", units=16),
