@@ -74,10 +74,12 @@ class ThreeGroupSwap:
             scratch = pld.window(scratch_a_buf, [1, SIZE], dtype=pl.FP32)
             signal = pld.window(signal_a_buf, [1, 1], dtype=pl.INT32)
             self.chip_orch(inputs[r], outputs_a[r], scratch, signal, 1 - r, device=r)  # @group_a
-        for r in pl.range(0, 3, 2):  # group C: devices 0 and 2, members 0 and 1
-            scratch = pld.window(scratch_c_buf, [1, SIZE], dtype=pl.FP32)
-            signal = pld.window(signal_c_buf, [1, 1], dtype=pl.INT32)
-            self.chip_orch(inputs[r], outputs_c[r], scratch, signal, 1 - r // 2, device=r)
+        # group C: devices 0 and 2, members 0 and 1 (PyPTO reads no group from a loop
+        # with a step, so one dispatch per device)
+        scratch = pld.window(scratch_c_buf, [1, SIZE], dtype=pl.FP32)
+        signal = pld.window(signal_c_buf, [1, 1], dtype=pl.INT32)
+        self.chip_orch(inputs[0], outputs_c[0], scratch, signal, 1, device=0)
+        self.chip_orch(inputs[2], outputs_c[2], scratch, signal, 0, device=2)
         for r in pl.range(1, 3):  # group B: devices 1 and 2, members 0 and 1
             scratch = pld.window(scratch_b_buf, [1, SIZE], dtype=pl.FP32)
             signal = pld.window(signal_b_buf, [1, 1], dtype=pl.INT32)

@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from racecheck.errors import UsageError
+from racecheck.model_names import check_model_name
 from racecheck.options import (
     Options,
     engine_choice,
@@ -287,9 +288,24 @@ def _value(key: str, value: object, what: str, source: Path) -> object:
         return value
     if key in _TEXTS and not isinstance(value, str):
         raise wrong("a string")
-    if key == "expect" and (match := _GOLDEN_FILE.fullmatch(str(value))):
-        return f"{source.parent / match.group(1)}:{match.group(2)}"  # beside pyproject.toml
+    if key == "expect":
+        return _expect(str(value), what, source)
     return value  # the numbers: Options checks them
+
+
+def _expect(name: str, what: str, source: Path) -> str:
+    """The model name as the check will read it: a relative golden file resolved beside
+    pyproject.toml, which must hold it; a misspelt name is this table's error."""
+    try:
+        check_model_name(name)
+    except UsageError as error:
+        raise UsageError(f"{what} = {name!r}: {error.message}", file=str(source)) from None
+    if match := _GOLDEN_FILE.fullmatch(name):
+        golden = source.parent / match.group(1)
+        if not golden.is_file():
+            raise UsageError(f"{what} = {name!r}: no such file {golden}", file=str(source))
+        return f"{golden}:{match.group(2)}"
+    return name
 
 
 def _arg_text(value: object) -> str:

@@ -9,6 +9,7 @@ bug this feature can have.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import itertools
 import json
@@ -437,13 +438,15 @@ def test_z3_is_imported_only_inside_the_solver_module_and_only_on_use() -> None:
 # --- agreement with the concrete pipeline ---------------------------------------------
 
 
-def _proved_examples() -> list[tuple[Path, str]]:
+@functools.cache
+def _proved_examples() -> tuple[tuple[Path, str], ...]:
+    """Each example program proved for every P: found once, read by both slow tests."""
     proved = []
     for path in sorted(EXAMPLES.glob("*.py")):
         for spec in discover(load_file(str(path))):
             if prove_every_p(spec, 2).answer is Answer.PROVED:
                 proved.append((path, spec.name))
-    return proved
+    return tuple(proved)
 
 
 @pytest.mark.slow
@@ -457,26 +460,33 @@ def test_every_example_proved_for_every_p_is_proved_at_each_p_up_to_32() -> None
         *("11_allreduce_two_phase.py", "19_reduce_scatter.py"),
     } <= names
     for path, program in proved:
-        answers = racecheck.verify(str(path), ranks="all", programs=[program]).results
-        proved_for_every_p = [answer.every_p is not None for answer in answers] == [True]
         report = racecheck.verify(str(path), ranks="2..32", programs=[program])
         for result in report.results:
             kinds = {finding.kind for finding in result.findings}
             assert not kinds & PROVED_KINDS, (path, result.ranks, kinds)
             decided = result.verdict in (Verdict.PROVED, Verdict.SKIPPED)
-            assert decided or (kinds <= PER_P_KINDS and not proved_for_every_p), (
+            assert decided or (kinds <= PER_P_KINDS and not _claims_every_p(path, program)), (
                 path,
                 result.ranks,
                 result.verdict,
             )
 
 
-def test_a_tail_lost_where_p_does_not_divide_the_size_is_not_proved_for_every_p() -> None:
+@functools.cache
+def _claims_every_p(path: Path, program: str) -> bool:
+    """Whether `--ranks all` says the program is proved for every P (asked only of a
+    program some P fails: the others' claim cannot be contradicted)."""
+    answers = racecheck.verify(str(path), ranks="all", programs=[program]).results
+    return [answer.every_p is not None for answer in answers] == [True]
+
+
+def test_a_tail_lost_where_p_does_not_divide_the_size_is_not_proved_for_every_p(
+    chunk_tail_every_p: racecheck.Report,
+) -> None:
     """Example 32 has no race, deadlock or bad bound at any P (the proof holds), but
     its numbers are wrong wherever P does not divide SIZE: the concrete check runs the
     fallback range and the smallest P of each case of SIZE // P, and finds them."""
-    path = EXAMPLES / "32_allreduce_two_phase_bug_chunk_tail.py"
-    results = racecheck.verify(str(path), ranks="all").results
+    results = chunk_tail_every_p.results
     assert all(result.every_p is None for result in results)
     failing = [result.ranks for result in results if result.verdict is Verdict.BUG]
     assert failing[:3] == [5, 7, 9] and 25 in failing

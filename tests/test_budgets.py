@@ -528,13 +528,13 @@ class RacingClock:
 
 @pytest.mark.slow
 def test_a_ranks_all_check_gives_the_same_report_on_a_machine_that_seems_very_slow(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, chunk_tail_every_p: Report
 ) -> None:
     """Example 32 at --ranks all with a --timeout no run reaches: the proof, the P it
     derives and every verdict are the same whatever the clock says (the every-P proof
     used to give up after 5 s and fall back to P = 2..8)."""
     far = 1e15
-    quiet = verify(str(CHUNK_TAIL), ranks="all", timeout=far, jobs=1)
+    quiet = chunk_tail_every_p
     monkeypatch.setattr(clock, "_source", RacingClock())
     slow = verify(str(CHUNK_TAIL), ranks="all", timeout=far, jobs=1)
     assert [r.ranks for r in quiet.results][-1] > 8
@@ -546,11 +546,14 @@ def _as_json(report: Report) -> Any:
 
 
 @pytest.mark.slow
-def test_a_ranks_all_check_gives_the_same_report_under_a_cpu_hog() -> None:
+def test_a_ranks_all_check_gives_the_same_report_under_a_cpu_hog(
+    chunk_tail_every_p: Report,
+) -> None:
     """Example 32 at --ranks all: the every-P proof, the P it checks concretely and each
-    verdict, alike on a quiet machine and with every core busy (the issue: under load
-    its proof gave up at a time limit and fell back to P = 2..8)."""
-    quiet = _report(CHUNK_TAIL, "--ranks", "all", "--jobs", "1")
+    verdict, alike on a quiet machine (the session's run) and from the CLI with every
+    core busy (the issue: under load its proof gave up at a time limit and fell back to
+    P = 2..8)."""
+    quiet = _without_timings(_as_json(chunk_tail_every_p))
     checked = [result["ranks"] for result in quiet["results"]]
     assert checked[-1] > 8, checked  # the P the proof derived, beyond the fallback range
     with cpu_hogs(count=2 * len(_cores()), seconds=600):

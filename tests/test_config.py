@@ -158,6 +158,13 @@ def test_require_every_p_fails_a_fallback(monkeypatch: pytest.MonkeyPatch) -> No
         ('[tool.racecheck]\nrequire_model = "yes"\n', "expected true or false"),
         ("[[tool.racecheck.files]]\nexpect = 'allgather'\n", 'needs path = "GLOB"'),
         ('[tool.racecheck]\nargs = ["a"]\n', "a table of NAME = VALUE"),
+        (
+            '[[tool.racecheck.files]]\npath = "collectives/*.py"\nexpect = "allreduce-sun"\n',
+            "[[tool.racecheck.files]] #1 expect = 'allreduce-sun': unknown golden model",
+        ),
+        ('[tool.racecheck]\nexpect = "shift+x"\n', "expect = 'shift+x': unknown golden model"),
+        ('[tool.racecheck]\nexpect = "gold.py:f"\n', "expect = 'gold.py:f': no such file"),
+        ('[tool.racecheck]\nexpect = "gold:f-g"\n', "write file.py:function or module:function"),
     ],
 )
 def test_a_bad_configuration_is_one_line_naming_pyproject(

@@ -46,10 +46,10 @@ def test_orders_of_several_ranks_are_combined() -> None:
     assert result.verdict is Verdict.BUG
     (deadlock,) = result.findings
     assert deadlock.kind is FindingKind.DEADLOCK and deadlock.ranks == (0, 1, 2)
-    a, c, b = (_line(path, marker) for marker in ("a", "c", "b_2"))
+    a, c, c_2, b = (_line(path, marker) for marker in ("a", "c", "c_2", "b_2"))
     assert (
         f"rank 0 runs dispatch 2 (swap_step, line {c}) before dispatch 1 (swap_step, line {a});"
-        f" rank 2 runs dispatch 2 (swap_step, line {b}) before dispatch 1 (swap_step, line {c}),"
+        f" rank 2 runs dispatch 2 (swap_step, line {b}) before dispatch 1 (swap_step, line {c_2}),"
         " as PyPTO's runtime may: the bug shows in that order"
     ) in result.notes
 

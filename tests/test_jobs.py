@@ -214,3 +214,24 @@ def test_the_api_takes_jobs_and_validates_it() -> None:
     assert [result.verdict for result in inline.results] == [Verdict.BUG] * 3
     with pytest.raises(UsageError, match="jobs 0"):
         racecheck.verify(MESH, jobs=0)
+
+
+class _Forked(Exception):
+    pass
+
+
+def test_a_check_of_one_unit_forks_no_worker_and_several_units_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pool costs a fork and a teardown of its processes (~0.15 s a check, most of
+    the test suite's checks): it is made only when there are units to share."""
+    import racecheck.workers as workers
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise _Forked
+
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", refused)
+    (result,) = racecheck.verify(MESH, ranks=[3], jobs=2).results
+    assert result.verdict is Verdict.PROVED
+    with pytest.raises(_Forked):
+        racecheck.verify(MESH, ranks="2..3", jobs=2)

@@ -24,6 +24,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
         "racecheck.findings",
         "racecheck.options",
         "racecheck.assumptions",
+        "racecheck.model_names",
         "racecheck.config",
         "racecheck.clock",
     ),

@@ -123,7 +123,7 @@ def _ranked_protocols(draw: st.DrawFn) -> Protocol:
 # ---------------------------------------------------------------------------- properties
 
 
-@settings(examples, max_examples=100)
+@settings(examples, max_examples=50)
 @given(protocol=_ranked_protocols(), repeat=st.sampled_from((1, 2)))
 def test_engines_agree(workdir: Path, protocol: Protocol, repeat: int) -> None:
     path = _write(workdir, protocol)
@@ -143,7 +143,7 @@ def test_engines_agree(workdir: Path, protocol: Protocol, repeat: int) -> None:
         assert _lines(monotone, stuck_lines=True) == _lines(explored, stuck_lines=True)
 
 
-@settings(examples, max_examples=80)
+@settings(examples, max_examples=40)
 @given(protocol=_ranked_protocols())
 def test_executor_agrees_with_the_verdict(workdir: Path, protocol: Protocol) -> None:
     path = _write(workdir, protocol)
@@ -168,7 +168,7 @@ def _outputs(path: Path, ranks: int, schedule_seed: int) -> list[np.ndarray]:
     return [tensor.final for tensor in execution.tensors if tensor.role is TensorRole.OUTPUT]
 
 
-@settings(examples, max_examples=60)
+@settings(examples, max_examples=30)
 @given(data=st.data())
 def test_relabelling_ranks_keeps_the_findings(workdir: Path, data: st.DataObject) -> None:
     protocol = data.draw(_ranked_protocols(), label="protocol")
@@ -181,7 +181,7 @@ def test_relabelling_ranks_keeps_the_findings(workdir: Path, data: st.DataObject
     assert _by_operation(relabelled_path, relabelled) == _by_operation(path, original)
 
 
-@settings(examples, max_examples=80)
+@settings(examples, max_examples=40)
 @given(data=st.data())
 def test_an_added_sync_edge_never_adds_a_race(workdir: Path, data: st.DataObject) -> None:
     protocol = data.draw(_ranked_protocols(), label="protocol")

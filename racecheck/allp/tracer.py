@@ -437,7 +437,7 @@ def _for_statement(code: CodeType, offset: int) -> tuple[ast.For, ast.AST] | Non
     if line is None:
         return None
     try:
-        tree = ast.parse(_source(code))
+        tree = _tree(_source(code))
     except (OSError, SyntaxError):
         return None
     loops = [node for node in ast.walk(tree) if isinstance(node, ast.For) and node.lineno == line]
@@ -450,6 +450,13 @@ def _for_statement(code: CodeType, offset: int) -> tuple[ast.For, ast.AST] | Non
         and node.lineno <= line <= (node.end_lineno or node.lineno)
     ]
     return loops[0], max(functions, key=lambda node: node.lineno, default=tree)
+
+
+@functools.lru_cache(maxsize=32)
+def _tree(source: str) -> ast.Module:
+    """The parse of a file's text, shared by every fresh import of it (each unit's
+    import makes new code objects, so `_for_statement`'s own cache misses)."""
+    return ast.parse(source)
 
 
 def _read_unbound(

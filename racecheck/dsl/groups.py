@@ -47,12 +47,49 @@ class WorldIndex(DeviceIndex):
     __slots__ = ()
 
 
+class UngroupedIndex(DeviceIndex):
+    """An index of a `pl.range` from which PyPTO reads no device group: its stop is
+    neither `pld.world_size()` nor a constant, or its stop is a constant and its start
+    is not a constant or its step is not 1 (MaterializeCommDomainScopes refuses a
+    `device=` dispatch over it: materialize_comm_domain_scopes_pass.cpp:238-257)."""
+
+    __slots__ = ()
+
+
 def loop_indices(bounds: tuple[object, ...], indices: range) -> Iterator[DeviceInt]:
     """The indices of `pl.range(*bounds)` (INDEX scalars): `WorldIndex` when its stop is
-    the world size."""
-    stop = bounds[0] if len(bounds) == 1 else bounds[1]
-    kind = WorldIndex if isinstance(stop, WorldSize) else DeviceIndex
+    the world size, `UngroupedIndex` when PyPTO cannot read a group from the loop."""
+    start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
+    kind: type[DeviceIndex] = DeviceIndex
+    if isinstance(stop, WorldSize):
+        kind = WorldIndex
+    elif not (_constant(stop) and _constant(start) and _constant(step) and step == 1):
+        kind = UngroupedIndex
     return (kind(index) for index in indices)
+
+
+def _constant(bound: object) -> bool:
+    """A bound PyPTO sees as a constant: a Python int (a factory's or module's value),
+    not a device scalar (`pld.world_size() - 1` is an expression PyPTO does not fold)."""
+    return isinstance(bound, int) and not isinstance(bound, bool | DeviceInt)
+
+
+def refuse_ungrouped(index: object) -> None:
+    """`device=r` over a loop PyPTO reads no device group from is refused at its line."""
+    if not isinstance(index, UngroupedIndex):
+        return
+    frame = innermost_user_frame()
+    if frame is None or not _device_is_loop_target(frame.f_code.co_filename, frame.f_lineno):
+        return
+    where = user_location()
+    raise UnsupportedConstruct(
+        "device=r over a pl.range whose stop is neither pld.world_size() nor a constant,"
+        " or a constant stop with a start that is not a constant or a step other than 1:"
+        " PyPTO reads no device group from it; loop up to pld.world_size(), or over"
+        " range(start, stop) with constants",
+        file=where.file,
+        line=where.line,
+    )
 
 
 def spans_world_by_loop(index: object) -> bool:

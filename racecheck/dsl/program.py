@@ -22,7 +22,7 @@ from racecheck.dsl.async_put import drained_by_the_end
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.declared import as_declared
 from racecheck.dsl.device_source import divides_as_python, on_device
-from racecheck.dsl.groups import spans_world_by_loop
+from racecheck.dsl.groups import refuse_ungrouped, spans_world_by_loop
 from racecheck.dsl.location import unsupported, user_location
 from racecheck.dsl.scalars import as_index, device_scalar
 from racecheck.dsl.scopes import (
@@ -92,6 +92,7 @@ class DslFunction:
             return self.function(*args, **kwargs)
         if "device" in kwargs:
             index = kwargs.pop("device")
+            refuse_ungrouped(index)
             device = as_index(index)
             host = host_context(f"{self.__name__}(..., device=...)")
             # the window's group (docs/model.md): every device for the index of a loop up

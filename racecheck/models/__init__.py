@@ -11,7 +11,9 @@ accepted output layouts and identification; `custom` loads user-written goldens.
 
 from __future__ import annotations
 
-from .catalog import VALID_NAMES, Model, ModelNotApplicable, candidates, parse_model
+from racecheck.model_names import VALID_NAMES
+
+from .catalog import Model, ModelNotApplicable, candidates, parse_model
 from .compare import (
     Difference,
     close_enough,

@@ -23,13 +23,18 @@ A model that cannot apply to the given inputs (P not dividing the row, a root ou
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from racecheck.errors import UsageError
+from racecheck.model_names import (
+    BROADCAST,
+    FIXED_NAMES,
+    REDUCTIONS,
+    SHIFT,
+    check_model_name,
+)
 
 from .custom import ModelNotApplicable, load_user_golden
 
@@ -132,31 +137,20 @@ _FIXED: dict[str, Golden | None] = {
     "barrier": _barrier,
     "none": None,
 }
-_BROADCAST = re.compile(r"broadcast-root(\d+)")
-_SHIFT = re.compile(r"shift([+-])(\d+)")
-
-VALID_NAMES = (
-    *_FIXED,
-    "broadcast-root<R>",
-    "shift+<K>",
-    "shift-<K>",
-    "file.py:function",
-    "module:function",
-)
+assert tuple(_FIXED) == FIXED_NAMES and tuple(_REDUCTIONS) == REDUCTIONS
 
 
 def parse_model(name: str) -> Model:
     """The model called `name`; UsageError (listing the valid names) if there is none."""
     if name in _FIXED:
         return Model(name=name, compute=_FIXED[name])
-    if match := _BROADCAST.fullmatch(name):
+    if match := BROADCAST.fullmatch(name):
         return Model(name=name, compute=_broadcast(int(match.group(1))))
-    if match := _SHIFT.fullmatch(name):
+    if match := SHIFT.fullmatch(name):
         sign = 1 if match.group(1) == "+" else -1
         return Model(name=name, compute=_shift(sign * int(match.group(2))))
-    if ":" in name:
-        return Model(name=name, compute=load_user_golden(name))
-    raise UsageError(f"unknown golden model {name!r}; valid models: {', '.join(VALID_NAMES)}")
+    check_model_name(name)
+    return Model(name=name, compute=load_user_golden(name))
 
 
 def candidates(ranks: int) -> tuple[Model, ...]:

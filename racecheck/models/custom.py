@@ -18,15 +18,15 @@ import numpy as np
 
 from racecheck.dsl.modules import installed
 from racecheck.errors import UsageError
+from racecheck.model_names import check_model_name
 
 UserGolden = Callable[[np.ndarray], np.ndarray]
 
 
 def load_user_golden(spec: str) -> UserGolden:
     """The function a `where:function` spec names; UsageError if it cannot be found."""
+    check_model_name(spec)
     where, _, function_name = spec.rpartition(":")
-    if not where or not function_name.isidentifier():
-        raise UsageError(f"golden {spec!r}: write file.py:function or module:function")
     module = _load_file(where, spec) if where.endswith(".py") else _load_module(where, spec)
     function = getattr(module, function_name, None)
     if not callable(function):
