@@ -838,6 +838,7 @@ def step_of(
         repeat=event.repeat + 1 if trace.repeat > 1 else None,
         status=status,
         highlight=highlight,
+        loops=event.loops,
     )
 
 

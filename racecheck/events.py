@@ -12,6 +12,7 @@ cell*. A *schedule* is an interleaving of event references.
 from __future__ import annotations
 
 import sys
+import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -233,6 +234,21 @@ class EventRef:
     index: int
 
 
+class Loops(threading.local):
+    """The device loops (`pl.range` and its kin) running on this thread, outermost
+    first, each as (its variable, the iteration's value): every event made meanwhile
+    records them (`Event.loops`), for the witness to name the iteration of each step."""
+
+    def __init__(self) -> None:
+        self.stack: tuple[tuple[str, int], ...] = ()
+
+    def current(self) -> tuple[tuple[str, int], ...]:
+        return self.stack
+
+
+LOOPS = Loops()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Event:
     """One step of one rank. `index` is its position in the rank's event sequence.
@@ -255,6 +271,10 @@ class Event:
     written: Written | None = None
     repeat: int = 0  # which --repeat round issued it
     label: str = ""  # the DSL call, e.g. "pld.tile.remote_load" or "pld.tensor.barrier"
+    # the device loops it ran in, outermost first: (loop variable, its value) (`Loops`)
+    loops: tuple[tuple[str, int], ...] = field(
+        default_factory=lambda: LOOPS.current(), compare=False, repr=False
+    )
     # (rank, index), made once: every stage asks for it, many times per event
     ref: EventRef = field(init=False, repr=False, compare=False)
 

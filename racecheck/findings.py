@@ -221,6 +221,7 @@ class WitnessStep:
     status: StepStatus = StepStatus.RAN
     highlight: bool = False  # one of the events the finding is about
     task: str = ""  # the task that ran it, when the runtime may overlap it with another
+    loops: tuple[tuple[str, int], ...] = ()  # the device loops it ran in: (variable, value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

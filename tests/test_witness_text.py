@@ -59,7 +59,8 @@ def test_a_deadlock_at_p_32_reads_in_a_screen_and_json_keeps_every_step() -> Non
     witness = text[text.index("  witness (") :].split("\n\n")[0].splitlines()
     assert witness[0] == "  witness (replayed, 1016 of 1024 steps elided: --format json has all):"
     assert len(witness) < 20 and max(len(line) for line in text.splitlines()) < 1200
-    assert max(len(line) - len(str(THRESHOLD)) for line in witness) < 90  # columns bounded
+    # columns bounded; a blocked wait also names its loop iteration (`round peer = 31`)
+    assert max(len(line) - len(str(THRESHOLD)) for line in witness) < 110
     blocked = [line for line in witness if "blocked forever" in line]
     assert len(blocked) == 4 and all(line.startswith("  > ") for line in blocked)
     assert "and 28 more ranks wait forever likewise" in text
@@ -67,3 +68,21 @@ def test_a_deadlock_at_p_32_reads_in_a_screen_and_json_keeps_every_step() -> Non
         "findings"
     ]
     assert len(finding["witness"]) == 1024
+
+
+RING_SINGLE_SLOT = THRESHOLD.parent / "16_allreduce_ring_outbox_bug_single_slot.py"
+
+
+def test_the_racing_steps_name_their_loop_iteration_in_text_and_json() -> None:
+    """Example 16's outbox is reused in round k = 0 of its `for k in pl.range(rounds)`:
+    both racing steps say so; JSON gives every step its loops."""
+    report = racecheck.verify(str(RING_SINGLE_SLOT), ranks=[3], jobs=1)
+    text = render(report, OutputFormat.TEXT, color=False)
+    pair = [line for line in text.splitlines() if line.startswith("  > ")]
+    assert len(pair) == 2 and all(line.endswith(", round k = 0)") for line in pair), pair
+    found = json.loads(render(report, OutputFormat.JSON, color=False))["results"][0]["findings"]
+    steps = found[0]["witness"]
+    highlighted = [step for step in steps if step["highlight"]]
+    assert [step["loops"] for step in highlighted] == [[{"variable": "k", "value": 0}]] * 2
+    outside = [step for step in steps if step["location"]["line"] == 56]  # before the loop
+    assert outside and all(step["loops"] == [] for step in outside)

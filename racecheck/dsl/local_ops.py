@@ -12,11 +12,13 @@ tile math is plain numpy.
 from __future__ import annotations
 
 import dis
+import linecache
 import math
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Any
 
 import numpy as np
@@ -24,7 +26,7 @@ import numpy as np
 from racecheck.dsl.context import rank_context
 from racecheck.dsl.dtypes import INDEX, DType
 from racecheck.dsl.groups import loop_indices
-from racecheck.dsl.location import unsupported
+from racecheck.dsl.location import innermost_user_frame, unsupported
 from racecheck.dsl.parallel import record_local, tracked
 from racecheck.dsl.scalars import (
     DeviceIndex,
@@ -41,7 +43,7 @@ from racecheck.dsl.summary import summarised
 from racecheck.dsl.symbolic import Forms, InputBlock, Op, first_form, within
 from racecheck.dsl.tensors import KernelOps, TensorView, Tile, provide_kernel_ops
 from racecheck.dsl.types import DimExpr
-from racecheck.events import HOST_OWNER
+from racecheck.events import HOST_OWNER, LOOPS
 
 
 def indices(values: Sequence[object]) -> list[int]:
@@ -460,12 +462,50 @@ def _carried_iteration(
         stack.remove(loop)
 
 
+_FOR_TARGET = re.compile(r"^\s*(?:async\s+)?for\s+\(?\s*([A-Za-z_]\w*)")
+
+
+def _loop_variable(frame: FrameType) -> str | None:
+    """The variable of the user's `for` that iterates this loop, read from its line;
+    None where the loop is not a `for` statement of the user's file."""
+    user = innermost_user_frame(frame)
+    if user is None:
+        return None
+    found = _FOR_TARGET.match(linecache.getline(user.f_code.co_filename, user.f_lineno))
+    return found.group(1) if found else None
+
+
+def _named_iterations(steps: Iterator[Any], name: str | None) -> Iterator[Any]:
+    """`steps`, with each iteration's (variable, value) on `LOOPS` while its body runs
+    (witness steps name it); a value that is not one known number is not recorded."""
+    if name is None:
+        yield from steps
+        return
+    outer = LOOPS.stack
+    try:
+        for index in steps:
+            value = _known_int(index)
+            LOOPS.stack = outer if value is None else (*outer, (name, value))
+            yield index
+    finally:
+        LOOPS.stack = outer
+
+
+def _known_int(value: object) -> int | None:
+    if isinstance(value, (bool, Tainted)):
+        return None
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+
+
 def range_(
     *args: object, init_values: Sequence[object] | None = None, **hints: object
 ) -> Iterator[Any]:
     """`pl.range`: unrolled by Python; indices are device ints (or, counted from a start
     read from memory, `Tainted`)."""
-    steps = _loop_indices(args)
+    steps = _named_iterations(_loop_indices(args), _loop_variable(sys._getframe(1)))
     if init_values is None:
         return steps
     return _carried_iteration(steps, tuple(init_values))

@@ -121,6 +121,7 @@ def _witness_step(step: WitnessStep) -> JsonObject:
         "cmp": step.cmp.value if step.cmp is not None else None,
         "value": step.value,
         "repeat": step.repeat,
+        "loops": [{"variable": name, "value": value} for name, value in step.loops],
         "status": step.status.value,
         "location": _location(step.location),
         "highlight": step.highlight,

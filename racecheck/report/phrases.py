@@ -125,6 +125,12 @@ _STATUS_PREFIX = {
 }
 
 
+def describe_iteration(step: WitnessStep) -> str:
+    """`round k = 1`, or `round r = 0, k = 3` inside two loops: the iteration of each
+    device loop the step ran in, outermost first."""
+    return "round " + ", ".join(f"{name} = {value}" for name, value in step.loops)
+
+
 def describe_step(step: WitnessStep) -> str:
     """`afterwards: call 2: remote_load (read) rank 1's data bytes 0..256`."""
     call = f"call {step.repeat}: " if step.repeat is not None else ""

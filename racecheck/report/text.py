@@ -12,13 +12,22 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from racecheck.findings import Finding, ProgramResult, Report, Severity, Verdict, WitnessStep
+from racecheck.findings import (
+    Finding,
+    ProgramResult,
+    Report,
+    Severity,
+    StepStatus,
+    Verdict,
+    WitnessStep,
+)
 from racecheck.report.grouping import FindingGroup, group_findings, group_notes
 from racecheck.report.phrases import (
     describe_diff,
     describe_every_p,
     describe_finding,
     describe_heading,
+    describe_iteration,
     describe_rank_counts,
     describe_ranks,
     describe_step,
@@ -177,7 +186,9 @@ def _witness_step(number: int, width: int, lane: int, step: WitnessStep, paint: 
     """One witness step, the only place a step is worded for the text report."""
     marker = ">" if step.highlight else " "
     who = f"rank {step.rank}, {step.task}" if step.task else f"rank {step.rank}"
-    body = f"{'  ' * lane}{who}: {describe_step(step)}  ({step.location})"
+    named = step.loops and (step.highlight or step.status is not StepStatus.RAN)
+    where = f"{step.location}, {describe_iteration(step)}" if named else f"{step.location}"
+    body = f"{'  ' * lane}{who}: {describe_step(step)}  ({where})"
     if step.highlight:
         body = paint(body, _BOLD)
     return f"  {marker} {number:>{width}}. {body}"
