@@ -24,7 +24,7 @@ from racecheck.dsl.collective_ops import RankOps
 from racecheck.dsl.context import HostContext, current, is_rank_context, rank_context
 from racecheck.dsl.dist_ops import _window, window
 from racecheck.dsl.dtypes import INT32
-from racecheck.dsl.groups import in_group, members
+from racecheck.dsl.groups import in_group
 from racecheck.dsl.local_ops import require_view
 from racecheck.dsl.location import attributed, pinned, unsupported, user_location
 from racecheck.dsl.scalars import as_index
@@ -314,51 +314,32 @@ def all_to_all(source: object, target: object, signal: object, out: object = Non
     return out
 
 
-def _admitted_cores(label: str, core_num: object, signal: TensorView) -> dict[str, int]:
-    """`core_num=` of a host call: PyPTO's kernel launches `admitted_blocks` blocks, each
-    on its own lane of the signal, and refuses a signal with fewer lanes before launch
-    (docs/model.md). Elsewhere one core is what racecheck models."""
-    cores = as_index(core_num)
-    if cores == 1:
-        return {}
-    host = _host()
-    if host is None or cores < 1:
-        raise unsupported(
-            f"{label} with core_num={core_num!r}: racecheck models more than one core for "
-            "the host function's call only"
-        )
-    blocks = lowering.admitted_blocks(len(members(signal, host.ranks)), cores)
-    lanes = signal.shape[1] if signal.ndim > 1 else 1
-    if lanes < blocks:
-        raise unsupported(
-            f"{label} with core_num={cores} launches {blocks} blocks, one signal lane each, "
-            f"but {signal!r} has {lanes} lane(s) per rank: PyPTO rejects it before launch"
-        )
-    return {"core_num": cores}
-
-
 def all_to_all_v(
     source: object,
     target: object,
     signal: object,
     send_counts: object = None,
     recv_counts: object = None,
-    *,
-    core_num: object = 1,
+    **unknown: object,
 ) -> object:
-    """With both counts, or (the first InCore form) neither; on one core (docs/model.md)."""
+    """With both counts, or (the first InCore form) neither (docs/model.md). PyPTO's
+    signature has no keyword (python/pypto/language/distributed/op/tensor_ops.py:986-992)
+    and, in the host function, one signal lane (`_require_host_signal`)."""
     label = "pld.tensor.all_to_all_v"
+    if unknown:
+        raise unsupported(
+            f"{label} takes no {', '.join(f'{name}=' for name in unknown)}: its arguments are"
+            " (input, target, signal, send_counts, recv_counts), and PyPTO refuses the call"
+        )
     source_view = require_view(source, label, "input")
     operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
-    cores = _admitted_cores(label, core_num, operands[2])
+    _require_host_signal(label, operands[2])
     if send_counts is not None and recv_counts is not None:
         counts = (
             require_view(send_counts, label, "send_counts"),
             _window(recv_counts, label, "recv_counts"),
         )
-        _launch(
-            label, lowering.all_to_all_v, (*operands, *counts), host_dtypes=frozenset(), **cores
-        )
+        _launch(label, lowering.all_to_all_v, (*operands, *counts), host_dtypes=frozenset())
     elif send_counts is None and recv_counts is None and _host() is None:
         _launch(label, lowering.all_to_all_v, operands)
     else:

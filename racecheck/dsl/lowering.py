@@ -553,18 +553,13 @@ def all_to_all_v(
     signal: TensorView,
     *counts: TensorView,
     label: str,
-    core_num: int = 1,
 ) -> None:
     """Per destination d, self included: rows = min(send_counts[d], M); Set-notify rows
     into d's recv_counts[me] before the data; put the full M-row block d of input into
     block `me` of d's target. Then B1 and -1 (docs/model.md). Without `counts` (the
-    first InCore form, `all_to_all_v(input, target, signal)`), the blocks alone. The
-    host kernel on `core_num` > 1 cores runs `admitted_blocks` blocks instead."""
+    first InCore form, `all_to_all_v(input, target, signal)`), the blocks alone."""
     divisor = signal.shape[0] if lowering is Lowering.INCORE else context.ranks
     block = target.shape[0] // divisor
-    if core_num > 1:
-        _all_to_all_v_blocks(context, source, target, signal, counts, block, core_num, label)
-        return
     for destination in range(context.ranks):
         if counts:
             send_counts, recv_counts = counts
@@ -580,44 +575,6 @@ def all_to_all_v(
     cells = mesh_cells(signal)
     generation(context, signal, 1, cells, label)
     epilogue(context, signal, 1, cells, label)
-
-
-def admitted_blocks(ranks: int, core_num: int) -> int:
-    """The blocks PyPTO's host `all_to_all_v` kernel launches on `core_num` cores: all of
-    them below the rank count, else the largest multiple of it (docs/model.md)."""
-    return core_num if core_num < ranks else core_num // ranks * ranks
-
-
-def _all_to_all_v_blocks(
-    context: RankOps,
-    source: TensorView,
-    target: TensorView,
-    signal: TensorView,
-    counts: tuple[TensorView, ...],
-    block: int,
-    core_num: int,
-    label: str,
-) -> None:
-    """Block b on lane b (cells `[p, b]`): B1, its share of the destinations' pushes
-    (a count first where the share starts a block), B2, -2 (docs/model.md)."""
-    blocks = admitted_blocks(context.ranks, core_num)
-    sources, targets = flat(source), flat(target)
-    width = block * math.prod(target.shape[1:])
-    for lane in range(blocks):
-
-        def cells(rank: int, lane: int = lane) -> list[int]:
-            return lane_cell(signal, rank, lane)
-
-        generation(context, signal, 1, cells, label)
-        for destination, (start, stop) in _lane_shares(context.ranks, blocks, lane, width, target):
-            if counts and start == 0:
-                send_counts, recv_counts = counts
-                _publish_count(context, destination, block, send_counts, recv_counts, label)
-            at = destination * width + start, context.rank * width + start
-            extent = [stop - start]
-            context.put(sources, ([at[0]], extent), targets, destination, ([at[1]], extent), label)
-        generation(context, signal, 2, cells, label)
-        epilogue(context, signal, 2, cells, label)
 
 
 def _lane_shares(

@@ -1,16 +1,21 @@
-"""Buggy twin of 131_host_all_to_all_v_multicore.py: the flag's lane is the builtin's.
+"""Variable-length all-to-all from the host function, with a hand-rolled "staged" flag
+on a window of its own.
 
-The signal has exactly the 2 lanes the builtin's 2 blocks use (``stride = 2``), and
-the hand-rolled "staged" flag goes to the last one, ``[me, 1]``: the cell where the
-builtin's second block AtomicAdds its credits. A ``Set`` on a cell that atomic adds
-also write is what PyPTO forbids (the plain store can lose a credit, docs/model.md).
-Called again on the same windows (``--repeat 3``), a call's flag can overwrite credits
-the previous call's builtin still waits for: a deadlock.
+``pld.tensor.all_to_all_v(input, target, signal, send_counts, recv_counts)`` (PyPTO's
+five-argument form, python/pypto/language/distributed/op/tensor_ops.py:986-992) takes
+a ``[W]`` or ``[W, 1]`` INT32 signal in the host function, whose cell ``[p, 0]`` its
+kernel synchronises on: a start barrier, the pushes (each destination's count first,
+with a ``Set``), a completion barrier, and an epilogue taking both credits back.
+
+Each rank ``Set``s its peers' ``flags[me, 0]`` once it has staged, and the consumer
+waits for every peer's flag before it copies out the blocks it received and the
+counts that say how many of their rows are valid. The flags are not the builtin's
+cells, so the copy runs after the collective is complete on this rank (the buggy
+twin, 132_host_all_to_all_v_bug_flag_on_builtin_cell.py, puts the flag on the
+builtin's own cell).
 
 racecheck expects:
-    ranks 2..3: bug race set-add-mix at @flag, @exchange
-    ranks 5,8 --repeat 3: bug deadlock at @exchange
-    ranks 5,8 --repeat 3: bug race set-add-mix at @flag, @exchange
+    ranks 2..4: proved all_to_all
 """
 
 import argparse
@@ -25,19 +30,19 @@ SIZE = 16
 MAX_RECV = 4
 
 
-def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 2):
+def build_host_all_to_all_v_flagged(nr: int):
     total = nr * MAX_RECV
-    flag = stride - 1  # the last lane: the builtin's second block uses it too
+    flag = 0  # the flags' one column
 
     @pl.program
-    class HostAllToAllVMulticore:
+    class HostAllToAllVFlagged:
         @pl.function(type=pl.FunctionType.InCore)
         def stage_step(
             self,
             inp: pl.Tensor[[total, SIZE], pl.FP32],
             stage: pl.Out[pld.DistributedTensor[[total, SIZE], pl.FP32]],
             counts: pl.Out[pld.DistributedTensor[[nr, 1], pl.INT32]],
-            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+            signal: pld.DistributedTensor[[nr, 1], pl.INT32],
         ):
             stage = pl.store(pl.load(inp, [0, 0], [total, SIZE]), [0, 0], stage)
             for d in pl.range(nr):
@@ -55,7 +60,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             inp: pl.Tensor[[total, SIZE], pl.FP32],
             stage: pl.Out[pld.DistributedTensor[[total, SIZE], pl.FP32]],
             counts: pl.Out[pld.DistributedTensor[[nr, 1], pl.INT32]],
-            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+            signal: pld.DistributedTensor[[nr, 1], pl.INT32],
         ):
             self.stage_step(inp, stage, counts, signal)
 
@@ -64,7 +69,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             self,
             data: pld.DistributedTensor[[total, SIZE], pl.FP32],
             recv_counts: pld.DistributedTensor[[nr, 1], pl.INT32],
-            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+            signal: pld.DistributedTensor[[nr, 1], pl.INT32],
             out: pl.Out[pl.Tensor[[total, SIZE], pl.FP32]],
             received: pl.Out[pl.Tensor[[nr, 1], pl.INT32]],
         ) -> pl.Tensor[[total, SIZE], pl.FP32]:
@@ -84,7 +89,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             self,
             data: pld.DistributedTensor[[total, SIZE], pl.FP32],
             recv_counts: pld.DistributedTensor[[nr, 1], pl.INT32],
-            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+            signal: pld.DistributedTensor[[nr, 1], pl.INT32],
             out: pl.Out[pl.Tensor[[total, SIZE], pl.FP32]],
             received: pl.Out[pl.Tensor[[nr, 1], pl.INT32]],
         ) -> pl.Tensor[[total, SIZE], pl.FP32]:
@@ -99,37 +104,37 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
         ) -> pl.Tensor[[nr, total, SIZE], pl.FP32]:
             input_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
             data_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
-            signal_buf = pld.alloc_window_buffer(nr * stride * pl.INT32.get_byte())
+            signal_buf = pld.alloc_window_buffer(nr * pl.INT32.get_byte())
+            flags_buf = pld.alloc_window_buffer(nr * pl.INT32.get_byte())
             counts_buf = pld.alloc_window_buffer(nr * pl.INT32.get_byte())
             recv_buf = pld.alloc_window_buffer(nr * pl.INT32.get_byte())
-            signal = pld.window(signal_buf, [nr, stride], dtype=pl.INT32)
+            signal = pld.window(signal_buf, [nr, 1], dtype=pl.INT32)
+            flags = pld.window(flags_buf, [nr, 1], dtype=pl.INT32)
             for r in pl.range(pld.world_size()):
                 stage = pld.window(input_buf, [total, SIZE], dtype=pl.FP32)
                 counts = pld.window(counts_buf, [nr, 1], dtype=pl.INT32)
-                self.stage_orch(inputs[r], stage, counts, signal, device=r)
+                self.stage_orch(inputs[r], stage, counts, flags, device=r)
             stage = pld.window(input_buf, [total, SIZE], dtype=pl.FP32)
             data = pld.window(data_buf, [total, SIZE], dtype=pl.FP32)
             counts = pld.window(counts_buf, [nr, 1], dtype=pl.INT32)
             recv = pld.window(recv_buf, [nr, 1], dtype=pl.INT32)
-            data = pld.tensor.all_to_all_v(  # @exchange
-                stage, data, signal, counts, recv, core_num=core_num
-            )
+            data = pld.tensor.all_to_all_v(stage, data, signal, counts, recv)  # @exchange
             for r in pl.range(pld.world_size()):
-                self.consume_orch(data, recv, signal, outputs[r], received[r], device=r)
+                self.consume_orch(data, recv, flags, outputs[r], received[r], device=r)
             return outputs
 
-    return HostAllToAllVMulticore
+    return HostAllToAllVFlagged
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="host-level all_to_all_v sharing a signal lane")
+    parser = argparse.ArgumentParser(description="host-level all_to_all_v with a separate flag")
     parser.add_argument("-p", "--platform", default="a2a3sim")
     parser.add_argument("-d", "--device", default="0,1,2,3")
     args = parser.parse_args()
     device_ids = [int(d) for d in args.device.split(",")]
     nr = len(device_ids)
     compiled = ir.compile(
-        build_host_all_to_all_v_multicore(nr),
+        build_host_all_to_all_v_flagged(nr),
         platform=args.platform,
         distributed_config=DistributedConfig(device_ids=device_ids, num_sub_workers=0),
     )

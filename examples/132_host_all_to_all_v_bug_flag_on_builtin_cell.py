@@ -1,26 +1,15 @@
-"""Variable-length all-to-all from the host function on several cores, with a flag
-riding on a spare lane of its signal.
+"""Buggy twin of 131_host_all_to_all_v_separate_flag.py: the flag is the builtin's cell.
 
-``pld.tensor.all_to_all_v(..., core_num=L)`` launches B blocks of PyPTO's host
-kernel on every device: B = L below the rank count, else the largest multiple of it
-(``core_num=2`` at 2..4 ranks: 2 blocks). Block b synchronises on its own lane, the
-cells ``[p, b]`` of a ``[N, stride]`` signal: a start barrier, its share of the
-pushes (each destination's count first, with a ``Set``), a completion barrier, and
-an epilogue taking both credits back. The signal must have at least B lanes, or
-PyPTO refuses the call before launch (docs/model.md).
-
-Here the signal has one lane more than the builtin uses (``stride = 3``), and the
-program uses that spare lane for a hand-rolled flag: each rank ``Set``s its peers'
-``[me, 2]`` once it has staged, and the consumer waits for every peer's flag before
-it copies out the blocks it received and the counts that say how many of their
-rows are valid. The flag's cells are not the builtin's, so the
-copy runs after the collective is complete on this rank (the buggy twin,
-132_host_all_to_all_v_multicore_bug_shared_lane.py, puts the flag on a builtin lane).
-With ``--arg core_num=5`` at 2 ranks the kernel would launch 4 blocks on a 3-lane
-signal, which PyPTO refuses before launch: racecheck says so (``unknown``).
+The hand-rolled "staged" flag goes to ``signal[me, 0]``, the cell on which the
+builtin's kernel AtomicAdds its credits. A ``Set`` on a cell that atomic adds also
+write is what PyPTO forbids (the plain store can lose a credit, docs/model.md).
+Called again on the same windows (``--repeat 2``), a call's flag can overwrite
+credits the previous call's builtin still waits for, and a consumer waits for a
+flag that is gone: a deadlock.
 
 racecheck expects:
-    ranks 2..4: proved all_to_all
+    ranks 2..4: bug race set-add-mix at @flag, @exchange
+    ranks 3 --repeat 2: bug deadlock at @flag_wait
 """
 
 import argparse
@@ -35,19 +24,19 @@ SIZE = 16
 MAX_RECV = 4
 
 
-def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 3):
+def build_host_all_to_all_v_flagged(nr: int):
     total = nr * MAX_RECV
-    flag = stride - 1  # the last lane: spare only if the builtin uses fewer
+    flag = 0  # the builtin's own column
 
     @pl.program
-    class HostAllToAllVMulticore:
+    class HostAllToAllVFlagged:
         @pl.function(type=pl.FunctionType.InCore)
         def stage_step(
             self,
             inp: pl.Tensor[[total, SIZE], pl.FP32],
             stage: pl.Out[pld.DistributedTensor[[total, SIZE], pl.FP32]],
             counts: pl.Out[pld.DistributedTensor[[nr, 1], pl.INT32]],
-            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+            signal: pld.DistributedTensor[[nr, 1], pl.INT32],
         ):
             stage = pl.store(pl.load(inp, [0, 0], [total, SIZE]), [0, 0], stage)
             for d in pl.range(nr):
@@ -65,7 +54,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             inp: pl.Tensor[[total, SIZE], pl.FP32],
             stage: pl.Out[pld.DistributedTensor[[total, SIZE], pl.FP32]],
             counts: pl.Out[pld.DistributedTensor[[nr, 1], pl.INT32]],
-            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+            signal: pld.DistributedTensor[[nr, 1], pl.INT32],
         ):
             self.stage_step(inp, stage, counts, signal)
 
@@ -74,14 +63,16 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             self,
             data: pld.DistributedTensor[[total, SIZE], pl.FP32],
             recv_counts: pld.DistributedTensor[[nr, 1], pl.INT32],
-            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+            signal: pld.DistributedTensor[[nr, 1], pl.INT32],
             out: pl.Out[pl.Tensor[[total, SIZE], pl.FP32]],
             received: pl.Out[pl.Tensor[[nr, 1], pl.INT32]],
         ) -> pl.Tensor[[total, SIZE], pl.FP32]:
             me = pld.rank(pld.get_comm_ctx(signal))
             for src in pl.range(nr):
                 if src != me:
-                    pld.system.wait(signal, offsets=[src, flag], expected=1, cmp=pld.WaitCmp.Ge)
+                    pld.system.wait(  # @flag_wait
+                        signal, offsets=[src, flag], expected=1, cmp=pld.WaitCmp.Ge
+                    )
             for src in pl.range(nr):
                 n_rows = pl.cast(pl.read(recv_counts, [src, 0]), pl.INDEX)
                 block = pl.load(data, [src * MAX_RECV, 0], [MAX_RECV, SIZE])  # @consume
@@ -94,7 +85,7 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             self,
             data: pld.DistributedTensor[[total, SIZE], pl.FP32],
             recv_counts: pld.DistributedTensor[[nr, 1], pl.INT32],
-            signal: pld.DistributedTensor[[nr, stride], pl.INT32],
+            signal: pld.DistributedTensor[[nr, 1], pl.INT32],
             out: pl.Out[pl.Tensor[[total, SIZE], pl.FP32]],
             received: pl.Out[pl.Tensor[[nr, 1], pl.INT32]],
         ) -> pl.Tensor[[total, SIZE], pl.FP32]:
@@ -109,10 +100,10 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
         ) -> pl.Tensor[[nr, total, SIZE], pl.FP32]:
             input_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
             data_buf = pld.alloc_window_buffer(total * SIZE * pl.FP32.get_byte())
-            signal_buf = pld.alloc_window_buffer(nr * stride * pl.INT32.get_byte())
+            signal_buf = pld.alloc_window_buffer(nr * pl.INT32.get_byte())
             counts_buf = pld.alloc_window_buffer(nr * pl.INT32.get_byte())
             recv_buf = pld.alloc_window_buffer(nr * pl.INT32.get_byte())
-            signal = pld.window(signal_buf, [nr, stride], dtype=pl.INT32)
+            signal = pld.window(signal_buf, [nr, 1], dtype=pl.INT32)
             for r in pl.range(pld.world_size()):
                 stage = pld.window(input_buf, [total, SIZE], dtype=pl.FP32)
                 counts = pld.window(counts_buf, [nr, 1], dtype=pl.INT32)
@@ -121,25 +112,23 @@ def build_host_all_to_all_v_multicore(nr: int, core_num: int = 2, stride: int = 
             data = pld.window(data_buf, [total, SIZE], dtype=pl.FP32)
             counts = pld.window(counts_buf, [nr, 1], dtype=pl.INT32)
             recv = pld.window(recv_buf, [nr, 1], dtype=pl.INT32)
-            data = pld.tensor.all_to_all_v(  # @exchange
-                stage, data, signal, counts, recv, core_num=core_num
-            )
+            data = pld.tensor.all_to_all_v(stage, data, signal, counts, recv)  # @exchange
             for r in pl.range(pld.world_size()):
                 self.consume_orch(data, recv, signal, outputs[r], received[r], device=r)
             return outputs
 
-    return HostAllToAllVMulticore
+    return HostAllToAllVFlagged
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="host-level all_to_all_v on several cores")
+    parser = argparse.ArgumentParser(description="all_to_all_v, flag on the builtin cell")
     parser.add_argument("-p", "--platform", default="a2a3sim")
     parser.add_argument("-d", "--device", default="0,1,2,3")
     args = parser.parse_args()
     device_ids = [int(d) for d in args.device.split(",")]
     nr = len(device_ids)
     compiled = ir.compile(
-        build_host_all_to_all_v_multicore(nr),
+        build_host_all_to_all_v_flagged(nr),
         platform=args.platform,
         distributed_config=DistributedConfig(device_ids=device_ids, num_sub_workers=0),
     )
