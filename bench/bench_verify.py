@@ -160,16 +160,21 @@ def run_json(
     args: tuple[str, ...],
     repeat: int = 1,
     jobs: int | None = None,
+    tree: Path | None = None,
 ) -> tuple[float, float, list[dict[str, Any]] | str]:
     """(wall seconds, peak RSS in MiB, the JSON results or an error line) of one whole
-    `racecheck verify` process."""
+    `racecheck verify` process; `tree`, a checkout whose racecheck runs instead of the
+    installed one (bench/bench_compare.py)."""
     command = [sys.executable, "-m", "racecheck", "verify", str(path), "--ranks", str(ranks)]
     command += ["--engine", engine, "--format", "json", "--repeat", str(repeat)]
     command += [] if jobs is None else ["--jobs", str(jobs)]
     for value in args:
         command += ["--arg", value]
     started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
+    child = subprocess.Popen(  # `-m` puts the working folder first on the import path
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tree
+    )
     assert child.stdout is not None and child.stderr is not None
     stdout, stderr = child.stdout.read(), child.stderr.read()
     _, _, usage = os.wait4(child.pid, 0)
@@ -189,10 +194,11 @@ def run_once(
     args: tuple[str, ...],
     repeat: int = 1,
     jobs: int | None = None,
+    tree: Path | None = None,
 ) -> tuple[float, float, str, float, int]:
     """(wall seconds, peak RSS in MiB, verdicts, checking seconds, events) of one whole
     `racecheck verify` process; checking excludes interpreter start-up and imports."""
-    elapsed, peak, results = run_json(path, ranks, engine, args, repeat, jobs)
+    elapsed, peak, results = run_json(path, ranks, engine, args, repeat, jobs, tree)
     if isinstance(results, str):
         return elapsed, peak, results, 0.0, 0
     verdict = "/".join(sorted({result["verdict"] for result in results}))
