@@ -127,9 +127,9 @@ def _check_file(file: _File, progress: Progress | None) -> Report:
         for result in results
     ]
     results = gate.demand(results, options, single)
-    loops = while_notes(file.path)  # PyPTO compiles a Python while: say how it was followed
-    loops = (*loops, *golden_notes(file.path))  # the file's own inputs and golden
-    results = [dataclasses.replace(result, notes=(*result.notes, *loops)) for result in results]
+    # how a Python while was followed (PyPTO compiles it), and the file's own inputs and golden
+    notes = (*while_notes(file.path), *golden_notes(file.path))
+    results = [dataclasses.replace(result, notes=(*result.notes, *notes)) for result in results]
     return Report(
         file=file.path,
         results=tuple(results),

@@ -273,7 +273,7 @@ class Event:
     label: str = ""  # the DSL call, e.g. "pld.tile.remote_load" or "pld.tensor.barrier"
     # the device loops it ran in, outermost first: (loop variable, its value) (`Loops`)
     loops: tuple[tuple[str, int], ...] = field(
-        default_factory=lambda: LOOPS.current(), compare=False, repr=False
+        default_factory=LOOPS.current, compare=False, repr=False
     )
     # (rank, index), made once: every stage asks for it, many times per event
     ref: EventRef = field(init=False, repr=False, compare=False)

@@ -241,26 +241,13 @@ class BatonScheduler:
             self._grant(self.unprimed[0])
 
     def _rank_main(self, state: RankContext, dispatches: list[Dispatch], repeat: int) -> None:
-        try:
-            self._wait_for_baton(state)
-            with activated(state):
-                planned = [(round_number, d) for round_number in range(repeat) for d in dispatches]
-                for number in running_order(self.dispatch_orders.get(state.rank, ()), len(planned)):
-                    state.repeat, dispatch = planned[number - 1]
-                    self._run_dispatch(state, dispatch, number)
-            state.end = RankEnd.FORCED if state.forced else RankEnd.FINISHED
-        except Abort:
-            return
-        except Crash as crash:
-            self.out_of_bounds.append(crash.record)
-            state.end = RankEnd.CRASHED
-        except BaseException as error:  # noqa: BLE001 - reported to the caller of simulate()
-            self._fail(error)
-            return
-        try:
-            self.finished(state)
-        except BaseException as error:  # noqa: BLE001 - a policy failing while handing over
-            self._fail(error)
+        def body() -> None:
+            planned = [(round_number, d) for round_number in range(repeat) for d in dispatches]
+            for number in running_order(self.dispatch_orders.get(state.rank, ()), len(planned)):
+                state.repeat, dispatch = planned[number - 1]
+                self._run_dispatch(state, dispatch, number)
+
+        self._thread_main(state, body)
 
     def _run_dispatch(self, state: RankContext, dispatch: Dispatch, number: int) -> None:
         args, kwargs = as_declared(dispatch.function, dispatch.args, dispatch.kwargs)

@@ -12,6 +12,7 @@ tile math is plain numpy.
 from __future__ import annotations
 
 import dis
+import functools
 import linecache
 import math
 import re
@@ -469,9 +470,13 @@ def _loop_variable(frame: FrameType) -> str | None:
     """The variable of the user's `for` that iterates this loop, read from its line;
     None where the loop is not a `for` statement of the user's file."""
     user = innermost_user_frame(frame)
-    if user is None:
-        return None
-    found = _FOR_TARGET.match(linecache.getline(user.f_code.co_filename, user.f_lineno))
+    return None if user is None else _for_target(user.f_code.co_filename, user.f_lineno)
+
+
+@functools.cache
+def _for_target(filename: str, line: int) -> str | None:
+    """The variable a `for` statement on this line binds (first of a tuple), else None."""
+    found = _FOR_TARGET.match(linecache.getline(filename, line))
     return found.group(1) if found else None
 
 
