@@ -315,7 +315,7 @@ def all_to_all(source: object, target: object, signal: object, out: object = Non
 
 
 def all_to_all_v(
-    source: object,
+    input: object,  # PyPTO's names, so each may be given by keyword as PyPTO allows
     target: object,
     signal: object,
     send_counts: object = None,
@@ -331,7 +331,7 @@ def all_to_all_v(
             f"{label} takes no {', '.join(f'{name}=' for name in unknown)}: its arguments are"
             " (input, target, signal, send_counts, recv_counts), and PyPTO refuses the call"
         )
-    source_view = require_view(source, label, "input")
+    source_view = require_view(input, label, "input")
     operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
     _require_host_signal(label, operands[2])
     if send_counts is not None and recv_counts is not None:
