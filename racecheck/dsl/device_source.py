@@ -8,6 +8,12 @@ each one from its source with every `a % b`, `a // b`, `a %= b`, `a //= b` and
 `divmod(a, b)` made a call of `device_arithmetic`, at the operator's own line and
 column: two Python ints divide like the device, anything else (a `DeviceInt`, a value
 read from memory, a float, an array) as its own operator says.
+
+A clamp written as a branch, `if n > T: n = T` (or `<`, `>=`, `<=`, either side; no
+`else`, the body that one assignment, `T` a name, constant or arithmetic of them), is
+the same call with `n` and `T`: it computes what the branch does, and for an integer
+read from an input it is the exact choice `min(n, T)` (`max` for a lower clamp) that
+`pl.min` gives, with no branch to split paths on (docs/model.md §1).
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from types import CellType, CodeType, FunctionType
 from typing import Any
 
 from racecheck.dsl.location import innermost_user_frame
-from racecheck.dsl.scalars import truncating_div, truncating_mod
+from racecheck.dsl.scalars import Tainted, chosen_scalar, truncating_div, truncating_mod
+from racecheck.dsl.symbolic import Op
 
 FUTURE_FLAGS = functools.reduce(
     operator.or_, (getattr(__future__, name).compiler_flag for name in __future__.all_feature_names)
@@ -43,9 +50,24 @@ class Operator(Enum):
     MOD = "%"
     FLOOR_DIV = "//"
     DIVMOD = "divmod"
+    # `if n OP T: n = T`, by the comparison that keeps T (n > T: T is the upper bound)
+    UPPER = "if n > T: n = T"
+    UPPER_EQ = "if n >= T: n = T"
+    LOWER = "if n < T: n = T"
+    LOWER_EQ = "if n <= T: n = T"
+
+
+_CLAMP_TESTS: dict[Operator, Callable[[Any, Any], Any]] = {
+    Operator.UPPER: operator.gt,
+    Operator.UPPER_EQ: operator.ge,
+    Operator.LOWER: operator.lt,
+    Operator.LOWER_EQ: operator.le,
+}
 
 
 def _python(operator: Operator, left: Any, right: Any) -> Any:
+    if operator in _CLAMP_TESTS:
+        return right if _CLAMP_TESTS[operator](left, right) else left
     if operator is Operator.MOD:
         return left % right
     if operator is Operator.FLOOR_DIV:
@@ -56,6 +78,8 @@ def _python(operator: Operator, left: Any, right: Any) -> Any:
 def device_arithmetic(symbol: str, left: Any, right: Any) -> Any:
     """`left <op> right` in a DSL body: truncating for two Python ints (bools count)."""
     operator = Operator(symbol)
+    if operator in _CLAMP_TESTS:
+        return _clamped(operator, left, right)
     if type(left) not in (int, bool) or type(right) not in (int, bool):
         return _python(operator, left, right)
     if operator is Operator.MOD:
@@ -63,6 +87,18 @@ def device_arithmetic(symbol: str, left: Any, right: Any) -> Any:
     if operator is Operator.FLOOR_DIV:
         return truncating_div(left, right)
     return truncating_div(left, right), truncating_mod(left, right)
+
+
+def _clamped(clamp: Operator, value: Any, bound: Any) -> Any:
+    """`if value OP bound: value = bound` (`clamp`): for an integer read from memory with
+    a symbolic form, the exact `min`/`max` choice `chosen_scalar` makes (its value is the
+    branch's); for anything else the branch itself."""
+    if isinstance(value, Tainted) or isinstance(bound, Tainted):
+        upper = clamp in (Operator.UPPER, Operator.UPPER_EQ)
+        choice = chosen_scalar(Op.MIN if upper else Op.MAX, value, bound)
+        if isinstance(choice, Tainted) and choice.symbolic is not None:
+            return choice
+    return _python(clamp, value, bound)
 
 
 _SYMBOLS: dict[type[ast.operator], Operator] = {
@@ -102,6 +138,16 @@ class _DeviceArithmetic(ast.NodeTransformer):
             return _call(Operator.DIVMOD, node.args[0], node.args[1], node)
         return node
 
+    def visit_If(self, node: ast.If) -> ast.stmt:
+        self.generic_visit(node)
+        found = clamp_of(node)
+        if found is None:
+            return node
+        clamp, name, bound = found
+        call = _call(clamp, _name(name), bound, node.test)
+        assign = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=call)
+        return ast.fix_missing_locations(ast.copy_location(assign, node))
+
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
         self.generic_visit(node)
         operator = _SYMBOLS.get(type(node.op))
@@ -123,6 +169,45 @@ class _DeviceArithmetic(ast.NodeTransformer):
         value = _call(operator, _place_as(place, ast.Load()), node.value, node)
         staged.append(ast.copy_location(ast.Assign(targets=[stored], value=value), node))
         return [ast.fix_missing_locations(statement) for statement in staged]
+
+
+_KEPT: dict[type[ast.cmpop], tuple[Operator, Operator]] = {
+    # the comparison, with n on its left / on its right, and the clamp it is
+    ast.Gt: (Operator.UPPER, Operator.LOWER),
+    ast.GtE: (Operator.UPPER_EQ, Operator.LOWER_EQ),
+    ast.Lt: (Operator.LOWER, Operator.UPPER),
+    ast.LtE: (Operator.LOWER_EQ, Operator.UPPER_EQ),
+}
+
+
+def clamp_of(node: ast.If) -> tuple[Operator, str, ast.expr] | None:
+    """`if n OP T: n = T` as (the clamp, n, T): no `else`, one plain assignment of the
+    name compared, from the expression it was compared with, which has no call, no
+    subscript and no assignment in it (evaluating it again gives the same value)."""
+    test, body = node.test, node.body
+    if node.orelse or len(body) != 1 or not isinstance(body[0], ast.Assign):
+        return None
+    assign = body[0]
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
+        return None
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or type(test.ops[0]) not in _KEPT:
+        return None
+    name = assign.targets[0].id
+    left, right = test.left, test.comparators[0]
+    on_left = isinstance(left, ast.Name) and left.id == name
+    bound = right if on_left else left
+    if not on_left and not (isinstance(right, ast.Name) and right.id == name):
+        return None
+    if ast.dump(bound) != ast.dump(assign.value) or not _pure(bound, name):
+        return None
+    return _KEPT[type(test.ops[0])][0 if on_left else 1], name, bound
+
+
+def _pure(expr: ast.expr, name: str) -> bool:
+    allowed = (ast.Name, ast.Constant, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Load)
+    return all(
+        isinstance(node, (*allowed, ast.operator, ast.unaryop)) for node in ast.walk(expr)
+    ) and not any(isinstance(node, ast.Name) and node.id == name for node in ast.walk(expr))
 
 
 def _name(identifier: str) -> ast.Name:
@@ -232,7 +317,9 @@ def _definitions(source: str, filename: str) -> dict[tuple[str, int], ast.Functi
 def _divides(definition: ast.FunctionDef) -> bool:
     """Whether `definition` holds an operator that `_with_device_arithmetic` rewrites."""
     return any(
-        isinstance(node, (ast.BinOp, ast.AugAssign))
+        isinstance(node, ast.If)
+        and clamp_of(node) is not None
+        or isinstance(node, (ast.BinOp, ast.AugAssign))
         and type(node.op) in _SYMBOLS
         or isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
