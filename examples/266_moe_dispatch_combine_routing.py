@@ -21,12 +21,17 @@ lane one row fewer, which the routing that sends every token of a rank to one ex
 overflows.
 
 Every token's route is a branch on input data, and a slot counter carries what earlier
-iterations decided into the next one's address: racecheck summarises loop bounds only,
-not branches nor counters, so it follows the routing path by path and ends ``unknown``
-at its path budget, naming the route read and that a summary run does not reach it.
+iterations decided into the next one's address: path by path the routing gives
+``(P * EXPERTS) ** (TOKENS * P)`` paths. racecheck's summary run takes each route
+branch for every input (its body only loads and stores), keeps the slot counter's exact
+form (``slot + when(route)``), lets each offset computed from it cover every value it
+takes (``lane + 0 .. lane + t`` at token ``t``), and carries the published counts to the
+receiver, whose gather loop then runs at most ``TOKENS`` times for any routing: a run
+with fewer routes has the same synchronisation and a subset of the accesses, so it is
+proved for every routing (the proof's note names the branches and the counter).
 
 racecheck expects:
-    ranks 2..3: unknown
+    ranks 2..3: proved
 """
 
 import argparse

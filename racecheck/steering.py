@@ -94,6 +94,23 @@ def open_reads(execution: Execution, oracle: OrderOracle) -> list[OpenRead]:
     return list(found.values())
 
 
+def steering_loads(
+    execution: Execution, oracle: OrderOracle, also: frozenset[EventRef] = frozenset()
+) -> set[EventRef]:
+    """Every load whose value steered (`_steering`) or is in `also`, directly or
+    through memory."""
+    trace, flow = execution.trace, execution.flow
+    feeders = _Feeders(trace, oracle)
+    found: set[EventRef] = set()
+    starts = [steering for steering, _, _ in _steering(trace, flow)] + sorted(
+        also, key=lambda ref: (ref.rank, ref.index)
+    )
+    for steering in starts:
+        if steering not in found:
+            found.update(_upstream(trace, flow, feeders, steering))
+    return found
+
+
 def _steering(trace: Trace, flow: DataFlow) -> Iterator[tuple[EventRef, SourceLocation, bool]]:
     """Loads whose values steered, and whether directly: revealed ones (directly), and
     the sources of data that lands on signal cells (it moves waits)."""

@@ -16,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 
 from racecheck.cosim import Execution
-from racecheck.dsl.summary_state import SummarisedLoop
+from racecheck.dsl.summary_state import SummarisedLoop, branches, widened_loads, widenings
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.events import CellIndex, EventKind, EventRef, WriteIndex
-from racecheck.steering import Cause, open_reads
+from racecheck.steering import Cause, open_reads, steering_loads
 
 
 def problems(
@@ -31,16 +31,29 @@ def problems(
 ) -> list[str]:
     """Why the summary run does not stand for every input (empty: it does)."""
     found = []
-    if execution.flow.decisions:  # a route, a slot counter, a peer: not a loop bound
+    if execution.flow.decisions:  # a peer, a branch not taken for every input
         line = execution.trace.event(next(iter(execution.flow.decisions[0].sources))).location
         found.append(
             f"the value read at line {line.line} decides a branch, an address or a peer"
-            " (a summary run follows input data only into loop bounds)"
+            " (a summary run follows input data only into loop bounds, slot-counted"
+            " branches and the offsets counted by their counters)"
         )
-    if not loops:
+    taken = branches()
+    if not loops and not taken:
         return [*found, "no loop over an input-dependent bound was summarised"]
     found += [
         f"the loop at line {loop.location.line}: {why}" for loop in loops for why in loop.broken
+    ]
+    found += [
+        f"the branch at line {branch.location.line}: {why}"
+        for branch in taken
+        for why in branch.broken
+    ]
+    found += [
+        f"the value computed from a slot counter at line {widening.location.line} is used"
+        " otherwise than as an offset of a load or store"
+        for widening in widenings()
+        if not widening.consumed
     ]
     sources = {source for loop in loops for source in loop.sources}
     for source in sorted(sources & revealed, key=lambda ref: (ref.rank, ref.index)):
@@ -48,7 +61,8 @@ def problems(
             f"the bound read at line {execution.trace.event(source).location.line} also steers"
         )
     found += _opened(execution, oracle, loops)
-    found += _read_back(execution, loops)
+    found += _read_back(execution, oracle, loops)
+    found += _widened_steering(execution, oracle, loops)
     return found
 
 
@@ -70,9 +84,13 @@ def _opened(
     ]
 
 
-def _read_back(execution: Execution, loops: tuple[SummarisedLoop, ...]) -> list[str]:
+def _read_back(
+    execution: Execution, oracle: OrderOracle, loops: tuple[SummarisedLoop, ...]
+) -> list[str]:
     """Stores of summarised iterations into signal cells (waits see them), and loads of
-    bytes such a store wrote: with fewer iterations they read other values."""
+    bytes such a store wrote whose values steer: with fewer iterations they read other
+    values (a load that moved only data decides nothing a summary run checks: it
+    claims no model or golden)."""
     trace = execution.trace
     stored = {
         EventRef(rank=loop.rank, index=index)
@@ -88,12 +106,31 @@ def _read_back(execution: Execution, loops: tuple[SummarisedLoop, ...]) -> list[
         if access is not None and near.touching(access):
             return [f"line {trace.event(ref).location.line} stores into a signal cell"]
     writes = WriteIndex(trace.event(ref) for ref in stored)
+    bounds = frozenset(source for loop in loops for source in loop.sources)
+    steering = steering_loads(execution, oracle, bounds)
     for rank_events in trace.events:
         for event in rank_events:
             loads = event.kind is EventKind.LOAD and event.access is not None
-            if loads and writes.overlapping(event.access):  # type: ignore[arg-type]
+            if loads and event.ref in steering and writes.overlapping(event.access):  # type: ignore[arg-type]
                 return [f"line {event.location.line} reads what a summarised loop stored"]
     return []
+
+
+def _widened_steering(
+    execution: Execution, oracle: OrderOracle, loops: tuple[SummarisedLoop, ...]
+) -> list[str]:
+    """Loads at an offset a slot counter widened whose values steer: another input's
+    run reads another element there."""
+    widened = widened_loads()
+    if not widened:
+        return []
+    bounds = frozenset(source for loop in loops for source in loop.sources)
+    steering = steering_loads(execution, oracle, bounds) & widened
+    return [
+        f"line {execution.trace.event(ref).location.line} reads at an offset counted by a"
+        " slot counter, and what it reads steers"
+        for ref in sorted(steering, key=lambda ref: (ref.rank, ref.index))[:1]
+    ]
 
 
 STEERING_SHOWN = 8
@@ -129,6 +166,15 @@ def assumption(loops: tuple[SummarisedLoop, ...]) -> str:
         f" `{render(loop.bound)}`)"
         for line, loop in sorted(seen.items())
     ]
+    taken: dict[int, tuple[str, ...]] = {}
+    for branch in branches():
+        taken.setdefault(branch.location.line, branch.counters)
+    parts += [
+        f"the branch at line {line} is taken or not for each input, counted exactly by"
+        f" {', '.join(f'`{name}`' for name in counters)}, and every offset computed from"
+        " that count covers each value it takes"
+        for line, counters in sorted(taken.items())
+    ]
     return "for every input: " + "; ".join(parts) + "; checked with all of those iterations"
 
 
@@ -145,5 +191,7 @@ def render(expr: object) -> str:
             return f"{expr.op.value}({', '.join(args)})"
         if expr.op.value == "neg":
             return f"-{args[0]}"
+        if expr.op.value == "when":
+            return f"[{args[0]}]"
         return f"({args[0]} {expr.op.value} {args[1]})"
     return "?"

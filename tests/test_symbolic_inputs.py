@@ -69,9 +69,10 @@ def test_a_negative_count_runs_no_iteration_so_an_upper_clamp_is_enough(tmp_path
             "y = pl.store(tile",
             "pl.write(counts, [source, 0], 0)\n                    y = pl.store(tile",
         ),
-        # a later load reads what the iterations stored
-        COPY + "                again = pl.load(y, [MAX_ROWS * source, 0], [1, SIZE])\n"
-        "                y = pl.store(again, [MAX_ROWS * source + 1, 0], y)\n",
+        # a later load reads what the iterations stored, and that value steers
+        COPY + "                again = pl.read(y, [MAX_ROWS * source, 0])\n"
+        "                if again > 0.5:\n"
+        "                    y = pl.store(tile, [MAX_ROWS * source, 0], y)\n",
         # the bound steers past the loop too (a row offset)
         COPY + "                last = pl.max(received - 1, 0)\n"
         "                again = pl.load(inbox, [MAX_ROWS * source + last, 0], [1, SIZE])\n"
@@ -190,7 +191,22 @@ def test_the_routing_that_overflows_a_lane_is_shown_with_the_finding() -> None:
         assert sorted(index for _, index, _ in finding.inputs) == [0, 1, 2, 3]
 
 
-def test_a_route_branch_is_named_not_summarised() -> None:
+def test_a_later_load_of_what_the_iterations_stored_as_data_only_is_proved(
+    tmp_path: Path,
+) -> None:
+    """The iterations a count leaves out change the bytes a later load reads, not which
+    events run: a value that moves only data decides nothing the summary checks."""
+    data_only = (
+        COPY + "                again = pl.load(y, [MAX_ROWS * source, 0], [1, SIZE])\n"
+        "                y = pl.store(again, [MAX_ROWS * source + 1, 0], y)\n"
+    )
+    (result,) = _verify(tmp_path, (COPY, data_only))
+    assert result.verdict is Verdict.PROVED
+
+
+def test_the_routing_with_slot_counters_is_proved_with_its_branches_named() -> None:
     (result,) = racecheck.verify(str(MOE), ranks="2").results
-    assert result.verdict is Verdict.UNKNOWN
-    assert "decides a branch, an address or a peer" in result.message
+    assert result.verdict is Verdict.PROVED
+    (note,) = [note for note in result.notes if note.startswith("for every input")]
+    assert "the branch at line 71 is taken or not for each input" in note
+    assert "counted exactly by `slot`" in note

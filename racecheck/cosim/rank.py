@@ -26,6 +26,7 @@ from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import assigned_name, unsupported, user_location
 from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.scopes import TaskSpec, TaskTag, stands_for
+from racecheck.dsl.summary_state import covering, note_widened_load
 from racecheck.dsl.symbolic import INT32_LIMITS, Decision, Forms, InputBlock, decision
 from racecheck.dsl.tensors import TensorView, cell_start, region_problem, region_runs
 from racecheck.errors import TracingError, UnsupportedConstruct
@@ -445,6 +446,7 @@ class RankContext:
     ) -> tuple[np.ndarray, EventRef]:
         region = self._region(view, owner, offsets, extent)
         event = self._event(EventKind.LOAD, region, AccessMode.READ, label)
+        note_widened_load(offsets, event.ref)
         self.run.checkpoint(self, event)
         values = self.run.memory.read(view, owner, offsets, extent)
         self.run.executed(self, event)
@@ -623,6 +625,9 @@ class RankContext:
         self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]
     ) -> Region:
         self._check_owner(view, owner)
+        box = covering(offsets, list(extent))  # a summary run's slot-counted offsets
+        if box is not None:
+            offsets, extent = box
         problem = region_problem(view, offsets, extent)
         if problem is not None:
             self.fail_bounds(problem)

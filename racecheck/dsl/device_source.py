@@ -14,6 +14,11 @@ A clamp written as a branch, `if n > T: n = T` (or `<`, `>=`, `<=`, either side;
 the same call with `n` and `T`: it computes what the branch does, and for an integer
 read from an input it is the exact choice `min(n, T)` (`max` for a lower clamp) that
 `pl.min` gives, with no branch to split paths on (docs/model.md §1).
+
+Any other `if` without `else` whose body bumps a name by a constant (`n = n + K`,
+`n += K`: a slot counter) and has no `return`, `break`, `continue`, `raise` or `yield`
+becomes `if branch(C): BODY; branch_end()` with each such bump a call of `bump`
+(`racecheck.dsl.summary`): the branch and the addition, except in a summary run.
 """
 
 from __future__ import annotations
@@ -55,6 +60,10 @@ class Operator(Enum):
     UPPER_EQ = "if n >= T: n = T"
     LOWER = "if n < T: n = T"
     LOWER_EQ = "if n <= T: n = T"
+    # a branch with slot counters (`racecheck.dsl.summary`): its test, a bump, its end
+    BRANCH = "branch"
+    BUMP = "bump"
+    BRANCH_END = "end"
 
 
 _CLAMP_TESTS: dict[Operator, Callable[[Any, Any], Any]] = {
@@ -80,6 +89,8 @@ def device_arithmetic(symbol: str, left: Any, right: Any) -> Any:
     operator = Operator(symbol)
     if operator in _CLAMP_TESTS:
         return _clamped(operator, left, right)
+    if operator in _COUNTING:
+        return _counting(operator, left, right)
     if type(left) not in (int, bool) or type(right) not in (int, bool):
         return _python(operator, left, right)
     if operator is Operator.MOD:
@@ -99,6 +110,21 @@ def _clamped(clamp: Operator, value: Any, bound: Any) -> Any:
         if isinstance(choice, Tainted) and choice.symbolic is not None:
             return choice
     return _python(clamp, value, bound)
+
+
+_COUNTING = frozenset({Operator.BRANCH, Operator.BUMP, Operator.BRANCH_END})
+
+
+def _counting(operator: Operator, left: Any, right: Any) -> Any:
+    from racecheck.dsl import summary  # it imports the DSL's scopes, which import this
+
+    if operator is Operator.BRANCH:
+        return summary.branch(left, right)
+    if operator is Operator.BUMP:
+        step, line = right
+        return summary.bump(left, step, line)
+    summary.branch_end(right)
+    return None
 
 
 _SYMBOLS: dict[type[ast.operator], Operator] = {
@@ -142,7 +168,7 @@ class _DeviceArithmetic(ast.NodeTransformer):
         self.generic_visit(node)
         found = clamp_of(node)
         if found is None:
-            return node
+            return _counting_branch(node)
         clamp, name, bound = found
         call = _call(clamp, _name(name), bound, node.test)
         assign = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=call)
@@ -201,6 +227,120 @@ def clamp_of(node: ast.If) -> tuple[Operator, str, ast.expr] | None:
     if ast.dump(bound) != ast.dump(assign.value) or not _pure(bound, name):
         return None
     return _KEPT[type(test.ops[0])][0 if on_left else 1], name, bound
+
+
+_LEAVING = (ast.Return, ast.Break, ast.Continue, ast.Raise, ast.Yield, ast.YieldFrom, ast.Await)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def counters_of(node: ast.If) -> frozenset[str]:
+    """The slot counters of `if C: BODY` (no `else`, nothing in BODY that leaves it or
+    opens a scope): the names every assignment of which in BODY is a bump by an integer
+    constant (`n = n + K`, `n = K + n`, `n += K`) outside any `if` inside BODY."""
+    if node.orelse or any(isinstance(inner, _LEAVING + _SCOPES) for inner in _inside(node)):
+        return frozenset()
+    bumps = [statement for statement in _own_statements(node) if _bump_of(statement)]
+    targets = {id(_target(statement)) for statement in bumps}
+    plain = {
+        inner.id
+        for inner in _inside(node)
+        if isinstance(inner, ast.Name)
+        and isinstance(inner.ctx, ast.Store)
+        and id(inner) not in targets
+    }
+    return frozenset(_bump_of(statement)[0] for statement in bumps) - plain  # type: ignore[index]
+
+
+def _target(statement: ast.stmt) -> ast.expr:
+    if isinstance(statement, ast.AugAssign):
+        return statement.target
+    assert isinstance(statement, ast.Assign)
+    return statement.targets[0]
+
+
+def _inside(node: ast.If) -> list[ast.AST]:
+    return [inner for statement in node.body for inner in ast.walk(statement)]
+
+
+def _own_statements(node: ast.If) -> list[ast.stmt]:
+    """The statements of `node`'s body at any depth, but not inside an inner `if`."""
+    found: list[ast.stmt] = []
+    pending = list(node.body)
+    while pending:
+        statement = pending.pop()
+        found.append(statement)
+        if not isinstance(statement, ast.If):
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list):
+                    pending.extend(inner)
+    return found
+
+
+def _bump_of(statement: ast.AST) -> tuple[str, int] | None:
+    """`n = n + K`, `n = K + n` or `n += K` (K an integer constant) as (n, K)."""
+    if isinstance(statement, ast.AugAssign):
+        target, op, step = statement.target, statement.op, statement.value
+        if isinstance(target, ast.Name) and isinstance(op, ast.Add) and _integer(step):
+            return target.id, step.value  # type: ignore[attr-defined]
+        return None
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return None
+    assigned, value = statement.targets[0], statement.value
+    if not isinstance(assigned, ast.Name) or not isinstance(value, ast.BinOp):
+        return None
+    if not isinstance(value.op, ast.Add):
+        return None
+    for counter, step in ((value.left, value.right), (value.right, value.left)):
+        if isinstance(counter, ast.Name) and counter.id == assigned.id and _integer(step):
+            return assigned.id, step.value  # type: ignore[attr-defined]
+    return None
+
+
+def _integer(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int)
+        and not isinstance(node.value, bool)
+    )
+
+
+def _counting_branch(node: ast.If) -> ast.stmt:
+    """`node` as a branch with slot counters (`counters_of`), or as it is."""
+    counters = counters_of(node)
+    if not counters:
+        return node
+    line = node.lineno
+    for statement in _own_statements(node):
+        bumped = _bump_of(statement)
+        if bumped is None or bumped[0] not in counters:
+            continue
+        name, step = bumped
+        place = ast.Tuple(elts=[ast.Constant(step), ast.Constant(line)], ctx=ast.Load())
+        call = _call(Operator.BUMP, _name(name), place, statement)
+        assign = ast.copy_location(
+            ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=call), statement
+        )
+        _replace(node, statement, ast.fix_missing_locations(assign))
+    test = _call(Operator.BRANCH, node.test, ast.Constant(line), node.test)
+    end = _call(Operator.BRANCH_END, ast.Constant(None), ast.Constant(line), node)
+    last = node.body[-1]
+    closing = ast.Expr(value=end)
+    ast.copy_location(closing, last)
+    closing.lineno = closing.end_lineno = getattr(last, "end_lineno", last.lineno)
+    node.test = test
+    node.body = [*node.body, ast.fix_missing_locations(closing)]
+    return node
+
+
+def _replace(root: ast.AST, old: ast.stmt, new: ast.stmt) -> None:
+    """Put `new` where `old` is in a statement list under `root`."""
+    for parent in ast.walk(root):
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(parent, field, None)
+            if isinstance(statements, list) and any(s is old for s in statements):
+                statements[[id(s) for s in statements].index(id(old))] = new
+                return
 
 
 def _pure(expr: ast.expr, name: str) -> bool:
@@ -318,7 +458,7 @@ def _divides(definition: ast.FunctionDef) -> bool:
     """Whether `definition` holds an operator that `_with_device_arithmetic` rewrites."""
     return any(
         isinstance(node, ast.If)
-        and clamp_of(node) is not None
+        and (clamp_of(node) is not None or bool(counters_of(node)))
         or isinstance(node, (ast.BinOp, ast.AugAssign))
         and type(node.op) in _SYMBOLS
         or isinstance(node, ast.Call)

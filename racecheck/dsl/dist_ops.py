@@ -17,7 +17,14 @@ from racecheck.dsl import lanes
 from racecheck.dsl.context import RankContext, current, host_context, rank_context
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.groups import WorldSize, in_group, world_peer
-from racecheck.dsl.local_ops import indices, load_region, local_owner, require_view, tile_values
+from racecheck.dsl.local_ops import (
+    indices,
+    load_region,
+    local_owner,
+    require_view,
+    tile_forms,
+    tile_values,
+)
 from racecheck.dsl.scalars import DeviceInt, Tainted, as_index, sources_of
 from racecheck.dsl.tensors import TensorView, Tile, WindowBuffer
 from racecheck.dsl.types import AtomicType, NotifyOp, WaitCmp
@@ -223,6 +230,7 @@ def remote_store(
         label,
         accumulate=_accumulates(atomic, label),
         sources=sources_of(src_tile),
+        forms=tile_forms(src_tile),
     )
 
 

@@ -40,7 +40,8 @@ from racecheck.dsl.scalars import (
     sources_of,
     typed,
 )
-from racecheck.dsl.summary import summarised
+from racecheck.dsl.summary import summarised, widened_indices
+from racecheck.dsl.summary_state import active as summary_active
 from racecheck.dsl.symbolic import Forms, InputBlock, Op, first_form, within
 from racecheck.dsl.tensors import KernelOps, TensorView, Tile, provide_kernel_ops
 from racecheck.dsl.types import DimExpr
@@ -51,7 +52,9 @@ def indices(values: Sequence[object]) -> list[int]:
     """Offsets or a shape as the user gave them: a list or tuple of integers."""
     if not isinstance(values, (list, tuple)):
         raise TypeError(f"offsets and shapes are lists such as [i, j], got {values!r}")
-    return [as_index(value) for value in values]
+    if not summary_active():
+        return [as_index(value) for value in values]
+    return widened_indices(values)
 
 
 def local_owner(view: TensorView, rank: int) -> int:
@@ -577,8 +580,33 @@ def set_block(tile: Tile, index: object, value: object) -> None:
         for item in items
     ]
     starts += [0] * (len(tile.shape) - len(starts))
-    updated = tile_update(tile, starts, tile_values(value, tile.dtype), sources_of(value))
-    tile.data, tile.sources, tile.symbols = updated.data, updated.sources, None
+    values = tile_values(value, tile.dtype)
+    updated = tile_update(tile, starts, values, sources_of(value))
+    symbols = _updated_forms(tile, starts, values, tile_forms(value))
+    tile.data, tile.sources, tile.symbols = updated.data, updated.sources, symbols
+
+
+def _updated_forms(
+    tile: Tile, starts: list[int], values: np.ndarray, forms: Forms | None
+) -> np.ndarray | None:
+    """The forms of `tile`'s elements once `values` (with `forms`) are written at
+    `starts`: the block takes the values' forms (none for a value without one)."""
+    if tile.symbols is None and forms is None:
+        return None
+    kept = np.empty(tile.shape, dtype=object)
+    if tile.symbols is not None:
+        old = tile.symbols.forms() if isinstance(tile.symbols, InputBlock) else tile.symbols
+        if old.shape != tile.shape:
+            return None
+        kept[...] = old
+    block = _trailing(values, len(starts))
+    where = tuple(slice(start, start + size) for start, size in zip(starts, block, strict=True))
+    if forms is None:
+        kept[where] = None
+    else:
+        written = forms.forms() if isinstance(forms, InputBlock) else forms
+        kept[where] = written.reshape(block)
+    return None if all(form is None for form in kept.reshape(-1)) else kept
 
 
 provide_kernel_ops(

@@ -21,13 +21,17 @@ import numpy as np
 
 from racecheck.dsl.active import note_control, note_unfollowed
 from racecheck.dsl.dtypes import ALL_DTYPES, INDEX, INT32, DType
-from racecheck.dsl.summary_state import note_revealed
+from racecheck.dsl.location import user_location
+from racecheck.dsl.summary_state import active as summary_active
+from racecheck.dsl.summary_state import note_revealed, widen
 from racecheck.dsl.symbolic import (
     Decision,
     Expr,
     Op,
+    bounds,
     chosen,
     combine,
+    counts,
     decision,
     in_type,
     negated,
@@ -347,7 +351,12 @@ class Tainted:
         return repr(self.value)
 
     def reveal(self, *, as_bool: bool = False) -> Any:
-        """The value, for a use that decides control flow or an address."""
+        """The value, for a use that decides control flow or an address. In a summary
+        run a value counted by a slot counter is not pinned: as an offset it stands for
+        every value of its form (`summary_state.widen`); a branch on it is a decision."""
+        if not as_bool and self.symbolic is not None and summary_active() and counts(self.symbolic):
+            widen(user_location(), bounds(self.symbolic))
+            return self.value
         note_revealed(self.sources)
         for guard in self.guards:
             note_control(self.sources, Decision(guard, taken=True))

@@ -27,15 +27,24 @@ from __future__ import annotations
 import ast
 import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 from racecheck.dsl.active import current
 from racecheck.dsl.context import RankContextProxy
 from racecheck.dsl.location import innermost_user_frame, location_of
-from racecheck.dsl.summary_state import SummarisedLoop, _state
-from racecheck.dsl.symbolic import Expr, bounds
-from racecheck.events import EventKind
+from racecheck.dsl.summary_state import (
+    ForcedBranch,
+    Offsets,
+    SummarisedLoop,
+    Widening,
+    _state,
+    pending,
+)
+from racecheck.dsl.symbolic import Expr, bounds, counted
+from racecheck.events import EventKind, EventRef
 
 MOST_ITERATIONS = 64
 """A summarised loop runs at most this many iterations; a bound that may reach past
@@ -108,7 +117,11 @@ def _iterate(loop: SummarisedLoop, first: int, stop: int, context: object) -> It
     held = _bound_names(frame)
     for index in range(first, stop):
         before = len(events)
-        yield DeviceIndex(index)
+        _state.local.loops = getattr(_state.local, "loops", 0) + 1
+        try:
+            yield DeviceIndex(index)
+        finally:
+            _state.local.loops -= 1
         for position in range(before, len(events)):
             loop.events.append(position)
             if events[position].kind not in (EventKind.LOAD, EventKind.STORE):
@@ -161,18 +174,8 @@ def _loop_names(filename: str, line: int) -> frozenset[str] | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _names_in(text: str, line: int) -> frozenset[str] | None:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    found: tuple[ast.AST, ast.For] | None = None
-    for function in ast.walk(tree):  # breadth first: the innermost function comes last
-        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        for node in ast.walk(function):
-            if isinstance(node, ast.For) and node.lineno == line:
-                found = function, node
+def _names_in(text: str, line: int, kind: str = "for") -> frozenset[str] | None:
+    found = _found_at(text, line, kind)
     if found is None:
         return None
     function, loop = found
@@ -193,6 +196,30 @@ def _names_in(text: str, line: int) -> frozenset[str] | None:
         and not _reassigned_before(function, statements, name)
     }
     return frozenset(assigned & read)
+
+
+def _statement_at(text: str, line: int, kind: str) -> ast.stmt | None:
+    found = _found_at(text, line, kind)
+    return None if found is None else found[1]
+
+
+@functools.lru_cache(maxsize=256)
+def _found_at(text: str, line: int, kind: str) -> tuple[ast.AST, ast.stmt] | None:
+    """The innermost function holding a `kind` statement (\"for\", \"if\") at `line`, and
+    the statement."""
+    wanted = ast.For if kind == "for" else ast.If
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    found: tuple[ast.AST, ast.stmt] | None = None
+    for function in ast.walk(tree):  # breadth first: the innermost function comes last
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, wanted) and node.lineno == line:
+                found = function, node
+    return found
 
 
 def _reassigned_before(function: ast.AST, loop: set[int], read: ast.Name) -> bool:
@@ -238,3 +265,165 @@ def _assigns(statement: ast.stmt, name: str) -> bool:
     return isinstance(statement, ast.Assign) and any(
         isinstance(target, ast.Name) and target.id == name for target in statement.targets
     )
+
+
+# -- branches on input data with slot counters (docs/model.md §1)
+#
+# A DSL body's `if C:` without `else` whose body bumps a name by a constant (`n = n + K`,
+# `n += K`: a slot counter) is recompiled (`racecheck.dsl.device_source`) as
+# `if branch(C, line): BODY'; branch_end(line)` with each bump `n = bump(n, K, line)`.
+# Outside a summary run these are the branch and the addition. In one, a condition with
+# a symbolic form is taken for every input: each input's own run is then this run with
+# some bodies left out, provided the body synchronises nothing and leaves nothing
+# behind but its counters (and tensor views it stores through), and every counter is
+# the exact `n + K * when(C)`; an offset computed from a counter covers every value
+# its form takes (`Widening`), so the accesses of every input's run are among the run's.
+
+
+@dataclass(slots=True, kw_only=True)
+class _Open:
+    """A branch being taken for every input on this thread."""
+
+    record: ForcedBranch
+    condition: Expr
+    sources: frozenset[EventRef]
+    events: list[Any]
+    start: int
+    held: dict[str, object]
+
+
+def branch(test: object, line: int) -> bool:
+    """`if test:` at `line` (see above): True for every input in a summary run, where
+    it can stand for them; else `bool(test)`."""
+    from racecheck.dsl.scalars import Tainted
+
+    opened = getattr(_state.local, "branches", None)
+    if opened is None:
+        opened = _state.local.branches = {}
+    frame = innermost_user_frame(sys._getframe(1))
+    key = (frame.f_code.co_filename if frame else "", line)
+    opened.pop(key, None)
+    if not _state.active or not isinstance(test, Tainted) or test.symbolic is None:
+        return bool(test)
+    context = current()
+    rank = getattr(context, "rank", None)
+    events = getattr(context, "events", None)
+    if (
+        test.guards
+        or frame is None
+        or not isinstance(rank, int)
+        or events is None
+        or isinstance(context, RankContextProxy)
+        or bool(getattr(_state.local, "loops", 0))  # in a summarised loop: a decision
+        or bool(opened)  # inside another branch taken for every input: a decision
+    ):
+        return bool(test)
+    names = _branch_names(frame.f_code.co_filename, line)
+    record = ForcedBranch(
+        rank=rank, location=location_of(frame), counters=names[0] if names else ()
+    )
+    if names is None:
+        record.broken.append("its statement is not found in the user's file")
+    with _state.lock:
+        _state.branches.append(record)
+    held = {name: frame.f_locals.get(name) for name in (names[1] if names else ())}
+    opened[key] = _Open(
+        record=record,
+        condition=test.symbolic,
+        sources=test.sources,
+        events=events,
+        start=len(events),
+        held=held,
+    )
+    return True
+
+
+def bump(count: object, step: int, line: int) -> object:
+    """`count + step` in the body of the branch at `line`: in a branch taken for every
+    input, the counter's exact form `count + step * when(condition)`."""
+    from racecheck.dsl.scalars import INDEX, Tainted, promoted, scalar_type, sources_of
+
+    frame = innermost_user_frame(sys._getframe(1))
+    key = (frame.f_code.co_filename if frame else "", line)
+    taken = getattr(_state.local, "branches", {}).get(key)
+    if taken is None:
+        return count + step  # type: ignore[operator]
+    form = count.symbolic if isinstance(count, Tainted) else _constant(count)
+    counted_form = counted(form, taken.condition, step)
+    value = (count.value if isinstance(count, Tainted) else count) + step  # type: ignore[operator]
+    if counted_form is None:
+        taken.record.broken.append(f"the counter at line {line} has no symbolic form")
+        return count + step  # type: ignore[operator]
+    dtype = promoted(scalar_type(count) or INDEX, INDEX)
+    return Tainted(value, sources_of(count) | taken.sources, counted_form, dtype=dtype)
+
+
+def branch_end(line: int) -> None:
+    """The end of the body of the branch at `line`: what it did stands for every input
+    only if it synchronised nothing and left nothing behind but its counters."""
+    from racecheck.dsl.tensors import TensorView
+
+    frame = innermost_user_frame(sys._getframe(1))
+    key = (frame.f_code.co_filename if frame else "", line)
+    taken = getattr(_state.local, "branches", {}).pop(key, None)
+    if taken is None:
+        return
+    for event in taken.events[taken.start :]:
+        if event.kind not in (EventKind.LOAD, EventKind.STORE):
+            taken.record.broken.append(
+                f"its body has a {event.kind.value} at line {event.location.line}"
+            )
+    now = frame.f_locals if frame is not None else {}
+    for name, held in sorted(taken.held.items()):
+        value = now.get(name)
+        if not (isinstance(value, TensorView) and value == held):
+            taken.record.broken.append(f"`{name}`, assigned under it, is read outside it")
+
+
+def _constant(value: object) -> Expr | None:
+    from racecheck.dsl.symbolic import Const
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Const(int(value))
+    return None
+
+
+def _branch_names(filename: str, line: int) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The counters of the `if` at `line`, and the other names its body assigns that
+    its function reads outside it (None: not found)."""
+    try:
+        with open(filename, encoding="utf-8") as source:
+            text = source.read()
+    except (OSError, ValueError):
+        return None
+    return _if_names(text, line)
+
+
+@functools.lru_cache(maxsize=256)
+def _if_names(text: str, line: int) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    from racecheck.dsl.device_source import counters_of
+
+    live = _names_in(text, line, "if")
+    if live is None:
+        return None
+    found = _statement_at(text, line, "if")
+    if not isinstance(found, ast.If):
+        return None
+    counters = counters_of(found)
+    return tuple(sorted(counters)), tuple(sorted(live - counters))
+
+
+def widened_indices(values: Sequence[object]) -> list[int]:
+    """`as_index` of each offset in a summary run; one counted by a slot counter
+    (`Widening`) makes the offsets an `Offsets` covering all its values."""
+    from racecheck.dsl.scalars import as_index
+
+    found: list[int] = []
+    spans: dict[int, Widening] = {}
+    pending()
+    for axis, value in enumerate(values):
+        found.append(as_index(value))
+        revealed = pending()
+        if len(revealed) == 1 and revealed[0].span is not None:
+            spans[axis] = revealed[0]
+    return Offsets(found, spans) if spans else found

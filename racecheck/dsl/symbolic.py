@@ -32,6 +32,7 @@ class Op(Enum):
     TRUNC_DIV = "//"  # integers only, truncating toward zero as on the device
     TRUNC_MOD = "%"  # integers only: left - right * (left // right), the sign of left
     NEG = "neg"
+    WHEN = "when"  # integers only: 1 where its one argument, a condition, holds, else 0
     MIN = "min"  # integers only: the lesser operand (`pl.min`, a clamp), with no branch
     MAX = "max"
     LT = "<"
@@ -233,6 +234,8 @@ def _is_float(expr: Expr) -> bool:
         return expr.is_float
     if isinstance(expr, Const):
         return isinstance(expr.value, float)
+    if expr.op is Op.WHEN:
+        return False
     return any(_is_float(arg) for arg in expr.args)
 
 
@@ -244,6 +247,8 @@ def bounds(expr: Expr) -> tuple[int, int] | None:
     if isinstance(expr, Const):
         value = expr.value
         return (value, value) if isinstance(value, int) else None
+    if expr.op is Op.WHEN:
+        return (0, 1)
     found = [bounds(arg) for arg in expr.args]
     if any(bound is None for bound in found):
         return None
@@ -328,6 +333,27 @@ def _within_everywhere(expr: Expr, low: int, high: int) -> bool:
     if found is None or found[0] < low or found[1] > high:
         return False
     return all(_within_everywhere(arg, low, high) for arg in expr.args)
+
+
+def counted(count: Expr | None, condition: Expr, step: int) -> Expr | None:
+    """A counter's form after a bump by `step` under `condition` (a slot counter in a
+    summary run, `racecheck.dsl.summary`): `count + step * when(condition)`, exact for
+    every input whether or not the condition holds (None: the count has no form)."""
+    if count is None:
+        return None
+    term: Expr = Apply(Op.WHEN, (condition,))
+    if step != 1:
+        term = Apply(Op.MUL, (Const(step), term))
+    if isinstance(count, Const) and count.value == 0:
+        return term
+    return Apply(Op.ADD, (count, term))
+
+
+def counts(expr: Expr) -> bool:
+    """Whether `expr` holds a counter's `when` term (it exists only in a summary run)."""
+    if isinstance(expr, Apply):
+        return expr.op is Op.WHEN or any(counts(arg) for arg in expr.args)
+    return False
 
 
 def variables(expr: Expr) -> list[Var]:

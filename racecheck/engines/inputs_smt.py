@@ -139,6 +139,8 @@ def _term(expr: Expr, symbols: dict[Var, z3.ArithRef]) -> z3.ExprRef:
     args = [_term(arg, symbols) for arg in expr.args]
     if expr.op is Op.NEG:
         return -args[0]
+    if expr.op is Op.WHEN:
+        return z3.If(args[0], z3.IntVal(1), z3.IntVal(0))
     left, right = _aligned(args[0], args[1])
     return _BINARY[expr.op](left, right)
 
