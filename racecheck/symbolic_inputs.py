@@ -69,14 +69,18 @@ def problems(
 def _opened(
     execution: Execution, oracle: OrderOracle, loops: tuple[SummarisedLoop, ...]
 ) -> list[str]:
-    """Steering values other than the loops' bounds, and bounds an order of writes
-    decides: the bounds count as steering at their loops here."""
+    """Steering values other than the loops' bounds and the branches' conditions, and
+    those an order of writes decides: they count as steering at their loops and
+    branches here."""
     steered = dict(execution.flow.steered)
     for loop in loops:
         for source in loop.sources:
             steered.setdefault(source, loop.location)
+    for branch in branches():  # taken for every input, but its condition's form is
+        for source in branch.sources:  # one order's if an order of writes decides it
+            steered.setdefault(source, branch.location)
     flow = dataclasses.replace(execution.flow, steered=steered)
-    at_loops = {loop.location for loop in loops}
+    at_loops = {loop.location for loop in loops} | {branch.location for branch in branches()}
     return [
         opened.message
         for opened in open_reads(dataclasses.replace(execution, flow=flow), oracle)

@@ -354,7 +354,13 @@ class Tainted:
         """The value, for a use that decides control flow or an address. In a summary
         run a value counted by a slot counter is not pinned: as an offset it stands for
         every value of its form (`summary_state.widen`); a branch on it is a decision."""
-        if not as_bool and self.symbolic is not None and summary_active() and counts(self.symbolic):
+        if (
+            not as_bool
+            and not self.guards  # one that may wrap is pinned: other inputs wrap it
+            and self.symbolic is not None
+            and summary_active()
+            and counts(self.symbolic)
+        ):
             widen(user_location(), bounds(self.symbolic))
             return self.value
         note_revealed(self.sources)

@@ -320,7 +320,10 @@ def branch(test: object, line: int) -> bool:
         return bool(test)
     names = _branch_names(frame.f_code.co_filename, line)
     record = ForcedBranch(
-        rank=rank, location=location_of(frame), counters=names[0] if names else ()
+        rank=rank,
+        location=location_of(frame),
+        counters=names[0] if names else (),
+        sources=test.sources,
     )
     if names is None:
         record.broken.append("its statement is not found in the user's file")

@@ -37,6 +37,7 @@ class ForcedBranch:
     rank: int
     location: SourceLocation
     counters: tuple[str, ...]
+    sources: frozenset[EventRef]  # the loads its condition was computed from
     broken: list[str] = field(default_factory=list)
 
 
