@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 TARGET_SECONDS = 5.0
 
-# (label, file, P, the verdict it must give)
-ROWS = (
+# (label, file, P (a count or a range), the verdict it must give)
+ROWS: tuple[tuple[str, str, int | str, str], ...] = (
     ("a2av, counts from input, clamped", "262_input_counts_all_to_all_v.py", 8, "proved"),
     ("  twin: no clamp", "263_input_counts_all_to_all_v_bug_no_clamp.py", 8, "bug"),
     (
@@ -41,6 +41,25 @@ ROWS = (
         8,
         "bug",
     ),
+    (
+        "  twin: clamp one row high",
+        "275_input_counts_all_to_all_v_bug_clamp_off_by_one.py",
+        8,
+        "bug",
+    ),
+    (
+        "  twin: only rank 6 over-clamps",
+        "276_input_counts_all_to_all_v_bug_one_sender_at_7.py",
+        7,
+        "bug",
+    ),
+    ("a2av, clamped by branches", "273_input_counts_all_to_all_v_branch_clamp.py", 8, "proved"),
+    (
+        "  twin: branch off by one",
+        "274_input_counts_all_to_all_v_bug_branch_clamp_off_by_one.py",
+        8,
+        "bug",
+    ),
     ("builtin a2av, one input count", "135_all_to_all_v_input_count.py", 8, "proved"),
     ("builtin a2av, P*P input counts", "268_all_to_all_v_input_counts.py", 8, "proved"),
     ("  twin: no lower clamp", "269_all_to_all_v_input_counts_bug_negative.py", 8, "bug"),
@@ -50,6 +69,10 @@ ROWS = (
         8,
         "proved",
     ),
+    ("a2av, counts from the rank", "21_all_to_all_v.py", 8, "proved"),
+    ("host a2av", "42_host_all_to_all_v.py", 8, "proved"),
+    ("chip a2av", "126_chip_all_to_all_v.py", 8, "proved"),
+    ("host a2av, separate flag", "131_host_all_to_all_v_separate_flag.py", 8, "proved"),
     (
         "shift, input credit as notify value and threshold",
         "271_shift_input_credit_threshold.py",
@@ -62,11 +85,25 @@ ROWS = (
         4,
         "bug",
     ),
-    ("MoE dispatch/combine, routed", "266_moe_dispatch_combine_routing.py", 3, "unknown"),
+    (
+        "  twin: threshold not clamped",
+        "277_shift_input_credit_threshold_bug_unclamped.py",
+        4,
+        "bug",
+    ),
+    ("INDEX promotion: c * 256", "260_index_promotion_input_count.py", 8, "proved"),
+    (
+        "  twin: INT32 x INT32 wraps",
+        "261_index_promotion_input_count_int32_wraps.py",
+        8,
+        "unknown",
+    ),
+    ("MoE dispatch/combine, routed", "266_moe_dispatch_combine_routing.py", 8, "proved"),
+    ("MoE dispatch/combine, routed", "266_moe_dispatch_combine_routing.py", "2..8", "proved"),
     (
         "  twin: lane one route small",
         "267_moe_dispatch_combine_routing_bug_small_lane.py",
-        3,
+        8,
         "bug",
     ),
 )
@@ -77,7 +114,7 @@ PYPTO_ROWS = (
 PYPTO_ARGS = ("--arg", "max_recv=4")  # their factories' capacity, as their tests pass it
 
 
-def run_once(path: Path, ranks: int, extra: tuple[str, ...]) -> tuple[float, float, str]:
+def run_once(path: Path, ranks: int | str, extra: tuple[str, ...]) -> tuple[float, float, str]:
     """One whole process: wall seconds, CPU seconds, the verdict at P = `ranks`."""
     command = [sys.executable, "-m", "racecheck", "verify", str(path), "--ranks", str(ranks)]
     command += extra
@@ -103,7 +140,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--pypto", type=Path, help="folder holding PyPTO's two system tests")
     args = parser.parse_args()
-    rows: list[tuple[str, Path, int, str, tuple[str, ...]]] = [
+    rows: list[tuple[str, Path, int | str, str, tuple[str, ...]]] = [
         (label, EXAMPLES / name, ranks, want, ()) for label, name, ranks, want in ROWS
     ]
     if args.pypto is not None:
