@@ -60,6 +60,13 @@ ROWS: tuple[tuple[str, str, int | str, str], ...] = (
         8,
         "bug",
     ),
+    ("PyPTO #2112's lowering, by hand", "278_pr2112_all_to_all_v_hand_rolled.py", 8, "proved"),
+    (
+        "  twin: count before barrier",
+        "279_pr2112_all_to_all_v_bug_count_before_barrier.py",
+        8,
+        "bug",
+    ),
     ("builtin a2av, one input count", "135_all_to_all_v_input_count.py", 8, "proved"),
     ("builtin a2av, P*P input counts", "268_all_to_all_v_input_counts.py", 8, "proved"),
     ("  twin: no lower clamp", "269_all_to_all_v_input_counts_bug_negative.py", 8, "bug"),

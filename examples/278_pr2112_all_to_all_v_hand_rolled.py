@@ -1,0 +1,124 @@
+"""PyPTO #2112's all_to_all_v lowering written by hand: counts from the input, clamped
+only from above, on both sides.
+
+Per destination ``d``, rank ``s`` reads its count, clamps it with
+``min(INDEX(count), MAX_ROWS)`` as the lowering does (no lower clamp), publishes it with
+a ``Set`` into ``d``'s ``counts[s]`` and puts its ``MAX_ROWS``-row block for ``d`` into
+slot ``s`` of ``d``'s inbox. Then one ``Set`` signal to every rank and a wait for every
+rank's. The receiver reads each count back, clamps it again with ``min(c, MAX_ROWS)``
+and copies that many rows: a negative count copies none. racecheck keeps the count's
+form through the counts window, summarises the copy loop (at most ``MAX_ROWS`` times
+for any input) and proves it for every input.
+``279_pr2112_all_to_all_v_bug_count_before_barrier.py`` reads the count before the
+barrier.
+
+racecheck expects:
+    ranks 2..3: proved
+"""
+
+import argparse
+
+import pypto.language as pl
+import pypto.language.distributed as pld
+import torch
+from pypto import ir
+from pypto.ir.distributed_compiled_program import DistributedConfig
+
+SIZE = 16
+MAX_ROWS = 2
+
+
+def build_input_counts_all_to_all_v(nr: int):
+    @pl.program
+    class InputCountsAllToAllV:
+        @pl.function(type=pl.FunctionType.InCore)
+        def exchange(
+            self,
+            x: pl.Tensor[[MAX_ROWS * nr, SIZE], pl.FP32],
+            send_counts: pl.Tensor[[nr, 1], pl.INT32],
+            y: pl.Out[pl.Tensor[[MAX_ROWS * nr, SIZE], pl.FP32]],
+            inbox: pl.InOut[pld.DistributedTensor[[MAX_ROWS * nr, SIZE], pl.FP32]],
+            counts: pl.InOut[pld.DistributedTensor[[nr, 1], pl.INT32]],
+            signal: pl.InOut[pld.DistributedTensor[[nr, 1], pl.INT32]],
+        ) -> pl.Tensor[[MAX_ROWS * nr, SIZE], pl.FP32]:
+            ctx = pld.get_comm_ctx(inbox)
+            me = pld.rank(ctx)
+            for dest in pl.range(nr):
+                rows = pl.min(pl.cast(pl.read(send_counts, [dest, 0]), pl.INDEX), MAX_ROWS)
+                pld.system.notify(counts, peer=dest, offsets=[me, 0],
+                                  value=pl.cast(rows, pl.INT32), op=pld.NotifyOp.Set)  # @publish
+                block = pl.load(x, [dest * MAX_ROWS, 0], [MAX_ROWS, SIZE])
+                pld.tile.remote_store(block, inbox, peer=dest, offsets=[MAX_ROWS * me, 0])
+            for peer in pl.range(nr):
+                pld.system.notify(signal, peer=peer, offsets=[me, 0], value=1,
+                                  op=pld.NotifyOp.Set)
+            for source in pl.range(nr):
+                pld.system.wait(signal, offsets=[source, 0], expected=1, cmp=pld.WaitCmp.Ge)
+            for source in pl.range(nr):
+                received = pl.min(pl.read(counts, [source, 0]), MAX_ROWS)  # @count
+                for row in pl.range(received):  # @copy
+                    tile = pl.load(inbox, [MAX_ROWS * source + row, 0], [1, SIZE])
+                    y = pl.store(tile, [MAX_ROWS * source + row, 0], y)
+            return y
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def per_rank(
+            self,
+            x: pl.Tensor[[MAX_ROWS * nr, SIZE], pl.FP32],
+            send_counts: pl.Tensor[[nr, 1], pl.INT32],
+            y: pl.Out[pl.Tensor[[MAX_ROWS * nr, SIZE], pl.FP32]],
+            inbox: pl.InOut[pld.DistributedTensor[[MAX_ROWS * nr, SIZE], pl.FP32]],
+            counts: pl.InOut[pld.DistributedTensor[[nr, 1], pl.INT32]],
+            signal: pl.InOut[pld.DistributedTensor[[nr, 1], pl.INT32]],
+        ) -> pl.Tensor[[MAX_ROWS * nr, SIZE], pl.FP32]:
+            return self.exchange(x, send_counts, y, inbox, counts, signal)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def all_to_all_v(
+            self,
+            x: pl.Tensor[[nr, MAX_ROWS * nr, SIZE], pl.FP32],
+            send_counts: pl.Tensor[[nr, nr, 1], pl.INT32],
+            y: pl.Out[pl.Tensor[[nr, MAX_ROWS * nr, SIZE], pl.FP32]],
+        ) -> pl.Tensor[[nr, MAX_ROWS * nr, SIZE], pl.FP32]:
+            inbox_buf = pld.alloc_window_buffer([MAX_ROWS * nr, SIZE], dtype=pl.FP32)
+            counts_buf = pld.alloc_window_buffer([nr, 1], dtype=pl.INT32)
+            signal_buf = pld.alloc_window_buffer([nr, 1], dtype=pl.INT32)
+            for r in pl.range(pld.world_size()):
+                inbox = pld.window(inbox_buf, [MAX_ROWS * nr, SIZE], dtype=pl.FP32)
+                counts = pld.window(counts_buf, [nr, 1], dtype=pl.INT32)
+                signal = pld.window(signal_buf, [nr, 1], dtype=pl.INT32)
+                self.per_rank(x[r], send_counts[r], y[r], inbox, counts, signal, device=r)
+            return y
+
+    return InputCountsAllToAllV
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="all-to-all-v with counts from the input")
+    parser.add_argument("-p", "--platform", default="a2a3sim")
+    parser.add_argument("-d", "--device", default="0,1,2,3", help="comma-separated device ids")
+    args = parser.parse_args()
+    device_ids = [int(d) for d in args.device.split(",")]
+    nr = len(device_ids)
+    compiled = ir.compile(
+        build_input_counts_all_to_all_v(nr),
+        platform=args.platform,
+        distributed_config=DistributedConfig(device_ids=device_ids, num_sub_workers=0),
+    )
+    x = torch.randn((nr, MAX_ROWS * nr, SIZE), dtype=torch.float32)
+    send_counts = torch.randint(-1, MAX_ROWS + 2, (nr, nr, 1), dtype=torch.int32)
+    y = torch.zeros((nr, MAX_ROWS * nr, SIZE), dtype=torch.float32)
+    compiled(x, send_counts, y)
+    for dest in range(nr):
+        for source in range(nr):
+            count = max(0, min(int(send_counts[source, dest, 0]), MAX_ROWS))
+            rows = y[dest, MAX_ROWS * source : MAX_ROWS * source + count]
+            if not torch.equal(rows, x[source, MAX_ROWS * dest : MAX_ROWS * dest + count]):
+                print("MISMATCH")
+                return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
