@@ -45,8 +45,8 @@ def build_input_counts_all_to_all_v(nr: int):
             me = pld.rank(ctx)
             for dest in pl.range(nr):
                 rows = pl.min(pl.cast(pl.read(send_counts, [dest, 0]), pl.INDEX), MAX_ROWS)
-                pld.system.notify(counts, peer=dest, offsets=[me, 0],
-                                  value=pl.cast(rows, pl.INT32), op=pld.NotifyOp.Set)  # @publish
+                pld.system.notify(counts, peer=dest, offsets=[me, 0],  # @publish
+                                  value=pl.cast(rows, pl.INT32), op=pld.NotifyOp.Set)
                 block = pl.load(x, [dest * MAX_ROWS, 0], [MAX_ROWS, SIZE])
                 pld.tile.remote_store(block, inbox, peer=dest, offsets=[MAX_ROWS * me, 0])
             for peer in pl.range(nr):
