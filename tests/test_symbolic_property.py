@@ -9,10 +9,10 @@ import itertools
 from pathlib import Path
 
 import pytest
+from brute_force import agrees, verdict_at_two
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import racecheck
 import racecheck.paths
 from racecheck.findings import Verdict
 
@@ -99,15 +99,9 @@ def _program(tmp_path: Path, name: str, variant: dict[str, object], table: objec
     return path
 
 
-def _verdict(path: Path) -> tuple[Verdict, tuple[tuple[str, int, float], ...]]:
-    (result,) = racecheck.verify(str(path), ranks="2").results
-    inputs = next((finding.inputs for finding in result.findings if finding.inputs), ())
-    return result.verdict, inputs
-
-
 def _concrete(tmp_path: Path, variant: dict[str, object], counts: tuple[int, int]) -> Verdict:
     path = _program(tmp_path, f"concrete_{counts[0]}_{counts[1]}", variant, list(counts))
-    return _verdict(path)[0]
+    return verdict_at_two(path)[0]
 
 
 VARIANTS = st.fixed_dictionaries(
@@ -128,20 +122,13 @@ def test_symbolic_verdict_matches_brute_force_over_the_counts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variant: dict[str, object]
 ) -> None:
     monkeypatch.setattr(racecheck.paths, "BUDGET", 1)
-    symbolic, inputs = _verdict(_program(tmp_path, "symbolic", variant, None))
+    symbolic, inputs = verdict_at_two(_program(tmp_path, "symbolic", variant, None))
     concrete = {
         counts: _concrete(tmp_path, variant, counts)
         for counts in itertools.product(COUNTS, repeat=2)
     }
-    buggy = [counts for counts, verdict in concrete.items() if verdict is Verdict.BUG]
-    if symbolic is Verdict.PROVED:
-        assert not buggy, f"proved, but {buggy} are bugs"
-    elif symbolic is Verdict.BUG:
-        assert buggy
-        if inputs:  # the counter-model replays as constants
-            chosen = {index: int(value) for _, index, value in inputs}
-            counts = (chosen.get(0, 0), chosen.get(1, 0))
-            if all(count in COUNTS for count in counts):
-                assert concrete[counts] is Verdict.BUG
-    if not buggy and all(verdict is Verdict.PROVED for verdict in concrete.values()):
-        assert symbolic is Verdict.PROVED  # within the summary's fragment: decided
+    replayed = None
+    if inputs:  # the counter-model replays as constants
+        chosen = {index: int(value) for _, index, value in inputs}
+        replayed = (chosen.get(0, 0), chosen.get(1, 0))
+    agrees(symbolic, dict(concrete), replayed, complete=True)
