@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import racecheck
-from racecheck.dsl.device_source import counters_of
+from racecheck.dsl.counters import counters_of
 from racecheck.findings import Verdict
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

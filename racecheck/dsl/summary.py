@@ -34,6 +34,7 @@ from typing import Any
 
 from racecheck.dsl.active import current
 from racecheck.dsl.context import RankContextProxy
+from racecheck.dsl.counters import counters_of
 from racecheck.dsl.location import innermost_user_frame, location_of
 from racecheck.dsl.summary_state import (
     ForcedBranch,
@@ -404,8 +405,6 @@ def _branch_names(filename: str, line: int) -> tuple[tuple[str, ...], tuple[str,
 
 @functools.lru_cache(maxsize=256)
 def _if_names(text: str, line: int) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    from racecheck.dsl.device_source import counters_of
-
     live = _names_in(text, line, "if")
     if live is None:
         return None
