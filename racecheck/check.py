@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 
-from racecheck import clock, gate, judge, reference, symbolic_inputs
+from racecheck import clock, gate, judge, reference, rounds, symbolic_inputs
 from racecheck.analysis import Hazard, find_hazards
 from racecheck.assumptions import Assumption, gathered, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
@@ -37,6 +37,7 @@ from racecheck.cosim.tasks import (
 )
 from racecheck.dsl.summary_state import loops as summary_loops
 from racecheck.dsl.summary_state import revealed, summary_run
+from racecheck.dsl.types import TensorType
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.base import OrderOracle
@@ -57,6 +58,7 @@ from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
 from racecheck.project_imports import describe_import, forget_project_modules
 from racecheck.report.reasons import ReasonCode, has_code
+from racecheck.rounds import Calls
 from racecheck.session import Session
 from racecheck.steering import open_reads
 from racecheck.while_loops import while_notes
@@ -238,7 +240,7 @@ def _check_every_p(
     return check_every_p(
         fresh(),
         every_p,
-        repeat=options.repeat,
+        repeat=2 if options.per_call else options.repeat,  # per-call values: one call each
         timeout=options.timeout,
         concrete=concrete,
         fresh=fresh,
@@ -616,7 +618,11 @@ def _check_path(
         assumed = _assumed(built, options)
         instance = path.applied(
             dataclasses.replace(
-                built, task_orders=tasks, dispatch_orders=dispatches, assumed=assumed
+                built,
+                task_orders=tasks,
+                dispatch_orders=dispatches,
+                assumed=assumed,
+                calls=calls_of(built, options),
             )
         )
         with summary_run(path.summarised):
@@ -738,6 +744,12 @@ def _realised(
     except TracingError:
         return None
     return execution.schedule
+
+
+def calls_of(instance: ProgramInstance, options: Options) -> Calls:
+    """`--rounds` and `--per-call` for the instance (racecheck.rounds)."""
+    scalars = tuple(p.name for p in instance.parameters if not isinstance(p.annotation, TensorType))
+    return rounds.calls_of(instance.name, scalars, options.rounds, options.per_call)
 
 
 def _instantiate(spec: ProgramSpec, ranks: int, seconds: float) -> ProgramInstance:
