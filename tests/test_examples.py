@@ -232,7 +232,7 @@ def _check_example(
         path,
         checked,
         expectation.args,
-        expectation.repeat,
+        (expectation.repeat, expectation.rounds, expectation.per_call),
         expectation.expect,
         engine,
         expectation.runtime_order or "current",
@@ -251,14 +251,16 @@ def _sibling_ranks(
     """`ranks` and every other P the example states for the same flags (inside `within`
     if given): the cross-P wrong-result step judges a P against the others, so each
     line is checked inside the whole range a user would run."""
-    same_flags = [
-        other.ranks
-        for other in expectations_of(path)
-        if (other.args, other.repeat, other.expect, other.runtime_order)
-        == (expectation.args, expectation.repeat, expectation.expect, expectation.runtime_order)
-    ]
+    same_flags = [other.ranks for other in expectations_of(path) if _same_flags(other, expectation)]
     union = set(ranks).union(*same_flags)
     return tuple(sorted(union if within is None else union & set(within)))
+
+
+def _same_flags(one: Expectation, other: Expectation) -> bool:
+    def flags(line: Expectation) -> tuple[object, ...]:
+        return (line.args, line.repeat, line.rounds, line.per_call, line.expect, line.runtime_order)
+
+    return flags(one) == flags(other)
 
 
 @functools.cache
@@ -266,16 +268,19 @@ def _report(
     path: Path,
     ranks: tuple[int, ...],
     args: tuple[tuple[str, str], ...],
-    repeat: int,
+    calls: tuple[int, str | None, tuple[tuple[str, str], ...]],
     expect: str | None,
     engine: str,
     runtime_order: str,
 ) -> racecheck.Report:
+    repeat, rounds, per_call = calls
     return racecheck.verify(
         str(path),
         ranks=ranks,
         args=dict(args),
         repeat=repeat,
+        rounds=rounds,
+        per_call=dict(per_call),
         expect=expect,
         engine=engine,
         timeout=TIMEOUT,
