@@ -36,6 +36,7 @@ BUGS_THAT_NEED_A_FLAG = (
     "_bug_no_retire",
     "_bug_no_last_credit",
     "_bug_extra_step",
+    "_bug_no_clear",
 )
 # Far above any example's running time, so a loaded machine cannot turn a verdict into
 # `unknown`; a fast run is not slowed by it.
