@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from racecheck.dsl.groups import members
-from racecheck.dsl.location import SourceLocation, assigned_name, user_location
+from racecheck.dsl.location import SourceLocation, assigned_name, unsupported, user_location
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.tensors import TensorView, WindowBuffer
 from racecheck.errors import ProgramRejected
@@ -78,10 +78,11 @@ class HostContext:
         assert self.handed is not None
         number, self.handed = self.handed, self.handed + 1
         if number >= len(self.windows) or self.windows[number].nbytes != nbytes:
-            raise ProgramRejected(
+            raise unsupported(
                 f"a later call of the host entry allocates window {number + 1} of"
                 f" {nbytes} bytes, which the first call did not: with --per-call the windows"
-                " persist, so every call must allocate the same ones in the same order"
+                " persist, so racecheck needs every call to allocate the same ones in the"
+                " same order"
             )
         return self.windows[number]
 
