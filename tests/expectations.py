@@ -2,7 +2,8 @@
 
 Grammar of one line (indented under `racecheck expects:` in the module docstring):
 
-    ranks <R> [--arg NAME=VALUE]... [--repeat N] [--rounds MODE] [--per-call NAME=EXPR]...
+    ranks <R> [--arg NAME=VALUE]... [--repeat N] [--rounds MODE] [--reset-windows]
+          [--per-call NAME=EXPR]...
           [--expect MODEL] [--runtime-order ORDER]:
         <verdict> [<kind> [<detail>]] [model] [at @m1, @m2] [ranks r1 r2]
 
@@ -40,6 +41,7 @@ _LINE = re.compile(
     r"(?P<args>(?:\s+--arg\s+\w+=\S+)*)"
     r"(?:\s+--repeat\s+(?P<repeat>\d+))?"
     r"(?:\s+--rounds\s+(?P<rounds>\w+))?"
+    r"(?P<reset>\s+--reset-windows)?"
     r"(?P<per_call>(?:\s+--per-call\s+\w+=\S+)*)"
     r"(?:\s+--expect\s+(?P<expect>\S+))?"
     r"(?:\s+--runtime-order\s+(?P<order>\S+))?"
@@ -58,6 +60,7 @@ class Expectation:
     args: tuple[tuple[str, str], ...] = ()  # --arg NAME=VALUE
     repeat: int = 1
     rounds: str | None = None  # --rounds MODE; None: the default (free)
+    reset_windows: bool = False  # --reset-windows
     per_call: tuple[tuple[str, str], ...] = ()  # --per-call NAME=EXPR
     expect: str | None = None
     runtime_order: str | None = None  # None: today's rules
@@ -127,6 +130,7 @@ def _flags(line: Expectation) -> tuple[object, ...]:
         line.args,
         line.repeat,
         line.rounds,
+        line.reset_windows,
         line.per_call,
         line.expect,
         line.runtime_order,
@@ -181,6 +185,7 @@ def parse_line(text: str, markers: dict[str, int]) -> Expectation:
         ),
         repeat=int(match.group("repeat") or 1),
         rounds=match.group("rounds"),
+        reset_windows=match.group("reset") is not None,
         per_call=tuple(
             tuple(item.split("=", 1))  # type: ignore[misc]
             for item in match.group("per_call").split()

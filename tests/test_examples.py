@@ -37,6 +37,7 @@ BUGS_THAT_NEED_A_FLAG = (
     "_bug_no_last_credit",
     "_bug_extra_step",
     "_bug_no_clear",
+    "_bug_skip_when_warm",
 )
 # Far above any example's running time, so a loaded machine cannot turn a verdict into
 # `unknown`; a fast run is not slowed by it.
@@ -233,7 +234,7 @@ def _check_example(
         path,
         checked,
         expectation.args,
-        (expectation.repeat, expectation.rounds, expectation.per_call),
+        (expectation.repeat, expectation.rounds, expectation.reset_windows, expectation.per_call),
         expectation.expect,
         engine,
         expectation.runtime_order or "current",
@@ -259,7 +260,15 @@ def _sibling_ranks(
 
 def _same_flags(one: Expectation, other: Expectation) -> bool:
     def flags(line: Expectation) -> tuple[object, ...]:
-        return (line.args, line.repeat, line.rounds, line.per_call, line.expect, line.runtime_order)
+        return (
+            line.args,
+            line.repeat,
+            line.rounds,
+            line.reset_windows,
+            line.per_call,
+            line.expect,
+            line.runtime_order,
+        )
 
     return flags(one) == flags(other)
 
@@ -269,18 +278,19 @@ def _report(
     path: Path,
     ranks: tuple[int, ...],
     args: tuple[tuple[str, str], ...],
-    calls: tuple[int, str | None, tuple[tuple[str, str], ...]],
+    calls: tuple[int, str | None, bool, tuple[tuple[str, str], ...]],
     expect: str | None,
     engine: str,
     runtime_order: str,
 ) -> racecheck.Report:
-    repeat, rounds, per_call = calls
+    repeat, rounds, reset_windows, per_call = calls
     return racecheck.verify(
         str(path),
         ranks=ranks,
         args=dict(args),
         repeat=repeat,
         rounds=rounds,
+        reset_windows=reset_windows,
         per_call=dict(per_call),
         expect=expect,
         engine=engine,
