@@ -37,7 +37,7 @@ from racecheck.cosim.tasks import (
 )
 from racecheck.dsl.summary_state import loops as summary_loops
 from racecheck.dsl.summary_state import revealed, summary_run
-from racecheck.dsl.types import TensorType
+from racecheck.dsl.types import Direction, TensorType
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.base import OrderOracle
@@ -57,7 +57,7 @@ from racecheck.models import parse_model
 from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
 from racecheck.project_imports import describe_import, forget_project_modules
-from racecheck.report.reasons import ReasonCode, has_code
+from racecheck.report.reasons import ReasonCode, has_code, reason
 from racecheck.rounds import Calls
 from racecheck.session import Session
 from racecheck.steering import open_reads
@@ -259,6 +259,10 @@ def _check_one(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
 
 def _check_within(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
     if options.reset_windows and options.repeat > 1:
+        carried = _assumed_state(spec, ranks, options)
+        if carried is not None:
+            why = reason(ReasonCode.RESET_ASSUMED_STATE, tensor=carried)
+            return _outcome(spec, ranks, time.monotonic(), unknown=why)
         # Each call starts after the previous one ended, from zeroed windows: the calls
         # are independent, and checking one is checking them all (docs/model.md).
         outcome = _check_one(spec, ranks, dataclasses.replace(options, repeat=1))
@@ -689,6 +693,21 @@ def _check_path(
         decisions=execution.flow.decisions,
         summary=summary,
     )
+
+
+def _assumed_state(spec: ProgramSpec, ranks: int, options: Options) -> str | None:
+    """An assumed host tensor the program may write (`pl.InOut`): the next call starts
+    from what this one left in it, which the assumption does not cover."""
+    try:
+        instance = spec.instantiate(ranks)
+    except ProgramRejected:
+        return None  # the check proper says so
+    written = {
+        p.name
+        for p in instance.parameters
+        if isinstance(p.annotation, TensorType) and p.annotation.direction is Direction.INOUT
+    }
+    return next((a.tensor for a in _assumed(instance, options) if a.tensor in written), None)
 
 
 def _assumed(instance: ProgramInstance, options: Options) -> tuple[Assumption, ...]:

@@ -23,6 +23,7 @@ class ReasonCode(Enum):
     REPEAT = "repeat"
     RESET_WINDOWS = "reset-windows"
     ROUNDS_JOINED = "rounds-joined"
+    RESET_ASSUMED_STATE = "reset-assumed-state"
     PER_CALL = "per-call"
     SINGLE_DEVICE = "single-device"
     SINGLE_USE = "single-use"
@@ -202,6 +203,12 @@ _WORDS: dict[ReasonCode, str] = {
         " next; the windows persist between calls"
     ),
     ReasonCode.PER_CALL: "--per-call {values}",
+    ReasonCode.RESET_ASSUMED_STATE: (
+        "--reset-windows checks the calls as one, but {tensor} is assumed and the program may"
+        " write it (pl.InOut): the next call starts from what this one left there, which the"
+        " assumption does not cover; check the calls on persistent windows (--repeat N"
+        " --rounds joined) or assume only tensors the program reads"
+    ),
     ReasonCode.SINGLE_DEVICE: (
         "runs on one device (no device= dispatch, or an L2-only program): checked at P=1"
         " whatever --ranks asks"
