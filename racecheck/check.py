@@ -23,6 +23,7 @@ from racecheck import clock, gate, judge, reference, rounds, symbolic_inputs
 from racecheck.analysis import Hazard, find_hazards
 from racecheck.assumptions import Assumption, gathered, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
+from racecheck.cosim.execution import TensorRole
 from racecheck.cosim.tasks import (
     DispatchGraph,
     DispatchOrders,
@@ -37,7 +38,7 @@ from racecheck.cosim.tasks import (
 )
 from racecheck.dsl.summary_state import loops as summary_loops
 from racecheck.dsl.summary_state import revealed, summary_run
-from racecheck.dsl.types import Direction, TensorType
+from racecheck.dsl.types import TensorType
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.base import OrderOracle
@@ -47,6 +48,7 @@ from racecheck.errors import (
     ProgramRejected,
     TracingError,
     UnsupportedConstruct,
+    UserError,
 )
 from racecheck.events import Event, Schedule, Trace
 from racecheck.file_goldens import golden_notes
@@ -696,18 +698,37 @@ def _check_path(
 
 
 def _assumed_state(spec: ProgramSpec, ranks: int, options: Options) -> str | None:
-    """An assumed host tensor the program may write (`pl.InOut`): the next call starts
-    from what this one left in it, which the assumption does not cover."""
+    """A host tensor the program writes whose value steers it, where one call's check
+    does not cover the value the next call starts from: a `pl.Out` tensor (checked from
+    zeros only) or an assumed `pl.InOut` one (checked inside the assumption only)."""
     try:
         instance = spec.instantiate(ranks)
-    except ProgramRejected:
+        assumed = _assumed(instance, options)
+        execution = simulate(
+            dataclasses.replace(instance, assumed=assumed),
+            seed=options.seed,
+            timeout=options.timeout,
+            stage="looking for host state that steers the next call",
+        )
+    except (ProgramRejected, UserError, clock.Overtime):
         return None  # the check proper says so
-    written = {
-        p.name
-        for p in instance.parameters
-        if isinstance(p.annotation, TensorType) and p.annotation.direction is Direction.INOUT
+    trace = execution.trace
+    steering = {
+        access.memory
+        for ref in trace.control_reads
+        if (access := trace.event(ref).access) is not None
     }
-    return next((a.tensor for a in _assumed(instance, options) if a.tensor in written), None)
+    named = {a.tensor for a in assumed}
+    carried = (
+        tensor.name
+        for tensor in execution.tensors
+        if tensor.memory in steering
+        and (
+            tensor.role is TensorRole.OUTPUT
+            or (tensor.role is TensorRole.INOUT and tensor.name in named)
+        )
+    )
+    return next(carried, None)
 
 
 def _assumed(instance: ProgramInstance, options: Options) -> tuple[Assumption, ...]:

@@ -204,10 +204,10 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.PER_CALL: "--per-call {values}",
     ReasonCode.RESET_ASSUMED_STATE: (
-        "--reset-windows checks the calls as one, but {tensor} is assumed and the program may"
-        " write it (pl.InOut): the next call starts from what this one left there, which the"
-        " assumption does not cover; check the calls on persistent windows (--repeat N"
-        " --rounds joined) or assume only tensors the program reads"
+        "--reset-windows checks the calls as one, but host tensor {tensor}, which the program"
+        " writes, steers it: the next call starts from what this one left there, which one"
+        " call's check does not cover; check the calls on persistent windows (--repeat N"
+        " --rounds joined)"
     ),
     ReasonCode.SINGLE_DEVICE: (
         "runs on one device (no device= dispatch, or an L2-only program): checked at P=1"
