@@ -204,50 +204,8 @@ def scrub(recv: pld.DistributedTensor[[MAX_RANKS, SIZE], pl.FP32]):
     assert {result.verdict.value for result in report.results} <= {"bug", "unknown"}
 
 
-OUT_STATE = """import pypto.language as pl
-import pypto.language.distributed as pld
-
-MAX_RANKS = 8
-SIZE = 4
-
-
-@pl.jit
-def kernel(
-    x: pl.Tensor[[1, SIZE], pl.FP32],
-    y: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
-    state: pl.Out[pl.Tensor[[1, 1], pl.INT32]],
-    data: pld.DistributedTensor[[MAX_RANKS, SIZE], pl.FP32],
-    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
-):
-    ctx = pld.get_comm_ctx(data)
-    me = pld.rank(ctx)
-    n = pld.nranks(ctx)
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="body"):
-        warm = pl.read(state, [0, 0])
-        nxt = (me + 1) % n
-        pld.tensor.put(data, nxt, x, dst_offsets=[me, 0], src_offsets=[0, 0], shape=[1, SIZE])
-        pld.system.notify(sig, peer=nxt, offsets=[me, 0], value=1, op=pld.NotifyOp.AtomicAdd)
-        prv = (me + n - 1) % n
-        if warm == 0:
-            pld.system.wait(sig, offsets=[prv, 0], expected=1, cmp=pld.WaitCmp.Ge)
-        pl.store(pl.load(data, [prv, 0], [1, SIZE]), [0, 0], y)
-        pl.write(state, [0, 0], 1)
-    return y
-
-
-@pl.jit.host
-def entry(
-    x: pl.Tensor[[pl.dynamic("NR"), 1, SIZE], pl.FP32],
-    y: pl.Out[pl.Tensor[[pl.dynamic("NR"), 1, SIZE], pl.FP32]],
-    state: pl.Out[pl.Tensor[[pl.dynamic("NR"), 1, 1], pl.INT32]],
-):
-    data_buf = pld.alloc_window_buffer([MAX_RANKS, SIZE], dtype=pl.FP32)
-    sig_buf = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
-    for r in pl.range(pld.world_size()):
-        data = pld.window(data_buf, [MAX_RANKS, SIZE], dtype=pl.FP32)
-        sig = pld.window(sig_buf, [MAX_RANKS, 1], dtype=pl.INT32)
-        kernel(x[r], y[r], state[r], data, sig, device=r)
-"""
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+WARM = EXAMPLES / "349_warm_state_handshake_bug_skip_when_warm.py"
 
 
 def test_reset_windows_does_not_check_one_call_when_an_output_steers_the_next(
@@ -257,10 +215,21 @@ def test_reset_windows_does_not_check_one_call_when_an_output_steers_the_next(
     the first call left on the second, which skips the wait. Checking one call from
     zeroed windows proved it; it must not."""
     path = tmp_path / "out_state.py"
-    path.write_text(OUT_STATE)
+    source = WARM.read_text().replace("# racecheck: assume state in 0..0", "")
+    path.write_text(source.replace("pl.InOut[pl.Tensor[", "pl.Out[pl.Tensor["))
     reset = racecheck.verify(str(path), ranks=(2,), repeat=2, reset_windows=True, jobs=1)
     (result,) = reset.results
     assert result.verdict.value == "unknown"
     assert "host tensor state, which the program writes, steers it" in result.message
     persistent = racecheck.verify(str(path), ranks=(2,), repeat=2, jobs=1)
     assert persistent.results[0].verdict.value == "bug"
+
+
+def test_joined_rounds_do_not_hide_a_race_between_unordered_tasks_of_a_rank() -> None:
+    """The #1670 split wait: `read` may load the window while `wait` still spins, a
+    race only another order of one rank's tasks shows. Joined rounds keep the rank's
+    tasks off threads for now (racecheck.cosim.rounds.uses_threads): whatever runs
+    them, the race must still be found."""
+    path = EXAMPLES / "200_split_wait_bug_unordered_read.py"
+    report = racecheck.verify(str(path), ranks=(2,), repeat=2, rounds="joined", jobs=1)
+    assert {result.verdict.value for result in report.results} == {"bug"}
