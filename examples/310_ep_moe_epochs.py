@@ -33,6 +33,7 @@ edge, #824), 315 (a window sized for an old layout, #842), 316 (``Set`` and
 racecheck expects:
     ranks 2..4: proved
     ranks 2..3 --repeat 2: proved
+    ranks 2..3 --repeat 2 --rounds joined: proved
 """
 
 import argparse

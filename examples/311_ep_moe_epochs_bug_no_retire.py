@@ -7,9 +7,14 @@ the second call passes at once, and a rank reads windows its peers have not writ
 (or overwrites rows they still read). One call is correct; only ``--repeat 2`` (a
 persistent ``CommDomain`` reused without PyPTO's reset) shows it.
 
+Serving and pypto-lib's benchmarks (#854) drive the same windows with the host waiting
+for every rank between calls (``--rounds joined``): the join does not help, since the
+counts are still there when the next call's waits read them.
+
 racecheck expects:
     ranks 2..4: proved
     ranks 2 --repeat 2: bug race read-after-write at @expert_read, @dispatch_put
+    ranks 2..3 --repeat 2 --rounds joined: bug race read-after-write at @expert_read, @dispatch_put
 """
 
 import argparse

@@ -7,9 +7,14 @@ call on the same windows starts its first step (which waits for no credit) while
 peer may still be reading the last step's slots, and a fast rank's first put overwrites
 one. Only the persistent check (``--repeat 2``) sees it.
 
+When the host waits for every rank between calls (``--rounds joined``, as serving
+does), the slow peer has finished its reads before the next call starts, and the
+missing credit wait costs nothing: only free-running calls show the bug.
+
 racecheck expects:
     ranks 2..4: proved
     ranks 2..3 --repeat 2: bug race write-after-read at @reduce_read, @push_put
+    ranks 2..3 --repeat 2 --rounds joined: proved
 """
 
 import argparse

@@ -19,10 +19,11 @@ import time
 from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 
-from racecheck import clock, gate, judge, reference, symbolic_inputs
+from racecheck import clock, gate, judge, reference, rounds, symbolic_inputs
 from racecheck.analysis import Hazard, find_hazards
 from racecheck.assumptions import Assumption, gathered, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
+from racecheck.cosim.execution import TensorRole
 from racecheck.cosim.tasks import (
     DispatchGraph,
     DispatchOrders,
@@ -37,6 +38,7 @@ from racecheck.cosim.tasks import (
 )
 from racecheck.dsl.summary_state import loops as summary_loops
 from racecheck.dsl.summary_state import revealed, summary_run
+from racecheck.dsl.types import TensorType
 from racecheck.dsl.watchdog import Overrun, within
 from racecheck.engines import prepare
 from racecheck.engines.base import OrderOracle
@@ -46,6 +48,7 @@ from racecheck.errors import (
     ProgramRejected,
     TracingError,
     UnsupportedConstruct,
+    UserError,
 )
 from racecheck.events import Event, Schedule, Trace
 from racecheck.file_goldens import golden_notes
@@ -56,7 +59,8 @@ from racecheck.models import parse_model
 from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
 from racecheck.project_imports import describe_import, forget_project_modules
-from racecheck.report.reasons import ReasonCode, has_code
+from racecheck.report.reasons import ReasonCode, has_code, reason
+from racecheck.rounds import Calls
 from racecheck.session import Session
 from racecheck.steering import open_reads
 from racecheck.while_loops import while_notes
@@ -238,7 +242,7 @@ def _check_every_p(
     return check_every_p(
         fresh(),
         every_p,
-        repeat=options.repeat,
+        repeat=2 if options.per_call else options.repeat,  # per-call values: one call each
         timeout=options.timeout,
         concrete=concrete,
         fresh=fresh,
@@ -257,6 +261,10 @@ def _check_one(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
 
 def _check_within(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
     if options.reset_windows and options.repeat > 1:
+        carried = _assumed_state(spec, ranks, options)
+        if carried is not None:
+            why = reason(ReasonCode.RESET_ASSUMED_STATE, tensor=carried)
+            return _outcome(spec, ranks, time.monotonic(), unknown=why)
         # Each call starts after the previous one ended, from zeroed windows: the calls
         # are independent, and checking one is checking them all (docs/model.md).
         outcome = _check_one(spec, ranks, dataclasses.replace(options, repeat=1))
@@ -616,7 +624,11 @@ def _check_path(
         assumed = _assumed(built, options)
         instance = path.applied(
             dataclasses.replace(
-                built, task_orders=tasks, dispatch_orders=dispatches, assumed=assumed
+                built,
+                task_orders=tasks,
+                dispatch_orders=dispatches,
+                assumed=assumed,
+                calls=calls_of(built, options),
             )
         )
         with summary_run(path.summarised):
@@ -685,6 +697,40 @@ def _check_path(
     )
 
 
+def _assumed_state(spec: ProgramSpec, ranks: int, options: Options) -> str | None:
+    """A host tensor the program writes whose value steers it, where one call's check
+    does not cover the value the next call starts from: a `pl.Out` tensor (checked from
+    zeros only) or an assumed `pl.InOut` one (checked inside the assumption only)."""
+    try:
+        instance = spec.instantiate(ranks)
+        assumed = _assumed(instance, options)
+        execution = simulate(
+            dataclasses.replace(instance, assumed=assumed),
+            seed=options.seed,
+            timeout=options.timeout,
+            stage="looking for host state that steers the next call",
+        )
+    except (ProgramRejected, UserError, clock.Overtime):
+        return None  # the check proper says so
+    trace = execution.trace
+    steering = {
+        access.memory
+        for ref in trace.control_reads
+        if (access := trace.event(ref).access) is not None
+    }
+    named = {a.tensor for a in assumed}
+    carried = (
+        tensor.name
+        for tensor in execution.tensors
+        if tensor.memory in steering
+        and (
+            tensor.role is TensorRole.OUTPUT
+            or (tensor.role is TensorRole.INOUT and tensor.name in named)
+        )
+    )
+    return next(carried, None)
+
+
 def _assumed(instance: ProgramInstance, options: Options) -> tuple[Assumption, ...]:
     """The preconditions the program is checked under (`racecheck.assumptions`)."""
     inputs = {parameter.name for parameter in instance.parameters}
@@ -738,6 +784,12 @@ def _realised(
     except TracingError:
         return None
     return execution.schedule
+
+
+def calls_of(instance: ProgramInstance, options: Options) -> Calls:
+    """`--rounds` and `--per-call` for the instance (racecheck.rounds)."""
+    scalars = tuple(p.name for p in instance.parameters if not isinstance(p.annotation, TensorType))
+    return rounds.calls_of(instance.name, scalars, options.rounds, options.per_call)
 
 
 def _instantiate(spec: ProgramSpec, ranks: int, seconds: float) -> ProgramInstance:

@@ -38,6 +38,7 @@ from racecheck.options import (
 )
 from racecheck.report import OutputFormat, installed_version, render
 from racecheck.report.reasons import ReasonCode, reason
+from racecheck.rounds import parse_per_call
 
 EXIT_NOT_CHECKED = 2
 INTERRUPTED = "racecheck: interrupted (Ctrl-C); nothing was proved"
@@ -280,6 +281,20 @@ def _build_parser() -> _Parser:
         " (default: off)",
     )
     verify.add_argument(
+        "--rounds",
+        metavar="MODE",
+        help="with --repeat N: 'free', each rank starts its next call as soon as it ends the"
+        " last; 'joined', the host waits for every rank between calls, as serving does;"
+        " the windows persist either way (default: free)",
+    )
+    verify.add_argument(
+        "--per-call",
+        metavar="NAME=EXPR",
+        action="append",
+        help="host scalar NAME gets EXPR at each call, {call} being the call number from 1"
+        " (--per-call epoch={call}); repeatable (default: none)",
+    )
+    verify.add_argument(
         "--skip-no-program",
         action="store_true",
         help="a FILE that defines no program (an __init__.py, a helper module) is skipped"
@@ -400,6 +415,10 @@ def _given_settings(namespace: argparse.Namespace) -> Settings:
         seed=_number(namespace.seed),
         runtime_order=namespace.runtime_order,
         reset_windows=namespace.reset_windows,
+        rounds=namespace.rounds,
+        per_call=None
+        if namespace.per_call is None
+        else tuple(parse_per_call(text) for text in namespace.per_call),
         jobs=_number(namespace.jobs),
         require_model=namespace.require_model,
         require_every_p=namespace.require_every_p,

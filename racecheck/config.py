@@ -31,6 +31,7 @@ from racecheck.options import (
     machine_cores,
     parse_every_p,
     parse_ranks,
+    rounds_choice,
     runtime_order_choice,
 )
 
@@ -55,6 +56,8 @@ class Settings:
     seed: object = None
     runtime_order: str | None = None
     reset_windows: bool | None = None
+    rounds: str | None = None  # --rounds free|joined
+    per_call: tuple[tuple[str, str], ...] | None = None  # --per-call NAME=EXPR
     jobs: object = None
     require_model: bool | None = None
     require_every_p: bool | None = None
@@ -78,7 +81,7 @@ class Settings:
 
 _LISTS = ("programs", "argv", "assumptions")
 _BOOLS = ("reset_windows", "require_model", "require_every_p")
-_TEXTS = ("fallback", "engine", "expect", "rank_param", "runtime_order", "import_root")
+_TEXTS = ("fallback", "engine", "expect", "rank_param", "runtime_order", "import_root", "rounds")
 _NUMBERS = ("repeat", "timeout", "seed", "jobs")
 KEYS = tuple(item.name for item in dataclasses.fields(Settings))
 
@@ -103,6 +106,8 @@ def options_of(settings: Settings) -> Options:
         every_p=every_p,
         engine=engine_choice(settings.engine or "auto"),
         runtime_order=runtime_order_choice(settings.runtime_order or "current"),
+        rounds=rounds_choice(settings.rounds or "free"),
+        per_call=settings.per_call or (),
         programs=settings.programs or (),
         args=settings.args or (),
         argv=settings.argv or (),
@@ -274,7 +279,7 @@ def _value(key: str, value: object, what: str, source: Path) -> object:
         if not isinstance(value, dict):
             raise wrong("a table of NAME = VALUE")
         return tuple((name, _arg_text(item)) for name, item in value.items())
-    if key == "env":
+    if key in ("env", "per_call"):
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             raise wrong('a table of NAME = "VALUE"')
         return tuple(value.items())

@@ -21,6 +21,8 @@ def describe_cell(cell: SignalCell, trace: Trace) -> str:
         return f"the end of {describe_task(trace, cell.index[0])}"
     if memory.kind is MemoryKind.UNITS:  # a unit's cell (`lower_start_edges`)
         return describe_unit(cell, trace)
+    if memory.kind is MemoryKind.ROUNDS:  # --rounds joined (`racecheck.cosim.rounds`)
+        return f"the host's join after call {cell.index[0] + 1} (every rank ends it)"
     index = ", ".join(str(i) for i in cell.index)
     return f"{memory.name}[{cell.owner}][{index}]"
 

@@ -32,6 +32,7 @@ class MemoryKind(Enum):
     HOST = "host"
     TASKS = "tasks"  # racecheck's own: one completion cell per task, never user memory
     UNITS = "units"  # racecheck's own: free units of a rank's cores and its dispatch lock
+    ROUNDS = "rounds"  # racecheck's own: the host's join between calls (--rounds joined)
 
 
 class AccessMode(Enum):
@@ -543,11 +544,13 @@ DISPATCH_TAKE = "racecheck.dispatch-take"  # a dispatch's first thread takes the
 DISPATCH_OPEN = "racecheck.dispatch-open"  # and lets the dispatch's other threads start
 DISPATCH_ENTER = "racecheck.dispatch-enter"  # another thread of the dispatch starts
 DISPATCH_GIVE = "racecheck.dispatch-give"  # each thread of the dispatch gives its share back
+HOST_JOIN = "racecheck.host-join"  # a rank ended a call (`racecheck.cosim.rounds`)
+HOST_JOIN_WAIT = "racecheck.host-join-wait"  # and waits for every rank to end it
 SYNTHETIC = frozenset(
     (TASK_START, TASK_END, UNIT_TAKE, UNIT_GIVE, DISPATCH_TAKE, DISPATCH_OPEN)
-    + (DISPATCH_ENTER, DISPATCH_GIVE)
+    + (DISPATCH_ENTER, DISPATCH_GIVE, HOST_JOIN, HOST_JOIN_WAIT)
 )
-QUIET = frozenset((TASK_END, UNIT_GIVE, DISPATCH_GIVE, DISPATCH_OPEN))
+QUIET = frozenset((TASK_END, UNIT_GIVE, DISPATCH_GIVE, DISPATCH_OPEN, HOST_JOIN))
 """Synthetic notifies a witness leaves out: always enabled, they explain nothing."""
 
 

@@ -58,10 +58,12 @@ from racecheck.models import ModelNotApplicable
 from racecheck.options import Options
 from racecheck.reference import HostIO
 from racecheck.report.reasons import ReasonCode, reason
+from racecheck.rounds import Rounds
 
 _REPLAYED_KINDS = (FindingKind.RACE, FindingKind.DEADLOCK)
 REPEAT_NOTE = reason(ReasonCode.REPEAT)
 RESET_NOTE = reason(ReasonCode.RESET_WINDOWS)
+ROUNDS_NOTE = reason(ReasonCode.ROUNDS_JOINED)
 SINGLE_DEVICE_NOTE = reason(ReasonCode.SINGLE_DEVICE)
 SINGLE_USE_NOTE = reason(ReasonCode.SINGLE_USE)
 
@@ -286,10 +288,21 @@ def _against(outcome: Outcome, model: str | None, options: Options) -> Outcome:
 
 
 def notes(trace: Trace, options: Options) -> tuple[str, ...]:
-    """What `--repeat` models; or a single-use kernel: its writes into signal cells are
-    all adds (`events.cell_effect`), and they leave some cell non-zero."""
+    """What `--repeat`, `--rounds` and `--per-call` model; or a single-use kernel."""
+    called = (
+        (reason(ReasonCode.PER_CALL, values=" ".join(f"{n}={e}" for n, e in options.per_call)),)
+        if options.per_call
+        else ()
+    )
     if options.repeat != 1:
-        return (REPEAT_NOTE,)
+        joined = (ROUNDS_NOTE,) if options.rounds is Rounds.JOINED else ()
+        return (REPEAT_NOTE, *joined, *called)
+    return (*called, *_single_use(trace))
+
+
+def _single_use(trace: Trace) -> tuple[str, ...]:
+    """A single-use kernel: its writes into signal cells are all adds
+    (`events.cell_effect`), and they leave some cell non-zero."""
     near = CellIndex(signal_cells(trace))
     totals: dict[CellKey, int] = {}
     for rank_events in trace.events:

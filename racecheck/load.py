@@ -60,6 +60,7 @@ from racecheck.project_imports import (
     project_module_names,
 )
 from racecheck.report.reasons import ReasonCode, reason
+from racecheck.rounds import NO_CALLS, Calls
 
 RANK_COUNT_NAMES = frozenset(
     {
@@ -193,6 +194,7 @@ class ProgramInstance:
     dispatch_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
     # a `racecheck.cosim.threads.ThreadPlan`: its tasks run as threads, so planned
     thread_plan: object = None
+    calls: Calls = NO_CALLS  # --rounds and --per-call (racecheck.rounds)
 
     def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
         return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)

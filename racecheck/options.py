@@ -15,6 +15,7 @@ from typing import TypeVar
 from racecheck.assumptions import parse_assumption
 from racecheck.errors import UsageError
 from racecheck.report.reasons import ReasonCode, reason
+from racecheck.rounds import Rounds, check_per_call
 
 DEFAULT_RANKS = tuple(range(2, 9))
 MAX_RANKS = 4096
@@ -91,6 +92,8 @@ class Options:
     seed: int = 0
     runtime_order: RuntimeOrder = RuntimeOrder.CURRENT
     reset_windows: bool = False  # with repeat: windows zeroed between calls (docs/model.md)
+    rounds: Rounds = Rounds.FREE  # --rounds: how the repeated calls follow one another
+    per_call: tuple[tuple[str, str], ...] = ()  # --per-call NAME=EXPR over {call}
     every_p: EveryP | None = None  # --ranks all: prove for every P (racecheck.allp)
     jobs: int = field(default_factory=machine_cores)  # --jobs N: worker processes
     assume: tuple[str, ...] = ()  # --assume EXPR (repeatable): racecheck.assumptions
@@ -121,6 +124,13 @@ class Options:
                     value=repr(self.runtime_order),
                 )
             )
+        if not isinstance(self.rounds, Rounds):
+            raise UsageError(
+                reason(ReasonCode.USAGE_NOT_CHOICE, what="rounds", value=repr(self.rounds))
+            )
+        check_per_call(self.per_call, self.args)
+        if self.per_call and self.reset_windows is True:
+            raise UsageError(reason(ReasonCode.USAGE_PER_CALL_RESET))
         for flag in ("reset_windows", "require_model", "require_every_p"):
             if not isinstance(getattr(self, flag), bool):
                 raise UsageError(
@@ -197,6 +207,10 @@ def engine_choice(name: str) -> EngineChoice:
 
 def runtime_order_choice(name: str) -> RuntimeOrder:
     return _choice(RuntimeOrder, "runtime order", name)
+
+
+def rounds_choice(name: str) -> Rounds:
+    return _choice(Rounds, "rounds", name)
 
 
 def _choice(kind: type[_Choice], what: str, name: str) -> _Choice:

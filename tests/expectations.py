@@ -2,7 +2,9 @@
 
 Grammar of one line (indented under `racecheck expects:` in the module docstring):
 
-    ranks <R> [--arg NAME=VALUE]... [--repeat N] [--expect MODEL] [--runtime-order ORDER]:
+    ranks <R> [--arg NAME=VALUE]... [--repeat N] [--rounds MODE] [--reset-windows]
+          [--per-call NAME=EXPR]...
+          [--expect MODEL] [--runtime-order ORDER]:
         <verdict> [<kind> [<detail>]] [model] [at @m1, @m2] [ranks r1 r2]
 
 R uses the `--ranks` syntax. A marker `@name` refers to the source line that carries the
@@ -38,6 +40,9 @@ _LINE = re.compile(
     r"ranks\s+(?P<ranks>[\d.,\s]+?)"
     r"(?P<args>(?:\s+--arg\s+\w+=\S+)*)"
     r"(?:\s+--repeat\s+(?P<repeat>\d+))?"
+    r"(?:\s+--rounds\s+(?P<rounds>\w+))?"
+    r"(?P<reset>\s+--reset-windows)?"
+    r"(?P<per_call>(?:\s+--per-call\s+\w+=\S+)*)"
     r"(?:\s+--expect\s+(?P<expect>\S+))?"
     r"(?:\s+--runtime-order\s+(?P<order>\S+))?"
     r"\s*:\s*(?P<claim>.+)"
@@ -54,6 +59,9 @@ class Expectation:
     ranks: tuple[int, ...]
     args: tuple[tuple[str, str], ...] = ()  # --arg NAME=VALUE
     repeat: int = 1
+    rounds: str | None = None  # --rounds MODE; None: the default (free)
+    reset_windows: bool = False  # --reset-windows
+    per_call: tuple[tuple[str, str], ...] = ()  # --per-call NAME=EXPR
     expect: str | None = None
     runtime_order: str | None = None  # None: today's rules
     verdict: str
@@ -117,7 +125,16 @@ class KnownGap:
 
 
 def _flags(line: Expectation) -> tuple[object, ...]:
-    return (line.ranks, line.args, line.repeat, line.expect, line.runtime_order)
+    return (
+        line.ranks,
+        line.args,
+        line.repeat,
+        line.rounds,
+        line.reset_windows,
+        line.per_call,
+        line.expect,
+        line.runtime_order,
+    )
 
 
 def known_gap_of(path: Path) -> KnownGap | None:
@@ -167,6 +184,13 @@ def parse_line(text: str, markers: dict[str, int]) -> Expectation:
             if arg != "--arg"
         ),
         repeat=int(match.group("repeat") or 1),
+        rounds=match.group("rounds"),
+        reset_windows=match.group("reset") is not None,
+        per_call=tuple(
+            tuple(item.split("=", 1))  # type: ignore[misc]
+            for item in match.group("per_call").split()
+            if item != "--per-call"
+        ),
         expect=match.group("expect"),
         runtime_order=match.group("order"),
         verdict=verdict,

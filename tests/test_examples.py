@@ -36,6 +36,8 @@ BUGS_THAT_NEED_A_FLAG = (
     "_bug_no_retire",
     "_bug_no_last_credit",
     "_bug_extra_step",
+    "_bug_no_clear",
+    "_bug_skip_when_warm",
 )
 # Far above any example's running time, so a loaded machine cannot turn a verdict into
 # `unknown`; a fast run is not slowed by it.
@@ -232,7 +234,7 @@ def _check_example(
         path,
         checked,
         expectation.args,
-        expectation.repeat,
+        (expectation.repeat, expectation.rounds, expectation.reset_windows, expectation.per_call),
         expectation.expect,
         engine,
         expectation.runtime_order or "current",
@@ -251,14 +253,24 @@ def _sibling_ranks(
     """`ranks` and every other P the example states for the same flags (inside `within`
     if given): the cross-P wrong-result step judges a P against the others, so each
     line is checked inside the whole range a user would run."""
-    same_flags = [
-        other.ranks
-        for other in expectations_of(path)
-        if (other.args, other.repeat, other.expect, other.runtime_order)
-        == (expectation.args, expectation.repeat, expectation.expect, expectation.runtime_order)
-    ]
+    same_flags = [other.ranks for other in expectations_of(path) if _same_flags(other, expectation)]
     union = set(ranks).union(*same_flags)
     return tuple(sorted(union if within is None else union & set(within)))
+
+
+def _same_flags(one: Expectation, other: Expectation) -> bool:
+    def flags(line: Expectation) -> tuple[object, ...]:
+        return (
+            line.args,
+            line.repeat,
+            line.rounds,
+            line.reset_windows,
+            line.per_call,
+            line.expect,
+            line.runtime_order,
+        )
+
+    return flags(one) == flags(other)
 
 
 @functools.cache
@@ -266,16 +278,20 @@ def _report(
     path: Path,
     ranks: tuple[int, ...],
     args: tuple[tuple[str, str], ...],
-    repeat: int,
+    calls: tuple[int, str | None, bool, tuple[tuple[str, str], ...]],
     expect: str | None,
     engine: str,
     runtime_order: str,
 ) -> racecheck.Report:
+    repeat, rounds, reset_windows, per_call = calls
     return racecheck.verify(
         str(path),
         ranks=ranks,
         args=dict(args),
         repeat=repeat,
+        rounds=rounds,
+        reset_windows=reset_windows,
+        per_call=dict(per_call),
         expect=expect,
         engine=engine,
         timeout=TIMEOUT,

@@ -23,6 +23,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
         "racecheck.errors",
         "racecheck.findings",
         "racecheck.options",
+        "racecheck.rounds",  # what --rounds and --per-call mean (options validate them)
         "racecheck.assumptions",
         "racecheck.model_names",
         "racecheck.config",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from racecheck.dsl.groups import members
-from racecheck.dsl.location import SourceLocation, assigned_name, user_location
+from racecheck.dsl.location import SourceLocation, assigned_name, unsupported, user_location
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.tensors import TensorView, WindowBuffer
 from racecheck.errors import ProgramRejected
@@ -47,14 +47,44 @@ class HostContext:
         self.host_roots: set[int] = set()
         self.notes: list[str] = []
         self.unfollowed_at: list[str] = []  # where it left the model (`Execution.unfollowed`)
+        self.calls: list[list[list[Dispatch]]] = []  # per run of the body (`cosim.rounds`)
+        self.windows: list[WindowBuffer] = []  # in the order the first run allocated them
+        self.handed: int | None = None  # windows handed out again in this run, after the first
+
+    def next_call(self) -> None:
+        """The body ran once more (a call of `--per-call`): its dispatches are that
+        call's, and the windows it allocates next are the ones it has (persistent)."""
+        self.end_call()
+        self.handed = 0
+
+    def end_call(self) -> None:
+        self.settle_groups()
+        self.calls.append(self.dispatches)
+        self.dispatches = [[] for _ in range(self.ranks)]
 
     def alloc_window(self, nbytes: int, name: str = "") -> WindowBuffer:
-        """A window named `name`, else after the variable the user's line assigns."""
+        """A window named `name`, else after the variable the user's line assigns; on a
+        later call, the window the first call allocated at this point."""
+        if self.handed is not None:
+            return self._handed_again(nbytes)
         if not name:
             name = assigned_name(f"window{len(self.memory.memories)}")
         name = self.memory.fresh_name(name)
         memory = self.memory.add_window(name, nbytes)
-        return WindowBuffer(memory=memory.id, nbytes=nbytes, name=name)
+        self.windows.append(WindowBuffer(memory=memory.id, nbytes=nbytes, name=name))
+        return self.windows[-1]
+
+    def _handed_again(self, nbytes: int) -> WindowBuffer:
+        assert self.handed is not None
+        number, self.handed = self.handed, self.handed + 1
+        if number >= len(self.windows) or self.windows[number].nbytes != nbytes:
+            raise unsupported(
+                f"a later call of the host entry allocates window {number + 1} of"
+                f" {nbytes} bytes, which the first call did not: with --per-call the windows"
+                " persist, so racecheck needs every call to allocate the same ones in the"
+                " same order"
+            )
+        return self.windows[number]
 
     def row_view(self, view: TensorView, row: int) -> TensorView:
         """Row `row` of a host tensor. Out of range, it is an out-of-bounds bug, unless

@@ -13,6 +13,7 @@ from racecheck.cosim.policies import (
     SchedulePolicy,
 )
 from racecheck.cosim.rank import Abort, Crash, RankContext
+from racecheck.cosim.rounds import CallRounds
 from racecheck.cosim.tasks import DispatchOrders, TaskOrders, running_order
 from racecheck.cosim.threads import ThreadPlan
 from racecheck.dsl.context import activated
@@ -226,11 +227,11 @@ class BatonScheduler:
 
     # -- rank threads
 
-    def start(self, dispatches: list[list[Dispatch]], repeat: int) -> None:
+    def start(self, rounds: CallRounds) -> None:
         for state in self.states:
             state.thread = threading.Thread(
                 target=self._rank_main,
-                args=(state, dispatches[state.rank], repeat),
+                args=(state, rounds),
                 name=f"racecheck-rank-{state.rank}",
                 daemon=True,
             )
@@ -240,12 +241,15 @@ class BatonScheduler:
         else:
             self._grant(self.unprimed[0])
 
-    def _rank_main(self, state: RankContext, dispatches: list[Dispatch], repeat: int) -> None:
+    def _rank_main(self, state: RankContext, rounds: CallRounds) -> None:
         def body() -> None:
-            planned = [(round_number, d) for round_number in range(repeat) for d in dispatches]
+            planned = rounds.planned(state.rank)
             for number in running_order(self.dispatch_orders.get(state.rank, ()), len(planned)):
-                state.repeat, dispatch = planned[number - 1]
+                call, dispatch = planned[number - 1]
+                rounds.advance(state, call)
+                state.repeat = call
                 self._run_dispatch(state, dispatch, number)
+            rounds.finish(state)
 
         self._thread_main(state, body)
 

@@ -22,6 +22,7 @@ from racecheck.cosim.policies import (
     SchedulePolicy,
 )
 from racecheck.cosim.rank import Abort, RankContext
+from racecheck.cosim.rounds import CallRounds, call_rounds, host_calls, join_memory, uses_threads
 from racecheck.cosim.scheduler import BatonScheduler
 from racecheck.cosim.tasks import TaskRecord, waited_cells
 from racecheck.cosim.threads import ThreadPlan, plan_threads
@@ -51,7 +52,12 @@ from racecheck.options import RuntimeOrder
 
 
 def _run_host(
-    instance: ProgramInstance, memory: MemoryState, seed: int, deadline: float, stage: str
+    instance: ProgramInstance,
+    memory: MemoryState,
+    seed: int,
+    deadline: float,
+    stage: str,
+    repeat: int,
 ) -> tuple[HostContext, list[HostTensor]]:
     clock.check(deadline, f"{stage} (the host entry of {instance.name})")
     host = HostContext(instance.ranks, memory, dict(instance.bindings))
@@ -59,7 +65,10 @@ def _run_host(
 
     def run() -> None:
         with activated(host):
-            call_user(lambda: instance.entry(*arguments), instance.name)
+            for call, values in enumerate(host_calls(instance, arguments, repeat)):
+                if call:
+                    host.next_call()
+                call_user(functools.partial(instance.entry, *values), instance.name)
 
     try:
         within(run, clock.left(deadline))
@@ -71,17 +80,15 @@ def _run_host(
             line=where.line if where else None,
         ) from None
     host.check_row_counts()
-    host.settle_groups()
+    host.end_call()
     return host, tensors
 
 
-def _execute_ranks(
-    run: BatonScheduler, host: HostContext, repeat: int, deadline: float, program: str
-) -> None:
+def _execute_ranks(run: BatonScheduler, rounds: CallRounds, deadline: float, program: str) -> None:
     """The ranks' run. The scheduler reads the clock at every event (`Overtime`); a rank
     that runs the user's code past the deadline with no event for `GRACE` more seconds
     is stuck in it (a TracingError naming its line)."""
-    run.start(host.dispatches, repeat)
+    run.start(rounds)
     if not _finishes(run, deadline):
         running = run.running
         thread = run.contexts[running].thread if running is not None else None
@@ -175,7 +182,7 @@ def simulate(
     planned = instance.thread_plan
     if isinstance(planned, ThreadPlan):
         return run(policy, force_waits, planned, None)
-    if instance.task_orders:
+    if instance.task_orders or not uses_threads(instance.calls, repeat):
         return run(policy, force_waits, None, None)
     first = run(policy, force_waits, None, None)
     memories = first.trace.memories
@@ -201,7 +208,7 @@ def _simulate(
     with collector_paused():
         with installed():
             try:
-                host, tensors = _run_host(instance, memory, seed, deadline, stage)
+                host, tensors = _run_host(instance, memory, seed, deadline, stage, repeat)
             except HostCrash as crash:
                 return _host_crash(instance, memory, crash.record, repeat)
             run = BatonScheduler(
@@ -217,7 +224,8 @@ def _simulate(
                 deadline=deadline,
                 stage=stage,
             )
-            _execute_ranks(run, host, repeat, deadline, instance.name)
+            rounds = call_rounds(host.calls, repeat, instance, memory)
+            _execute_ranks(run, rounds, deadline, instance.name)
         count = plan.threads if plan is not None else instance.ranks
         events = tuple(tuple(run.sequences.get(key, ())) for key in range(count))
         waited = waited_cells(events)
@@ -228,7 +236,7 @@ def _simulate(
         trace = Trace(
             ranks=count,
             events=events,
-            memories=_memories(memory, run),
+            memories=_memories(memory, run, rounds.join_memory),
             ends=_ends(run, count),
             out_of_bounds=tuple(sorted(run.out_of_bounds, key=lambda record: record.rank)),
             control_reads=tuple(sorted(run.control_reads, key=lambda ref: (ref.rank, ref.index))),
@@ -282,12 +290,15 @@ def _simulate(
     return execution
 
 
-def _memories(memory: MemoryState, run: BatonScheduler) -> tuple[Memory, ...]:
-    """The run's memories, the tasks' completion cells marked as racecheck's own."""
+def _memories(memory: MemoryState, run: BatonScheduler, joins: int) -> tuple[Memory, ...]:
+    """The run's memories, the tasks' completion cells and the host's join counters
+    marked as racecheck's own."""
     memories = list(memory.memories)
     if run.tasks_memory >= 0:
         cells = memories[run.tasks_memory]
         memories[cells.id] = tasks_memory(cells.id, cells.nbytes // 4)
+    if joins >= 0:
+        memories[joins] = join_memory(memories[joins])
     return tuple(memories)
 
 

@@ -22,6 +22,9 @@ class ReasonCode(Enum):
     # notes on a program's result (judge)
     REPEAT = "repeat"
     RESET_WINDOWS = "reset-windows"
+    ROUNDS_JOINED = "rounds-joined"
+    RESET_ASSUMED_STATE = "reset-assumed-state"
+    PER_CALL = "per-call"
     SINGLE_DEVICE = "single-device"
     SINGLE_USE = "single-use"
     # why a program is not proved for every P (allp)
@@ -132,6 +135,10 @@ class ReasonCode(Enum):
     USAGE_IMPORT_ROOT = "usage-import-root"
     USAGE_ARG_IS_P = "usage-arg-is-p"
     USAGE_COUNT = "usage-count"
+    USAGE_PER_CALL = "usage-per-call"
+    USAGE_PER_CALL_ARG = "usage-per-call-arg"
+    USAGE_PER_CALL_RESET = "usage-per-call-reset"
+    PER_CALL_NOT_SCALAR = "per-call-not-scalar"
     USAGE_SECONDS = "usage-seconds"
     USAGE_BOOL_TEXT = "usage-bool-text"
     USAGE_UNKNOWN_CHOICE = "usage-unknown-choice"
@@ -191,6 +198,17 @@ _WORDS: dict[ReasonCode, str] = {
         "--reset-windows: every call starts from zeroed windows after the previous one ended,"
         " so the calls are checked as one"
     ),
+    ReasonCode.ROUNDS_JOINED: (
+        "--rounds joined: the host waits for every rank to finish a call before it starts the"
+        " next; the windows persist between calls"
+    ),
+    ReasonCode.PER_CALL: "--per-call {values}",
+    ReasonCode.RESET_ASSUMED_STATE: (
+        "--reset-windows checks the calls as one, but host tensor {tensor}, which the program"
+        " writes, steers it: the next call starts from what this one left there, which one"
+        " call's check does not cover; check the calls on persistent windows (--repeat N"
+        " --rounds joined)"
+    ),
     ReasonCode.SINGLE_DEVICE: (
         "runs on one device (no device= dispatch, or an L2-only program): checked at P=1"
         " whatever --ranks asks"
@@ -199,7 +217,9 @@ _WORDS: dict[ReasonCode, str] = {
         "signal cells end non-zero: this kernel is single-use as written;"
         " if it runs in a loop, check it with --repeat 2"
     ),
-    ReasonCode.EVERY_P_REPEAT: "--repeat runs are outside the symbolic fragment (one call only)",
+    ReasonCode.EVERY_P_REPEAT: (
+        "--repeat and --per-call runs are outside the symbolic fragment (one call only)"
+    ),
     ReasonCode.EVERY_P_NO_ORIGIN: "the program's origin is unknown",
     ReasonCode.EVERY_P_REJECTS_ALL: "the program rejects every P >= {low}",
     ReasonCode.EVERY_P_UNDECIDED: "z3 could not decide an obligation ({why})",
@@ -392,6 +412,21 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.USAGE_IMPORT_ROOT: "--import-root {root}: no such directory",
     ReasonCode.USAGE_ARG_IS_P: "--arg {name}: the rank-count parameter gets P; use --ranks",
     ReasonCode.USAGE_COUNT: "{name} {value}: must be a whole number of at least {minimum}",
+    ReasonCode.USAGE_PER_CALL: (
+        "--per-call {text}: expected NAME=EXPR, EXPR a whole-number expression"
+        " (+ - * // % and parentheses) over {{call}}, the call number from 1, e.g. epoch={{call}}"
+    ),
+    ReasonCode.USAGE_PER_CALL_ARG: (
+        "--per-call {name}: also given by --arg {name}; give a host scalar one of the two"
+    ),
+    ReasonCode.USAGE_PER_CALL_RESET: (
+        "--per-call with --reset-windows: the calls are then checked as one, so one value per"
+        " call cannot be honoured; drop --reset-windows (persistent windows: --rounds joined)"
+    ),
+    ReasonCode.PER_CALL_NOT_SCALAR: (
+        "--per-call {name}: the host entry of {program} has no scalar parameter of that name"
+        " (its scalars: {scalars})"
+    ),
     ReasonCode.USAGE_SECONDS: "{name} {value}: must be a positive number of seconds",
     ReasonCode.USAGE_BOOL_TEXT: "{what}: expected a bool (true/false, yes/no, on/off, 1/0)",
     ReasonCode.USAGE_UNKNOWN_CHOICE: "unknown {what} {name}; choose one of {names}",

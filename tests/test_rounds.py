@@ -1,0 +1,235 @@
+"""Host-joined rounds (`--rounds joined`) and per-call host scalars (`--per-call`).
+
+The program: every rank puts its row into every rank's `recv` and bumps `arrived`, a
+counter that is never retired, then waits for `arrived >= epoch` from every source and
+reads the rows. It is correct only when the host joins the calls (nothing else stops a
+fast rank's next put from landing before a peer's read) and the epoch is the call
+number (a fixed epoch passes at once on the second call)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+import racecheck
+from racecheck.cli import main
+from racecheck.errors import UsageError
+from racecheck.rounds import call_value
+
+PROGRAM = """
+import pypto.language as pl
+import pypto.language.distributed as pld
+
+MAX_RANKS = 8
+SIZE = 4
+
+
+@pl.jit
+def exchange(
+    x: pl.Tensor[[1, SIZE], pl.FP32],
+    out: pl.Out[pl.Tensor[[MAX_RANKS, SIZE], pl.FP32]],
+    recv: pld.DistributedTensor[[MAX_RANKS, SIZE], pl.FP32],
+    arrived: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+    epoch: pl.Scalar[pl.INT32],
+):
+    ctx = pld.get_comm_ctx(recv)
+    me = pld.rank(ctx)
+    n = pld.nranks(ctx)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="push"):
+        for dst in pl.range(n):
+            pld.tensor.put(recv, dst, x, dst_offsets=[me, 0], src_offsets=[0, 0], shape=[1, SIZE])
+            pld.system.notify(
+                arrived, peer=dst, offsets=[me, 0], value=1, op=pld.NotifyOp.AtomicAdd
+            )
+        for src in pl.range(n):
+            pld.system.wait(arrived, offsets=[src, 0], expected=epoch, cmp=pld.WaitCmp.Ge)
+        for src in pl.range(n):
+            row = pl.load(recv, [src, 0], [1, SIZE])
+            pl.store(row, [src, 0], out)
+    return out
+
+
+@pl.jit.host
+def entry(
+    x: pl.Tensor[[pl.dynamic("NR"), 1, SIZE], pl.FP32],
+    out: pl.Out[pl.Tensor[[pl.dynamic("NR"), MAX_RANKS, SIZE], pl.FP32]],
+    epoch: pl.Scalar[pl.INT32] = 1,
+):
+    recv_buf = pld.alloc_window_buffer([MAX_RANKS, SIZE], dtype=pl.FP32)
+    arrived_buf = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        recv = pld.window(recv_buf, [MAX_RANKS, SIZE], dtype=pl.FP32)
+        arrived = pld.window(arrived_buf, [MAX_RANKS, 1], dtype=pl.INT32)
+        exchange(x[r], out[r], recv, arrived, epoch, device=r)
+"""
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> str:
+    path = tmp_path / "epochs.py"
+    path.write_text(PROGRAM)
+    return str(path)
+
+
+def _verdicts(path: str, **options: object) -> dict[int, str]:
+    report = racecheck.verify(path, ranks=(2, 3), jobs=1, **options)  # type: ignore[arg-type]
+    assert not report.errors, report.errors
+    return {result.ranks: result.verdict.value for result in report.results}
+
+
+def _findings(path: str, **options: object) -> set[str]:
+    report = racecheck.verify(path, ranks=(2,), jobs=1, **options)  # type: ignore[arg-type]
+    return {f"{f.kind.value} {f.detail}" for result in report.results for f in result.findings}
+
+
+def test_joined_rounds_with_the_call_number_as_epoch_are_proved(program: str) -> None:
+    joined = {"repeat": 3, "rounds": "joined", "per_call": {"epoch": "{call}"}}
+    assert _verdicts(program, **joined) == {2: "proved", 3: "proved"}
+
+
+def test_free_rounds_let_a_fast_rank_overwrite_a_row_a_peer_still_reads(program: str) -> None:
+    free = {"repeat": 3, "per_call": {"epoch": "{call}"}}
+    assert _findings(program, **free) == {"race write-after-read"}
+
+
+def test_joined_rounds_with_a_fixed_epoch_read_before_the_put(program: str) -> None:
+    assert _findings(program, repeat=2, rounds="joined") == {"race read-after-write"}
+
+
+def test_an_epoch_one_call_ahead_hangs(program: str) -> None:
+    ahead = {"repeat": 2, "rounds": "joined", "per_call": {"epoch": "{call} + 1"}}
+    assert _findings(program, **ahead) == {"deadlock "}
+
+
+def test_the_report_says_which_rounds_ran(program: str) -> None:
+    out = io.StringIO()
+    argv = ["verify", program, "--ranks", "2", "--repeat", "2", "--rounds", "joined"]
+    main([*argv, "--per-call", "epoch={call}", "--format", "json"], stdout=out)
+    (result,) = json.loads(out.getvalue())["results"]
+    assert any(note.startswith("--rounds joined: the host waits") for note in result["notes"])
+    assert "--per-call epoch={call}" in result["notes"]
+
+
+def test_one_call_alone_has_no_join(program: str) -> None:
+    report = racecheck.verify(program, ranks=(2,), rounds="joined", per_call={"epoch": "{call}"})
+    (result,) = report.results
+    assert result.verdict.value == "proved"
+    assert not any("--rounds" in note for note in result.notes)
+
+
+def test_the_pyproject_keys_set_rounds_and_per_call(program: str) -> None:
+    folder = Path(program).parent
+    (folder / "pyproject.toml").write_text(
+        '[tool.racecheck]\nrepeat = 2\nrounds = "joined"\nper_call = { epoch = "{call}" }\n'
+    )
+    assert _verdicts(program) == {2: "proved", 3: "proved"}
+
+
+@pytest.mark.parametrize(
+    ("template", "call", "value"),
+    [("{call}", 3, 3), ("{call} * 2 + 1", 2, 5), ("-{call}", 4, -4), ("({call} - 1) % 2", 2, 1)],
+)
+def test_a_per_call_expression_is_whole_number_arithmetic_over_the_call(
+    template: str, call: int, value: int
+) -> None:
+    assert call_value("epoch", template, call) == value
+
+
+BAD = [
+    (["--per-call", "epoch"], "--per-call 'epoch': expected NAME=EXPR"),
+    (["--per-call", "epoch={call}.5"], "--per-call 'epoch={call}.5': expected NAME=EXPR"),
+    (["--per-call", "epoch=open()"], "expected NAME=EXPR"),
+    (["--per-call", "epoch={call}", "--arg", "epoch=1"], "also given by --arg epoch"),
+    (["--per-call", "epoch={call}", "--reset-windows"], "--per-call with --reset-windows"),
+    (["--rounds", "sometimes"], "unknown rounds 'sometimes'; choose one of free, joined"),
+    (
+        ["--per-call", "step={call}"],
+        "--per-call step: the host entry of entry has no scalar parameter of that name"
+        " (its scalars: epoch)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("extra", "says"), BAD, ids=lambda x: str(x))
+def test_a_bad_round_option_is_one_line_and_exit_2(
+    program: str, extra: list[str], says: str
+) -> None:
+    err = io.StringIO()
+    code = main(["verify", program, "--ranks", "2", "--repeat", "2", *extra], stderr=err)
+    assert code == 2
+    assert len(err.getvalue().splitlines()) == 1, err.getvalue()
+    assert says in err.getvalue()
+
+
+def test_the_api_refuses_in_the_cli_s_words(program: str) -> None:
+    with pytest.raises(UsageError, match="unknown rounds 'sometimes'"):
+        racecheck.verify(program, ranks=(2,), rounds="sometimes")
+    with pytest.raises(UsageError, match="expected NAME=EXPR"):
+        racecheck.verify(program, ranks=(2,), per_call={"epoch": "{call} +"})
+
+
+UNORDERED_TASKS = PROGRAM.replace(
+    """    with pl.at(level=pl.Level.CORE_GROUP, name_hint="push"):""",
+    """    with pl.at(level=pl.Level.CORE_GROUP, name_hint="push"):
+        pl.store(pl.load(x, [0, 0], [1, SIZE]), [0, 0], out)""",
+)
+
+
+def test_joined_rounds_do_not_hide_a_race_between_a_rank_s_tasks(tmp_path: Path) -> None:
+    """Joined rounds keep tasks in program order plus the order searches (no threads
+    yet): a race between two tasks of one call must still be found, never proved."""
+    path = tmp_path / "tasks.py"
+    path.write_text(
+        PROGRAM.replace(
+            "        exchange(x[r], out[r], recv, arrived, epoch, device=r)",
+            "        exchange(x[r], out[r], recv, arrived, epoch, device=r)\n"
+            "        scrub(recv, device=r)",
+        ).replace(
+            "@pl.jit.host",
+            """@pl.jit
+def scrub(recv: pld.DistributedTensor[[MAX_RANKS, SIZE], pl.FP32]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="scrub"):
+        pl.store(pl.full([1, SIZE], 0.0, dtype=pl.FP32), [0, 0], recv)
+
+
+@pl.jit.host""",
+        )
+    )
+    report = racecheck.verify(
+        str(path), ranks=(2,), repeat=2, rounds="joined", per_call={"epoch": "{call}"}, jobs=1
+    )
+    assert {result.verdict.value for result in report.results} <= {"bug", "unknown"}
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+WARM = EXAMPLES / "349_warm_state_handshake_bug_skip_when_warm.py"
+
+
+def test_reset_windows_does_not_check_one_call_when_an_output_steers_the_next(
+    tmp_path: Path,
+) -> None:
+    """`state` is a pl.Out host tensor the kernel reads: zeros on the first call, what
+    the first call left on the second, which skips the wait. Checking one call from
+    zeroed windows proved it; it must not."""
+    path = tmp_path / "out_state.py"
+    source = WARM.read_text().replace("# racecheck: assume state in 0..0", "")
+    path.write_text(source.replace("pl.InOut[pl.Tensor[", "pl.Out[pl.Tensor["))
+    reset = racecheck.verify(str(path), ranks=(2,), repeat=2, reset_windows=True, jobs=1)
+    (result,) = reset.results
+    assert result.verdict.value == "unknown"
+    assert "host tensor state, which the program writes, steers it" in result.message
+    persistent = racecheck.verify(str(path), ranks=(2,), repeat=2, jobs=1)
+    assert persistent.results[0].verdict.value == "bug"
+
+
+def test_joined_rounds_do_not_hide_a_race_between_unordered_tasks_of_a_rank() -> None:
+    """The #1670 split wait: `read` may load the window while `wait` still spins, a
+    race only another order of one rank's tasks shows. Joined rounds keep the rank's
+    tasks off threads for now (racecheck.cosim.rounds.uses_threads): whatever runs
+    them, the race must still be found."""
+    path = EXAMPLES / "200_split_wait_bug_unordered_read.py"
+    report = racecheck.verify(str(path), ranks=(2,), repeat=2, rounds="joined", jobs=1)
+    assert {result.verdict.value for result in report.results} == {"bug"}
