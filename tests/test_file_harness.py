@@ -18,7 +18,7 @@ from racecheck.file_harness import FileInputs, NotCaptured
 from racecheck.options import Options
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-SHIFT = EXAMPLES / "230_shift_rows_from_file_test.py"
+SHIFT = EXAMPLES / "246_shift_rows_from_file_test.py"
 
 
 @pytest.fixture(autouse=True)

@@ -1,14 +1,11 @@
-"""A ring shift of a block of rows whose row count only the file's own test states.
+"""The twin of 246: the file's own test states three rows for a window of two.
 
-The host entry has a scalar `rows` without a default and a dynamic dim ROWS: the file's
-`__main__` block builds its specs from its own command line (`--rows`, default 2) and
-hands them to its harness, `run_jit(fn=l3_shift, specs=build_tensor_specs(args.rows))`.
-racecheck runs that block up to the harness call and checks the entry with what it
-states (rows = 2, ROWS = 2), and with the `x` values the spec states. The window holds
-two rows; the twin 231's test states three.
+Only the file's `__main__` block states `rows` and ROWS (`--rows`, default 3 here);
+racecheck runs it up to its harness call and checks the entry with three rows: the
+third row's remote store runs past the peer's two-row inbox.
 
 racecheck expects:
-    ranks 2..3: proved shift+1
+    ranks 2: bug out-of-bounds at @put
 """
 
 import argparse
@@ -105,7 +102,7 @@ def build_tensor_specs(rows, ranks=2):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=WINDOW_ROWS)
+    parser.add_argument("--rows", type=int, default=WINDOW_ROWS + 1)
     args = parser.parse_args()
     run_jit(fn=l3_shift, specs=build_tensor_specs(args.rows))
 
