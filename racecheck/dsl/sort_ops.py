@@ -1,8 +1,9 @@
 """The sort and top-k family a model's router and greedy sampler compute with:
 `pl.sort32`, `pl.mrgsort` (both formats), the mask form of `pl.gather`, its inverse
-`pl.tensor.scatter` (index and mask forms), `pl.cmp` and `pl.concat`. Like the rest of tile math none of them accesses memory: a tensor operand
-is loaded whole first, and the result carries the loads both its values and its indices
-came from, so a routing decision taken from a top-k is traced to the scores.
+`pl.tensor.scatter` (index and mask forms), `pl.cmp` and `pl.concat`. Like the rest of
+tile math none of them accesses memory: a tensor operand is loaded whole first, and the
+result carries the loads both its values and its indices came from, so a routing
+decision taken from a top-k is traced to the scores.
 
 Layout (PyPTO's TSORT32 / TMRGSORT): a sorted FP32 row holds (value, index) pairs
 interleaved, the index's UINT32 bits stored in the odd FP32 slot; runs are sorted by
