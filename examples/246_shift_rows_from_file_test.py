@@ -2,10 +2,11 @@
 
 The host entry has a scalar `rows` without a default and a dynamic dim ROWS: the file's
 `__main__` block builds its specs from its own command line (`--rows`, default 2) and
-hands them to its harness, `run_jit(fn=l3_shift, specs=build_tensor_specs(args.rows))`.
-racecheck runs that block up to the harness call and checks the entry with what it
-states (rows = 2, ROWS = 2), and with the `x` values the spec states. The window holds
-two rows; the twin 247's test states three.
+hands them to its harness, `run_jit(fn=l3_shift, specs=build_tensor_specs(args.rows),
+golden_fn=golden_shift)`. racecheck runs that block up to the harness call and checks
+the entry with what it states (rows = 2, ROWS = 2), with the `x` values the spec
+states, and compares the outputs with its golden `golden_shift` (a note: they match).
+The window holds two rows; the twin 247's test states three.
 
 racecheck expects:
     ranks 2..3: proved shift+1
@@ -103,11 +104,15 @@ def build_tensor_specs(rows, ranks=2):
     ]
 
 
+def golden_shift(values):
+    values["y"][:] = np.roll(values["x"], -1, axis=0)  # rank r receives rank r + 1's rows
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=WINDOW_ROWS)
     args = parser.parse_args()
-    run_jit(fn=l3_shift, specs=build_tensor_specs(args.rows))
+    run_jit(fn=l3_shift, specs=build_tensor_specs(args.rows), golden_fn=golden_shift)
 
 
 if __name__ == "__main__":

@@ -100,11 +100,15 @@ def build_tensor_specs(rows, ranks=2):
     ]
 
 
+def golden_shift(values):
+    values["y"][:] = np.roll(values["x"], -1, axis=0)  # rank r receives rank r + 1's rows
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=WINDOW_ROWS + 1)
     args = parser.parse_args()
-    run_jit(fn=l3_shift, specs=build_tensor_specs(args.rows))
+    run_jit(fn=l3_shift, specs=build_tensor_specs(args.rows), golden_fn=golden_shift)
 
 
 if __name__ == "__main__":

@@ -3,11 +3,12 @@ harness (`run_jit(fn=..., specs=build_tensor_specs(), golden_fn=golden_x)`, pypt
 `golden.run_jit`/`golden.run`, PyPTO's test harness).
 
 A harness call in the file's `__main__` block is run up to (`racecheck.file_harness`):
-the scalars, dynamic dims and input tensors it states are used; its golden is not
-checked yet, so outputs are matched against the named models. One note per harness
-call says which, in the user's terms, and names the missing piece when the file
-computes them with torch and torch is not installed (then inputs are drawn by --seed;
-scalars stated by `ScalarSpec` are read from the text: `racecheck.load.file_scalars`).
+the scalars, dynamic dims and input tensors it states are used, and its golden is run
+on them and compared with the run's outputs (`racecheck.models.file_golden`, a note).
+One note per harness call says which, in the user's terms, and names the missing piece
+when the file computes them with torch and torch is not installed (then inputs are
+drawn by --seed; scalars stated by `ScalarSpec` are read from the text:
+`racecheck.load.file_scalars`).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def _notes(path: str, source: str, torch_installed: bool) -> tuple[str, ...]:
             notes.append(
                 f"the file states its inputs and golden ({stated} at {where}); racecheck"
                 " ran its test up to that call: its scalars, dynamic dims and input"
-                " tensors are used (a tensor over 8 MiB starts as zeros), its golden is"
-                " not checked"
+                " tensors are used (a tensor over 8 MiB starts as zeros) and its golden's"
+                " outputs compared with the run's"
             )
         else:
             notes.append(

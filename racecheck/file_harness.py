@@ -46,6 +46,7 @@ class TensorInput:
     name: str
     shape: tuple[int, ...]
     is_output: bool
+    dtype: Any = None  # the spec's own (a torch dtype in pypto-lib's)
     make: Callable[[], Any] = field(repr=False)  # the spec's own tensor, on first need
 
 
@@ -252,6 +253,7 @@ def _inputs(captured: Captured, made: _Tensors) -> FileInputs | NotCaptured:
                 name=name,
                 shape=shape,
                 is_output=bool(getattr(spec, "is_output", False)),
+                dtype=getattr(spec, "dtype", None),
                 make=_maker(spec, shape),
             )
         elif hasattr(spec, "value"):

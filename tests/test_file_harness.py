@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import racecheck
 from racecheck import file_harness, load
 from racecheck.cosim.host import HostContext
 from racecheck.cosim.inputs import create_host_arguments
@@ -134,3 +135,17 @@ def test_large_tensors_run_shape_only_with_torch() -> None:
     assert not mode.shape_only(table) and table.shape == (8, 6)
     with mode, pytest.raises(RuntimeError):
         scale.sum().item()  # the values were needed
+
+
+def test_the_files_golden_is_run_on_the_runs_inputs_and_compared(tmp_path: Path) -> None:
+    (result,) = racecheck.verify(str(SHIFT), ranks=[2]).results
+    assert "the output y matches the file's golden golden_shift (rtol=1e-05, atol=1e-05)" in (
+        result.notes
+    )
+    wrong = tmp_path / "shift.py"
+    source = SHIFT.read_text(encoding="utf-8")
+    wrong.write_text(source.replace("axis=0)  #", "axis=1)  #"), encoding="utf-8")
+    (result,) = racecheck.verify(str(wrong), ranks=[2]).results
+    (note,) = [note for note in result.notes if "differs from the file's golden" in note]
+    assert "the output y differs from the file's golden golden_shift at [0, 0, 0]" in note
+    assert "not judged" in note and result.verdict.value == "proved"
