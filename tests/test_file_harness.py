@@ -149,3 +149,9 @@ def test_the_files_golden_is_run_on_the_runs_inputs_and_compared(tmp_path: Path)
     (note,) = [note for note in result.notes if "differs from the file's golden" in note]
     assert "the output y differs from the file's golden golden_shift at [0, 0, 0]" in note
     assert "not judged" in note and result.verdict.value == "proved"
+
+
+def test_a_jit_function_names_its_parameters_as_pyptos_does() -> None:
+    """pypto-lib's spec builders order their specs by `entry._param_names()`."""
+    loaded = load.load_file(str(SHIFT))
+    assert loaded.namespace["l3_shift"]._param_names() == ["x", "y", "rows"]
