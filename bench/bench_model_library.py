@@ -110,11 +110,18 @@ def _verdict(stdout: str, stderr: str) -> str:
     return verdict.replace("|", "/")[:200]
 
 
+def _selected(file: str, only: list[str]) -> bool:
+    return not only or any(part in file for part in only)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pypto-lib", required=True, help="a pypto-lib checkout")
     parser.add_argument("--ranks", type=int, default=2, help="the smallest P of the entries")
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument(
+        "--only", action="append", default=[], help="rows whose file contains this (repeatable)"
+    )
     options = parser.parse_args()
     root = Path(options.pypto_lib)
     torch = importlib.util.find_spec("torch") is not None
@@ -122,7 +129,7 @@ def main() -> int:
     print("| entry | --argv | P | seconds | peak MiB | verdict | within 30 s and 2 GiB |")
     print("|---|---|---|---|---|---|---|")
     for file, argv in ENTRIES:
-        if not (root / file).is_file():
+        if not (root / file).is_file() or not _selected(file, options.only):
             continue
         row = measure(root, file, argv, options.ranks, options.timeout)
         within = row["seconds"] <= TARGET_SECONDS and row["peak_mib"] <= TARGET_MIB  # type: ignore[operator]
