@@ -12,11 +12,17 @@ RSS (the child's rusage) and the verdict (or the first thing that stops it), aga
 issue 22's target of 30 s and 2 GiB per entry. `ENTRIES` lists every file of pypto-lib
 634e77bd that has a communicating host entry; rows whose file the checkout lacks are
 skipped.
+
+The scalars, dynamic dims and inputs of an entry come from the file's own test
+(`racecheck.file_harness`), whose spec builders compute with torch: run this with an
+interpreter that has torch to measure what a pypto-lib user gets (the first line says
+which); without it most rows stop at an unbound scalar or dim.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -104,17 +110,26 @@ def _verdict(stdout: str, stderr: str) -> str:
     return verdict.replace("|", "/")[:200]
 
 
+def _selected(file: str, only: list[str]) -> bool:
+    return not only or any(part in file for part in only)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pypto-lib", required=True, help="a pypto-lib checkout")
     parser.add_argument("--ranks", type=int, default=2, help="the smallest P of the entries")
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument(
+        "--only", action="append", default=[], help="rows whose file contains this (repeatable)"
+    )
     options = parser.parse_args()
     root = Path(options.pypto_lib)
+    torch = importlib.util.find_spec("torch") is not None
+    print(f"torch {'installed' if torch else 'not installed'} ({sys.executable})\n")
     print("| entry | --argv | P | seconds | peak MiB | verdict | within 30 s and 2 GiB |")
     print("|---|---|---|---|---|---|---|")
     for file, argv in ENTRIES:
-        if not (root / file).is_file():
+        if not (root / file).is_file() or not _selected(file, options.only):
             continue
         row = measure(root, file, argv, options.ranks, options.timeout)
         within = row["seconds"] <= TARGET_SECONDS and row["peak_mib"] <= TARGET_MIB  # type: ignore[operator]

@@ -56,6 +56,7 @@ from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verd
 from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance, ProgramSpec, load_programs
 from racecheck.models import parse_model
+from racecheck.models.file_golden import file_golden_notes
 from racecheck.options import EveryP, Options
 from racecheck.paths import Path, PathOracle, PathOutcome, explore
 from racecheck.project_imports import describe_import, forget_project_modules
@@ -684,6 +685,7 @@ def _check_path(
             *execution.notes,
             *_summary_notes(summary),
             *((stated(instance.assumed),) if instance.assumed else ()),
+            *file_golden_notes(instance, execution),
         ),
         **facts,
     )

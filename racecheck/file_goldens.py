@@ -2,11 +2,12 @@
 harness (`run_jit(fn=..., specs=build_tensor_specs(), golden_fn=golden_x)`, pypto-lib's
 `golden.run_jit`/`golden.run`, PyPTO's test harness).
 
-racecheck reads these calls from the file's text and never runs its test code: the
-file's own input tensors and goldens are not used yet, so inputs are drawn by --seed
-and outputs are matched against the named models. One note per harness call says so,
-in the user's terms, and names the missing piece when the file computes them with
-torch and torch is not installed (scalars stated by `ScalarSpec` are used:
+A harness call in the file's `__main__` block is run up to (`racecheck.file_harness`):
+the scalars, dynamic dims and input tensors it states are used, and its golden is run
+on them and compared with the run's outputs (`racecheck.models.file_golden`, a note).
+One note per harness call says which, in the user's terms, and names the missing piece
+when the file computes them with torch and torch is not installed (then inputs are
+drawn by --seed; scalars stated by `ScalarSpec` are read from the text:
 `racecheck.load.file_scalars`).
 """
 
@@ -16,6 +17,8 @@ import ast
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
+
+from racecheck.file_harness import harness_lines
 
 HARNESS_CALLS = ("run_jit", "run")
 _STATED = ("specs", "golden_fn")
@@ -44,6 +47,7 @@ def _notes(path: str, source: str, torch_installed: bool) -> tuple[str, ...]:
     except SyntaxError:
         return ()
     needs_torch = not torch_installed and _imports_torch(tree)
+    run_lines = set(harness_lines(tree))  # run up to (racecheck.file_harness)
     notes = []
     for call in _harness_calls(tree):
         stated = ", ".join(
@@ -52,11 +56,25 @@ def _notes(path: str, source: str, torch_installed: bool) -> tuple[str, ...]:
             if keyword.arg in _STATED
         )
         where = f"{path}:{call.lineno}"
-        if needs_torch:
+        if needs_torch and call.lineno in run_lines:
+            notes.append(
+                f"the file states its inputs and golden ({stated} at {where}); racecheck"
+                " runs its test up to that call, but torch is not installed: where its spec"
+                " builders need torch, inputs are drawn by --seed and scalars and dynamic"
+                " dims need --arg (install torch to use the file's own)"
+            )
+        elif needs_torch:
             notes.append(
                 f"the file states its inputs and golden ({stated} at {where}) with torch,"
                 " which is not installed: inputs are drawn by --seed and no golden of the"
                 " file's is checked (install torch to compute them)"
+            )
+        elif call.lineno in run_lines:
+            notes.append(
+                f"the file states its inputs and golden ({stated} at {where}); racecheck"
+                " ran its test up to that call: its scalars, dynamic dims and input"
+                " tensors are used (a tensor over 8 MiB starts as zeros) and its golden's"
+                " outputs compared with the run's"
             )
         else:
             notes.append(

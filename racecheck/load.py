@@ -33,6 +33,7 @@ import os
 import sys
 import textwrap
 import traceback
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -52,6 +53,7 @@ from racecheck.errors import (
     UsageError,
     UserError,
 )
+from racecheck.file_harness import FileInputs, NotCaptured, capture
 from racecheck.options import Options, parse_bool
 from racecheck.project_imports import (
     ImportConfig,
@@ -195,6 +197,8 @@ class ProgramInstance:
     # a `racecheck.cosim.threads.ThreadPlan`: its tasks run as threads, so planned
     thread_plan: object = None
     calls: Calls = NO_CALLS  # --rounds and --per-call (racecheck.rounds)
+    # what the file's own harness call states (`racecheck.file_harness`): its input values
+    given: FileInputs | None = None
 
     def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
         return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)
@@ -326,6 +330,7 @@ class HostBinding:
 
     parameters: tuple[HostParameter, ...]
     dims: tuple[tuple[str, int | None], ...]  # sorted by name; None: the rank count
+    given: FileInputs | None = None  # the file's own harness call, when it ran to one
 
     @property
     def rank_dims(self) -> frozenset[str]:
@@ -343,7 +348,10 @@ def bind_host(
     args: Mapping[str, str],
 ) -> HostBinding:
     """Bind the host entry `function`'s parameters `signature`; a UserError names what
-    has no value."""
+    has no value. A value the file's own harness call states (`file_harness`) comes
+    after `--arg` and before a parameter's default."""
+    given = harness_inputs(loaded, name, function)
+    stated_scalars = given.scalars if isinstance(given, FileInputs) else {}
     parameters: list[HostParameter] = []
     specified: dict[str, Any] = {}  # the file's own ScalarSpec values, read on first need
     for parameter in signature:
@@ -353,19 +361,26 @@ def bind_host(
             continue
         if parameter.name in args:
             value = parse_arg(args[parameter.name], loaded)
+        elif parameter.name in stated_scalars:
+            value = stated_scalars[parameter.name]
         elif parameter.default is not inspect.Parameter.empty:
             value = parameter.default
         elif parameter.name in (specified := specified or file_scalars(loaded)):
             value = specified[parameter.name]
         else:
             raise UserError(
-                reason(ReasonCode.HOST_PARAMETER_UNBOUND, name=name, parameter=parameter.name),
+                _unbound(
+                    reason(ReasonCode.HOST_PARAMETER_UNBOUND, name=name, parameter=parameter.name),
+                    given,
+                ),
                 file=loaded.path,
             )
         parameters.append(HostParameter(name=parameter.name, annotation=annotation, value=value))
     symbols, leading = _dynamic_symbols([parameter.annotation for parameter in parameters])
     dims: list[tuple[str, int | None]] = []
     stated = _stated_dims(loaded, parameters)
+    if isinstance(given, FileInputs):
+        stated = {**stated, **_harness_dims(given, parameters)}
     for symbol in sorted(symbols):
         if symbol in args:
             dims.append((symbol, int(parse_arg(args[symbol], loaded))))
@@ -375,10 +390,55 @@ def bind_host(
             dims.append((symbol, stated[symbol]))
         else:
             raise UserError(
-                reason(ReasonCode.DIM_UNBOUND, name=name, dim=symbol),
+                _unbound(reason(ReasonCode.DIM_UNBOUND, name=name, dim=symbol), given),
                 file=loaded.path,
             )
-    return HostBinding(parameters=tuple(parameters), dims=tuple(dims))
+    return HostBinding(
+        parameters=tuple(parameters),
+        dims=tuple(dims),
+        given=given if isinstance(given, FileInputs) else None,
+    )
+
+
+def _unbound(message: str, given: FileInputs | NotCaptured | None) -> str:
+    """The unbound-value message, with why the file's own test did not supply it."""
+    if isinstance(given, NotCaptured):
+        return f"{message} (the file's own test states it, but {given.reason})"
+    return message
+
+
+_harness_cache: weakref.WeakKeyDictionary[ModuleType, dict[str, FileInputs | NotCaptured | None]]
+_harness_cache = weakref.WeakKeyDictionary()
+
+
+def harness_inputs(
+    loaded: LoadedFile, name: str, function: Callable[..., Any]
+) -> FileInputs | NotCaptured | None:
+    """What the file's `__main__` harness call for the entry states, run once per import."""
+    cached = _harness_cache.setdefault(loaded.module, {})
+    if name not in cached:
+
+        def is_entry(value: Any) -> bool:
+            return value is function or getattr(value, "function", None) is function
+
+        with installed(), project_imports(loaded.path, loaded.config):
+            cached[name] = capture(loaded.tree, loaded.path, loaded.namespace, is_entry)
+    return cached[name]
+
+
+def _harness_dims(given: FileInputs, parameters: list[HostParameter]) -> dict[str, int]:
+    """pl.dynamic dims a host tensor's spec shape fixes (a plain symbol at that axis)."""
+    found: dict[str, int] = {}
+    for parameter in parameters:
+        annotation, spec = parameter.annotation, given.tensors.get(parameter.name)
+        if not isinstance(annotation, TensorType) or spec is None:
+            continue
+        if len(spec.shape) != len(annotation.dims):
+            continue
+        for dim, value in zip(annotation.dims, spec.shape, strict=True):
+            if isinstance(dim, DynVar):
+                found.setdefault(dim.name, value)
+    return found
 
 
 def _instance(
@@ -392,6 +452,7 @@ def _instance(
         parameters=binding.parameters,
         bindings=binding.dim_values(ranks),
         file=loaded.path,
+        given=binding.given,
     )
 
 

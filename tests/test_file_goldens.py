@@ -26,18 +26,19 @@ def _file(tmp_path: Path, imports: str, init: str) -> str:
     return str(path)
 
 
-def test_a_numpy_golden_is_named_and_said_to_be_unused(tmp_path: Path) -> None:
+def test_a_numpy_harness_in_main_is_run_up_to_and_its_golden_compared(tmp_path: Path) -> None:
     path = _file(tmp_path, "import numpy as np", "np.ones((2, 4))")
     (note,) = file_goldens.golden_notes(path)
     assert "specs=build_tensor_specs(), golden_fn=golden at" in note and ":11)" in note
-    assert "torch" not in note and "drawn by --seed" in note
+    assert "torch" not in note and "drawn by --seed" not in note
+    assert "ran its test up to that call" in note and "golden's outputs compared" in note
 
 
 def test_a_torch_golden_without_torch_says_so_in_one_line(tmp_path: Path) -> None:
     path = _file(tmp_path, "import torch", "torch.ones((2, 4))")
     source = Path(path).read_text(encoding="utf-8")
     (note,) = file_goldens._notes(path, source, False)
-    assert "with torch, which is not installed" in note and "install torch" in note
+    assert "torch is not installed" in note and "install torch" in note
     (installed,) = file_goldens._notes(path, source, True)
     assert "not installed" not in installed
 

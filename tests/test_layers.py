@@ -37,6 +37,8 @@ STAGES: tuple[tuple[str, ...], ...] = (
         "racecheck.project_imports",
         "racecheck.while_loops",
         "racecheck.file_goldens",
+        "racecheck.file_harness",
+        "racecheck.torch_shapes",
     ),
     ("racecheck.cosim",),
     ("racecheck.engines", "racecheck.allp"),

@@ -73,3 +73,37 @@ def test_cmp_and_concat() -> None:
     assert joined.sources == frozenset({EventRef(rank=0, index=1), EventRef(rank=0, index=2)})
     with pytest.raises(ValueError, match="cmp_type"):
         sort_ops.cmp(left, 1.0, 7)
+
+
+def test_scatter_is_the_inverse_of_gather_in_both_forms() -> None:
+    row = _scores([1.0, 2.0, 3.0, 4.0])
+    even = tile_math.gather(row, mask_pattern=P0101)
+    odd = tile_math.gather(row, mask_pattern=P1010)
+    blank = _scores(np.zeros(4), source=2)
+    back = sort_ops.scatter(even, mask_pattern=P0101, dst=blank)
+    back = sort_ops.scatter(odd, mask_pattern=P1010, dst=back)
+    assert list(back.data[0]) == [1.0, 2.0, 3.0, 4.0]
+    assert back.sources == frozenset({EventRef(rank=0, index=1), EventRef(rank=0, index=2)})
+    columns = Tile(data=np.array([[3, 0]]), dtype=INT32, valid=(1, 2), sources=frozenset())
+    placed = sort_ops.scatter(blank, -1, columns, _scores([7.0, 8.0], source=3))
+    assert list(placed.data[0]) == [8.0, 0.0, 0.0, 7.0]
+    with pytest.raises(ValueError, match="times its columns"):
+        sort_ops.scatter(row, mask_pattern=P0101, dst=blank)
+    with pytest.raises(IndexError):
+        outside = Tile(data=np.array([[4, 0]]), dtype=INT32, valid=(1, 2), sources=frozenset())
+        sort_ops.scatter(blank, -1, outside, _scores([7.0, 8.0]))
+
+
+def test_col_expand_expdif_max_and_min_broadcast_a_row_down_the_columns() -> None:
+    block = Tile(
+        data=np.array([[1.0, 5.0], [3.0, 2.0]], dtype=np.float32),
+        dtype=FP32,
+        valid=(2, 2),
+        sources=frozenset(),
+    )
+    row = _scores([1.0, 2.0])
+    np.testing.assert_allclose(
+        tile_math.OPS["col_expand_expdif"](block, row).data, np.exp([[0.0, 3.0], [2.0, 0.0]])
+    )
+    assert tile_math.OPS["col_expand_max"](block, row).data.tolist() == [[1.0, 5.0], [3.0, 2.0]]
+    assert tile_math.OPS["col_expand_min"](block, row).data.tolist() == [[1.0, 2.0], [1.0, 2.0]]

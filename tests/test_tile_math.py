@@ -8,7 +8,7 @@ import pytest
 
 from racecheck.dsl import tile_math
 from racecheck.dsl.dtypes import FP32
-from racecheck.dsl.tensors import TensorView, Tile
+from racecheck.dsl.tensors import TensorView, Tile, _valid_part
 from racecheck.dsl.tile_ops import reshape_tensor, tensor_dim
 from racecheck.events import EventRef, MemoryKind
 
@@ -130,3 +130,23 @@ def test_gather_row_places_the_block_it_reads_and_keeps_both_sources() -> None:
     assert column.data.tolist() == [[0, 7], [0, 8], [0, 0]]
     with pytest.raises(IndexError, match="gather_row"):
         tile_math.gather_row(acc, row, [3, 0], [0, 0], [1, 2])
+
+
+def test_a_partly_valid_tile_is_stored_into_the_rows_its_valid_part_covers() -> None:
+    """`out[0:16, 0:2] = acc` with acc 16 rows of which 8 are valid stores 8 rows: an
+    8-row `out` takes it (pypto-lib's 16-row boxed matmul tiles at T = 8)."""
+    boxed = tile_math.set_validshape(_tile(np.ones((16, 2))), 8, 2)
+    view = TensorView(
+        memory=0,
+        kind=MemoryKind.HOST,
+        name="out",
+        base=0,
+        shape=(8, 2),
+        dtype=FP32,
+        memory_nbytes=64,
+    )
+    items = _valid_part((slice(0, 16), slice(0, 2)), boxed)
+    assert items == (slice(0, 8), slice(0, 2))
+    assert view._selection(items)[:2] == ([0, 0], [8, 2])
+    whole = _tile(np.ones((16, 2)))
+    assert _valid_part((slice(0, 16), slice(0, 2)), whole) == (slice(0, 16), slice(0, 2))

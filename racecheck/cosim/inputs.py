@@ -40,6 +40,20 @@ LAZY_BYTES = 8 << 20
 bytes a run reads or writes cost memory (a model's weights run to many GiB)."""
 
 
+def _given(
+    instance: ProgramInstance, name: str, shape: tuple[int, ...], annotation: TensorType
+) -> np.ndarray | None:
+    """The values the file's own test states for the input (`racecheck.file_harness`)."""
+    if instance.given is None or annotation.direction is Direction.OUT:
+        return None
+    values = instance.given.values(name, shape)
+    if values is None:
+        return None
+    dtype = annotation.dtype
+    values = values.astype(dtype.compute)
+    return dtype.decode(dtype.encode(values)) if dtype.is_float else values
+
+
 def _spread_extremes(rows: np.ndarray) -> None:
     """Make column j's maximum rank j mod P and its minimum rank j+1 mod P, so no rank's
     row is the element-wise max or min of all rows by chance (a broadcast of it would
@@ -107,7 +121,12 @@ def _host_tensor(
             memory.set_element(view, index, value)
             np.put(initial, index, value)
         return view, initial
-    values = _initial_values(annotation.dtype, shape, annotation.direction, rng, instance.ranks)
+    given = _given(instance, name, shape, annotation)
+    values = (
+        _initial_values(annotation.dtype, shape, annotation.direction, rng, instance.ranks)
+        if given is None
+        else given
+    )
     limits = annotation.dtype.limits
     if limits is not None and annotation.direction is not Direction.OUT:
         low, high = narrowed(limits, instance.assumed, name)

@@ -84,7 +84,7 @@ def at(level: object = None, role: object = None, **options: Any) -> Iterator[ob
             f"pl.at(level={level}, role={role}) inline in the host function is not modelled;"
             " PyPTO outlines CHIP regions and HOST Worker regions there"
         )
-    with _body_skipped(frame):
+    with _body_skipped(frame, function):
         yield scopes.TaskId(index=-1)
 
 
@@ -115,7 +115,7 @@ class InlineSpmd(scopes.Spmd):
         values = [frame.f_locals[name] for name in names]
         returned = self.run(lambda: outlined(*values))
         _bind(frame, results, returned or {})
-        self._skipping = _body_skipped(frame)
+        self._skipping = _body_skipped(frame, statement)
         self._skipping.__enter__()
         return task
 
@@ -204,14 +204,17 @@ def _returned(names: list[str], line: int) -> ast.Return:
 
 
 @contextmanager
-def _body_skipped(frame: FrameType) -> Iterator[None]:
+def _body_skipped(frame: FrameType, statement: ast.With) -> Iterator[None]:
     """Skip the rest of the `with` block running in `frame`: a line trace on that frame
-    raises `_SkipBody` at the body's first line, and it is swallowed here."""
+    raises `_SkipBody` at the body's first line, and it is swallowed here. A line of the
+    header after the call (`as tid` on a continuation line) still runs: it binds the
+    name the body and what follows use."""
     previous = sys.gettrace()
     previous_local = frame.f_trace
+    body = statement.body[0].lineno
 
     def trace(traced: FrameType, event: str, argument: object) -> Any:
-        if traced is frame and event == "line":
+        if traced is frame and event == "line" and traced.f_lineno >= body:
             raise _SkipBody
         return trace
 

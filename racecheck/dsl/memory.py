@@ -114,6 +114,8 @@ class MemoryState:
     def read(
         self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]
     ) -> np.ndarray:
+        if view.memory in self.zero_pages and view.memory not in self.written:
+            return np.zeros(tuple(extent), dtype=view.dtype.compute)  # no page touched
         return view.dtype.decode(self._elements(view, owner)[element_slices(offsets, extent)])
 
     def write(
@@ -190,6 +192,7 @@ class MemoryState:
         """Set the INT32 cell to `value`, whose symbolic form is `form`."""
         raw = self.instances[(cell.memory, cell.owner)]
         raw[cell.offset : cell.offset + _CELL].view(np.int32)[0] = wrap_int32(value)
+        self.written.add(cell.memory)
         key = (cell.memory, cell.owner)
         self._forget(key, ((cell.offset, cell.offset + _CELL),))
         if settled(form):

@@ -307,6 +307,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
                 "dim": tile_ops.tensor_dim,
                 **sort_ops.OPS,
                 "gather": tile_math.gather,
+                "scatter": sort_ops.scatter,
                 "arange": tile_math.arange,
                 "set_validshape": tile_math.set_validshape,
                 "assemble": tile_ops.assemble,

@@ -72,6 +72,11 @@ class DslFunction:
         bound = self.function.__get__(instance, owner)
         return type(self)(bound, self.role, as_written=self.as_written)
 
+    def _param_names(self) -> list[str]:
+        """PyPTO's JIT function's parameter names (pypto-lib's spec builders order their
+        specs by them)."""
+        return [name for name in inspect.signature(self.function).parameters if name != "self"]
+
     def _refuse_python_division(self) -> None:
         if divides_as_python(self.function):
             raise unsupported(

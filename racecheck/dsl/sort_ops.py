@@ -1,8 +1,9 @@
 """The sort and top-k family a model's router and greedy sampler compute with:
-`pl.sort32`, `pl.mrgsort` (both formats), the mask form of `pl.gather`, `pl.cmp` and
-`pl.concat`. Like the rest of tile math none of them accesses memory: a tensor operand
-is loaded whole first, and the result carries the loads both its values and its indices
-came from, so a routing decision taken from a top-k is traced to the scores.
+`pl.sort32`, `pl.mrgsort` (both formats), the mask form of `pl.gather`, its inverse
+`pl.tensor.scatter` (index and mask forms), `pl.cmp` and `pl.concat`. Like the rest of
+tile math none of them accesses memory: a tensor operand is loaded whole first, and the
+result carries the loads both its values and its indices came from, so a routing
+decision taken from a top-k is traced to the scores.
 
 Layout (PyPTO's TSORT32 / TMRGSORT): a sorted FP32 row holds (value, index) pairs
 interleaved, the index's UINT32 bits stored in the odd FP32 slot; runs are sorted by
@@ -159,6 +160,52 @@ def gather_mask(value: object, mask_pattern: object, output_dtype: object = None
         raise ValueError(f"pl.gather output_dtype {kind!r}: same size as {source.dtype!r}")
     data = kind.decode(source.dtype.encode(picked).view(kind.storage))
     return Tile(data=data, dtype=kind, valid=tuple(data.shape), sources=source.sources)
+
+
+def scatter(
+    value: object,
+    dim: object = None,
+    index: object = None,
+    src: object = None,
+    *,
+    mask_pattern: object = None,
+    dst: object = None,
+) -> Tile:
+    """`pl.tensor.scatter`, the inverse of gather: the index form `scatter(x, -1, idx,
+    src)` is x with `out[b, idx[b, k]] = src[b, k]`; the mask form `scatter(x,
+    mask_pattern=P, dst=d)` is d with x's columns in the ones P marks. Like gather, no
+    memory is accessed: the result is a new tile."""
+    if mask_pattern is not None or dst is not None:
+        if dim is not None or index is not None or src is not None:
+            raise ValueError("pl.tensor.scatter: the index form or the mask form, not both")
+        return _scatter_mask(value, mask_pattern, dst)
+    base, values = _tile(value, "pl.tensor.scatter"), _tile(src, "pl.tensor.scatter")
+    where = _tile(index, "pl.tensor.scatter")
+    if as_data(dim) != -1 or base.data.ndim != 2 or where.shape != values.shape:
+        raise unsupported("pl.tensor.scatter: rank-2 tensors with dim=-1 and index shaped as src")
+    columns = where.data.astype(np.int64)
+    if columns.size and (columns.min() < 0 or columns.max() >= base.shape[-1]):
+        raise IndexError(f"pl.tensor.scatter: an index outside {base.shape[-1]} columns")
+    data = base.data.copy()
+    np.put_along_axis(data, columns, values.data.astype(data.dtype), axis=-1)
+    sources = base.sources | values.sources | where.sources
+    return Tile(data=data, dtype=base.dtype, valid=base.valid, sources=sources)
+
+
+def _scatter_mask(value: object, mask_pattern: object, dst: object) -> Tile:
+    if not isinstance(mask_pattern, MaskPattern):
+        raise unsupported(f"pl.tensor.scatter(mask_pattern={mask_pattern!r}): a MaskPattern")
+    source, target = _tile(value, "pl.tensor.scatter"), _tile(dst, "pl.tensor.scatter")
+    stride, first = mask_pattern.value
+    if target.shape[:-1] != source.shape[:-1] or target.shape[-1] != source.shape[-1] * stride:
+        raise ValueError(
+            f"pl.tensor.scatter({mask_pattern.name}) of {source!r} into {target!r}:"
+            f" dst has {stride} times its columns"
+        )
+    data = target.data.copy()
+    data[..., first::stride] = source.data.astype(data.dtype)
+    sources = source.sources | target.sources
+    return Tile(data=data, dtype=target.dtype, valid=target.valid, sources=sources)
 
 
 CMP_TYPES = (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal)

@@ -40,6 +40,23 @@ class WindowBuffer:
     devices: set[int] = field(default_factory=set)
 
 
+def _valid_part(items: tuple[object, ...], value: object) -> tuple[object, ...]:
+    """A partly valid tile stores its valid region only (its TSTORE's valid shape): the
+    slices of `t[a:b, c:d] = tile` end where the tile's valid part does, so a tile of 16
+    rows with 8 valid is stored into an 8-row tensor (pypto-lib's boxed matmul rows)."""
+    if not isinstance(value, Tile) or value.valid == value.shape or len(items) != len(value.shape):
+        return items
+    clipped: list[object] = []
+    for item, valid in zip(items, value.valid, strict=True):
+        if not isinstance(item, slice) or item.step not in (None, 1):
+            return items
+        if item.start is not None and item.stop is not None:
+            start, stop = as_index(item.start), as_index(item.stop)
+            item = slice(start, min(stop, start + valid))
+        clipped.append(item)
+    return tuple(clipped)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class TensorView:
     memory: int
@@ -88,7 +105,7 @@ class TensorView:
         """`t[a:b, c:d] = src` in a kernel (PyPTO's slice-assign, lowered to a store):
         writes the selected block of this rank's view; the block may be strided."""
         items = index if isinstance(index, tuple) else (index,)
-        offsets, extent, _ = self._selection(items)
+        offsets, extent, _ = self._selection(_valid_part(items, value))
         kernel_ops().assign(self, offsets, extent, value)
 
     def bind_dynamic(self, axis: object, var: object) -> None:

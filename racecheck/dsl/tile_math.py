@@ -261,6 +261,9 @@ BROADCASTS = {
     "col_expand_add": broadcast(lambda a, b: a + b),
     "col_expand_sub": broadcast(lambda a, b: a - b),
     "col_expand_div": broadcast(lambda a, b: a / b),
+    "col_expand_max": broadcast(np.maximum),
+    "col_expand_min": broadcast(np.minimum),
+    "col_expand_expdif": broadcast(lambda a, b: np.exp(a - b)),
     "col_expand": row_expand,  # v's [1, cols] row repeated down x's rows
 }
 

@@ -1,0 +1,90 @@
+"""The golden the file hands to its own harness (`run_jit(..., golden_fn=golden_x)`),
+run on the inputs the co-simulated run started from (`racecheck.file_harness`), its
+outputs compared with the run's at the harness call's `rtol`/`atol`.
+
+Its answer is a note, not a verdict: racecheck's tile math approximates the hardware's
+(bfloat16 and quantised paths round differently), so a difference says where to look
+rather than that the collective is wrong.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import numpy as np
+
+from racecheck.cosim import Execution, TensorRole
+from racecheck.file_harness import as_numpy
+from racecheck.load import ProgramInstance
+
+
+def file_golden_notes(instance: ProgramInstance, execution: Execution) -> tuple[str, ...]:
+    given = instance.given
+    if given is None or given.golden is None or instance.inputs:
+        return ()  # a path with chosen input elements runs inputs the file never states
+    name = getattr(given.golden, "__name__", "golden_fn")
+    records = {record.name: record for record in execution.tensors}
+    scratch: dict[str, Any] = dict(given.scalars)
+    for spec in given.tensors.values():
+        record = records.get(spec.name)
+        if record is None:
+            return (
+                f"the file's golden {name} was not run: {spec.name} is no parameter of the entry",
+            )
+        if tuple(record.initial.shape) != spec.shape:
+            return (
+                f"the file's golden {name} was not run: its test states {spec.name} as"
+                f" {list(spec.shape)}, this P runs it as {list(record.initial.shape)}",
+            )
+        values = record.initial if record.role is not TensorRole.OUTPUT else np.zeros(spec.shape)
+        scratch[spec.name] = _as_spec_type(np.array(values), spec.dtype)
+    try:
+        given.golden(scratch)
+    except Exception as error:  # noqa: BLE001 - the file's own golden: its failure is a note
+        return (f"the file's golden {name} raised {type(error).__name__}: {error}",)
+    return tuple(_compared(name, given.rtol, given.atol, scratch, records, given.tensors))
+
+
+def _as_spec_type(values: np.ndarray, dtype: Any) -> Any:
+    """The values as the golden expects them: a torch tensor of the spec's torch dtype,
+    else the numpy array (a file whose specs state numpy dtypes)."""
+    if type(dtype).__module__ != "torch" or importlib.util.find_spec("torch") is None:
+        return values
+    import torch
+
+    return torch.from_numpy(values).to(dtype)
+
+
+def _compared(
+    name: str,
+    rtol: float,
+    atol: float,
+    scratch: dict[str, Any],
+    records: dict[str, Any],
+    specs: dict[str, Any],
+) -> list[str]:
+    notes = []
+    for spec in specs.values():
+        if not spec.is_output:
+            continue
+        expected = as_numpy(scratch[spec.name]).astype(np.float64)
+        got = np.asarray(records[spec.name].final, dtype=np.float64)
+        if expected.shape != got.shape:
+            notes.append(f"the file's golden {name} gives {spec.name} another shape")
+            continue
+        close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+        if close.all():
+            notes.append(
+                f"the output {spec.name} matches the file's golden {name}"
+                f" (rtol={rtol}, atol={atol})"
+            )
+            continue
+        index = tuple(int(i) for i in np.argwhere(~close)[0])
+        notes.append(
+            f"the output {spec.name} differs from the file's golden {name} at {list(index)}: got"
+            f" {got[index]:.6g}, golden {expected[index]:.6g} ({int((~close).sum())} of"
+            f" {close.size} elements outside rtol={rtol}, atol={atol}; racecheck's tile math"
+            " approximates the hardware's, so this is not judged)"
+        )
+    return notes
