@@ -172,6 +172,31 @@ class RankContext:
         self.task_depth += 1
         return index
 
+    def spawn_task(self, spec: TaskSpec, body: Callable[[], Any]) -> int | None:
+        """In a run with tasks as threads, a `pl.at` region or `pl.spmd` block whose
+        body is outlined (`racecheck.dsl.host_regions`): a thread of its own running
+        `body`, its index returned, while its caller goes on. None in another run: the
+        caller runs the body in place, between `begin_task` and `end_task`."""
+        plan = self.run.plan
+        if plan is None or self.task_depth != 0:
+            return None
+        index = self._new_thread_index()
+        child = self.child(plan.key(self.rank, index))
+
+        def run() -> None:
+            child._starts(index, spec.location)
+            child.task_depth += 1
+            child.tasks.regions.append((index, spec, 0))  # no cube lane in a region
+            try:
+                body()
+            finally:
+                child.task_depth -= 1
+                child._new_task_state()
+            child._end(index, spec.location)
+
+        self.run.spawn(child, run)
+        return index
+
     def end_task(self) -> None:
         if self.run.plan is not None:
             self._new_task_state()

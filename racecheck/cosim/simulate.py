@@ -312,9 +312,9 @@ def _threads(plan: ThreadPlan) -> tuple[Thread, ...]:
         threads.append(
             Thread(
                 rank=rank,
-                name=f"task {name}" if name else "",
+                name=name,
                 task=key,
-                task_name=name,
+                task_name=name.removeprefix("task "),
                 after=tuple(plan.key(rank, task) for task in after),
             )
         )

@@ -135,8 +135,11 @@ Storages = dict[int, frozenset[tuple[int, int]]]
 its arguments' views span there; `WHOLE` where racecheck cannot narrow it. PyPTO's
 producer lookup is an overlap test over buffer addresses, a region it cannot prove
 disjoint counting as overlapping (PyPTO docs/en/user/performance/03-dependencies.md:
-75-77): a kernel call's argument views (contiguous, `TaskTag.span`) narrow it, the
-stores a `pl.at` region's body implies do not."""
+75-77): a kernel call's argument views (contiguous, `TaskTag.span`) narrow it. A
+`pl.at` region's arguments are the tensors its body names, which PyPTO's compiler may
+narrow to the boxes it accesses (src/ir/transforms/auto_derive_task_dependencies_pass.cpp);
+racecheck takes the bytes its loads and stores access, the narrowest: an edge it drops
+leaves an order in, never one out. A window its communication writes counts whole."""
 
 WHOLE = (0, 1 << 62)
 
@@ -152,20 +155,27 @@ def _written_storages(
         if comm and memories[event.access.memory].kind is MemoryKind.WINDOW:
             if rules is RuntimeOrder.CURRENT:  # the window parameter counts as written
                 _widen(declared, event.access.memory, _tag_spans(task, event.access.memory))
-        elif task.spec.region:  # a region's own stores: the directions its body implies
-            _widen(declared, event.access.memory, frozenset({WHOLE}))
+        elif _by_access(task):  # a region's own stores, by the bytes they write
+            _widen(declared, event.access.memory, frozenset(event.access.ranges))
     return _tracked(declared, task, memories)
 
 
 def _tagged_storages(
     task: TaskRecord, events: Sequence[Event], memories: Sequence[Memory]
 ) -> Storages:
-    tagged = _spans(task.spec.tags)
-    if task.spec.region:
-        for event in events[task.first : task.end]:
-            if event.access:
-                _widen(tagged, event.access.memory, frozenset({WHOLE}))
+    if not _by_access(task):
+        return _tracked(_spans(task.spec.tags), task, memories)
+    tagged: Storages = {}
+    for event in events[task.first : task.end]:
+        if event.access:
+            _widen(tagged, event.access.memory, frozenset(event.access.ranges))
     return _tracked(tagged, task, memories)
+
+
+def _by_access(task: TaskRecord) -> bool:
+    """A `pl.at` region, `pl.spmd` or orchestration code outside any task: tagged with
+    the bytes its events access (its body names no argument views)."""
+    return task.spec.region or task.glue
 
 
 def _spans(tags: Iterable[TaskTag]) -> Storages:
@@ -228,10 +238,12 @@ def _edge(
         return True
     if later.spec.cube_lane_of == earlier.index:
         return False  # the two lanes of one kernel run alongside each other
+    if later.spec.group is not None and later.spec.group == earlier.spec.group:
+        return False  # so do the blocks of one `pl.spmd`
     if earlier.dispatch != later.dispatch:
         return True  # dispatches never overlap; their orders are `DispatchGraph`'s
-    if earlier.glue or later.glue or earlier.index in later.spec.deps:
-        return True
+    if earlier.glue or earlier.index in later.spec.deps:
+        return True  # a task is submitted after the orchestration code before it ran
     if earlier.spec.manual or later.spec.manual:
         return False
     return _overlap(written, tagged)
@@ -253,6 +265,8 @@ def ordered_pairs(
         _joined(_tagged_storages(task, events, memories), written[n])
         for n, task in enumerate(ranked)
     ]
+    _grouped(ranked, written)
+    _grouped(ranked, tagged)
     count = len(tasks)
     after = [[False] * count for _ in range(count)]
     for j in range(count):
@@ -267,6 +281,18 @@ def ordered_pairs(
         for j, b in enumerate(submitted):
             before[a][b] = after[i][j]
     return before
+
+
+def _grouped(tasks: Sequence[TaskRecord], storages: list[Storages]) -> None:
+    """The blocks of one `pl.spmd` task are one task to the runtime: each gets the
+    storages of them all."""
+    union: dict[int, Storages] = {}
+    for task, own in zip(tasks, storages, strict=True):
+        if task.spec.group is not None:
+            union[task.spec.group] = _joined(union.get(task.spec.group, {}), own)
+    for n, task in enumerate(tasks):
+        if task.spec.group is not None:
+            storages[n] = union[task.spec.group]
 
 
 Accesses = dict[tuple[int, int], list[tuple[AccessMode | None, Region]]]
