@@ -16,7 +16,6 @@ from racecheck.cells import after_write
 from racecheck.cosim.execution import CellUses, FlowRecorder, Pin
 from racecheck.cosim.tasks import (
     Concurrent,
-    HeldTask,
     TaskLog,
     concurrent_inexact,
     cube_lane_spec,
@@ -28,7 +27,7 @@ from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.scopes import TaskSpec, TaskTag, stands_for
 from racecheck.dsl.symbolic import INT32_LIMITS, Decision, Forms, InputBlock, decision
 from racecheck.dsl.tensors import TensorView, cell_start, region_problem, region_runs
-from racecheck.errors import TracingError, UnsupportedConstruct
+from racecheck.errors import UnsupportedConstruct
 from racecheck.events import (
     AccessMode,
     CellIndex,
@@ -108,22 +107,14 @@ class RankContext:
         cube_lane: Callable[[], Any],
         held: Callable[[], Any] = lambda: None,
     ) -> tuple[Any, int]:
-        """Run a kernel call as a task, or keep it for the end of the dispatch when this
-        dispatch runs its tasks in a given order (its result is then `held()`, which
-        the task must return when it runs). The index after its own is kept for its
-        cube lane (`racecheck.dsl.lanes`)."""
+        """Run a kernel call as a task: in place, or as a thread of its own in a run
+        with tasks as threads (its caller then goes on with `held()`, which the task
+        must return when it runs). The index after its own is kept for its cube lane
+        (`racecheck.dsl.lanes`)."""
         if self.run.plan is not None and self.task_depth == 0:
             return self._thread_task(spec, body, cube_lane, held)
         index = self.tasks.open(self.events)
         self.tasks.reserve()
-        if self.tasks.plan is not None:
-            result = held()
-            self.tasks.deferred.append(HeldTask(index=index, spec=spec, body=body, result=result))
-            if index + 1 in self.tasks.plan:
-                self.tasks.deferred.append(
-                    HeldTask(index=index + 1, spec=cube_lane_spec(spec, index), body=cube_lane)
-                )
-            return result, index
         self.mixed = False
         result = self._run_task(index, spec, body)
         if self.mixed:
@@ -161,12 +152,6 @@ class RankContext:
             self._enter(index, spec.location)
             self.task_depth += 1
             return index
-        if self.tasks.deferred:
-            raise TracingError(
-                f"rank {self.rank}: a pl.at region cannot be moved to run a task order",
-                file=spec.location.file,
-                line=spec.location.line,
-            )
         index = self.tasks.open(self.events)
         self.tasks.regions.append((index, spec, len(self.events)))
         self.task_depth += 1
@@ -215,7 +200,6 @@ class RankContext:
         name: str,
         domains: frozenset[tuple[int, ...]],
         tags: tuple[TaskTag, ...],
-        plan: tuple[int, ...] | None,
     ) -> None:
         self.tasks.dispatch = number
         self.tasks.site = site
@@ -224,29 +208,14 @@ class RankContext:
         self.tasks.dispatch_tags = tags
         self.tasks.domains = domains
         self.tasks.repeat = self.repeat
-        self.tasks.plan = plan
         self.tasks.glue_from = len(self.events)
 
     def finish_dispatch(self) -> None:
+        self._new_task_state()
         if self.run.plan is not None:
-            self._new_task_state()
             self._close_glue()
             return
-        self._new_task_state()
         self.tasks.close_glue(self.events)
-        plan = self.tasks.plan or ()
-        position = {index: n for n, index in enumerate(plan)}
-        deferred = sorted(self.tasks.deferred, key=lambda task: position.get(task.index, len(plan)))
-        self.tasks.deferred = []
-        self.tasks.plan = None
-        for task in deferred:
-            result = self._run_task(task.index, task.spec, task.body)
-            if task.spec.cube_lane_of is None and not stands_for(result, task.result):
-                raise unsupported(
-                    f"a reordered run held task {task.spec.name} back and gave its caller "
-                    f"{task.result!r} in place of its result, but it returned {result!r}",
-                    task.spec.location,
-                )
 
     def _run_task(self, index: int, spec: TaskSpec, body: Callable[[], Any]) -> Any:
         first = len(self.events)

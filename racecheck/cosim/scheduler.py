@@ -13,7 +13,7 @@ from racecheck.cosim.policies import (
     SchedulePolicy,
 )
 from racecheck.cosim.rank import Abort, Crash, RankContext
-from racecheck.cosim.tasks import DispatchOrders, TaskOrders, running_order
+from racecheck.cosim.tasks import DispatchOrders, running_order
 from racecheck.cosim.threads import ThreadPlan
 from racecheck.dsl.context import activated
 from racecheck.dsl.declared import as_declared
@@ -44,7 +44,6 @@ class BatonScheduler:
         force_waits: bool,
         max_events: int,
         dims: Mapping[str, int],
-        task_orders: TaskOrders = (),
         dispatch_orders: DispatchOrders = (),
         plan: ThreadPlan | None = None,
         *,
@@ -55,7 +54,6 @@ class BatonScheduler:
         self.plan = plan
         self.deadline = deadline  # `--timeout`, read at every event
         self.stage = stage
-        self.task_orders = {(rank, dispatch): order for rank, dispatch, order in task_orders}
         self.dispatch_orders = dict(dispatch_orders)
         self.dims = dims
         self.memory = memory
@@ -258,9 +256,8 @@ class BatonScheduler:
             if isinstance(value, TensorView) and value.is_window
         )
         name = getattr(dispatch.function, "__name__", "dispatch")
-        plan = self.task_orders.get((state.rank, number))
         tags = tags_of(dispatch.function, args, kwargs)
-        state.start_dispatch(number, dispatch.site, name, domains, tags, plan)
+        state.start_dispatch(number, dispatch.site, name, domains, tags)
         dispatch.function(*args, **kwargs)
         state.finish_dispatch()
 

@@ -175,8 +175,6 @@ def simulate(
     planned = instance.thread_plan
     if isinstance(planned, ThreadPlan):
         return run(policy, force_waits, planned, None)
-    if instance.task_orders:
-        return run(policy, force_waits, None, None)
     first = run(policy, force_waits, None, None)
     memories = first.trace.memories
     plan = plan_threads(first.tasks, first.trace.events, rules, memories)
@@ -211,7 +209,6 @@ def _simulate(
                 force_waits,
                 max_events,
                 dict(instance.bindings),
-                instance.task_orders,
                 instance.dispatch_orders,
                 plan,
                 deadline=deadline,

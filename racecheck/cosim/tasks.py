@@ -1,39 +1,29 @@
-"""The tasks of each rank, and which of them PyPTO's runtime leaves unordered.
+"""The tasks of each rank, and the edges PyPTO's runtime orders them by.
 
-A rank's trace runs its tasks (kernel calls and `pl.at` regions of a per-device
-function, `racecheck.dsl.scopes`) one after another. The runtime orders them only by
-the edges it tracks (docs/model.md): within one dispatch, RAW and WAW between the
-storages a task is tagged with (its arguments, with their declared directions), never
-WAR; since PyPTO #1683 a window that a task's `remote_store`, `put`, `get` or notify
-writes counts as written (`RuntimeOrder.CURRENT`; `PRE_1683` models the rules
-before); explicit `deps=`; no inferred edges inside `pl.manual_scope()`. A rank's
-dispatches never overlap, and run in any order that keeps those of one communication
-domain in program order and the tag edges, which a later dispatch gets on what it reads
-or declares `pl.InOut` (an `pl.Out` argument looks up no producer): a `DispatchGraph`,
-whose orders the check runs one by one (`DispatchOrders`).
-Rounds of `--repeat` run one after another. Events of a dispatch outside any task
-(a dispatched kernel, or a per-device function's own) stay in program order with the
-dispatch's tasks, tagged with the dispatched function's arguments. A kernel task that
-mixes cube ops with communication is followed by its cube lane (`racecheck.dsl.lanes`),
-a task nothing orders with it. A rank records its tasks in a `TaskLog` as it runs;
-a run in another order holds its kernel calls back to the end of their dispatch
-(`HeldTask`).
-
-Checking a trace in which every task runs after all its program-order predecessors is
-exact for a pair of unordered tasks A (earlier) and B exactly when reordering them
-cannot matter: no access of one conflicts with the other's, B signals nothing (no
-notify, no write of a cell any rank waits on: nothing can order it after A), and A
-has no wait unless B neither synchronises nor touches bytes another rank accesses in
-a conflicting way (what A waits for orders B after it only through such events).
-Pairs that fail this are `Overlap`s: the check runs them in another order the runtime
-allows (`reorder`), and what it cannot show stays unknown.
+A rank's tasks are its kernel calls, `pl.at` regions, `pl.spmd` blocks, builtin phase
+tasks and the code a per-device function runs outside any task (`racecheck.dsl.scopes`).
+The runtime orders them only by the edges it tracks (docs/model.md): within one
+dispatch, RAW and WAW between the storages a task is tagged with (its arguments, with
+their declared directions), never WAR; since PyPTO #1683 a window that a task's
+`remote_store`, `put`, `get` or notify writes counts as written
+(`RuntimeOrder.CURRENT`; `PRE_1683` models the rules before); explicit `deps=`; no
+inferred edges inside `pl.manual_scope()`; a task submitted after orchestration code
+starts after it ran. A kernel task that mixes cube ops with communication is followed
+by its cube lane (`racecheck.dsl.lanes`), a task nothing orders with it; the blocks of
+one `pl.spmd` are tasks nothing orders with each other. `ordered_pairs` gives those
+edges, from which `racecheck.cosim.threads` makes each task a thread.
+A rank's dispatches never overlap, and run in any order that keeps those of one
+communication domain in program order and the tag edges, which a later dispatch gets
+on what it reads or declares `pl.InOut` (an `pl.Out` argument looks up no producer):
+a `DispatchGraph`, whose orders the check runs one by one (`DispatchOrders`).
+Rounds of `--repeat` run one after another. A rank records its tasks in a `TaskLog`
+as it runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from racecheck.conflicts import modes_conflict
 from racecheck.dsl.location import UNKNOWN_LOCATION, SourceLocation
@@ -49,13 +39,7 @@ from racecheck.events import (
     Region,
     cell_effect,
 )
-from racecheck.findings import Finding
 from racecheck.options import RuntimeOrder
-
-TaskOrders = tuple[tuple[int, int, tuple[int, ...]], ...]
-"""The dispatches that run their tasks out of program order: (rank, dispatch number
-counted from 1, the task indexes in the order they run)."""
-
 
 DispatchOrders = tuple[tuple[int, tuple[int, ...]], ...]
 """The ranks that run their dispatches out of program order: (rank, its dispatch numbers
@@ -82,35 +66,6 @@ class TaskRecord:
     domains: frozenset[tuple[int, ...]]  # the device sets of that dispatch's windows
     repeat: int
     glue: bool = False  # events of a per-device function outside any task
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Overlap:
-    """Two tasks of `rank` that the runtime may overlap and whose order matters."""
-
-    rank: int
-    first: TaskRecord  # earlier in program order
-    second: TaskRecord
-    reorderable: bool  # same dispatch, no region: `reorder` can run `second` first
-    # a wait of `first` could be answered, directly or through other ranks, by a signal
-    # of `second` (`signals`), which runs alongside it when `first` blocks
-    may_release: bool
-
-    def describe(self) -> str:
-        a, b = self.first.spec, self.second.spec
-        return (
-            f"rank {self.rank}: task {b.name} (line {b.location.line}) may run before or "
-            f"during task {a.name} (line {a.location.line}): PyPTO's runtime tracks no "
-            "dependency between them (docs/model.md)"
-        )
-
-    def describe_release(self) -> str:
-        a, b = self.first.spec, self.second.spec
-        return (
-            f"rank {self.rank}: task {a.name} (line {a.location.line}) may wait for task "
-            f"{b.name} (line {b.location.line}), which PyPTO's runtime does not order after "
-            "it and runs alongside it (docs/model.md)"
-        )
 
 
 def waited_cells(events: Sequence[Sequence[Event]]) -> CellIndex:
@@ -383,47 +338,6 @@ def concurrent_inexact(
     return None
 
 
-def overlaps(
-    rank: int,
-    tasks: Sequence[TaskRecord],
-    events: Sequence[Event],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-    others: Callable[[], Sequence[Accesses]],
-    waited: CellIndex,
-) -> list[Overlap]:
-    """The pairs of `rank`'s tasks the runtime leaves unordered and whose order matters;
-    `others()` gives the other ranks' accesses, one table per rank, `waited` the cells
-    any rank waits on."""
-    before = ordered_pairs(tasks, events, rules, memories)
-    found: list[Overlap] = []
-    for j, second in enumerate(tasks):
-        for i, first in enumerate(tasks[:j]):
-            if before[i][j]:
-                continue
-            first_events = events[first.first : first.end]
-            second_events = events[second.first : second.end]
-            if _matters(first_events, second_events, others, waited):
-                reorderable = first.dispatch == second.dispatch and not any(
-                    task.glue or task.spec.region
-                    for task in tasks
-                    if task.dispatch == first.dispatch
-                )
-                may_release = any(event.kind is EventKind.WAIT for event in first_events) and any(
-                    signals(event, waited) for event in second_events
-                )
-                found.append(
-                    Overlap(
-                        rank=rank,
-                        first=first,
-                        second=second,
-                        reorderable=reorderable,
-                        may_release=may_release,
-                    )
-                )
-    return found
-
-
 def _dispatch_edge(earlier: TaskRecord, later: TaskRecord) -> bool:
     """Whether the runtime runs the dispatch of `later` after that of `earlier`, an
     earlier one: a later --repeat round, a communication domain both take (its token),
@@ -599,36 +513,6 @@ def unordered_conflict(
     )
 
 
-def reorder(
-    tasks: Sequence[TaskRecord], overlap: Overlap, before: list[list[bool]]
-) -> tuple[int, ...]:
-    """The rank's tasks in program order, except that `overlap.second` and the tasks it
-    waits for run just before `overlap.first`: an order the runtime allows."""
-    i, j = overlap.first.index, overlap.second.index
-    position = {task.index: n for n, task in enumerate(tasks)}
-    pi, pj = position[i], position[j]
-    hoisted = [task.index for task in tasks[pi + 1 : pj] if before[position[task.index]][pj]]
-    moved = {*hoisted, j}
-    rest = [task.index for task in tasks[pi:] if task.index not in moved]
-    return (*[task.index for task in tasks[:pi]], *hoisted, j, *rest)
-
-
-def allowed_order(
-    tasks: Sequence[Sequence[TaskRecord]],
-    events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-) -> bool:
-    """Whether every rank ran its tasks in an order the runtime allows: no task before
-    one the runtime runs it after."""
-    for rank, rank_tasks in enumerate(tasks):
-        before = ordered_pairs(rank_tasks, events[rank], rules, memories)
-        count = len(rank_tasks)
-        if any(before[j][i] for j in range(count) for i in range(j)):
-            return False
-    return True
-
-
 def _others_of(
     events: Sequence[Sequence[Event]],
 ) -> Callable[[int], Callable[[], Sequence[Accesses]]]:
@@ -647,111 +531,6 @@ def _others_of(
     return others_of
 
 
-def task_overlaps(
-    tasks: Sequence[Sequence[TaskRecord]],
-    events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-) -> list[Overlap]:
-    """Every rank's `overlaps`."""
-    others_of = _others_of(events)
-    waited = waited_cells(events)
-    found: list[Overlap] = []
-    for rank, rank_tasks in enumerate(tasks):
-        found.extend(
-            overlaps(rank, rank_tasks, events[rank], rules, memories, others_of(rank), waited)
-        )
-    return found
-
-
-def reorderings(
-    tasks: Sequence[Sequence[TaskRecord]],
-    events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-    found: Sequence[Overlap],
-) -> list[tuple[TaskOrders, Overlap]]:
-    """For each pair of tasks (by program position) that overlaps on some rank: every
-    such rank running the later one first, and the overlap it stands for."""
-    orders: dict[tuple[int, int], list[tuple[int, int, tuple[int, ...]]]] = {}
-    example: dict[tuple[int, int], Overlap] = {}
-    for overlap in found:
-        if not overlap.reorderable:
-            continue
-        rank_tasks = tasks[overlap.rank]
-        before = ordered_pairs(rank_tasks, events[overlap.rank], rules, memories)
-        key = (overlap.first.index, overlap.second.index)
-        order = reorder(rank_tasks, overlap, before)
-        orders.setdefault(key, []).append((overlap.rank, overlap.first.dispatch, order))
-        example.setdefault(key, overlap)
-    return [(tuple(orders[key]), example[key]) for key in orders]
-
-
-def loose_tasks(
-    tasks: Sequence[TaskRecord],
-    events: Sequence[Event],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-) -> dict[int, str]:
-    """The tasks of one rank that the runtime may run alongside another of its tasks:
-    their positions in `tasks`, with a name that tells them apart (the line is added
-    when a name repeats)."""
-    before = ordered_pairs(tasks, events, rules, memories)
-    running = [n for n, task in enumerate(tasks) if task.end > task.first]
-    loose: set[int] = set()
-    for j in running:
-        loose.update(
-            p for i in running if i < j and not (before[i][j] or before[j][i]) for p in (i, j)
-        )
-    names = [tasks[n].spec.name for n in loose]
-    return {
-        n: tasks[n].spec.name
-        if names.count(tasks[n].spec.name) == 1
-        else f"{tasks[n].spec.name} (line {tasks[n].spec.location.line})"
-        for n in sorted(loose)
-    }
-
-
-def name_tasks(
-    findings: tuple[Finding, ...],
-    tasks: Sequence[Sequence[TaskRecord]],
-    events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-) -> tuple[Finding, ...]:
-    """The findings with every witness step that a loose task ran named by that task."""
-    if not any(finding.witness for finding in findings):
-        return findings
-    task_of: dict[tuple[int, int], str] = {}
-    for rank, rank_tasks in enumerate(tasks):
-        for n, name in loose_tasks(rank_tasks, events[rank], rules, memories).items():
-            task = rank_tasks[n]
-            task_of.update({(rank, index): name for index in range(task.first, task.end)})
-    if not task_of:
-        return findings
-    return tuple(
-        replace(
-            finding,
-            witness=tuple(
-                replace(step, task=task_of.get((step.rank, step.index), ""))
-                for step in finding.witness
-            ),
-        )
-        for finding in findings
-    )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HeldTask:
-    """A kernel call a reordered run holds back to the end of its dispatch, and what
-    its caller got in place of its result."""
-
-    index: int
-    spec: TaskSpec
-    body: Callable[[], Any]
-    result: Any = None
-
-
 class TaskLog:
     """The tasks one rank ran, in the order it ran them, and the dispatch running now."""
 
@@ -764,8 +543,6 @@ class TaskLog:
         self.dispatch_tags: tuple[TaskTag, ...] = ()
         self.domains: frozenset[tuple[int, ...]] = frozenset()
         self.repeat = 0
-        self.plan: tuple[int, ...] | None = None
-        self.deferred: list[HeldTask] = []
         self.regions: list[tuple[int, TaskSpec, int]] = []
         self.glue_from = 0
 

@@ -140,7 +140,7 @@ class TaskContext(Protocol):
     ) -> tuple[Any, int]:
         """Run a kernel call; if it turns out to mix cube ops with communication, also
         run `cube_lane` as a task nothing orders with it. Returns the call's result and
-        the task's index; a call a reordered run holds back returns `held()`, which the
+        the task's index; a call run as a thread of its own returns `held()`, which the
         call must return once it runs (`held_result`)."""
         ...
 
@@ -300,7 +300,7 @@ def held_result(
     *,
     submit: bool,
 ) -> Any:
-    """What a kernel call that a reordered run holds back gives its caller before it
+    """What a kernel call that runs as a thread of its own gives its caller before it
     runs: one tensor per result its return annotation declares, the tensors it writes
     (a kernel returns those): its `pl.Out`/`pl.InOut` arguments if they are as many,
     else its `pl.Out` ones; nothing when it declares none. An unannotated kernel called
@@ -350,7 +350,7 @@ class HeldBack:
         )
 
     def __repr__(self) -> str:
-        return f"<the result of task {self.name}, held back by a reordered run>"
+        return f"<the result of task {self.name}, which runs apart from its caller>"
 
 
 def stands_for(result: Any, held: Any) -> bool:
