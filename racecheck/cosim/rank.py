@@ -367,6 +367,7 @@ class RankContext:
         return other
 
     def _switch(self, key: int) -> None:
+        self.run.rekeyed(self.key, key)
         self.key = key
         self.events = self.run.sequences.setdefault(key, [])
         self.run.contexts[key] = self

@@ -135,6 +135,12 @@ class BatonScheduler:
         self.unprimed_remove(state.key)
         self._pass_baton(current=state.key)
 
+    def rekeyed(self, old: int, new: int) -> None:
+        """A thread records for key `new` from now on (a rank's orchestration entering
+        its glue task): if it has not reached its first event yet, it primes as `new`."""
+        if old in self.unprimed:
+            self.unprimed[self.unprimed.index(old)] = new
+
     def spawn(self, child: RankContext, body: Callable[[], None]) -> None:
         """Start a task's thread: it runs `body` once granted the baton, first up to its
         first event (executing nothing), like every thread."""

@@ -102,7 +102,8 @@ WHOLE = (0, 1 << 62)
 def _written_storages(
     task: TaskRecord, events: Sequence[Event], rules: RuntimeOrder, memories: Sequence[Memory]
 ) -> Storages:
-    declared = _spans(tag for tag in task.spec.tags if tag.direction is not Direction.IN)
+    tags = () if task.glue else task.spec.tags  # (a glue task's are its dispatch's)
+    declared = _spans(tag for tag in tags if tag.direction is not Direction.IN)
     for event in events[task.first : task.end]:
         if event.access is None or event.mode is AccessMode.READ or event.wait is not None:
             continue

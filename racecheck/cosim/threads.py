@@ -88,7 +88,7 @@ def plan_threads(
 
 def _named(task: TaskRecord, records: Sequence[TaskRecord]) -> str:
     """The thread's name, with its line when another task of the rank has its name."""
-    name = task.spec.thread_name
+    name = f"{task.spec.name}'s code outside its tasks" if task.glue else task.spec.thread_name
     if sum(other.spec.thread_name == name for other in records) > 1:
         return f"{name} (line {task.spec.location.line})"
     return name
