@@ -263,8 +263,11 @@ class _Outline:
                 name: before
                 if isinstance(before, TensorView)
                 else scopes.HeldBack(
-                    name=f"{name} (assigned in the task at line {self.line})",
+                    name=name,
                     location=user_location(),
+                    why=f"{name} is assigned in the task at line {self.line}, which runs"
+                    " apart from its caller: racecheck cannot give its value to the code"
+                    " after the task before the task runs (pass it through a tensor)",
                 )
                 for name, before in self.before.items()
             },

@@ -335,19 +335,19 @@ class HeldBack:
     """What the caller of a held-back kernel call that declares no result gets: using
     it is refused at the call, as what the call returns is known only once it runs."""
 
-    __slots__ = ("location", "name")
+    __slots__ = ("location", "name", "why")
 
-    def __init__(self, *, name: str, location: SourceLocation) -> None:
+    def __init__(self, *, name: str, location: SourceLocation, why: str = "") -> None:
         self.name = name
         self.location = location
+        self.why = why or (
+            f"task {name} runs apart from its caller, and its caller uses its result,"
+            " which the kernel declares nowhere (no pl.Out/pl.InOut argument, no return"
+            " annotation): racecheck cannot give it to the caller before the task runs"
+        )
 
     def __getattr__(self, attribute: str) -> Any:
-        raise unsupported(
-            f"task {self.name} runs apart from its caller, and its caller uses its result,"
-            " which the kernel declares nowhere (no pl.Out/pl.InOut argument, no return"
-            " annotation): racecheck cannot give it to the caller before the task runs",
-            self.location,
-        )
+        raise unsupported(self.why, self.location)
 
     def __repr__(self) -> str:
         return f"<the result of task {self.name}, which runs apart from its caller>"
