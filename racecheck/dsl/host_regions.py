@@ -20,9 +20,14 @@ Other levels in the host function are refused. Anywhere else `pl.at` is
 
 `with pl.spmd(n) as tid:` is outlined the same way (`InlineSpmd`): PyPTO outlines its
 body into one kernel run on n blocks, so racecheck compiles the body into a function of
-the names it uses and runs it once per block, each run the block's part of the task
-(the structure `racecheck.dsl.scopes.Spmd` gives its blocks); the names it assigns that
-are used after it take the last block's values.
+the names it uses and runs it once per block, each block a task of its own
+(`racecheck.dsl.scopes.Spmd`); the names it assigns that are used after it take the
+last block's values.
+
+In a rank's code, in a run with tasks as threads (`racecheck.cosim.threads`), a
+`with pl.at(...)` region, each block of a `with pl.spmd(...)` and each block of a loop
+`for b in pl.spmd(n)` is outlined this way too and runs as a thread of its own
+(`_Outline`), its caller skipping the body; elsewhere they run in place.
 """
 
 from __future__ import annotations
