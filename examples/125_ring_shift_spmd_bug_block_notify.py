@@ -8,7 +8,7 @@ on its way (docs/model.md: the blocks of a ``pl.spmd`` run concurrently). The wa
 should be for 2.
 
 racecheck expects:
-    ranks 1: unknown
+    ranks 1: proved
     ranks 2..4: bug race read-after-write at @fetch, @push
 """
 

@@ -7,7 +7,7 @@ notify while the other block's half is on its way (docs/model.md: the blocks run
 concurrently). The wait should be for 2, or the notify stay in a task of its own.
 
 racecheck expects:
-    ranks 1: unknown
+    ranks 1: proved
     ranks 2..4: bug race read-after-write at @fetch, @push
 """
 

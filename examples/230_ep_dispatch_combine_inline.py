@@ -11,12 +11,13 @@ the same way (``combine``), counted with a second counter. The waits compare wit
 between calls of one forward. 231_ep_dispatch_combine_inline_bug_count.py waits for one
 arrival per source instead of ``LANES``.
 
-Its blocks notify, and racecheck runs a task's blocks one after another, so until it
-runs them as concurrent threads the verdict is ``unknown`` with that reason; the twin's
-bug needs no other block order and is found.
+Each block is a thread of its own, so every order of the blocks' puts and notifies is
+checked: each receiver's wait for ``epoch * LANES`` arrivals covers every block's put,
+and the program is proved (the rows of ranks past P are never written: the combine
+copy reads them as zeros, a warning). The twin's bug is found.
 
 racecheck expects:
-    ranks 2..4: unknown
+    ranks 2..4: proved
 """
 
 import argparse

@@ -6,15 +6,11 @@ writes it, and ``combine_push``, which reads it: only ``deps=`` orders them. Her
 that was rewired), so it can run while ``dispatch_wait`` still spins: it reads the row
 count before it is written, and ``recv`` rows before the peers' puts land.
 
-Both tasks are ``pl.at`` regions of one rank that the runtime leaves unordered, and
-racecheck does not yet run regions as concurrent threads: today it answers ``unknown``
-naming the two tasks, never ``proved``.
+Both tasks are ``pl.at`` regions of one rank that the runtime leaves unordered: as
+threads of their own, the read of ``count`` can come before its write.
 
 racecheck expects:
     ranks 2: bug race read-after-write at @count_read, @count_write
-
-racecheck today (known gap: pl.at regions do not yet run as threads):
-    ranks 2: unknown
 """
 
 import argparse

@@ -7,14 +7,10 @@ its expert and puts its next combine row into this rank's ``back`` window while 
 previous layer's reduce still reads it.
 
 The reduce and the next layer's tasks are ``pl.at`` regions of one rank that the
-runtime leaves unordered, and racecheck does not yet run regions as concurrent threads:
-today it answers ``unknown`` naming the two tasks, never ``proved``.
+runtime leaves unordered: as threads of their own, the put can land before the read.
 
 racecheck expects:
     ranks 2: bug race write-after-read at @combine_read, @combine_put
-
-racecheck today (known gap: pl.at regions do not yet run as threads):
-    ranks 2: unknown
 """
 
 import argparse

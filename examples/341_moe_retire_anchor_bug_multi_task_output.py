@@ -9,15 +9,12 @@ but before lane 1's wait has seen them: the count drops back to zero and lane 1 
 forever. pypto-lib's DeepSeek V4 Pro forward hangs this way at EP8 and ships with the
 retire switched off there (``DSV4_DISABLE_MOE_RETIRE``).
 
-Today racecheck stops at the order of the retire and ``combine_sum`` (``pl.at`` regions
-do not yet run as threads) and answers ``unknown``; see also 342, where its tag edges
-hide the hang.
+A region's loads and stores are compared by the bytes they access, so the retire
+(which reads ``lanes_out[0, 0]`` only) follows lane 0's wait and not lane 1's; see also
+342, the same hang written as kernel calls.
 
 racecheck expects:
     ranks 2: bug deadlock
-
-racecheck today (known gap: pl.at regions do not yet run as threads):
-    ranks 2: unknown
 """
 
 import argparse

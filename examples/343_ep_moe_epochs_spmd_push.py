@@ -8,16 +8,12 @@ still sees ``LANES`` arrivals per source and epoch and ``dispatch_wait`` still w
 and the protocol is as correct as 310's; 231_ep_dispatch_combine_inline_bug_count.py
 has the twin that counts one arrival per source.
 
-racecheck runs a task's blocks one after another, and blocks that notify make that
-unsound, so today it answers ``unknown``; with blocks as threads it must prove it.
+Each block is a thread of its own, so every order of the blocks' puts and notifies
+is checked.
 
 racecheck expects:
     ranks 2..3: proved
     ranks 2 --repeat 2: proved
-
-racecheck today (known gap: pl.spmd blocks do not yet run as threads):
-    ranks 2..3: unknown
-    ranks 2 --repeat 2: unknown
 """
 
 import argparse

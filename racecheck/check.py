@@ -27,13 +27,7 @@ from racecheck.cosim.execution import TensorRole
 from racecheck.cosim.tasks import (
     DispatchGraph,
     DispatchOrders,
-    Overlap,
-    TaskOrders,
-    allowed_order,
     dispatch_graphs,
-    name_tasks,
-    reorderings,
-    task_overlaps,
     unordered_conflict,
 )
 from racecheck.dsl.summary_state import loops as summary_loops
@@ -286,14 +280,9 @@ def _check_dispatch_order(
     runs: list[Execution],
 ) -> Outcome:
     """Every path of the program with each rank's dispatches in `dispatches` (program
-    order if not named) and its tasks in every order the runtime allows."""
-    outcome = _check_order(spec, ranks, options, (), dispatches, runs)
-    verdict = judge.decide(outcome).verdict
-    if verdict is Verdict.PROVED:
-        return _check_task_orders(spec, ranks, options, dispatches, runs, outcome)
-    if outcome.hung or any(f.kind is FindingKind.DEADLOCK for f in outcome.findings):
-        return _check_hang_orders(spec, ranks, options, dispatches, runs, outcome)
-    return outcome
+    order if not named); its tasks are threads, decided in every order the runtime
+    allows (`racecheck.cosim.threads`)."""
+    return _check_order(spec, ranks, options, dispatches, runs)
 
 
 DISPATCH_ORDERS = 16
@@ -428,18 +417,15 @@ def _check_order(
     spec: ProgramSpec,
     ranks: int,
     options: Options,
-    orders: TaskOrders,
     dispatches: DispatchOrders,
     runs: list[Execution],
 ) -> Outcome:
-    """Every path of the program with its dispatches in `dispatches` and its tasks in
-    `orders`; `runs` receives the co-simulation of each path."""
+    """Every path of the program with its dispatches in `dispatches`; `runs` receives
+    the co-simulation of each path."""
     known: set[tuple[object, ...]] = set()
 
     def check_path(path: Path, deadline: float) -> PathOutcome:
-        checked = _check_path(
-            spec, ranks, options, path, deadline, (orders, dispatches), runs, known
-        )
+        checked = _check_path(spec, ranks, options, path, deadline, dispatches, runs, known)
         if not path.summarised:  # a summary's findings may be its extra iterations'
             known.update(finding.identity for finding in checked.outcome.findings)
         return checked
@@ -447,143 +433,9 @@ def _check_order(
     return explore(check_path, timeout=options.timeout, summarise=options.expect is None)
 
 
-def _overlapping(
-    runs: Sequence[Execution],
-    options: Options,
-    *,
-    may_release: bool = False,
-) -> tuple[Execution, list[Overlap]] | None:
-    """The first run with tasks the runtime may overlap whose order matters (with
-    `may_release`, only those where the later may release a wait of the earlier:
-    `Overlap.may_release`), and those overlaps."""
-    for run in runs:
-        if run.plan is not None:
-            continue  # its tasks are threads: every engine decides every order of them
-        trace = run.trace
-        found = [
-            overlap
-            for overlap in task_overlaps(
-                run.tasks, trace.events, options.runtime_order, trace.memories
-            )
-            if overlap.may_release or not may_release
-        ]
-        if found:
-            return run, found
-    return None
-
-
-def _covers_every_order(runs: Sequence[Execution], options: Options) -> bool:
-    """Whether checking `runs` decides every order of their tasks: each ran them in an
-    order the runtime allows, in which no two it leaves unordered can matter."""
-    return _overlapping(runs, options) is None and _in_allowed_orders(runs, options)
-
-
-def _in_allowed_orders(runs: Sequence[Execution], options: Options) -> bool:
-    rules = options.runtime_order
-    return all(
-        run.plan is not None
-        or allowed_order(run.tasks, run.trace.events, rules, run.trace.memories)
-        for run in runs
-    )
-
-
 def _in_program_order(run: Execution) -> tuple[tuple[Event, ...], ...]:
     """The events of the run in program order that `run.tasks` index."""
     return run.rank_events if run.rank_events is not None else run.trace.events
-
-
-def _check_task_orders(
-    spec: ProgramSpec,
-    ranks: int,
-    options: Options,
-    dispatches: DispatchOrders,
-    runs: Sequence[Execution],
-    outcome: Outcome,
-) -> Outcome:
-    """A program order proved is the answer only if no two tasks of a rank that the
-    runtime leaves unordered could matter on any path (`cosim.tasks`); else the other
-    orders of those tasks are checked, and an overlap they do not decide is unknown.
-    Every execution of such an order that does not hang is one the runtime can run."""
-    loose = _overlapping(runs, options)
-    if loose is None:
-        return outcome
-    run, found = loose
-    other = _other_orders(spec, ranks, options, dispatches, run, outcome, found)
-    return other or _unknown(
-        outcome,
-        found[0].describe()
-        + "; racecheck checks the orders of such tasks it can run, not their overlap",
-    )
-
-
-def _check_hang_orders(
-    spec: ProgramSpec,
-    ranks: int,
-    options: Options,
-    dispatches: DispatchOrders,
-    runs: Sequence[Execution],
-    outcome: Outcome,
-) -> Outcome:
-    """A rank that hangs with its tasks in program order may not hang on the runtime:
-    a later task that nothing orders after the blocked one runs alongside it, and its
-    notify can release the wait (docs/model.md). Such a hang shows nothing. The other
-    confirmed findings of the run stand (running tasks in program order is an
-    execution the runtime allows); else another order may decide; else unknown."""
-    releasing = _overlapping(runs, options, may_release=True)
-    if releasing is None:
-        return outcome
-    run, found = releasing
-    rest = tuple(f for f in outcome.findings if f.kind is not FindingKind.DEADLOCK)
-    without = dataclasses.replace(outcome, findings=rest, hung=False)
-    if judge.decide(without).verdict is Verdict.BUG:
-        return dataclasses.replace(without, notes=(*without.notes, found[0].describe_release()))
-    other = _other_orders(spec, ranks, options, dispatches, run, outcome, found)
-    return other or _unknown(
-        outcome,
-        found[0].describe_release()
-        + "; racecheck runs a rank's tasks one after another, not alongside each other",
-    )
-
-
-def _other_orders(
-    spec: ProgramSpec,
-    ranks: int,
-    options: Options,
-    dispatches: DispatchOrders,
-    run: Execution,
-    outcome: Outcome,
-    found: Sequence[Overlap],
-) -> Outcome | None:
-    """The answer of another order of overlapping tasks, if one decides: a bug shown
-    without hanging, or a proof in an order where no two tasks the runtime leaves
-    unordered can matter (on every path), which covers every order (`cosim.tasks`)."""
-    trace, rules = run.trace, options.runtime_order
-    golden = dataclasses.replace(options, expect=options.expect or outcome.model)
-    for orders, overlap in reorderings(run.tasks, trace.events, rules, trace.memories, found):
-        order_runs: list[Execution] = []
-        reordered = _check_order(spec, ranks, golden, orders, dispatches, order_runs)
-        verdict = judge.decide(reordered).verdict
-        hangs = any(finding.kind is FindingKind.DEADLOCK for finding in reordered.findings)
-        if verdict is Verdict.BUG and (not hangs or _stuck(order_runs, options)):
-            note = overlap.describe() + "; the bug shows when it runs first"
-            return dataclasses.replace(reordered, notes=(*reordered.notes, note))
-        if verdict is Verdict.PROVED and order_runs and _covers_every_order(order_runs, options):
-            note = overlap.describe() + (
-                "; checked with it first, an order in which no two such tasks can matter"
-            )
-            return dataclasses.replace(reordered, notes=(*reordered.notes, note))
-    return None
-
-
-def _stuck(runs: Sequence[Execution], options: Options) -> bool:
-    """Whether a hang in `runs` is one the device shows: each ran its tasks in an order
-    the runtime allows, and no task that blocks in it can be released by one it
-    overtook or one after it that runs alongside it (`Overlap.may_release`)."""
-    return (
-        bool(runs)
-        and _overlapping(runs, options, may_release=True) is None
-        and _in_allowed_orders(runs, options)
-    )
 
 
 def _confirmed(
@@ -613,12 +465,11 @@ def _check_path(
     options: Options,
     path: Path,
     deadline: float,
-    orders: tuple[TaskOrders, DispatchOrders],
+    dispatches: DispatchOrders,
     runs: list[Execution],
     known: set[tuple[object, ...]],
 ) -> PathOutcome:
     started = time.monotonic()
-    tasks, dispatches = orders
     try:
         clock.check(deadline, f"building {spec.name} for P={ranks}")
         built = _instantiate(spec, ranks, clock.left(deadline))
@@ -626,7 +477,6 @@ def _check_path(
         instance = path.applied(
             dataclasses.replace(
                 built,
-                task_orders=tasks,
                 dispatch_orders=dispatches,
                 assumed=assumed,
                 calls=calls_of(built, options),
@@ -657,14 +507,11 @@ def _check_path(
             DeadlineOracle(prepared, deadline, trace),
             path,
             lambda policy: _realised(instance, policy, options),
+            steered=bool(trace.control_reads),
         )
         hazards = find_hazards(trace, oracle, deadline=deadline)
         golden = functools.cache(lambda: options.expect or _model_of(instance, execution, options))
         findings = _confirmed(instance, trace, oracle, hazards, golden, options, known)
-        if execution.plan is None:
-            findings = name_tasks(
-                findings, execution.tasks, trace.events, options.runtime_order, trace.memories
-            )
         if findings and not path.inputs and execution.flow.decisions:  # the routing shown
             shown = symbolic_inputs.steering_inputs(execution)
             findings = tuple(dataclasses.replace(found, inputs=shown) for found in findings)

@@ -28,10 +28,10 @@ def describe_cell(cell: SignalCell, trace: Trace) -> str:
 
 
 def describe_task(trace: Trace, task: int) -> str:
-    """`task read_step on rank 1`."""
+    """`task read_step on rank 1`, `block 3 of dispatch_push on rank 0`."""
     for thread in trace.threads:
         if thread.task == task:
-            return f"task {thread.task_name} on rank {thread.rank}"
+            return f"{thread.name or 'task ' + thread.task_name} on rank {thread.rank}"
     return f"task {task}"
 
 

@@ -252,6 +252,8 @@ class Finding:
     regions: tuple[Region, ...] = ()
     place: Place | None = None  # race, stale read: the bytes or cell in question
     steers: bool = False  # race: the value read steers control flow
+    # unconfirmed: its witness ran the program on another path (a value read steered it)
+    diverged: bool = False
     blocked: tuple[BlockedWait, ...] = ()  # deadlock: the waits that never pass
     later_writer: int | None = None  # stale read: a rank that writes the bytes only later
     # the thread of each of `ranks` where a rank runs several (`task read_step`), else ""

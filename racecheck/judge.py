@@ -137,7 +137,8 @@ def _unchecked(outcome: Outcome) -> tuple[str, ...]:
 
 def _unconfirmed_note(finding: Finding) -> str:
     where = f" at {finding.locations[0]}" if finding.locations else ""
-    return reason(ReasonCode.WITNESS_UNREPLAYED, finding=finding.code.value, where=where)
+    code = ReasonCode.WITNESS_DIVERGED if finding.diverged else ReasonCode.WITNESS_UNREPLAYED
+    return reason(code, finding=finding.code.value, where=where)
 
 
 # --- confirmation -----------------------------------------------------------------------
@@ -165,8 +166,8 @@ def confirm(
     if not schedule and hazard.kind is not FindingKind.DEADLOCK:
         return finding
     replay = _replay(instance, hazard, schedule, options)
-    if replay is None:
-        return finding
+    if replay is None:  # with values that steer control, the witness may change them
+        return dataclasses.replace(finding, diverged=bool(trace.control_reads))
     io = reference.host_io(replay)
     model = golden() if io is not None and not replay.stalled else None
     diff = None if model is None or io is None else _difference(model, io, options)

@@ -191,7 +191,6 @@ class ProgramInstance:
     inputs: tuple[tuple[str, int, float], ...] = ()  # chosen elements: (tensor, index, value)
     assumed: tuple[Assumption, ...] = ()  # --assume: the input elements' declared ranges
     # dispatches that run their tasks in another order the runtime allows (cosim.tasks)
-    task_orders: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
     # ranks that run their dispatches in another order the runtime allows (cosim.tasks)
     dispatch_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
     # a `racecheck.cosim.threads.ThreadPlan`: its tasks run as threads, so planned

@@ -84,11 +84,12 @@ SUMMARY = Path(summarised=True)
 class PathOracle:
     """The engine's answers for one path's trace, with witnesses this path can replay.
 
-    On a path with held writes, an engine's witness may land those writes in the
-    other order, and then the program takes another path than the trace. `realise`
-    runs the program under a policy and returns its schedule (None if it failed); a
-    witness for `first` before `second` is taken from the path's own run with `second`
-    held back, when that run shows it.
+    On a path with held writes, or in a trace whose reads steer control flow (`steered`:
+    a loop bound read from memory), an engine's witness may land writes in the other
+    order, and then the program takes another path than the trace. `realise` runs the
+    program under a policy and returns its schedule (None if it failed); a witness for
+    `first` before `second` is taken from the path's own run with `second` held back,
+    when that run shows it.
     """
 
     def __init__(
@@ -96,10 +97,13 @@ class PathOracle:
         oracle: OrderOracle,
         path: Path,
         realise: Callable[[SchedulePolicy], Schedule | None],
+        *,
+        steered: bool = False,
     ) -> None:
         self.oracle = oracle
         self.path = path
         self.realise = realise
+        self.steered = steered
 
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
         return self.oracle.can_precede(first, second)
@@ -111,7 +115,7 @@ class PathOracle:
         return self.oracle.stuck()
 
     def witness(self, first: EventRef, second: EventRef) -> Schedule:
-        if self.path.held:
+        if self.path.held or self.steered:
             schedule = self.realise(HoldPolicy(second, self.path.policy()))
             if schedule is not None and first in schedule:
                 prefix = schedule[: schedule.index(first) + 1]

@@ -122,23 +122,6 @@ def test_a_dispatch_order_counts_every_round_and_runs_as_given() -> None:
     assert [task.dispatch for task in execution.tasks[0]] == [1, 2]
 
 
-def test_task_orders_name_a_dispatch_by_its_program_number_in_any_dispatch_order() -> None:
-    """A task order keyed (rank, dispatch number) reorders the same dispatch whether
-    it runs first or last (here round 2's dispatch, run before round 1's)."""
-    path = ROOT / "examples" / "160_receive_before_push_tasks.py"
-    (spec,) = discover(load_file(str(path)), programs=(), args={})
-    instance = dataclasses.replace(
-        spec.instantiate(2), dispatch_orders=((0, (2, 1)),), task_orders=((0, 2, (2, 0)),)
-    )
-    ran = [(task.dispatch, task.spec.name) for task in simulate(instance, repeat=2).tasks[0]]
-    assert ran == [
-        (2, "push_step"),
-        (2, "receive_step"),
-        (1, "receive_step"),
-        (1, "push_step"),
-    ]
-
-
 def test_dispatches_are_ordered_by_the_directions_the_dispatched_function_declares() -> None:
     """The kernel both orchestrations call takes `x` as InOut; only the orchestration's
     own declaration counts (it was proved from the kernel's)."""

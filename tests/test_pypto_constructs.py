@@ -15,7 +15,7 @@ from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import DistributedTensor, Tensor, TensorType
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventKind, MemoryKind, WaitCmp
-from racecheck.findings import Verdict
+from racecheck.findings import FindingKind, Verdict
 from racecheck.load import discover, load_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -51,9 +51,14 @@ def test_a_copy_out_not_depending_on_the_deferred_allgather_is_never_proved(
     unordered = tmp_path / "no_deps.py"
     unordered.write_text(source.replace(", deps=[gathered]", ""))
     (result,) = racecheck.verify(str(unordered), ranks=[2]).results
-    assert result.verdict is Verdict.UNKNOWN
-    gather_task, copy_task = _line(name, "gather") - 1, _line(name, "copy") - 2
-    assert f"line {gather_task}" in result.message and f"line {copy_task}" in result.message
+    assert result.verdict is Verdict.BUG  # the tasks are threads: the early copy is shown
+    (race,) = result.findings
+    assert race.kind is FindingKind.RACE and race.detail == "read-after-write" and race.confirmed
+    assert set(race.threads) == {"task copy_out", "task gather"}
+    assert {location.line for location in race.locations} == {
+        _line(name, "gather"),
+        _line(name, "copy"),
+    }
 
 
 def test_defer_is_refused_in_the_host_function(tmp_path: Path) -> None:
@@ -227,8 +232,10 @@ def test_local_work_beside_a_deferred_gather_is_proved(tmp_path: Path) -> None:
 def test_work_beside_a_deferred_gather_reading_what_peers_write_is_not(tmp_path: Path) -> None:
     path = _beside_the_gather(tmp_path, "pl.store(pl.load(rows, [0, 0], [1, SIZE]), [0, 0], z)")
     (result,) = racecheck.verify(str(path), ranks=[3]).results
-    assert result.verdict is Verdict.UNKNOWN
-    assert "task beside" in result.message and "task gather" in result.message
+    assert result.verdict is Verdict.BUG  # the tasks are threads: the early read is shown
+    races = [finding for finding in result.findings if finding.kind is FindingKind.RACE]
+    assert races and all(race.confirmed for race in races)
+    assert {"task beside", "task gather"} <= {thread for race in races for thread in race.threads}
 
 
 def _view(shape: tuple[int, ...], kind: MemoryKind = MemoryKind.WINDOW) -> TensorView:

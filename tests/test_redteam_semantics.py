@@ -122,7 +122,7 @@ def test_a_held_back_result_declared_nowhere_is_refused_not_a_crash() -> None:
     assert (current.verdict, current.model) == (Verdict.PROVED, "shift+1")
     (before,) = racecheck.verify(str(path), ranks=[2], runtime_order="pre-1683").results
     assert before.verdict is Verdict.UNKNOWN
-    assert "<the result of task fetch, held back by a reordered run>" in before.message
+    assert "<the result of task fetch, which runs apart from its caller>" in before.message
 
 
 def test_dispatches_of_two_domains_writing_one_row_prove_nothing() -> None:

@@ -3,14 +3,13 @@ and what racecheck answers for them; window lifetime under --repeat (docs/model.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 import racecheck
 from racecheck.cosim import Execution, simulate
-from racecheck.cosim.tasks import allowed_order, ordered_pairs, task_overlaps
+from racecheck.cosim.tasks import ordered_pairs
 from racecheck.events import EventKind
 from racecheck.findings import FindingCode, FindingKind, Verdict
 from racecheck.load import discover, load_file
@@ -57,9 +56,9 @@ def test_remote_store_targets_are_writes_only_since_1683() -> None:
 
 def _all_pairs(name: str) -> list[bool]:
     execution = _run(name, 2)
-    tasks, trace = execution.tasks[0], execution.trace
+    tasks, (events, memories) = execution.tasks[0], execution.in_program_order
     assert len(tasks) == 3
-    before = ordered_pairs(tasks, trace.events[0], RuntimeOrder.CURRENT, trace.memories)
+    before = ordered_pairs(tasks, events[0], RuntimeOrder.CURRENT, memories)
     return [before[i][j] for j in range(3) for i in range(j)]
 
 
@@ -75,7 +74,7 @@ def test_single_kernel_orchestrations_have_one_task_and_nothing_to_reorder() -> 
     for rank, tasks in enumerate(execution.tasks):
         assert [task.spec.name for task in tasks] == ["reduce_step"]
         assert (tasks[0].first, tasks[0].end) == (0, len(trace.events[rank]))
-    assert task_overlaps(execution.tasks, trace.events, RuntimeOrder.CURRENT, trace.memories) == []
+    assert execution.plan is None  # one task a rank: nothing to run as threads
 
 
 def test_a_write_after_read_race_is_reported_with_both_lines_and_both_tasks() -> None:
@@ -98,16 +97,22 @@ def test_a_write_after_read_race_is_reported_with_both_lines_and_both_tasks() ->
     assert ("write-after-read", frozenset({receive, scrub}), war) in races
 
 
-def test_overlapping_regions_it_cannot_reorder_are_unknown_naming_both(tmp_path: Path) -> None:
+def test_unordered_regions_race_as_threads_naming_both(tmp_path: Path) -> None:
     source = (EXAMPLES / "92_receive_then_scrub.py").read_text()
     assert ", deps=[received]" in source
     unordered = tmp_path / "no_deps.py"
     unordered.write_text(source.replace(", deps=[received]", ""))
     (result,) = racecheck.verify(str(unordered), ranks=[2]).results
-    assert result.verdict is Verdict.UNKNOWN
+    assert result.verdict is Verdict.BUG
+    war = [
+        finding
+        for finding in result.findings
+        if finding.kind is FindingKind.RACE and finding.detail == "write-after-read"
+    ]
+    assert war and war[0].confirmed
     receive = _line("92_receive_then_scrub.py", "receive")
     scrub = _line("92_receive_then_scrub.py", "scrub")
-    assert f"line {receive}" in result.message and f"line {scrub}" in result.message
+    assert set(war[0].threads) == {f"task pl.at (line {receive})", f"task pl.at (line {scrub})"}
 
 
 @pytest.mark.parametrize("order", ["current", "pre-1683"])
@@ -196,8 +201,8 @@ def test_no_dep_args_drops_a_regions_edges(tmp_path: Path) -> None:
     dropped = tmp_path / "no_dep_args.py"
     dropped.write_text(source.replace("deps=[received]", "no_dep_args=[inbox]"))
     execution = simulate(discover(load_file(str(dropped)), programs=(), args={})[0].instantiate(2))
-    tasks, trace = execution.tasks[0], execution.trace
-    before = ordered_pairs(tasks, trace.events[0], RuntimeOrder.CURRENT, trace.memories)
+    tasks, (events, memories) = execution.tasks[0], execution.in_program_order
+    before = ordered_pairs(tasks, events[0], RuntimeOrder.CURRENT, memories)
     assert (before[0][1], before[0][2], before[1][2]) == (True, False, False)
 
 
@@ -317,14 +322,23 @@ def test_split_aiv_halving_modes_are_refused_at_their_line(tmp_path: Path) -> No
 SPMD = "124_ring_shift_spmd_push.py"
 
 
-def test_an_spmd_loop_is_one_task_ordered_before_the_kernel_reading_its_pushes() -> None:
+def test_an_spmd_loop_runs_each_block_as_a_task_ordered_before_the_kernel_reading_its_pushes() -> (
+    None
+):
     execution = _run(SPMD, 2)
     tasks = execution.tasks[0]
-    assert [task.spec.name for task in tasks] == ["pl.spmd", "receive_step"]
-    blocks = execution.trace.events[0][tasks[0].first : tasks[0].end]
-    assert [event.kind for event in blocks] == [EventKind.LOAD, EventKind.STORE] * 2
-    assert _order(execution, 0, RuntimeOrder.CURRENT) == {("pl.spmd", "receive_step"): True}
-    assert execution.inexact == ()
+    assert [task.spec.thread_name for task in tasks] == [
+        "block 0 of pl.spmd",
+        "block 1 of pl.spmd",
+        "task receive_step",
+    ]
+    events = execution.in_program_order[0][0]
+    for block in tasks[:2]:
+        kinds = [event.kind for event in events[block.first : block.end]]
+        assert kinds == [EventKind.LOAD, EventKind.STORE]
+    before = ordered_pairs(tasks, events, RuntimeOrder.CURRENT, execution.in_program_order[1])
+    assert (before[0][1], before[0][2], before[1][2]) == (False, True, True)
+    assert execution.plan is not None and execution.inexact == ()
 
 
 @pytest.mark.parametrize(
@@ -393,33 +407,42 @@ def test_other_builtins_in_a_per_device_function_are_refused_as_pypto_does(
 
 def test_the_dispatch_form_of_spmd_runs_its_kernel_once_per_block_index() -> None:
     execution = _run("128_ring_shift_spmd_dispatch.py", 2)
-    spmd, receive = execution.tasks[0]
-    assert (spmd.spec.name, receive.spec.name) == ("pl.spmd", "receive_step")
+    *blocks, receive = execution.tasks[0]
+    assert [block.spec.thread_name for block in blocks] == [
+        "block 0 of pl.spmd",
+        "block 1 of pl.spmd",
+    ]
+    assert receive.spec.name == "receive_step"
+    events = execution.in_program_order[0][0]
     stores = [
-        event.access
-        for event in execution.trace.events[0][spmd.first : spmd.end]
+        event.access.ranges
+        for block in blocks
+        for event in events[block.first : block.end]
         if event.kind is EventKind.STORE and event.access is not None
     ]
     half = 32 * 4  # the bytes of HALF FP32 elements
-    assert [region.ranges for region in stores] == [((0, half),), ((half, 2 * half),)]
+    assert stores == [((0, half),), ((half, 2 * half),)]
     assert execution.inexact == ()
 
 
-def test_spmd_submit_runs_the_kernel_on_each_block_as_one_task(tmp_path: Path) -> None:
+def test_spmd_submit_runs_the_kernel_on_each_block_as_a_task_of_its_own(tmp_path: Path) -> None:
     execution = _run("130_ring_shift_spmd_submit.py", 2)
-    assert [task.spec.name for task in execution.tasks[0]] == ["push_half", "receive_step"]
-    push = execution.tasks[0][0]
-    stores = [e for e in execution.trace.events[0][push.first : push.end] if e.access]
-    assert len(stores) == 4 and execution.inexact == ()  # a load and a store per block
+    names = [task.spec.thread_name for task in execution.tasks[0]]
+    assert names == ["block 0 of push_half", "block 1 of push_half", "task receive_step"]
+    events = execution.in_program_order[0][0]
+    for block in execution.tasks[0][:2]:  # a load and a store per block
+        assert len([e for e in events[block.first : block.end] if e.access]) == 2
+    assert execution.inexact == ()
     source = (EXAMPLES / "130_ring_shift_spmd_submit.py").read_text()
-    line = next(n for n, text in enumerate(source.splitlines(), 1) if "= pl.spmd_submit(" in text)
     same_half = tmp_path / "same_half.py"
     same_half.write_text(source.replace("pl.tile.get_block_idx() * HALF", "0"))
     for result in racecheck.verify(str(same_half), ranks=[2, 3]).results:
-        assert result.verdict is Verdict.UNKNOWN
-        assert result.message == (
-            f"pl.spmd at line {line}: its blocks 0 and 1 access the same bytes, and one writes"
-        )
+        assert result.verdict is not Verdict.PROVED
+        races = [finding for finding in result.findings if finding.kind is FindingKind.RACE]
+        assert races, result.message
+        assert {"block 0 of push_half", "block 1 of push_half"} <= {
+            thread for finding in races for thread in finding.threads
+        }
 
 
 STAGED = "137_staged_shift_no_dep.py"
@@ -552,24 +575,6 @@ def test_tasks_that_overlap_on_one_input_path_only_are_checked_on_that_path() ->
     assert race.inputs == (("x", 0, 7),)
 
 
-def test_an_order_against_a_tracked_edge_is_not_one_the_runtime_allows() -> None:
-    loaded = load_file(str(EXAMPLES / "97_receive_then_scrub_submit.py"))
-    (spec,) = discover(loaded, programs=(), args={})
-    instance = spec.instantiate(2)
-    straight = simulate(instance)
-    assert allowed_order(
-        straight.tasks, straight.trace.events, RuntimeOrder.CURRENT, straight.trace.memories
-    )
-    receive_first = simulate(dataclasses.replace(instance, task_orders=((0, 1, (2, 0, 4)),)))
-    assert [task.spec.name for task in receive_first.tasks[0]][:2] == ["receive_step", "push_step"]
-    assert not allowed_order(
-        receive_first.tasks,
-        receive_first.trace.events,
-        RuntimeOrder.CURRENT,
-        receive_first.trace.memories,
-    )
-
-
 def test_a_later_task_storing_into_a_signal_cell_releases_a_hang_like_a_notify() -> None:
     """The push signals with a `remote_store` into the neighbour's signal cell: it runs
     alongside the blocked receive and releases it, so no deadlock (was one at every P)."""
@@ -591,16 +596,19 @@ def test_a_signal_stored_by_an_unordered_task_can_land_before_the_data() -> None
     assert two.findings[0].threads == ("task receive_step", "task push_step")
 
 
-def test_spmd_blocks_one_of_which_stores_into_a_signal_cell_are_never_proved() -> None:
+def test_spmd_blocks_one_of_which_stores_into_a_signal_cell_race() -> None:
     """Block 1 publishes with a `remote_store` into the signal cell the receiver waits
-    on, block 0 the data: run one after another the signal follows the data, on the
-    device it may not (was proved at every P)."""
+    on, block 0 the data: as concurrent threads the signal may land before the data
+    (was proved at every P while the blocks ran one after another)."""
     name = "spmd_block_signal_store.py"
-    results = racecheck.verify(str(FIXTURES / name), ranks=[1, 2, 3]).results
-    blocks = _line(name, "blocks", FIXTURES)
+    results = racecheck.verify(str(FIXTURES / name), ranks=[2, 3]).results
+    push = _line(name, "push", FIXTURES)
     for result in results:
-        assert result.verdict is Verdict.UNKNOWN
-        assert result.message.startswith(f"pl.spmd at line {blocks}: its blocks notify, wait")
+        assert result.verdict is Verdict.BUG
+        (race,) = [finding for finding in result.findings if finding.kind is FindingKind.RACE]
+        assert race.detail == "read-after-write" and race.confirmed
+        assert push in {location.line for location in race.locations}
+        assert "block 0 of pl.spmd" in race.threads
 
 
 def test_a_hang_in_the_reordered_order_that_nothing_can_release_is_a_deadlock() -> None:

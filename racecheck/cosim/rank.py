@@ -16,7 +16,6 @@ from racecheck.cells import after_write
 from racecheck.cosim.execution import CellUses, FlowRecorder, Pin
 from racecheck.cosim.tasks import (
     Concurrent,
-    HeldTask,
     TaskLog,
     concurrent_inexact,
     cube_lane_spec,
@@ -29,7 +28,7 @@ from racecheck.dsl.scopes import TaskSpec, TaskTag, stands_for
 from racecheck.dsl.summary_state import covering, note_widened_load
 from racecheck.dsl.symbolic import INT32_LIMITS, Decision, Forms, InputBlock, decision
 from racecheck.dsl.tensors import TensorView, cell_start, region_problem, region_runs
-from racecheck.errors import TracingError, UnsupportedConstruct
+from racecheck.errors import UnsupportedConstruct
 from racecheck.events import (
     AccessMode,
     CellIndex,
@@ -109,22 +108,14 @@ class RankContext:
         cube_lane: Callable[[], Any],
         held: Callable[[], Any] = lambda: None,
     ) -> tuple[Any, int]:
-        """Run a kernel call as a task, or keep it for the end of the dispatch when this
-        dispatch runs its tasks in a given order (its result is then `held()`, which
-        the task must return when it runs). The index after its own is kept for its
-        cube lane (`racecheck.dsl.lanes`)."""
+        """Run a kernel call as a task: in place, or as a thread of its own in a run
+        with tasks as threads (its caller then goes on with `held()`, which the task
+        must return when it runs). The index after its own is kept for its cube lane
+        (`racecheck.dsl.lanes`)."""
         if self.run.plan is not None and self.task_depth == 0:
             return self._thread_task(spec, body, cube_lane, held)
         index = self.tasks.open(self.events)
         self.tasks.reserve()
-        if self.tasks.plan is not None:
-            result = held()
-            self.tasks.deferred.append(HeldTask(index=index, spec=spec, body=body, result=result))
-            if index + 1 in self.tasks.plan:
-                self.tasks.deferred.append(
-                    HeldTask(index=index + 1, spec=cube_lane_spec(spec, index), body=cube_lane)
-                )
-            return result, index
         self.mixed = False
         result = self._run_task(index, spec, body)
         if self.mixed:
@@ -162,15 +153,34 @@ class RankContext:
             self._enter(index, spec.location)
             self.task_depth += 1
             return index
-        if self.tasks.deferred:
-            raise TracingError(
-                f"rank {self.rank}: a pl.at region cannot be moved to run a task order",
-                file=spec.location.file,
-                line=spec.location.line,
-            )
         index = self.tasks.open(self.events)
         self.tasks.regions.append((index, spec, len(self.events)))
         self.task_depth += 1
+        return index
+
+    def spawn_task(self, spec: TaskSpec, body: Callable[[], Any]) -> int | None:
+        """In a run with tasks as threads, a `pl.at` region or `pl.spmd` block whose
+        body is outlined (`racecheck.dsl.host_regions`): a thread of its own running
+        `body`, its index returned, while its caller goes on. None in another run: the
+        caller runs the body in place, between `begin_task` and `end_task`."""
+        plan = self.run.plan
+        if plan is None or self.task_depth != 0:
+            return None
+        index = self._new_thread_index()
+        child = self.child(plan.key(self.rank, index))
+
+        def run() -> None:
+            child._starts(index, spec.location)
+            child.task_depth += 1
+            child.tasks.regions.append((index, spec, 0))  # no cube lane in a region
+            try:
+                body()
+            finally:
+                child.task_depth -= 1
+                child._new_task_state()
+            child._end(index, spec.location)
+
+        self.run.spawn(child, run)
         return index
 
     def end_task(self) -> None:
@@ -191,7 +201,6 @@ class RankContext:
         name: str,
         domains: frozenset[tuple[int, ...]],
         tags: tuple[TaskTag, ...],
-        plan: tuple[int, ...] | None,
     ) -> None:
         self.tasks.dispatch = number
         self.tasks.site = site
@@ -200,29 +209,14 @@ class RankContext:
         self.tasks.dispatch_tags = tags
         self.tasks.domains = domains
         self.tasks.repeat = self.repeat
-        self.tasks.plan = plan
         self.tasks.glue_from = len(self.events)
 
     def finish_dispatch(self) -> None:
+        self._new_task_state()
         if self.run.plan is not None:
-            self._new_task_state()
             self._close_glue()
             return
-        self._new_task_state()
         self.tasks.close_glue(self.events)
-        plan = self.tasks.plan or ()
-        position = {index: n for n, index in enumerate(plan)}
-        deferred = sorted(self.tasks.deferred, key=lambda task: position.get(task.index, len(plan)))
-        self.tasks.deferred = []
-        self.tasks.plan = None
-        for task in deferred:
-            result = self._run_task(task.index, task.spec, task.body)
-            if task.spec.cube_lane_of is None and not stands_for(result, task.result):
-                raise unsupported(
-                    f"a reordered run held task {task.spec.name} back and gave its caller "
-                    f"{task.result!r} in place of its result, but it returned {result!r}",
-                    task.spec.location,
-                )
 
     def _run_task(self, index: int, spec: TaskSpec, body: Callable[[], Any]) -> Any:
         first = len(self.events)
@@ -374,6 +368,7 @@ class RankContext:
         return other
 
     def _switch(self, key: int) -> None:
+        self.run.rekeyed(self.key, key)
         self.key = key
         self.events = self.run.sequences.setdefault(key, [])
         self.run.contexts[key] = self

@@ -14,7 +14,7 @@ from racecheck.cosim.policies import (
 )
 from racecheck.cosim.rank import Abort, Crash, RankContext
 from racecheck.cosim.rounds import CallRounds
-from racecheck.cosim.tasks import DispatchOrders, TaskOrders, running_order
+from racecheck.cosim.tasks import DispatchOrders, running_order
 from racecheck.cosim.threads import ThreadPlan
 from racecheck.dsl.context import activated
 from racecheck.dsl.declared import as_declared
@@ -45,7 +45,6 @@ class BatonScheduler:
         force_waits: bool,
         max_events: int,
         dims: Mapping[str, int],
-        task_orders: TaskOrders = (),
         dispatch_orders: DispatchOrders = (),
         plan: ThreadPlan | None = None,
         *,
@@ -56,7 +55,6 @@ class BatonScheduler:
         self.plan = plan
         self.deadline = deadline  # `--timeout`, read at every event
         self.stage = stage
-        self.task_orders = {(rank, dispatch): order for rank, dispatch, order in task_orders}
         self.dispatch_orders = dict(dispatch_orders)
         self.dims = dims
         self.memory = memory
@@ -137,6 +135,12 @@ class BatonScheduler:
     def finished(self, state: RankContext) -> None:
         self.unprimed_remove(state.key)
         self._pass_baton(current=state.key)
+
+    def rekeyed(self, old: int, new: int) -> None:
+        """A thread records for key `new` from now on (a rank's orchestration entering
+        its glue task): if it has not reached its first event yet, it primes as `new`."""
+        if old in self.unprimed:
+            self.unprimed[self.unprimed.index(old)] = new
 
     def spawn(self, child: RankContext, body: Callable[[], None]) -> None:
         """Start a task's thread: it runs `body` once granted the baton, first up to its
@@ -262,9 +266,8 @@ class BatonScheduler:
             if isinstance(value, TensorView) and value.is_window
         )
         name = getattr(dispatch.function, "__name__", "dispatch")
-        plan = self.task_orders.get((state.rank, number))
         tags = tags_of(dispatch.function, args, kwargs)
-        state.start_dispatch(number, dispatch.site, name, domains, tags, plan)
+        state.start_dispatch(number, dispatch.site, name, domains, tags)
         dispatch.function(*args, **kwargs)
         state.finish_dispatch()
 

@@ -7,7 +7,7 @@ import gc
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from racecheck.events import (
 )
 from racecheck.load import ProgramInstance
 from racecheck.options import RuntimeOrder
+from racecheck.report.reasons import ReasonCode, reason
 
 
 def _run_host(
@@ -182,13 +183,14 @@ def simulate(
     planned = instance.thread_plan
     if isinstance(planned, ThreadPlan):
         return run(policy, force_waits, planned, None)
-    if instance.task_orders or not uses_threads(instance.calls, repeat):
-        return run(policy, force_waits, None, None)
     first = run(policy, force_waits, None, None)
     memories = first.trace.memories
     plan = plan_threads(first.tasks, first.trace.events, rules, memories)
     if plan is None:
         return first
+    if not uses_threads(instance.calls, repeat):
+        why = reason(ReasonCode.JOINED_ROUNDS_UNORDERED_TASKS)
+        return replace(first, inexact=(*first.inexact, why))
     return run(policy, force_waits, plan, first)
 
 
@@ -218,7 +220,6 @@ def _simulate(
                 force_waits,
                 max_events,
                 dict(instance.bindings),
-                instance.task_orders,
                 instance.dispatch_orders,
                 plan,
                 deadline=deadline,
@@ -323,9 +324,9 @@ def _threads(plan: ThreadPlan) -> tuple[Thread, ...]:
         threads.append(
             Thread(
                 rank=rank,
-                name=f"task {name}" if name else "",
+                name=name,
                 task=key,
-                task_name=name,
+                task_name=name.removeprefix("task "),
                 after=tuple(plan.key(rank, task) for task in after),
             )
         )

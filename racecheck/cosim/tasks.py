@@ -1,39 +1,29 @@
-"""The tasks of each rank, and which of them PyPTO's runtime leaves unordered.
+"""The tasks of each rank, and the edges PyPTO's runtime orders them by.
 
-A rank's trace runs its tasks (kernel calls and `pl.at` regions of a per-device
-function, `racecheck.dsl.scopes`) one after another. The runtime orders them only by
-the edges it tracks (docs/model.md): within one dispatch, RAW and WAW between the
-storages a task is tagged with (its arguments, with their declared directions), never
-WAR; since PyPTO #1683 a window that a task's `remote_store`, `put`, `get` or notify
-writes counts as written (`RuntimeOrder.CURRENT`; `PRE_1683` models the rules
-before); explicit `deps=`; no inferred edges inside `pl.manual_scope()`. A rank's
-dispatches never overlap, and run in any order that keeps those of one communication
-domain in program order and the tag edges, which a later dispatch gets on what it reads
-or declares `pl.InOut` (an `pl.Out` argument looks up no producer): a `DispatchGraph`,
-whose orders the check runs one by one (`DispatchOrders`).
-Rounds of `--repeat` run one after another. Events of a dispatch outside any task
-(a dispatched kernel, or a per-device function's own) stay in program order with the
-dispatch's tasks, tagged with the dispatched function's arguments. A kernel task that
-mixes cube ops with communication is followed by its cube lane (`racecheck.dsl.lanes`),
-a task nothing orders with it. A rank records its tasks in a `TaskLog` as it runs;
-a run in another order holds its kernel calls back to the end of their dispatch
-(`HeldTask`).
-
-Checking a trace in which every task runs after all its program-order predecessors is
-exact for a pair of unordered tasks A (earlier) and B exactly when reordering them
-cannot matter: no access of one conflicts with the other's, B signals nothing (no
-notify, no write of a cell any rank waits on: nothing can order it after A), and A
-has no wait unless B neither synchronises nor touches bytes another rank accesses in
-a conflicting way (what A waits for orders B after it only through such events).
-Pairs that fail this are `Overlap`s: the check runs them in another order the runtime
-allows (`reorder`), and what it cannot show stays unknown.
+A rank's tasks are its kernel calls, `pl.at` regions, `pl.spmd` blocks, builtin phase
+tasks and the code a per-device function runs outside any task (`racecheck.dsl.scopes`).
+The runtime orders them only by the edges it tracks (docs/model.md): within one
+dispatch, RAW and WAW between the storages a task is tagged with (its arguments, with
+their declared directions), never WAR; since PyPTO #1683 a window that a task's
+`remote_store`, `put`, `get` or notify writes counts as written
+(`RuntimeOrder.CURRENT`; `PRE_1683` models the rules before); explicit `deps=`; no
+inferred edges inside `pl.manual_scope()`; a task submitted after orchestration code
+starts after it ran. A kernel task that mixes cube ops with communication is followed
+by its cube lane (`racecheck.dsl.lanes`), a task nothing orders with it; the blocks of
+one `pl.spmd` are tasks nothing orders with each other. `ordered_pairs` gives those
+edges, from which `racecheck.cosim.threads` makes each task a thread.
+A rank's dispatches never overlap, and run in any order that keeps those of one
+communication domain in program order and the tag edges, which a later dispatch gets
+on what it reads or declares `pl.InOut` (an `pl.Out` argument looks up no producer):
+a `DispatchGraph`, whose orders the check runs one by one (`DispatchOrders`).
+Rounds of `--repeat` run one after another. A rank records its tasks in a `TaskLog`
+as it runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from racecheck.conflicts import modes_conflict
 from racecheck.dsl.location import UNKNOWN_LOCATION, SourceLocation
@@ -49,13 +39,7 @@ from racecheck.events import (
     Region,
     cell_effect,
 )
-from racecheck.findings import Finding
 from racecheck.options import RuntimeOrder
-
-TaskOrders = tuple[tuple[int, int, tuple[int, ...]], ...]
-"""The dispatches that run their tasks out of program order: (rank, dispatch number
-counted from 1, the task indexes in the order they run)."""
-
 
 DispatchOrders = tuple[tuple[int, tuple[int, ...]], ...]
 """The ranks that run their dispatches out of program order: (rank, its dispatch numbers
@@ -84,35 +68,6 @@ class TaskRecord:
     glue: bool = False  # events of a per-device function outside any task
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Overlap:
-    """Two tasks of `rank` that the runtime may overlap and whose order matters."""
-
-    rank: int
-    first: TaskRecord  # earlier in program order
-    second: TaskRecord
-    reorderable: bool  # same dispatch, no region: `reorder` can run `second` first
-    # a wait of `first` could be answered, directly or through other ranks, by a signal
-    # of `second` (`signals`), which runs alongside it when `first` blocks
-    may_release: bool
-
-    def describe(self) -> str:
-        a, b = self.first.spec, self.second.spec
-        return (
-            f"rank {self.rank}: task {b.name} (line {b.location.line}) may run before or "
-            f"during task {a.name} (line {a.location.line}): PyPTO's runtime tracks no "
-            "dependency between them (docs/model.md)"
-        )
-
-    def describe_release(self) -> str:
-        a, b = self.first.spec, self.second.spec
-        return (
-            f"rank {self.rank}: task {a.name} (line {a.location.line}) may wait for task "
-            f"{b.name} (line {b.location.line}), which PyPTO's runtime does not order after "
-            "it and runs alongside it (docs/model.md)"
-        )
-
-
 def waited_cells(events: Sequence[Sequence[Event]]) -> CellIndex:
     """The signal cells some rank's wait reads."""
     return CellIndex(
@@ -135,8 +90,11 @@ Storages = dict[int, frozenset[tuple[int, int]]]
 its arguments' views span there; `WHOLE` where racecheck cannot narrow it. PyPTO's
 producer lookup is an overlap test over buffer addresses, a region it cannot prove
 disjoint counting as overlapping (PyPTO docs/en/user/performance/03-dependencies.md:
-75-77): a kernel call's argument views (contiguous, `TaskTag.span`) narrow it, the
-stores a `pl.at` region's body implies do not."""
+75-77): a kernel call's argument views (contiguous, `TaskTag.span`) narrow it. A
+`pl.at` region's arguments are the tensors its body names, which PyPTO's compiler may
+narrow to the boxes it accesses (src/ir/transforms/auto_derive_task_dependencies_pass.cpp);
+racecheck takes the bytes its loads and stores access, the narrowest: an edge it drops
+leaves an order in, never one out. A window its communication writes counts whole."""
 
 WHOLE = (0, 1 << 62)
 
@@ -144,7 +102,8 @@ WHOLE = (0, 1 << 62)
 def _written_storages(
     task: TaskRecord, events: Sequence[Event], rules: RuntimeOrder, memories: Sequence[Memory]
 ) -> Storages:
-    declared = _spans(tag for tag in task.spec.tags if tag.direction is not Direction.IN)
+    tags = () if task.glue else task.spec.tags  # (a glue task's are its dispatch's)
+    declared = _spans(tag for tag in tags if tag.direction is not Direction.IN)
     for event in events[task.first : task.end]:
         if event.access is None or event.mode is AccessMode.READ or event.wait is not None:
             continue
@@ -152,20 +111,27 @@ def _written_storages(
         if comm and memories[event.access.memory].kind is MemoryKind.WINDOW:
             if rules is RuntimeOrder.CURRENT:  # the window parameter counts as written
                 _widen(declared, event.access.memory, _tag_spans(task, event.access.memory))
-        elif task.spec.region:  # a region's own stores: the directions its body implies
-            _widen(declared, event.access.memory, frozenset({WHOLE}))
+        elif _by_access(task):  # a region's own stores, by the bytes they write
+            _widen(declared, event.access.memory, frozenset(event.access.ranges))
     return _tracked(declared, task, memories)
 
 
 def _tagged_storages(
     task: TaskRecord, events: Sequence[Event], memories: Sequence[Memory]
 ) -> Storages:
-    tagged = _spans(task.spec.tags)
-    if task.spec.region:
-        for event in events[task.first : task.end]:
-            if event.access:
-                _widen(tagged, event.access.memory, frozenset({WHOLE}))
+    if not _by_access(task):
+        return _tracked(_spans(task.spec.tags), task, memories)
+    tagged: Storages = {}
+    for event in events[task.first : task.end]:
+        if event.access:
+            _widen(tagged, event.access.memory, frozenset(event.access.ranges))
     return _tracked(tagged, task, memories)
+
+
+def _by_access(task: TaskRecord) -> bool:
+    """A `pl.at` region, `pl.spmd` or orchestration code outside any task: tagged with
+    the bytes its events access (its body names no argument views)."""
+    return task.spec.region or task.glue
 
 
 def _spans(tags: Iterable[TaskTag]) -> Storages:
@@ -228,10 +194,12 @@ def _edge(
         return True
     if later.spec.cube_lane_of == earlier.index:
         return False  # the two lanes of one kernel run alongside each other
+    if later.spec.group is not None and later.spec.group == earlier.spec.group:
+        return False  # so do the blocks of one `pl.spmd`
     if earlier.dispatch != later.dispatch:
         return True  # dispatches never overlap; their orders are `DispatchGraph`'s
-    if earlier.glue or later.glue or earlier.index in later.spec.deps:
-        return True
+    if earlier.glue or earlier.index in later.spec.deps:
+        return True  # a task is submitted after the orchestration code before it ran
     if earlier.spec.manual or later.spec.manual:
         return False
     return _overlap(written, tagged)
@@ -253,6 +221,8 @@ def ordered_pairs(
         _joined(_tagged_storages(task, events, memories), written[n])
         for n, task in enumerate(ranked)
     ]
+    _grouped(ranked, written)
+    _grouped(ranked, tagged)
     count = len(tasks)
     after = [[False] * count for _ in range(count)]
     for j in range(count):
@@ -267,6 +237,18 @@ def ordered_pairs(
         for j, b in enumerate(submitted):
             before[a][b] = after[i][j]
     return before
+
+
+def _grouped(tasks: Sequence[TaskRecord], storages: list[Storages]) -> None:
+    """The blocks of one `pl.spmd` task are one task to the runtime: each gets the
+    storages of them all."""
+    union: dict[int, Storages] = {}
+    for task, own in zip(tasks, storages, strict=True):
+        if task.spec.group is not None:
+            union[task.spec.group] = _joined(union.get(task.spec.group, {}), own)
+    for n, task in enumerate(tasks):
+        if task.spec.group is not None:
+            storages[n] = union[task.spec.group]
 
 
 Accesses = dict[tuple[int, int], list[tuple[AccessMode | None, Region]]]
@@ -355,47 +337,6 @@ def concurrent_inexact(
             if _conflict(first, second):
                 return f"its {parts} {i} and {j} access the same bytes, and one writes"
     return None
-
-
-def overlaps(
-    rank: int,
-    tasks: Sequence[TaskRecord],
-    events: Sequence[Event],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-    others: Callable[[], Sequence[Accesses]],
-    waited: CellIndex,
-) -> list[Overlap]:
-    """The pairs of `rank`'s tasks the runtime leaves unordered and whose order matters;
-    `others()` gives the other ranks' accesses, one table per rank, `waited` the cells
-    any rank waits on."""
-    before = ordered_pairs(tasks, events, rules, memories)
-    found: list[Overlap] = []
-    for j, second in enumerate(tasks):
-        for i, first in enumerate(tasks[:j]):
-            if before[i][j]:
-                continue
-            first_events = events[first.first : first.end]
-            second_events = events[second.first : second.end]
-            if _matters(first_events, second_events, others, waited):
-                reorderable = first.dispatch == second.dispatch and not any(
-                    task.glue or task.spec.region
-                    for task in tasks
-                    if task.dispatch == first.dispatch
-                )
-                may_release = any(event.kind is EventKind.WAIT for event in first_events) and any(
-                    signals(event, waited) for event in second_events
-                )
-                found.append(
-                    Overlap(
-                        rank=rank,
-                        first=first,
-                        second=second,
-                        reorderable=reorderable,
-                        may_release=may_release,
-                    )
-                )
-    return found
 
 
 def _dispatch_edge(earlier: TaskRecord, later: TaskRecord) -> bool:
@@ -573,36 +514,6 @@ def unordered_conflict(
     )
 
 
-def reorder(
-    tasks: Sequence[TaskRecord], overlap: Overlap, before: list[list[bool]]
-) -> tuple[int, ...]:
-    """The rank's tasks in program order, except that `overlap.second` and the tasks it
-    waits for run just before `overlap.first`: an order the runtime allows."""
-    i, j = overlap.first.index, overlap.second.index
-    position = {task.index: n for n, task in enumerate(tasks)}
-    pi, pj = position[i], position[j]
-    hoisted = [task.index for task in tasks[pi + 1 : pj] if before[position[task.index]][pj]]
-    moved = {*hoisted, j}
-    rest = [task.index for task in tasks[pi:] if task.index not in moved]
-    return (*[task.index for task in tasks[:pi]], *hoisted, j, *rest)
-
-
-def allowed_order(
-    tasks: Sequence[Sequence[TaskRecord]],
-    events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-) -> bool:
-    """Whether every rank ran its tasks in an order the runtime allows: no task before
-    one the runtime runs it after."""
-    for rank, rank_tasks in enumerate(tasks):
-        before = ordered_pairs(rank_tasks, events[rank], rules, memories)
-        count = len(rank_tasks)
-        if any(before[j][i] for j in range(count) for i in range(j)):
-            return False
-    return True
-
-
 def _others_of(
     events: Sequence[Sequence[Event]],
 ) -> Callable[[int], Callable[[], Sequence[Accesses]]]:
@@ -621,111 +532,6 @@ def _others_of(
     return others_of
 
 
-def task_overlaps(
-    tasks: Sequence[Sequence[TaskRecord]],
-    events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-) -> list[Overlap]:
-    """Every rank's `overlaps`."""
-    others_of = _others_of(events)
-    waited = waited_cells(events)
-    found: list[Overlap] = []
-    for rank, rank_tasks in enumerate(tasks):
-        found.extend(
-            overlaps(rank, rank_tasks, events[rank], rules, memories, others_of(rank), waited)
-        )
-    return found
-
-
-def reorderings(
-    tasks: Sequence[Sequence[TaskRecord]],
-    events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-    found: Sequence[Overlap],
-) -> list[tuple[TaskOrders, Overlap]]:
-    """For each pair of tasks (by program position) that overlaps on some rank: every
-    such rank running the later one first, and the overlap it stands for."""
-    orders: dict[tuple[int, int], list[tuple[int, int, tuple[int, ...]]]] = {}
-    example: dict[tuple[int, int], Overlap] = {}
-    for overlap in found:
-        if not overlap.reorderable:
-            continue
-        rank_tasks = tasks[overlap.rank]
-        before = ordered_pairs(rank_tasks, events[overlap.rank], rules, memories)
-        key = (overlap.first.index, overlap.second.index)
-        order = reorder(rank_tasks, overlap, before)
-        orders.setdefault(key, []).append((overlap.rank, overlap.first.dispatch, order))
-        example.setdefault(key, overlap)
-    return [(tuple(orders[key]), example[key]) for key in orders]
-
-
-def loose_tasks(
-    tasks: Sequence[TaskRecord],
-    events: Sequence[Event],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-) -> dict[int, str]:
-    """The tasks of one rank that the runtime may run alongside another of its tasks:
-    their positions in `tasks`, with a name that tells them apart (the line is added
-    when a name repeats)."""
-    before = ordered_pairs(tasks, events, rules, memories)
-    running = [n for n, task in enumerate(tasks) if task.end > task.first]
-    loose: set[int] = set()
-    for j in running:
-        loose.update(
-            p for i in running if i < j and not (before[i][j] or before[j][i]) for p in (i, j)
-        )
-    names = [tasks[n].spec.name for n in loose]
-    return {
-        n: tasks[n].spec.name
-        if names.count(tasks[n].spec.name) == 1
-        else f"{tasks[n].spec.name} (line {tasks[n].spec.location.line})"
-        for n in sorted(loose)
-    }
-
-
-def name_tasks(
-    findings: tuple[Finding, ...],
-    tasks: Sequence[Sequence[TaskRecord]],
-    events: Sequence[Sequence[Event]],
-    rules: RuntimeOrder,
-    memories: Sequence[Memory],
-) -> tuple[Finding, ...]:
-    """The findings with every witness step that a loose task ran named by that task."""
-    if not any(finding.witness for finding in findings):
-        return findings
-    task_of: dict[tuple[int, int], str] = {}
-    for rank, rank_tasks in enumerate(tasks):
-        for n, name in loose_tasks(rank_tasks, events[rank], rules, memories).items():
-            task = rank_tasks[n]
-            task_of.update({(rank, index): name for index in range(task.first, task.end)})
-    if not task_of:
-        return findings
-    return tuple(
-        replace(
-            finding,
-            witness=tuple(
-                replace(step, task=task_of.get((step.rank, step.index), ""))
-                for step in finding.witness
-            ),
-        )
-        for finding in findings
-    )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HeldTask:
-    """A kernel call a reordered run holds back to the end of its dispatch, and what
-    its caller got in place of its result."""
-
-    index: int
-    spec: TaskSpec
-    body: Callable[[], Any]
-    result: Any = None
-
-
 class TaskLog:
     """The tasks one rank ran, in the order it ran them, and the dispatch running now."""
 
@@ -738,8 +544,6 @@ class TaskLog:
         self.dispatch_tags: tuple[TaskTag, ...] = ()
         self.domains: frozenset[tuple[int, ...]] = frozenset()
         self.repeat = 0
-        self.plan: tuple[int, ...] | None = None
-        self.deferred: list[HeldTask] = []
         self.regions: list[tuple[int, TaskSpec, int]] = []
         self.glue_from = 0
 

@@ -64,8 +64,6 @@ def plan_threads(
     """The plan of a run with tasks as threads, from a run in program order; None when
     no rank has two tasks the runtime leaves unordered (program order is then the only
     order, and the run in it decides)."""
-    if any(not _threadable(r) for records in tasks for r in records):
-        return None
     plan = ThreadPlan(ranks=len(tasks))
     loose = False
     slots = 0
@@ -80,7 +78,7 @@ def plan_threads(
                 and not any(before[i][k] and before[k][j] for k in range(count) if k not in (i, j))
             ]
             plan.after[(rank, later.index)] = tuple(sorted(direct))
-            plan.names[(rank, later.index)] = later.spec.name
+            plan.names[(rank, later.index)] = _named(later, records)
             slots = max(slots, later.index + 1)
             loose = loose or any(not before[i][j] and not before[j][i] for i in range(j) if i != j)
     if not loose:
@@ -88,9 +86,9 @@ def plan_threads(
     return ThreadPlan(ranks=plan.ranks, after=plan.after, names=plan.names, slots=slots)
 
 
-def _threadable(record: TaskRecord) -> bool:
-    """Tasks this run makes threads of: kernel calls (and their cube lanes) and the
-    phase tasks of builtins. A program with a `pl.at` region, a `pl.spmd` or events
-    outside any task keeps its tasks in program order and the order searches of
-    `racecheck.check` (a region's body is its caller's code, run where it stands)."""
-    return not (record.glue or record.spec.region)
+def _named(task: TaskRecord, records: Sequence[TaskRecord]) -> str:
+    """The thread's name, with its line when another task of the rank has its name."""
+    name = f"{task.spec.name}'s code outside its tasks" if task.glue else task.spec.thread_name
+    if sum(other.spec.thread_name == name for other in records) > 1:
+        return f"{name} (line {task.spec.location.line})"
+    return name

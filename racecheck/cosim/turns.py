@@ -28,6 +28,10 @@ class Turns(Protocol[State]):
     contexts: dict[int, State]  # each thread's context, by key
     tasks_memory: int  # the tasks' completion cells' memory id, -1 without threads
 
+    def rekeyed(self, old: int, new: int) -> None:
+        """A thread records for key `new` from now on."""
+        ...
+
     def spawn(self, child: State, body: Callable[[], None]) -> None:
         """Start a task's thread running `body`."""
         ...

@@ -20,9 +20,14 @@ Other levels in the host function are refused. Anywhere else `pl.at` is
 
 `with pl.spmd(n) as tid:` is outlined the same way (`InlineSpmd`): PyPTO outlines its
 body into one kernel run on n blocks, so racecheck compiles the body into a function of
-the names it uses and runs it once per block, each run the block's part of the task
-(the structure `racecheck.dsl.scopes.Spmd` gives its blocks); the names it assigns that
-are used after it take the last block's values.
+the names it uses and runs it once per block, each block a task of its own
+(`racecheck.dsl.scopes.Spmd`); the names it assigns that are used after it take the
+last block's values.
+
+In a rank's code, in a run with tasks as threads (`racecheck.cosim.threads`), a
+`with pl.at(...)` region, each block of a `with pl.spmd(...)` and each block of a loop
+`for b in pl.spmd(n)` is outlined this way too and runs as a thread of its own
+(`_Outline`), its caller skipping the body; elsewhere they run in place.
 """
 
 from __future__ import annotations
@@ -41,8 +46,10 @@ from typing import Any
 from racecheck.dsl import scopes
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.device_source import compiled_function
-from racecheck.dsl.location import innermost_user_frame, unsupported
+from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
 from racecheck.dsl.program import DslFunction, FunctionRole, run_sub_worker
+from racecheck.dsl.scalars import DeviceIndex
+from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Level, Role
 
 
@@ -56,6 +63,13 @@ def at(level: object = None, role: object = None, **options: Any) -> Iterator[ob
     task region (`racecheck.dsl.scopes.at`)."""
     context = current()
     if context is None or is_rank_context(context):
+        tasks = scopes.task_context()
+        spawned = _spawned_region(tasks, options) if tasks is not None else None
+        if spawned is not None:
+            outer, statement, index = spawned
+            with _body_skipped(outer, statement):
+                yield scopes.TaskId(index=index)
+            return
         with scopes.at(level, role, **options) as task:
             yield task
         return
@@ -92,10 +106,12 @@ _outlined_bodies: dict[tuple[object, ...], Callable[..., Any]] = {}
 
 
 class InlineSpmd(scopes.Spmd):
-    """`pl.spmd(...)`: in a `with` statement, its body is outlined and run per block."""
+    """`pl.spmd(...)`: its blocks' code outlined. In a `with` statement (the dispatch
+    form) the body runs once per block; in the loop form `for block in pl.spmd(n)`, in a
+    run with tasks as threads, each block runs the loop's body as a thread of its own."""
 
     def __enter__(self) -> scopes.TaskId:
-        task = super().__enter__()
+        context = self._context()
         frame = innermost_user_frame()
         region = _region_at(frame) if frame is not None else None
         if frame is None or region is None:
@@ -105,25 +121,165 @@ class InlineSpmd(scopes.Spmd):
                 self.where,
             )
         statement, enclosing = region
-        names = sorted(_loaded(statement.body) & set(frame.f_locals))
-        results = _results(statement, enclosing)
-        key = (frame.f_code, statement.lineno, tuple(names), id(frame.f_globals))
-        outlined = _outlined_bodies.get(key)
-        if outlined is None:
-            outlined = _compiled(frame, statement, names, results=results, kind="spmd_body")
-            _outlined_bodies[key] = outlined
-        values = [frame.f_locals[name] for name in names]
-        returned = self.run(lambda: outlined(*values))
-        _bind(frame, results, returned or {})
+        outline = _Outline.of(frame, statement, enclosing, kind="spmd_body")
+        indexes = [self._block(context, outline, block, ()) for block in range(self.count)]
         self._skipping = _body_skipped(frame, statement)
         self._skipping.__enter__()
-        return task
+        return scopes.TaskId(index=indexes[0], joins=tuple(indexes[1:]))
 
-    def __exit__(self, kind: object, *exc: object) -> bool:  # type: ignore[override]
+    def __exit__(self, kind: object, *exc: object) -> bool:
         skipped = kind is _SkipBody
         self._skipping.__exit__(None, None, None)
-        super().__exit__(None if skipped else kind, *exc)
         return skipped
+
+    def __iter__(self) -> Iterator[int]:
+        context = self._context()
+        frame = innermost_user_frame()
+        loop = _loop_at(frame) if frame is not None else None
+        if frame is None or loop is None or not isinstance(loop[0].target, ast.Name):
+            return self._blocks(context)
+        statement, enclosing = loop
+        target = statement.target.id  # type: ignore[attr-defined]
+        outline = _Outline.of(frame, statement, enclosing, kind="spmd_block", first=target)
+        spawned = [
+            self._block(context, outline, block, (DeviceIndex(block),), spawn_only=True)
+            for block in range(self.count)
+        ]
+        if spawned[0] is None:  # not a run with tasks as threads: the loop runs them
+            return self._blocks(context)
+        return iter(())
+
+    def _block(
+        self,
+        context: scopes.TaskContext,
+        outline: _Outline,
+        block: int,
+        first: tuple[object, ...],
+        *,
+        spawn_only: bool = False,
+    ) -> Any:
+        """Block `block` running the outlined code: a thread of its own in a run with
+        tasks as threads, else in place (unless `spawn_only`); its task index."""
+        spec = self.spec(block)
+
+        def apart() -> None:
+            with scopes.in_block(block):
+                outline.run_apart(first)
+
+        index = context.spawn_task(spec, apart)
+        if index is not None:
+            outline.held()
+            return index
+        if spawn_only:
+            return None
+        index = context.begin_task(spec)
+        try:
+            with scopes.in_block(block):  # the names it assigns take the last block's values
+                outline.bind(outline.run(first))
+        finally:
+            context.end_task()
+        return index
+
+
+def _spawned_region(
+    tasks: scopes.TaskContext, options: dict[str, Any]
+) -> tuple[FrameType, ast.With, int] | None:
+    """A `pl.at` region of a rank's code outlined and run as a thread of its own, in a
+    run with tasks as threads: the caller's frame and the region, whose body is skipped,
+    and the task's index. None where the region runs in place."""
+    frame = innermost_user_frame()
+    region = _region_at(frame) if frame is not None else None
+    if frame is None or region is None or len(region[0].items) > 1:
+        return None
+    statement, enclosing = region
+    spec = scopes.region_spec(
+        deps=options.get("deps"),
+        no_dep_args=options.get("no_dep_args"),
+        name_hint=options.get("name_hint", ""),
+    )
+    outline = _Outline.of(frame, statement, enclosing, kind="task_region")
+    index = tasks.spawn_task(spec, lambda: outline.run_apart(()))
+    if index is None:
+        return None
+    outline.held()
+    return frame, statement, index
+
+
+class _Outline:
+    """A `with` or `for` body outlined as a function of the names it uses from before
+    it, with the values they have where it stands; its results (the names it assigns
+    that its function uses after it) are returned by name."""
+
+    def __init__(
+        self, frame: FrameType, function: Callable[..., Any], names: list[str], results: list[str]
+    ) -> None:
+        self.frame = frame
+        self.function = function
+        self.values = [frame.f_locals[name] for name in names]
+        self.results = results
+        self.before = {name: frame.f_locals.get(name) for name in results}
+        self.line = frame.f_lineno
+
+    @classmethod
+    def of(
+        cls,
+        frame: FrameType,
+        statement: ast.With | ast.For,
+        enclosing: ast.AST,
+        *,
+        kind: str,
+        first: str | None = None,
+    ) -> _Outline:
+        names = sorted((_loaded(statement.body) & set(frame.f_locals)) - {first})
+        results = _results(statement, enclosing)
+        parameters = [first, *names] if first is not None else names
+        key = (frame.f_code, statement.lineno, kind, tuple(parameters), id(frame.f_globals))
+        function = _outlined_bodies.get(key)
+        if function is None:
+            function = _compiled(frame, statement, parameters, results=results, kind=kind)
+            _outlined_bodies[key] = function
+        return cls(frame, function, names, results)
+
+    def run(self, first: tuple[object, ...]) -> dict[str, Any] | None:
+        """The body, run where it runs; its results by name."""
+        returned: dict[str, Any] | None = self.function(*first, *self.values)
+        return returned
+
+    def run_apart(self, first: tuple[object, ...]) -> None:
+        """The body as a thread of its own: a tensor it assigns must be the one `held`
+        left its caller."""
+        for name, value in (self.run(first) or {}).items():
+            before = self.before.get(name)
+            if isinstance(before, TensorView) and not scopes.stands_for(value, before):
+                raise unsupported(
+                    f"the task at line {self.line} runs apart from its caller and assigns"
+                    f" {name} a tensor other than the one it named before: racecheck cannot"
+                    " give it to the code after the task before the task runs"
+                )
+
+    def held(self) -> None:
+        """The body runs apart from its caller: a name it assigns keeps the tensor it
+        named before (a region's `y = pl.store(t, [0, 0], y)`), else is bound to a
+        value whose use is refused."""
+        _bind(
+            self.frame,
+            self.results,
+            {
+                name: before
+                if isinstance(before, TensorView)
+                else scopes.HeldBack(
+                    name=name,
+                    location=user_location(),
+                    why=f"{name} is assigned in the task at line {self.line}, which runs"
+                    " apart from its caller: racecheck cannot give its value to the code"
+                    " after the task before the task runs (pass it through a tensor)",
+                )
+                for name, before in self.before.items()
+            },
+        )
+
+    def bind(self, returned: dict[str, Any] | None) -> None:
+        _bind(self.frame, self.results, returned or {})
 
 
 def _run_chip_region(frame: FrameType, region: ast.With, enclosing: ast.AST) -> None:
@@ -153,7 +309,7 @@ def _bind(frame: FrameType, names: list[str], values: dict[str, Any] | None = No
 
 def _compiled(
     frame: FrameType,
-    region: ast.With,
+    region: ast.With | ast.For,
     names: list[str],
     *,
     results: list[str] = (),  # type: ignore[assignment]
@@ -248,6 +404,13 @@ def _parsed_source(source: str, filename: str) -> ast.Module | None:
 def _region_at(frame: FrameType) -> tuple[ast.With, ast.AST] | None:
     """The `with` statement whose header holds the frame's line, and the function that
     encloses it."""
+    found = _statement_at(frame, ast.With)
+    return (found[0], found[1]) if found and isinstance(found[0], ast.With) else None
+
+
+def _statement_at(
+    frame: FrameType, kind: type[ast.With] | type[ast.For]
+) -> tuple[ast.With | ast.For, ast.AST] | None:
     tree = _parsed(frame.f_code.co_filename)
     if tree is None:
         return None
@@ -258,9 +421,15 @@ def _region_at(frame: FrameType) -> tuple[ast.With, ast.AST] | None:
         if function.name != frame.f_code.co_name:
             continue
         for node in ast.walk(function):
-            if isinstance(node, ast.With) and node.lineno <= line < node.body[0].lineno:
+            if isinstance(node, kind) and node.lineno <= line < node.body[0].lineno:
                 return node, function
     return None
+
+
+def _loop_at(frame: FrameType) -> tuple[ast.For, ast.AST] | None:
+    """The `for` statement whose header holds the frame's line, and its function."""
+    found = _statement_at(frame, ast.For)
+    return (found[0], found[1]) if found and isinstance(found[0], ast.For) else None
 
 
 def _loaded(nodes: list[ast.stmt]) -> set[str]:
@@ -272,7 +441,7 @@ def _loaded(nodes: list[ast.stmt]) -> set[str]:
     }
 
 
-def _results(region: ast.With, enclosing: ast.AST) -> list[str]:
+def _results(region: ast.With | ast.For, enclosing: ast.AST) -> list[str]:
     """The names a region assigns that its function uses after it: its results."""
     assigned = {
         node.id

@@ -12,12 +12,13 @@ plain Python, part of its caller's task.
 from __future__ import annotations
 
 import inspect
+import itertools
 import threading
 import typing
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Protocol
 
@@ -114,6 +115,15 @@ class TaskSpec:
     region: bool = False  # a `pl.at` region: its accesses are its tags, and it runs in place
     untracked: tuple[int, ...] = ()  # `no_dep_args`, `pl.no_dep`: storages that give it no edges
     cube_lane_of: int | None = None  # the cube lane of this task: runs alongside it
+    block: int | None = None  # the block of a `pl.spmd` task this is (one thread of it)
+    group: int | None = None  # a number the blocks of one `pl.spmd` task share: their edges
+
+    @property
+    def thread_name(self) -> str:
+        """The thread as a finding names it: `task read_step`, `block 3 of push`."""
+        return (
+            f"block {self.block} of {self.name}" if self.block is not None else f"task {self.name}"
+        )
 
 
 class TaskContext(Protocol):
@@ -130,11 +140,16 @@ class TaskContext(Protocol):
     ) -> tuple[Any, int]:
         """Run a kernel call; if it turns out to mix cube ops with communication, also
         run `cube_lane` as a task nothing orders with it. Returns the call's result and
-        the task's index; a call a reordered run holds back returns `held()`, which the
+        the task's index; a call run as a thread of its own returns `held()`, which the
         call must return once it runs (`held_result`)."""
         ...
 
     def begin_task(self, spec: TaskSpec) -> int: ...
+
+    def spawn_task(self, spec: TaskSpec, body: Callable[[], Any]) -> int | None:
+        """In a run with tasks as threads, `body` (an outlined region or block) as a
+        thread of its own, and its index; else None (run it between begin and end)."""
+        ...
 
     def create_tensor(
         self, shape: tuple[int, ...], dtype: DType, *, manual_dep: bool, fill: float = 0
@@ -171,6 +186,11 @@ def _task_context() -> TaskContext | None:
     return tasks if tasks.task_depth == 0 else None
 
 
+def task_context() -> TaskContext | None:
+    """The running rank's context when a new task may start here (not inside a task)."""
+    return _task_context()
+
+
 def kernel_call(
     name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
@@ -194,9 +214,6 @@ def kernel_call(
             )
         if ids is not None:
             ids.append(TaskId(index=-1))
-        spmd: Spmd | None = getattr(_scope, "spmd", None)
-        if spmd is not None:
-            return spmd.run(lambda: function(*args, **kwargs))
         return function(*args, **kwargs)
     _refuse_written_locals(name, function, args, kwargs)
     spec = TaskSpec(
@@ -207,26 +224,49 @@ def kernel_call(
         manual=in_manual_scope(),
         untracked=dropped,
     )
+    specs = [spec]
+    if blocks is not None:  # `pl.spmd_submit`: a task of its own per block
+        specs = [
+            replace(spec, block=block, group=blocks.group, deps=(*deps, *blocks.deps))
+            for block in range(blocks.count)
+        ]
+    result: Any = None
+    indexes: list[int] = []
+    for each in specs:
+        result, index = _call_task(context, each, name, function, args, kwargs, ids is not None)
+        indexes.append(index)
+    if ids is not None:
+        ids.append(TaskId(index=indexes[0], joins=tuple(indexes[1:])))
+    return result
+
+
+def _call_task(
+    context: TaskContext,
+    spec: TaskSpec,
+    name: str,
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    submit: bool,
+) -> tuple[Any, int]:
+    """One kernel task (one block of a `pl.spmd_submit`): its result and index."""
+    block = spec.block or 0
 
     # both run in the context of the task's own thread (`racecheck.cosim.threads`)
     def cube_lane() -> Any:
-        with activated(AicLane(current())):  # type: ignore[arg-type]
+        with in_block(block), activated(AicLane(current())):  # type: ignore[arg-type]
             return function(*args, **kwargs)
 
     def body() -> Any:
-        if blocks is None:
+        with in_block(block):
             return function(*args, **kwargs)
-        return blocks.launch(current(), lambda: function(*args, **kwargs))  # type: ignore[arg-type]
 
-    result, index = context.call_task(
+    return context.call_task(
         spec,
         body,
         cube_lane,
-        lambda: held_result(name, function, args, kwargs, submit=ids is not None),
+        lambda: held_result(name, function, args, kwargs, submit=submit),
     )
-    if ids is not None:
-        ids.append(TaskId(index=index))
-    return result
 
 
 def _refuse_written_locals(
@@ -260,7 +300,7 @@ def held_result(
     *,
     submit: bool,
 ) -> Any:
-    """What a kernel call that a reordered run holds back gives its caller before it
+    """What a kernel call that runs as a thread of its own gives its caller before it
     runs: one tensor per result its return annotation declares, the tensors it writes
     (a kernel returns those): its `pl.Out`/`pl.InOut` arguments if they are as many,
     else its `pl.Out` ones; nothing when it declares none. An unannotated kernel called
@@ -295,22 +335,22 @@ class HeldBack:
     """What the caller of a held-back kernel call that declares no result gets: using
     it is refused at the call, as what the call returns is known only once it runs."""
 
-    __slots__ = ("location", "name")
+    __slots__ = ("location", "name", "why")
 
-    def __init__(self, *, name: str, location: SourceLocation) -> None:
+    def __init__(self, *, name: str, location: SourceLocation, why: str = "") -> None:
         self.name = name
         self.location = location
-
-    def __getattr__(self, attribute: str) -> Any:
-        raise unsupported(
-            f"task {self.name} runs apart from its caller, and its caller uses its result,"
+        self.why = why or (
+            f"task {name} runs apart from its caller, and its caller uses its result,"
             " which the kernel declares nowhere (no pl.Out/pl.InOut argument, no return"
-            " annotation): racecheck cannot give it to the caller before the task runs",
-            self.location,
+            " annotation): racecheck cannot give it to the caller before the task runs"
         )
 
+    def __getattr__(self, attribute: str) -> Any:
+        raise unsupported(self.why, self.location)
+
     def __repr__(self) -> str:
-        return f"<the result of task {self.name}, held back by a reordered run>"
+        return f"<the result of task {self.name}, which runs apart from its caller>"
 
 
 def stands_for(result: Any, held: Any) -> bool:
@@ -477,12 +517,26 @@ def at(
     """`pl.at(level, ...)` in a rank's code: one task, ordered after `deps` and by what
     its body accesses (less the tensors in `no_dep_args`); inside a task it is part of
     that task. In the host function it is `racecheck.dsl.host_regions.at`."""
-    del optimizations, dumps, allow_early_resolve, windowize, role
+    del optimizations, dumps, allow_early_resolve, windowize, role, level
     context = _task_context()
     if context is None:
         yield TaskId(index=-1)
         return
-    spec = TaskSpec(
+    index = context.begin_task(region_spec(deps=deps, no_dep_args=no_dep_args, name_hint=name_hint))
+    try:
+        yield TaskId(index=index)
+    finally:
+        context.end_task()
+
+
+_groups = itertools.count()
+
+
+def region_spec(
+    *, deps: object = None, no_dep_args: object = None, name_hint: str = ""
+) -> TaskSpec:
+    """The task of a `pl.at` region starting here."""
+    return TaskSpec(
         name=name_hint or "pl.at",
         location=user_location(),
         tags=(),
@@ -491,19 +545,15 @@ def at(
         manual=in_manual_scope(),
         region=True,
     )
-    index = context.begin_task(spec)
-    try:
-        yield TaskId(index=index)
-    finally:
-        context.end_task()
 
 
 class Spmd:
-    """`pl.spmd(core_num, ...)`: one task of `core_num` concurrent blocks. In the loop
-    form `for block in pl.spmd(n)` a block runs the body; in the dispatch form
-    `with pl.spmd(n) as tid:` it runs the body's kernel calls. racecheck runs the blocks
-    one after another (each kernel call for every block in turn), and where that may
-    hide an execution the run proves nothing (`racecheck.cosim.tasks.concurrent_inexact`).
+    """`pl.spmd(core_num, ...)`: one task of `core_num` concurrent blocks, each a thread
+    of its own (`TaskSpec.block`). In the loop form `for block in pl.spmd(n)` a block
+    runs the body; in the dispatch form `with pl.spmd(n) as tid:` (outlined by
+    `racecheck.dsl.host_regions.InlineSpmd`) it runs the body's kernel calls. A run in
+    program order runs the blocks one after another, each a task of its own, which the
+    runtime's rules leave unordered with each other (`racecheck.cosim.threads`).
     `pl.tile.get_block_idx()` is the running block's number."""
 
     def __init__(
@@ -523,91 +573,51 @@ class Spmd:
             raise unsupported("pl.spmd(predicate=...) is not modelled", self.where)
         self.deps = dep_indexes(deps)
         self.name = name_hint or "pl.spmd"
-        self.parts: list[list[tuple[int, int]]] = [[] for _ in range(as_index(core_num))]
-        self.context: TaskContext | None = None
-        self.first = 0
+        self.count = as_index(core_num)
+        self.group = next(_groups)
+        self.manual = in_manual_scope()
 
-    def _begin(self) -> TaskContext:
+    def spec(self, block: int, *, region: bool = True, tags: tuple[TaskTag, ...] = ()) -> TaskSpec:
+        """Block `block`'s task: the `pl.spmd`'s deps and name, its group shared."""
+        return TaskSpec(
+            name=self.name,
+            location=self.where,
+            tags=tags,
+            deps=self.deps,
+            manual=self.manual,
+            region=region,
+            block=block,
+            group=self.group,
+        )
+
+    def _context(self) -> TaskContext:
         context = _task_context()
         if context is None:
             raise unsupported("pl.spmd is modelled in a per-device function only", self.where)
-        spec = TaskSpec(
-            name=self.name,
-            location=self.where,
-            tags=(),
-            deps=self.deps,
-            manual=in_manual_scope(),
-            region=True,
-        )
-        self.context = context
-        self.first = len(context.events)
-        self.index = context.begin_task(spec)
         return context
 
-    def _close(self, context: TaskContext) -> None:
-        context.close_concurrent("pl.spmd", "blocks", self.parts, self.where, joined=True)
-
     def __iter__(self) -> Iterator[int]:
-        return self._blocks(self._begin())
+        return self._blocks(self._context())
 
     def _blocks(self, context: TaskContext) -> Iterator[int]:
-        try:
-            for block, ranges in enumerate(self.parts):
-                first = len(context.events)
-                _scope.block = block
-                yield DeviceIndex(block)  # an INDEX device scalar: its `%` and `//` truncate
-                ranges.append((first, len(context.events)))
-        finally:
-            _scope.block = None
-            context.end_task()
-        self._close(context)
+        for block in range(self.count):
+            context.begin_task(self.spec(block))
+            try:
+                with in_block(block):
+                    yield DeviceIndex(block)  # an INDEX device scalar: its `%` and `//` truncate
+            finally:
+                context.end_task()
 
-    def __enter__(self) -> TaskId:
-        self._begin()
-        _scope.spmd = self
-        return TaskId(index=self.index)
 
-    def __exit__(self, kind: object, *exc: object) -> None:
-        _scope.spmd = None
-        context = self.context
-        assert context is not None
-        covered = sum(end - first for ranges in self.parts for first, end in ranges)
-        uncovered = len(context.events) - self.first - covered
-        context.end_task()
-        if kind is not None:
-            return
-        if uncovered:
-            raise unsupported(
-                "this `with pl.spmd(...)` body accesses memory outside its kernel calls, "
-                "which racecheck does not run once per block",
-                self.where,
-            )
-        self._close(context)
-
-    def run(self, call: Callable[[], Any]) -> Any:
-        """A kernel call of the dispatch form's body, once per block."""
-        assert self.context is not None
-        context = self.context
-        outer = getattr(_scope, "spmd", None)
-        _scope.spmd = None  # the kernel's own calls are plain calls
-        result = None
-        try:
-            for block, ranges in enumerate(self.parts):
-                first = len(context.events)
-                _scope.block = block
-                result = call()
-                ranges.append((first, len(context.events)))
-        finally:
-            _scope.block = None
-            _scope.spmd = outer
-        return result
-
-    def launch(self, context: TaskContext, call: Callable[[], Any]) -> Any:
-        """A kernel task of `pl.spmd_submit`: the kernel once per block."""
-        self.context = context
-        result = self.run(call)
-        self._close(context)
-        return result
+@contextmanager
+def in_block(block: int) -> Iterator[None]:
+    """Code run as block `block` of a `pl.spmd` (`pl.tile.get_block_idx()`)."""
+    outer = getattr(_scope, "block", None)
+    _scope.block = block
+    try:
+        yield
+    finally:
+        _scope.block = outer
 
 
 @contextmanager
