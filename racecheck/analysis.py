@@ -225,7 +225,10 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
         assert event.wait is not None
         cell = event.wait.cell
         holds.append((event.ref, values.get((cell.memory, cell.owner, cell.offset))))
-    locations = tuple(dict.fromkeys(event.location for event in waits))
+    # where the program's own waits hang; a thread that cannot start (a start edge, a
+    # unit: racecheck's own waits) is named by them, and by its call only if none is
+    own = [event for event in waits if not event.synthetic] or waits
+    locations = tuple(dict.fromkeys(event.location for event in own))
     return Hazard(
         kind=FindingKind.DEADLOCK,
         detail="",
@@ -842,6 +845,13 @@ def step_of(
     )
 
 
+def _devices(trace: Trace, hazard: Hazard) -> tuple[int, ...]:
+    """The device ranks of the hazard's threads; a deadlock names each rank once (two
+    blocked threads of one rank are one rank that hangs)."""
+    devices = tuple(trace.device(thread) for thread in hazard.ranks)
+    return tuple(dict.fromkeys(devices)) if hazard.kind is FindingKind.DEADLOCK else devices
+
+
 def to_finding(
     trace: Trace, oracle: OrderOracle, hazard: Hazard, *, witnessed: bool = True
 ) -> tuple[Finding, Schedule]:
@@ -854,7 +864,7 @@ def to_finding(
         kind=hazard.kind,
         detail=hazard.detail,
         locations=hazard.locations,
-        ranks=tuple(trace.device(thread) for thread in hazard.ranks),
+        ranks=_devices(trace, hazard),
         threads=_thread_names(trace, hazard.ranks),
         regions=hazard.regions,
         place=hazard.place,

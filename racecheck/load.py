@@ -52,7 +52,7 @@ from racecheck.errors import (
     UsageError,
     UserError,
 )
-from racecheck.options import Options, parse_bool
+from racecheck.options import DEFAULT_CORES, Options, parse_bool
 from racecheck.project_imports import (
     ImportConfig,
     forget_project_modules,
@@ -189,10 +189,9 @@ class ProgramInstance:
     assumed: tuple[Assumption, ...] = ()  # --assume: the input elements' declared ranges
     # dispatches that run their tasks in another order the runtime allows (cosim.tasks)
     task_orders: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
-    # ranks that run their dispatches in another order the runtime allows (cosim.tasks)
-    dispatch_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
     # a `racecheck.cosim.threads.ThreadPlan`: its tasks run as threads, so planned
     thread_plan: object = None
+    cores: int = DEFAULT_CORES  # --cores: the cores of each rank its threads hold
 
     def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
         return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)

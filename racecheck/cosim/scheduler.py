@@ -13,7 +13,7 @@ from racecheck.cosim.policies import (
     SchedulePolicy,
 )
 from racecheck.cosim.rank import Abort, Crash, RankContext
-from racecheck.cosim.tasks import DispatchOrders, TaskOrders, running_order
+from racecheck.cosim.tasks import TaskOrders
 from racecheck.cosim.threads import ThreadPlan
 from racecheck.dsl.context import activated
 from racecheck.dsl.declared import as_declared
@@ -45,7 +45,6 @@ class BatonScheduler:
         max_events: int,
         dims: Mapping[str, int],
         task_orders: TaskOrders = (),
-        dispatch_orders: DispatchOrders = (),
         plan: ThreadPlan | None = None,
         *,
         deadline: float = math.inf,
@@ -56,7 +55,6 @@ class BatonScheduler:
         self.deadline = deadline  # `--timeout`, read at every event
         self.stage = stage
         self.task_orders = {(rank, dispatch): order for rank, dispatch, order in task_orders}
-        self.dispatch_orders = dict(dispatch_orders)
         self.dims = dims
         self.memory = memory
         self.policy = policy
@@ -65,6 +63,11 @@ class BatonScheduler:
         self.sequences: dict[int, list[Event]] = {}  # each thread's events, by key
         # the memory of the tasks' completion cells, when tasks are threads
         self.tasks_memory = memory.add_window("tasks", 4 * plan.threads).id if plan else -1
+        # the cells of the dispatch locks and cores its threads take (`ThreadPlan.units`)
+        self.units = plan.units(len(memory.memories)) if plan else None
+        if self.units is not None:
+            memory.add_window("units", self.units.memory.nbytes)
+        self.threads = plan.records() if plan else ()
         self.states = [RankContext(rank, self) for rank in range(ranks)]
         self.contexts: dict[int, RankContext] = {state.key: state for state in self.states}
         self.unprimed = list(range(ranks))
@@ -243,8 +246,7 @@ class BatonScheduler:
     def _rank_main(self, state: RankContext, dispatches: list[Dispatch], repeat: int) -> None:
         def body() -> None:
             planned = [(round_number, d) for round_number in range(repeat) for d in dispatches]
-            for number in running_order(self.dispatch_orders.get(state.rank, ()), len(planned)):
-                state.repeat, dispatch = planned[number - 1]
+            for number, (state.repeat, dispatch) in enumerate(planned, start=1):
                 self._run_dispatch(state, dispatch, number)
 
         self._thread_main(state, body)
@@ -261,7 +263,8 @@ class BatonScheduler:
         plan = self.task_orders.get((state.rank, number))
         tags = tags_of(dispatch.function, args, kwargs)
         state.start_dispatch(number, dispatch.site, name, domains, tags, plan)
-        dispatch.function(*args, **kwargs)
+        if not state.dispatch_thread(lambda: dispatch.function(*args, **kwargs)):
+            dispatch.function(*args, **kwargs)
         state.finish_dispatch()
 
     def _fail(self, error: BaseException) -> None:
