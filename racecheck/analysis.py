@@ -218,7 +218,9 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
     stuck = oracle.stuck()
     if stuck is None:
         return None
-    waits = [trace.event(ref) for ref in stuck.blocked]
+    # a thread left without a unit (a core, the dispatch lock) first: it says who holds them
+    blocked = sorted(stuck.blocked, key=lambda ref: not _takes(trace.event(ref)))
+    waits = [trace.event(ref) for ref in blocked]
     values = {(cell.memory, cell.owner, cell.offset): value for cell, value in stuck.cell_values}
     holds = []
     for event in waits:
@@ -232,13 +234,17 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
     return Hazard(
         kind=FindingKind.DEADLOCK,
         detail="",
-        events=stuck.blocked,
-        ranks=tuple(dict.fromkeys(ref.rank for ref in stuck.blocked)),
+        events=tuple(blocked),
+        ranks=tuple(dict.fromkeys(ref.rank for ref in blocked)),
         locations=locations,
         schedule=stuck.schedule,
         pending=StepStatus.BLOCKED,
         holds=tuple(holds),
     )
+
+
+def _takes(event: Event) -> bool:
+    return event.wait is not None and bool(event.wait.take)
 
 
 _conflict = race_conflict
