@@ -852,10 +852,10 @@ def step_of(
 
 
 def _devices(trace: Trace, hazard: Hazard) -> tuple[int, ...]:
-    """The device ranks of the hazard's threads; a deadlock names each rank once (two
-    blocked threads of one rank are one rank that hangs)."""
+    """The device ranks of the hazard's threads; a deadlock names each rank once, in
+    order (two blocked threads of one rank are one rank that hangs)."""
     devices = tuple(trace.device(thread) for thread in hazard.ranks)
-    return tuple(dict.fromkeys(devices)) if hazard.kind is FindingKind.DEADLOCK else devices
+    return tuple(sorted(set(devices))) if hazard.kind is FindingKind.DEADLOCK else devices
 
 
 def to_finding(
