@@ -11,6 +11,11 @@ a `dispatch_wait` task spinning until every block aimed at it has notified, and 
 has no units) the waiters hold cores too. Each row decides the trace with one engine
 (`prepare`, then `find_hazards`) and reports the median seconds of `--repeats` runs
 and the finding kinds, so one script measures two checkouts side by side.
+
+Program rows check bench/programs/spmd_push_64.py end to end (`racecheck.verify`): 64
+`pl.spmd` blocks per rank at P=16 that push and notify, a wait and a read, at the
+default cores and at 64; they measure whatever the co-simulation makes of the blocks
+(one after another and `unknown` while blocks are not threads).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from racecheck.analysis import find_hazards
@@ -199,6 +205,21 @@ ROWS = (  # (ranks, blocks, cores, engine)
 )
 """(16, 16, None, "explore") passes both explore budgets (unknown, about 460 s here)."""
 
+PROGRAM = Path(__file__).resolve().parent / "programs" / "spmd_push_64.py"
+PROGRAM_ROWS = (None, 64)  # --cores: the default, and one per block
+"""The program rows: bench/programs/spmd_push_64.py at P=16 (module docstring)."""
+
+
+def check_program(cores: int | None) -> tuple[str, int]:
+    """(the verdict and the message or finding kinds, the trace's events)."""
+    import racecheck
+
+    given = {} if cores is None else {"cores": cores}
+    (result,) = racecheck.verify(str(PROGRAM), ranks=[16], config=False, **given).results
+    kinds = sorted({finding.kind.value for finding in result.findings})
+    said = result.message[:60] if result.message else ",".join(kinds)
+    return f"{result.verdict.value} {said}".strip(), result.events
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -219,6 +240,17 @@ def main() -> None:
         print(
             f"| {ranks} | {blocks} | {trace.ranks} | {cores or '-'} | {engine} | {name} "
             f"| {result} | {statistics.median(times):.2f} |",
+            flush=True,
+        )
+    for cores in PROGRAM_ROWS:
+        times = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            result, events = check_program(cores)
+            times.append(time.perf_counter() - start)
+        print(
+            f"| 16 | 64 (pl.spmd program, {events} events) | - | {cores or 'default'} | auto "
+            f"| verify | {result} | {statistics.median(times):.2f} |",
             flush=True,
         )
 

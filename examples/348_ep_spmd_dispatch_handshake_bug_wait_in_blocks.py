@@ -11,8 +11,6 @@ the first block already waits for its rank's second.
 
 racecheck expects:
     ranks 2..3: bug deadlock at @block_wait
-racecheck today (known gap: pl.spmd blocks do not yet run as threads):
-    ranks 2..3: unknown
 """
 
 import argparse

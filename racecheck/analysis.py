@@ -218,24 +218,33 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
     stuck = oracle.stuck()
     if stuck is None:
         return None
-    waits = [trace.event(ref) for ref in stuck.blocked]
+    # a thread left without a unit (a core, the dispatch lock) first: it says who holds them
+    blocked = sorted(stuck.blocked, key=lambda ref: not _takes(trace.event(ref)))
+    waits = [trace.event(ref) for ref in blocked]
     values = {(cell.memory, cell.owner, cell.offset): value for cell, value in stuck.cell_values}
     holds = []
     for event in waits:
         assert event.wait is not None
         cell = event.wait.cell
         holds.append((event.ref, values.get((cell.memory, cell.owner, cell.offset))))
-    locations = tuple(dict.fromkeys(event.location for event in waits))
+    # where the program's own waits hang; a thread that cannot start (a start edge, a
+    # unit: racecheck's own waits) is named by them, and by its call only if none is
+    own = [event for event in waits if not event.synthetic] or waits
+    locations = tuple(dict.fromkeys(event.location for event in own))
     return Hazard(
         kind=FindingKind.DEADLOCK,
         detail="",
-        events=stuck.blocked,
-        ranks=tuple(dict.fromkeys(ref.rank for ref in stuck.blocked)),
+        events=tuple(blocked),
+        ranks=tuple(dict.fromkeys(ref.rank for ref in blocked)),
         locations=locations,
         schedule=stuck.schedule,
         pending=StepStatus.BLOCKED,
         holds=tuple(holds),
     )
+
+
+def _takes(event: Event) -> bool:
+    return event.wait is not None and bool(event.wait.take)
 
 
 _conflict = race_conflict
@@ -842,6 +851,13 @@ def step_of(
     )
 
 
+def _devices(trace: Trace, hazard: Hazard) -> tuple[int, ...]:
+    """The device ranks of the hazard's threads; a deadlock names each rank once, in
+    order (two blocked threads of one rank are one rank that hangs)."""
+    devices = tuple(trace.device(thread) for thread in hazard.ranks)
+    return tuple(sorted(set(devices))) if hazard.kind is FindingKind.DEADLOCK else devices
+
+
 def to_finding(
     trace: Trace, oracle: OrderOracle, hazard: Hazard, *, witnessed: bool = True
 ) -> tuple[Finding, Schedule]:
@@ -854,7 +870,7 @@ def to_finding(
         kind=hazard.kind,
         detail=hazard.detail,
         locations=hazard.locations,
-        ranks=tuple(trace.device(thread) for thread in hazard.ranks),
+        ranks=_devices(trace, hazard),
         threads=_thread_names(trace, hazard.ranks),
         regions=hazard.regions,
         place=hazard.place,

@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import functools
 import io
-import itertools
 import sys
 import time
 from collections.abc import Callable, Container, Iterator, Sequence
@@ -24,12 +23,6 @@ from racecheck.analysis import Hazard, find_hazards
 from racecheck.assumptions import Assumption, gathered, stated
 from racecheck.cosim import Execution, RoundRobinPolicy, SchedulePolicy, simulate
 from racecheck.cosim.execution import TensorRole
-from racecheck.cosim.tasks import (
-    DispatchGraph,
-    DispatchOrders,
-    dispatch_graphs,
-    unordered_conflict,
-)
 from racecheck.dsl.summary_state import loops as summary_loops
 from racecheck.dsl.summary_state import revealed, summary_run
 from racecheck.dsl.types import TensorType
@@ -44,9 +37,9 @@ from racecheck.errors import (
     UnsupportedConstruct,
     UserError,
 )
-from racecheck.events import Event, Schedule, Trace
+from racecheck.events import Schedule, Trace
 from racecheck.file_goldens import golden_notes
-from racecheck.findings import Finding, FindingKind, ProgramResult, Report, Verdict, noted
+from racecheck.findings import Finding, FindingKind, ProgramResult, Report, noted
 from racecheck.judge import Outcome
 from racecheck.load import ProgramInstance, ProgramSpec, load_programs
 from racecheck.models import parse_model
@@ -265,177 +258,26 @@ def _check_within(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
         outcome = _check_one(spec, ranks, dataclasses.replace(options, repeat=1))
         notes = tuple(n for n in outcome.notes if not has_code(n, ReasonCode.SINGLE_USE))
         return dataclasses.replace(outcome, notes=(*notes, judge.RESET_NOTE))
-    runs: list[Execution] = []
-    outcome = _check_dispatch_order(spec, ranks, options, (), runs)
-    if judge.decide(outcome).verdict is not Verdict.PROVED:
-        return outcome  # a bug in program order is real; otherwise nothing is proved
-    return _check_dispatch_orders(spec, ranks, options, runs, outcome)
-
-
-def _check_dispatch_order(
-    spec: ProgramSpec,
-    ranks: int,
-    options: Options,
-    dispatches: DispatchOrders,
-    runs: list[Execution],
-) -> Outcome:
-    """Every path of the program with each rank's dispatches in `dispatches` (program
-    order if not named); its tasks are threads, decided in every order the runtime
-    allows (`racecheck.cosim.threads`)."""
-    return _check_order(spec, ranks, options, dispatches, runs)
-
-
-DISPATCH_ORDERS = 16
-"""The most orders of the ranks' dispatches one program at one P is checked in."""
-
-
-def _check_dispatch_orders(
-    spec: ProgramSpec, ranks: int, options: Options, runs: Sequence[Execution], outcome: Outcome
-) -> Outcome:
-    """A proof in program order, checked in every other order of the ranks' dispatches
-    that PyPTO's runtime allows. A rank's dispatches never overlap (docs/model.md), so
-    this is exact: a bug in any of them, a deadlock included, is one the device can
-    show; a proof in all of them is a proof."""
-    started = time.monotonic()
-    graphs, orders = _dispatch_orders(_dispatch_graphs(runs))
-    if isinstance(orders, str):
-        return _unknown(outcome, orders)
-    if len(orders) == 1:
-        return outcome
-    golden = dataclasses.replace(options, expect=options.expect or outcome.model)
-    undecided: Outcome | None = None
-    for order in orders[1:]:  # the first is every rank in program order
-        said = _describe_order(graphs, order)
-        checked = _check_dispatch_order(spec, ranks, golden, order, [])
-        verdict = judge.decide(checked).verdict
-        if verdict is Verdict.BUG:
-            note = f"{said}, as PyPTO's runtime may: the bug shows in that order"
-            return dataclasses.replace(
-                checked, notes=(*checked.notes, note), seconds=outcome.seconds + _since(started)
-            )
-        if verdict is not Verdict.PROVED and undecided is None:
-            undecided = _unknown(outcome, f"{said}: {judge.decide(checked).message}")
-    if undecided is None:
-        unchecked = _order_dependent(graphs, runs)
-        undecided = _unknown(outcome, unchecked) if unchecked is not None else None
-    plural = "s" if len(graphs) > 1 else ""
-    note = (
-        f"checked in all {len(orders)} orders of the dispatches of rank{plural}"
-        f" {', '.join(str(graph.rank) for graph in graphs)} that PyPTO's runtime allows and"
-        " that can matter"
-    )
-    return dataclasses.replace(
-        undecided or dataclasses.replace(outcome, notes=(*outcome.notes, note)),
-        seconds=outcome.seconds + _since(started),
-    )
-
-
-def _describe_order(graphs: Sequence[DispatchGraph], order: DispatchOrders) -> str:
-    """What `order` changes: for each rank it reorders, a dispatch run early."""
-    return "; ".join(
-        graph.describe(numbers)
-        for graph, (_, numbers) in zip(graphs, order, strict=True)
-        if numbers != tuple(range(1, graph.count + 1))
-    )
-
-
-def _dispatch_orders(
-    graphs: Sequence[DispatchGraph],
-) -> tuple[list[DispatchGraph], list[DispatchOrders] | str]:
-    """The ranks whose dispatches can run in more than one order that matters, and every
-    combination of their orders (program order first) — or why there are too many."""
-    loose: list[DispatchGraph] = []
-    choices: list[list[tuple[int, tuple[int, ...]]]] = []
-    for graph in graphs:
-        orders = graph.orders(DISPATCH_ORDERS)
-        if orders is None:
-            return [graph], _too_many_orders([graph])
-        if len(orders) > 1:
-            loose.append(graph)
-            choices.append([(graph.rank, order) for order in orders])
-    combined = list(itertools.product(*choices))
-    if len(combined) > DISPATCH_ORDERS:
-        return loose, _too_many_orders(loose, len(combined))
-    return loose, combined
-
-
-def _dispatch_graphs(runs: Sequence[Execution]) -> list[DispatchGraph]:
-    """Each rank's dispatches: ordered, or of an order that cannot matter, where every
-    path's run says so."""
-    found = [dispatch_graphs(run.tasks, _in_program_order(run)) for run in runs]
-    graphs: list[DispatchGraph] = []
-    for rank_graphs in zip(*found, strict=True):
-        widest = max(rank_graphs, key=lambda graph: graph.count)
-        edges = frozenset.intersection(*(g.edges | _past(g, widest) for g in rank_graphs))
-        independent = (
-            frozenset.intersection(*(g.independent | _past(g, widest) for g in rank_graphs)) - edges
-        )
-        graphs.append(dataclasses.replace(widest, edges=edges, independent=independent))
-    return graphs
-
-
-def _past(graph: DispatchGraph, widest: DispatchGraph) -> frozenset[tuple[int, int]]:
-    """The pairs of `widest` that name a dispatch `graph`'s run did not reach."""
-    return frozenset((a, b) for b in range(graph.count + 1, widest.count + 1) for a in range(1, b))
-
-
-def _order_dependent(graphs: Sequence[DispatchGraph], runs: Sequence[Execution]) -> str | None:
-    """Why proofs in every order say nothing of what the program leaves: two unordered
-    dispatches touch the same bytes, one writing, so the bytes some order leaves may
-    differ from another's where no golden model looks (it compares one output)."""
-    for run in runs:
-        for graph in graphs:
-            events = _in_program_order(run)[graph.rank]
-            pair = unordered_conflict(graph, run.tasks[graph.rank], events)
-            if pair is not None:
-                a, b = pair
-                return (
-                    f"rank {graph.rank}: PyPTO's runtime does not order {graph.name(a)} and"
-                    f" {graph.name(b)}, which access the same bytes, one writing: what each"
-                    " order leaves may differ, and racecheck has no golden for every byte"
-                )
-    return None
-
-
-def _too_many_orders(graphs: Sequence[DispatchGraph], count: int | None = None) -> str:
-    listed = " and ".join(
-        f"rank {graph.rank} ({', '.join(graph.name(n) for n in range(1, graph.count + 1))})"
-        for graph in graphs
-    )
-    many = f"{count}" if count is not None else f"more than {DISPATCH_ORDERS}"
-    return (
-        f"the dispatches of {listed} run in {many} orders that PyPTO's runtime allows and"
-        f" that can matter; racecheck checks at most {DISPATCH_ORDERS}"
-    )
-
-
-def _unknown(outcome: Outcome, reason: str) -> Outcome:
-    return dataclasses.replace(outcome, findings=(), hung=False, unknown=reason)
+    return _check_order(spec, ranks, options)
 
 
 def _check_order(
     spec: ProgramSpec,
     ranks: int,
     options: Options,
-    dispatches: DispatchOrders,
-    runs: list[Execution],
 ) -> Outcome:
-    """Every path of the program with its dispatches in `dispatches`; `runs` receives
-    the co-simulation of each path."""
+    """Every path of the program. Its
+    tasks are threads, decided in every order the runtime allows, its dispatches under
+    each rank's dispatch lock (`racecheck.cosim.threads`)."""
     known: set[tuple[object, ...]] = set()
 
     def check_path(path: Path, deadline: float) -> PathOutcome:
-        checked = _check_path(spec, ranks, options, path, deadline, dispatches, runs, known)
+        checked = _check_path(spec, ranks, options, path, deadline, known)
         if not path.summarised:  # a summary's findings may be its extra iterations'
             known.update(finding.identity for finding in checked.outcome.findings)
         return checked
 
     return explore(check_path, timeout=options.timeout, summarise=options.expect is None)
-
-
-def _in_program_order(run: Execution) -> tuple[tuple[Event, ...], ...]:
-    """The events of the run in program order that `run.tasks` index."""
-    return run.rank_events if run.rank_events is not None else run.trace.events
 
 
 def _confirmed(
@@ -465,8 +307,6 @@ def _check_path(
     options: Options,
     path: Path,
     deadline: float,
-    dispatches: DispatchOrders,
-    runs: list[Execution],
     known: set[tuple[object, ...]],
 ) -> PathOutcome:
     started = time.monotonic()
@@ -477,9 +317,9 @@ def _check_path(
         instance = path.applied(
             dataclasses.replace(
                 built,
-                dispatch_orders=dispatches,
                 assumed=assumed,
                 calls=calls_of(built, options),
+                cores=options.cores,
             )
         )
         with summary_run(path.summarised):
@@ -500,7 +340,6 @@ def _check_path(
         return PathOutcome(outcome=unknown)
     trace = execution.trace
     facts = {"events": trace.size}
-    runs.append(execution)
     try:
         engine, prepared = prepare(options.engine, trace, deadline=deadline)
         oracle = PathOracle(

@@ -26,6 +26,7 @@ from racecheck.config import Settings, given_options, options_of, settings_for
 from racecheck.errors import NoProgram, ProgramRejected, UsageError, UserError
 from racecheck.findings import Report, exit_code_of
 from racecheck.options import (
+    DEFAULT_CORES,
     EngineChoice,
     ImportConfig,
     Options,
@@ -357,6 +358,12 @@ def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) ->
     )
     parser.add_argument("--seed", metavar="N", help="the random input values (default: 0)")
     parser.add_argument(
+        "--cores",
+        metavar="N",
+        help="the cores of each rank: a running task, block or lane holds one, a spinning"
+        f" wait keeps it (default: {DEFAULT_CORES}, the A2/A3 simulator's AIV cores)",
+    )
+    parser.add_argument(
         "--argv",
         metavar="ARGS",
         help="the file's own command line while it is imported (sys.argv[1:], split as a"
@@ -413,6 +420,7 @@ def _given_settings(namespace: argparse.Namespace) -> Settings:
         repeat=_number(namespace.repeat),
         timeout=_number(namespace.timeout),
         seed=_number(namespace.seed),
+        cores=_number(namespace.cores),
         runtime_order=namespace.runtime_order,
         reset_windows=namespace.reset_windows,
         rounds=namespace.rounds,

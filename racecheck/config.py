@@ -54,6 +54,7 @@ class Settings:
     repeat: object = None
     timeout: object = None
     seed: object = None
+    cores: object = None
     runtime_order: str | None = None
     reset_windows: bool | None = None
     rounds: str | None = None  # --rounds free|joined
@@ -82,7 +83,7 @@ class Settings:
 _LISTS = ("programs", "argv", "assumptions")
 _BOOLS = ("reset_windows", "require_model", "require_every_p")
 _TEXTS = ("fallback", "engine", "expect", "rank_param", "runtime_order", "import_root", "rounds")
-_NUMBERS = ("repeat", "timeout", "seed", "jobs")
+_NUMBERS = ("repeat", "timeout", "seed", "jobs", "cores")
 KEYS = tuple(item.name for item in dataclasses.fields(Settings))
 
 

@@ -53,7 +53,8 @@ def describe_unit(cell: SignalCell, trace: Trace) -> str:
 
 def describe_holders(trace: Trace, schedule: Schedule, cell: SignalCell) -> str:
     """`, held by rank 0, task wait_step`: the threads (a dispatch: its first thread)
-    holding units of a unit cell after `schedule`; "" when none does."""
+    holding units of a unit cell after `schedule`, a name several share once with their
+    count (`rank 0, task wait_step (16 threads)`); "" when none does."""
     owing: dict[int, int] = {}  # taking thread -> units still out
     for ref in schedule:
         event = trace.event(ref)
@@ -67,4 +68,8 @@ def describe_holders(trace: Trace, schedule: Schedule, cell: SignalCell) -> str:
                 taker = next(t for t in owing if trace.threads[t].dispatch == dispatch)
                 owing[taker] -= 1
     names = [trace.threads[thread].describe() for thread, out in owing.items() if out > 0]
-    return f", held by {' and '.join(names)}" if names else ""
+    counted = [
+        name if names.count(name) == 1 else f"{name} ({names.count(name)} threads)"
+        for name in dict.fromkeys(names)
+    ]
+    return f", held by {' and '.join(counted)}" if counted else ""

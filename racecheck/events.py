@@ -623,7 +623,7 @@ def unit_names(capacities: Iterable[Capacity]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class _Units:
+class Units:
     """Which threads take units, and the cells they count on (`lower_start_edges`)."""
 
     memory: Memory
@@ -665,13 +665,37 @@ class _Units:
             out.append((self.cell(thread.rank, DISPATCH), DISPATCH_GIVE))
         return out
 
+    def start_events(
+        self, number: int, thread: Thread, index: int, at: SourceLocation
+    ) -> list[Event]:
+        """Thread `number`'s unit events after its start edges, from event `index` on:
+        its takes, and a dispatch leader's opening of the dispatch to its other threads."""
+        out: list[Event] = []
+        for cell, expected, take, label in self.opening(number, thread):
+            out.append(_synthetic_wait(number, index + len(out), cell, expected, take, at, label))
+            if label == DISPATCH_TAKE and self.dispatch_size[thread.dispatch] > 1:
+                opened = self.start_cell(thread.rank, thread.dispatch)
+                out.append(
+                    _synthetic_notify(number, index + len(out), opened, 1, at, DISPATCH_OPEN)
+                )
+        return out
 
-def _units(
+    def end_events(
+        self, number: int, thread: Thread, index: int, at: SourceLocation
+    ) -> list[Event]:
+        """Its gives (+1 each) at its end, from event `index` on."""
+        return [
+            _synthetic_notify(number, index + n, cell, 1, at, label)
+            for n, (cell, label) in enumerate(self.closing(number, thread))
+        ]
+
+
+def units_of(
     threads: tuple[Thread, ...],
     bodies: list[tuple[Event, ...]],
     capacities: tuple[Capacity, ...],
     memory_id: int,
-) -> _Units | None:
+) -> Units | None:
     """The units that bind: a resource of which a rank has more threads than units and
     at least as many threads that wait in their bodies as units; the dispatch lock of a
     rank with two dispatches or more. None if none binds. With fewer waiters than units
@@ -710,7 +734,7 @@ def _units(
     names = unit_names(capacities)
     nbytes = 4 * (len(names) + max(size, default=0) + 1)
     memory = Memory(id=memory_id, kind=MemoryKind.UNITS, name="units", nbytes=nbytes)
-    return _Units(
+    return Units(
         memory=memory,
         names=names,
         capacity=capacity,
@@ -743,7 +767,7 @@ def lower_start_edges(
         return tuple(fixed), memories
     awaited = {task for thread in threads for task in thread.after}
     memory = tasks_memory(len(memories), max((thread.task for thread in threads), default=0) + 1)
-    units = _units(threads, fixed, capacities, len(memories) + bool(awaited))
+    units = units_of(threads, fixed, capacities, len(memories) + bool(awaited))
     if not awaited and units is None:
         return tuple(fixed), memories
     counts: dict[int, int] = {}
@@ -756,21 +780,12 @@ def lower_start_edges(
             start_wait(number, n, completion_cell(memory.id, task, rank_of[task]), counts[task], at)
             for n, task in enumerate(thread.after)
         ]
-        for cell, expected, take, label in units.opening(number, thread) if units else ():
-            lowered.append(_synthetic_wait(number, len(lowered), cell, expected, take, at, label))
-            if (
-                label == DISPATCH_TAKE
-                and units is not None
-                and units.dispatch_size[thread.dispatch] > 1
-            ):
-                opened = units.start_cell(thread.rank, thread.dispatch)
-                lowered.append(
-                    _synthetic_notify(number, len(lowered), opened, 1, at, DISPATCH_OPEN)
-                )
+        if units is not None:
+            lowered += units.start_events(number, thread, len(lowered), at)
         first = len(lowered)
         lowered += [replace(event, rank=number, index=first + n) for n, event in enumerate(body)]
-        for cell, label in units.closing(number, thread) if units else ():
-            lowered.append(_synthetic_notify(number, len(lowered), cell, 1, at, label))
+        if units is not None:
+            lowered += units.end_events(number, thread, len(lowered), at)
         if thread.task in awaited:
             cell = completion_cell(memory.id, thread.task, thread.rank)
             lowered.append(end_notify(number, len(lowered), cell, at))

@@ -54,7 +54,7 @@ from racecheck.errors import (
     UserError,
 )
 from racecheck.file_harness import FileInputs, NotCaptured, capture
-from racecheck.options import Options, parse_bool
+from racecheck.options import DEFAULT_CORES, Options, parse_bool
 from racecheck.project_imports import (
     ImportConfig,
     forget_project_modules,
@@ -191,10 +191,9 @@ class ProgramInstance:
     inputs: tuple[tuple[str, int, float], ...] = ()  # chosen elements: (tensor, index, value)
     assumed: tuple[Assumption, ...] = ()  # --assume: the input elements' declared ranges
     # dispatches that run their tasks in another order the runtime allows (cosim.tasks)
-    # ranks that run their dispatches in another order the runtime allows (cosim.tasks)
-    dispatch_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
     # a `racecheck.cosim.threads.ThreadPlan`: its tasks run as threads, so planned
     thread_plan: object = None
+    cores: int = DEFAULT_CORES  # --cores: the cores of each rank its threads hold
     calls: Calls = NO_CALLS  # --rounds and --per-call (racecheck.rounds)
     # what the file's own harness call states (`racecheck.file_harness`): its input values
     given: FileInputs | None = None

@@ -18,6 +18,9 @@ from racecheck.report.reasons import ReasonCode, reason
 from racecheck.rounds import Rounds, check_per_call
 
 DEFAULT_RANKS = tuple(range(2, 9))
+DEFAULT_CORES = 16
+"""Cores per rank (`--cores`): the fewest PyPTO documents a rank's tasks running on,
+the A2/A3 simulator's 16 AIV cores (docs/model.md, "Cores")."""
 MAX_RANKS = 4096
 
 
@@ -90,6 +93,7 @@ class Options:
     expect: str | None = None  # golden model name, e.g. "allreduce-sum"
     timeout: float = math.inf  # seconds per program and P; inf: none (work budgets end runs)
     seed: int = 0
+    cores: int = DEFAULT_CORES  # --cores N: each rank's cores, one held by each running thread
     runtime_order: RuntimeOrder = RuntimeOrder.CURRENT
     reset_windows: bool = False  # with repeat: windows zeroed between calls (docs/model.md)
     rounds: Rounds = Rounds.FREE  # --rounds: how the repeated calls follow one another
@@ -139,6 +143,7 @@ class Options:
         _check_count("repeat", self.repeat, minimum=1)
         _check_count("seed", self.seed, minimum=0)
         _check_count("jobs", self.jobs, minimum=1)
+        _check_count("cores", self.cores, minimum=1)
         check_seconds("timeout", self.timeout)
         for name in (*self.programs, *(name for name, _ in self.args)):
             if not isinstance(name, str) or not name:

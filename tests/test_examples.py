@@ -199,6 +199,12 @@ def test_example_meets_its_expectation(path: Path, expectation: Expectation) -> 
     _check_example(path, expectation, expectation.ranks, engine="auto")
 
 
+EXPLORE_BEYOND_BUDGET = {
+    # 16 waiters per rank competing for 16 cores: more interleavings than explore's
+    # budget; smt (and auto, through it) decides them
+    "220_waiters_fill_every_core_bug_starved_publisher",
+    "221_waiters_after_their_publisher",
+}
 SEARCH_RANKS = (1, 2, 3)  # where the search engines finish in a moment on every example
 SEARCH_CASES = [
     pytest.param(path, expectation, id=case.id, marks=_marks(path, expectation))
@@ -214,8 +220,11 @@ SEARCH_CASES = [
 def test_search_engines_meet_the_expectation_at_small_rank_counts(
     path: Path, expectation: Expectation, engine: str
 ) -> None:
-    """Every engine that applies gives the example its stated verdict, not only `auto`."""
+    """Every engine that applies gives the example its stated verdict, not only `auto`;
+    explore is not asked where it cannot finish within its budget."""
     ranks = tuple(count for count in expectation.ranks if count in SEARCH_RANKS)
+    if engine == "explore" and path.stem in EXPLORE_BEYOND_BUDGET:
+        pytest.skip("explore exhausts its 2,000,000 macro states here (minutes of work)")
     _check_example(path, expectation, ranks, engine=engine, within=SEARCH_RANKS)
 
 

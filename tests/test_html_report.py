@@ -5,6 +5,7 @@ highlighted pair). The headless-browser check is in test_html_browser.py."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -421,3 +422,22 @@ def test_a_core_starvation_draws_a_lane_per_thread_under_its_rank() -> None:
     text = "".join(page.text)
     assert "task wait_step" in text and "task notify_step" in text
     assert "a free core of rank 0 (it has 1), held by rank 0, task wait_step" in text
+
+
+def test_a_real_dispatch_deadlock_draws_each_rank_s_dispatches_as_lanes_under_it() -> None:
+    """Example 176 checked end to end: each rank runs two dispatches of one kernel as two
+    threads, drawn as two lanes under its `rank r` label, told apart by dispatch."""
+    import racecheck
+
+    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    path = os.path.join(examples, "176_three_groups_swap_bug_cross_domain_cycle.py")
+    (result,) = racecheck.verify(path, ranks=[3]).results
+    (deadlock,) = result.findings
+    svg = space_time_svg(deadlock, 3)
+    page = parse_page(svg)
+    assert page.problems == []
+    assert len(page.find("line", "lane")) == 6
+    ranks = re.findall(r'<text class="lane-label"[^>]*>([^<]*)</text>', svg)
+    assert ranks == ["rank 0", "rank 1", "rank 2"]
+    labels = re.findall(r'<text class="task-label"[^>]*><title>[^<]*</title>([^<]*)</text>', svg)
+    assert sorted(label[-2:] for label in labels) == ["#1", "#1", "#1", "#2", "#2", "#2"]

@@ -73,13 +73,14 @@ def test_a_capacity_no_rank_exceeds_costs_nothing() -> None:
         assert findings(trace, engine) == []
 
 
-def test_only_explore_decides_units_and_auto_routes_there() -> None:
+def test_monotone_defers_on_units_and_auto_routes_past_it() -> None:
     trace = waiter_and_notifier(cores=1)
     skeleton = SyncSkeleton(trace)
-    for name in ("monotone", "smt"):
-        assert "only the explore engine" in (ENGINES[name]().unsupported(skeleton) or "")
-        with pytest.raises(EngineUnknown, match="only the explore engine"):
-            prepare(EngineChoice(name), trace, deadline=time.monotonic() + 30)
+    reason = "only the explore and smt engines"
+    assert reason in (ENGINES["monotone"]().unsupported(skeleton) or "")
+    with pytest.raises(EngineUnknown, match=reason):
+        prepare(EngineChoice.MONOTONE, trace, deadline=time.monotonic() + 30)
+    assert ENGINES["smt"]().unsupported(skeleton) is None
     name, _ = prepare(EngineChoice.AUTO, trace, deadline=time.monotonic() + 30)
     assert name == "explore"
 

@@ -2,12 +2,13 @@
 
 Decides nothing about correctness; it produces one execution. The host entry runs
 once (allocations, the dispatch loop); each rank then runs its dispatched functions
-one after another on its own thread, in program order or in the order the instance's
-`dispatch_orders` gives it. Exactly one thread runs at a time: every memory
-or signal operation is a scheduling point, where the rank parks with its pending
-event and a `SchedulePolicy` picks which enabled rank executes next (a WAIT whose
-condition is false is not enabled). Values are real bytes, so control flow that
-depends on memory follows this schedule; such loads are listed as control reads.
+one after another on its own thread, in program order (with tasks as threads, each
+dispatch's tasks take the rank's dispatch lock: `racecheck.cosim.threads`). Exactly
+one thread runs at a time: every memory or signal operation is a scheduling point,
+where the rank parks with its pending event and a `SchedulePolicy` picks which
+enabled rank executes next (a WAIT whose condition is false is not enabled). Values
+are real bytes, so control flow that depends on memory follows this schedule; such
+loads are listed as control reads.
 A window dispatched to only some devices forms a smaller communication group, whose
 rank numbering the DSL maps to world ranks (`racecheck.dsl.groups`).
 

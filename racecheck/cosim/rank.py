@@ -306,6 +306,25 @@ class RankContext:
         self.run.spawn(child, run)
         return result, index
 
+    def dispatch_thread(self, body: Callable[[], Any]) -> bool:
+        """Run a dispatched kernel as a thread of its own (`ThreadPlan.kernels`), its
+        rank going on to its next dispatch; False (nothing run) for any other dispatch."""
+        plan = self.run.plan
+        index = self.tasks.next_index
+        if plan is None or (self.rank, index) not in plan.kernels:
+            return False
+        self.tasks.open([])
+        child = self.child(plan.key(self.rank, index))
+        where = self.tasks.site
+
+        def run() -> None:
+            child._starts(index, where)
+            body()
+            child._end(index, where)
+
+        self.run.spawn(child, run)
+        return True
+
     def _spawn_lane(self, index: int, where: SourceLocation, cube_lane: Callable[[], Any]) -> None:
         plan = self.run.plan
         assert plan is not None
@@ -412,17 +431,36 @@ class RankContext:
             event = start_wait(self.key, len(self.events), cell, 1, where)
             self.run.checkpoint(self, event)
             self.run.executed(self, event)
+        units = self.run.units
+        if units is not None:  # the dispatch lock and a core (`ThreadPlan.units`)
+            thread = self.run.threads[self.key]
+            for event in units.start_events(self.key, thread, len(self.events), where):
+                self._synthetic(event)
 
     def _end(self, index: int, where: SourceLocation) -> None:
-        """Finish task `index`: one more finished thread on its completion cell."""
+        """Finish task `index`: its units given back, then one more finished thread on
+        its completion cell."""
         plan = self.run.plan
         assert plan is not None
+        units = self.run.units
+        if units is not None:
+            thread = self.run.threads[self.key]
+            for event in units.end_events(self.key, thread, len(self.events), where):
+                self._synthetic(event)
         if (self.rank, index) not in plan.awaited:
             return
         cell = completion_cell(self.run.tasks_memory, plan.key(self.rank, index), self.rank)
-        event = end_notify(self.key, len(self.events), cell, where)
+        self._synthetic(end_notify(self.key, len(self.events), cell, where))
+
+    def _synthetic(self, event: Event) -> None:
+        """Run one of racecheck's own events: a wait that takes a unit adds its take to
+        the cell in the same step, a notify its value."""
         self.run.checkpoint(self, event)
-        self.run.memory.set_cell(cell, self.run.memory.cell(cell) + 1)
+        sync = event.notify or event.wait
+        assert sync is not None
+        added = event.notify.value if event.notify else event.wait.take if event.wait else 0
+        if added:
+            self.run.memory.set_cell(sync.cell, self.run.memory.cell(sync.cell) + added)
         self.run.executed(self, event)
 
     def _inexact(self, reason: str) -> None:

@@ -129,6 +129,6 @@ def join_memory(memory: Memory) -> Memory:
 def uses_threads(calls: Calls, repeat: int) -> bool:
     """Whether tasks may run as threads (`racecheck.cosim.threads`). Not with joined
     rounds yet: the join is on each rank's own sequence, which a thread plan leaves
-    empty, so a rank whose tasks are unordered is checked as a `pl.at` region is
-    (program order and the order searches of `racecheck.check`, docs/model.md §4)."""
+    empty, so a rank whose tasks are unordered runs them in program order, which
+    proves nothing (docs/model.md §4)."""
     return not (calls.joined and repeat > 1)

@@ -14,7 +14,6 @@ from racecheck.cosim.policies import (
 )
 from racecheck.cosim.rank import Abort, Crash, RankContext
 from racecheck.cosim.rounds import CallRounds
-from racecheck.cosim.tasks import DispatchOrders, running_order
 from racecheck.cosim.threads import ThreadPlan
 from racecheck.dsl.context import activated
 from racecheck.dsl.declared import as_declared
@@ -45,7 +44,6 @@ class BatonScheduler:
         force_waits: bool,
         max_events: int,
         dims: Mapping[str, int],
-        dispatch_orders: DispatchOrders = (),
         plan: ThreadPlan | None = None,
         *,
         deadline: float = math.inf,
@@ -55,7 +53,6 @@ class BatonScheduler:
         self.plan = plan
         self.deadline = deadline  # `--timeout`, read at every event
         self.stage = stage
-        self.dispatch_orders = dict(dispatch_orders)
         self.dims = dims
         self.memory = memory
         self.policy = policy
@@ -64,6 +61,11 @@ class BatonScheduler:
         self.sequences: dict[int, list[Event]] = {}  # each thread's events, by key
         # the memory of the tasks' completion cells, when tasks are threads
         self.tasks_memory = memory.add_window("tasks", 4 * plan.threads).id if plan else -1
+        # the cells of the dispatch locks and cores its threads take (`ThreadPlan.units`)
+        self.units = plan.units(len(memory.memories)) if plan else None
+        if self.units is not None:
+            memory.add_window("units", self.units.memory.nbytes)
+        self.threads = plan.records() if plan else ()
         self.states = [RankContext(rank, self) for rank in range(ranks)]
         self.contexts: dict[int, RankContext] = {state.key: state for state in self.states}
         self.unprimed = list(range(ranks))
@@ -248,8 +250,7 @@ class BatonScheduler:
     def _rank_main(self, state: RankContext, rounds: CallRounds) -> None:
         def body() -> None:
             planned = rounds.planned(state.rank)
-            for number in running_order(self.dispatch_orders.get(state.rank, ()), len(planned)):
-                call, dispatch = planned[number - 1]
+            for number, (call, dispatch) in enumerate(planned, start=1):
                 rounds.advance(state, call)
                 state.repeat = call
                 self._run_dispatch(state, dispatch, number)
@@ -268,7 +269,8 @@ class BatonScheduler:
         name = getattr(dispatch.function, "__name__", "dispatch")
         tags = tags_of(dispatch.function, args, kwargs)
         state.start_dispatch(number, dispatch.site, name, domains, tags)
-        dispatch.function(*args, **kwargs)
+        if not state.dispatch_thread(lambda: dispatch.function(*args, **kwargs)):
+            dispatch.function(*args, **kwargs)
         state.finish_dispatch()
 
     def _fail(self, error: BaseException) -> None:

@@ -43,7 +43,6 @@ from racecheck.events import (
     RankEnd,
     Region,
     SourceLocation,
-    Thread,
     Trace,
     tasks_memory,
 )
@@ -185,7 +184,7 @@ def simulate(
         return run(policy, force_waits, planned, None)
     first = run(policy, force_waits, None, None)
     memories = first.trace.memories
-    plan = plan_threads(first.tasks, first.trace.events, rules, memories)
+    plan = plan_threads(first.tasks, first.trace.events, rules, memories, instance.cores)
     if plan is None:
         return first
     if not uses_threads(instance.calls, repeat):
@@ -220,7 +219,6 @@ def _simulate(
                 force_waits,
                 max_events,
                 dict(instance.bindings),
-                instance.dispatch_orders,
                 plan,
                 deadline=deadline,
                 stage=stage,
@@ -242,7 +240,8 @@ def _simulate(
             out_of_bounds=tuple(sorted(run.out_of_bounds, key=lambda record: record.rank)),
             control_reads=tuple(sorted(run.control_reads, key=lambda ref: (ref.rank, ref.index))),
             repeat=repeat,
-            threads=_threads(plan) if plan is not None else (),
+            threads=plan.records() if plan is not None else (),
+            capacities=plan.capacities if plan is not None else (),
         )
         records = tuple(
             HostTensorRecord(
@@ -292,14 +291,16 @@ def _simulate(
 
 
 def _memories(memory: MemoryState, run: BatonScheduler, joins: int) -> tuple[Memory, ...]:
-    """The run's memories, the tasks' completion cells and the host's join counters
-    marked as racecheck's own."""
+    """The run's memories, the tasks' completion cells, the units' cells and the host's
+    join counters marked as racecheck's own."""
     memories = list(memory.memories)
     if run.tasks_memory >= 0:
         cells = memories[run.tasks_memory]
         memories[cells.id] = tasks_memory(cells.id, cells.nbytes // 4)
     if joins >= 0:
         memories[joins] = join_memory(memories[joins])
+    if run.units is not None:
+        memories[run.units.memory.id] = run.units.memory
     return tuple(memories)
 
 
@@ -312,25 +313,6 @@ def _ends(run: BatonScheduler, count: int) -> tuple[RankEnd, ...]:
         RankEnd.CRASHED if key in crashed else RankEnd.FORCED if key in forced else RankEnd.FINISHED
         for key in range(count)
     )
-
-
-def _threads(plan: ThreadPlan) -> tuple[Thread, ...]:
-    """Thread `key` of the plan: a task of rank `key % P`, or the rank's own."""
-    threads = []
-    for key in range(plan.threads):
-        rank, slot = key % plan.ranks, key // plan.ranks
-        name = plan.names.get((rank, slot - 1), "") if slot else ""
-        after = plan.after.get((rank, slot - 1), ()) if slot else ()
-        threads.append(
-            Thread(
-                rank=rank,
-                name=name,
-                task=key,
-                task_name=name.removeprefix("task "),
-                after=tuple(plan.key(rank, task) for task in after),
-            )
-        )
-    return tuple(threads)
 
 
 def _rank_reasons(states: Sequence[RankContext], waited: CellIndex) -> list[str]:

@@ -15,7 +15,9 @@ edges, from which `racecheck.cosim.threads` makes each task a thread.
 A rank's dispatches never overlap, and run in any order that keeps those of one
 communication domain in program order and the tag edges, which a later dispatch gets
 on what it reads or declares `pl.InOut` (an `pl.Out` argument looks up no producer):
-a `DispatchGraph`, whose orders the check runs one by one (`DispatchOrders`).
+`_dispatch_edge`. Tasks of two dispatches it leaves unordered are unordered here too;
+run as threads, each holds its rank's dispatch lock (`racecheck.cosim.threads`), which
+keeps the two dispatches apart in whichever order they run.
 Rounds of `--repeat` run one after another. A rank records its tasks in a `TaskLog`
 as it runs.
 """
@@ -40,16 +42,6 @@ from racecheck.events import (
     cell_effect,
 )
 from racecheck.options import RuntimeOrder
-
-DispatchOrders = tuple[tuple[int, tuple[int, ...]], ...]
-"""The ranks that run their dispatches out of program order: (rank, its dispatch numbers
-counted from 1 over every --repeat round, in the order they run); the dispatches after
-the last one named run in program order."""
-
-
-def running_order(order: tuple[int, ...], count: int) -> tuple[int, ...]:
-    """A rank's dispatch numbers 1..count in the order it runs them."""
-    return (*order, *range(len(order) + 1, count + 1))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,7 +189,7 @@ def _edge(
     if later.spec.group is not None and later.spec.group == earlier.spec.group:
         return False  # so do the blocks of one `pl.spmd`
     if earlier.dispatch != later.dispatch:
-        return True  # dispatches never overlap; their orders are `DispatchGraph`'s
+        return _dispatch_edge(earlier, later)  # else atomic, in either order (the lock)
     if earlier.glue or earlier.index in later.spec.deps:
         return True  # a task is submitted after the orchestration code before it ran
     if earlier.spec.manual or later.spec.manual:
@@ -349,168 +341,6 @@ def _dispatch_edge(earlier: TaskRecord, later: TaskRecord) -> bool:
         earlier.repeat != later.repeat
         or bool(earlier.domains & later.domains)
         or any(tag.memory in written for tag in later.dispatch_tags if tag.direction in _LOOKED_UP)
-    )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Placing:
-    """A prefix of an order of a rank's dispatches: those ready to run next, how many
-    dispatches each one still waits for, and the sleep set."""
-
-    order: tuple[int, ...]
-    left: frozenset[int]  # not placed yet
-    ready: frozenset[int]
-    waiting: tuple[int, ...]
-    asleep: frozenset[int]  # dispatches whose running next is found in another branch
-
-    def children(self, after: dict[int, list[int]], free: dict[int, set[int]]) -> list[_Placing]:
-        found: list[_Placing] = []
-        explored: set[int] = set()
-        for n in sorted(self.ready - self.asleep):
-            waiting = list(self.waiting)
-            for m in after[n]:
-                waiting[m] -= 1
-            ready = (self.ready - {n}) | {m for m in after[n] if not waiting[m]}
-            asleep = frozenset(m for m in self.asleep | explored if m in free[n])
-            found.append(
-                _Placing(
-                    order=(*self.order, n),
-                    left=self.left - {n},
-                    ready=ready,
-                    waiting=tuple(waiting),
-                    asleep=asleep,
-                )
-            )
-            explored.add(n)
-        return found
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DispatchGraph:
-    """One rank's dispatches, numbered from 1 over every --repeat round: the pairs
-    (a, b), a < b, that PyPTO's runtime runs in program order (docs/model.md), and
-    those of the others whose order cannot matter (`_matters`, both ways round). A
-    dispatch the run recorded no task of does nothing, and stays where it is."""
-
-    rank: int
-    first_tasks: tuple[TaskRecord | None, ...]  # dispatch n's first task at n - 1
-    edges: frozenset[tuple[int, int]]
-    independent: frozenset[tuple[int, int]]
-
-    @property
-    def count(self) -> int:
-        return len(self.first_tasks)
-
-    def orders(self, cap: int) -> list[tuple[int, ...]] | None:
-        """The orders of the dispatches the runtime allows, program order first, one for
-        each way of ordering the pairs whose order can matter (a sleep set drops the
-        others), or None when there are more than `cap`."""
-        numbers = range(1, self.count + 1)
-        after: dict[int, list[int]] = {n: [] for n in numbers}
-        free: dict[int, set[int]] = {n: set() for n in numbers}
-        waiting = [0] * (self.count + 1)  # by number: the dispatches it still waits for
-        for a, b in self.edges:
-            after[a].append(b)
-            waiting[b] += 1
-        for a, b in self.independent:
-            free[a].add(b)
-            free[b].add(a)
-        ready = frozenset(n for n in numbers if not waiting[n])
-        found: list[tuple[int, ...]] = []
-        stack = [
-            _Placing(
-                order=(),
-                left=frozenset(numbers),
-                ready=ready,
-                waiting=tuple(waiting),
-                asleep=frozenset(),
-            )
-        ]
-        while stack and len(found) <= cap:
-            placing = stack.pop()
-            if not placing.left:
-                found.append(placing.order)
-            elif not any(placing.left - {n} <= free[n] for n in placing.asleep):
-                # (else a dispatch asleep for good: the orders below are found elsewhere)
-                stack.extend(reversed(placing.children(after, free)))
-        return found if len(found) <= cap else None
-
-    def name(self, number: int) -> str:
-        task = self.first_tasks[number - 1]
-        where = f" ({task.spec.name}, line {task.site.line})" if task else ""
-        return f"dispatch {number}{where}"
-
-    def describe(self, order: tuple[int, ...]) -> str:
-        """The first dispatch `order` runs before one that precedes it in program order."""
-        k = next(k for k, number in enumerate(order) if number != k + 1)
-        earliest = min(order[k:])
-        return f"rank {self.rank} runs {self.name(order[k])} before {self.name(earliest)}"
-
-    def unordered(self) -> list[tuple[int, int]]:
-        """The pairs of dispatches neither of which the runtime runs after the other."""
-        after = {n: set[int]() for n in range(1, self.count + 1)}
-        for a, b in sorted(self.edges, key=lambda edge: -edge[0]):
-            after[a] |= {b, *after[b]}
-        return [
-            (a, b)
-            for a in range(1, self.count + 1)
-            for b in range(a + 1, self.count + 1)
-            if b not in after[a]
-        ]
-
-
-def dispatch_graphs(
-    tasks: Sequence[Sequence[TaskRecord]], events: Sequence[Sequence[Event]]
-) -> list[DispatchGraph]:
-    """Every rank's dispatches as a run in program order recorded them."""
-    others_of = _others_of(events)
-    waited = waited_cells(events)
-    return [
-        _dispatch_graph(rank, rank_tasks, events[rank], others_of(rank), waited)
-        for rank, rank_tasks in enumerate(tasks)
-    ]
-
-
-def _dispatch_graph(
-    rank: int,
-    tasks: Sequence[TaskRecord],
-    events: Sequence[Event],
-    others: Callable[[], Sequence[Accesses]],
-    waited: CellIndex,
-) -> DispatchGraph:
-    grouped: dict[int, list[TaskRecord]] = {}
-    for task in tasks:
-        grouped.setdefault(task.dispatch, []).append(task)
-    count = max(grouped, default=0)
-    spans = {n: [e for t in run for e in events[t.first : t.end]] for n, run in grouped.items()}
-    pairs = [(a, b) for b in range(1, count + 1) for a in range(1, b)]
-    edges = frozenset(
-        (a, b)
-        for a, b in pairs
-        if a not in grouped or b not in grouped or _dispatch_edge(grouped[a][0], grouped[b][0])
-    )
-    independent = frozenset(
-        (a, b)
-        for a, b in pairs
-        if (a, b) not in edges
-        and not _matters(spans[a], spans[b], others, waited)
-        and not _matters(spans[b], spans[a], others, waited)
-    )
-    first_tasks = tuple(grouped[n][0] if n in grouped else None for n in range(1, count + 1))
-    return DispatchGraph(rank=rank, first_tasks=first_tasks, edges=edges, independent=independent)
-
-
-def unordered_conflict(
-    graph: DispatchGraph, tasks: Sequence[TaskRecord], events: Sequence[Event]
-) -> tuple[int, int] | None:
-    """Two dispatches of the graph's rank that the runtime leaves unordered and that
-    access the same bytes, one writing: what each order leaves may differ."""
-    spans: dict[int, list[Event]] = {}
-    for task in tasks:
-        spans.setdefault(task.dispatch, []).extend(events[task.first : task.end])
-    return next(
-        ((a, b) for a, b in graph.unordered() if _conflict(spans.get(a, []), spans.get(b, []))),
-        None,
     )
 
 

@@ -16,27 +16,51 @@ are threads). Keys no task of the rank uses are empty threads.
 
 Every kernel-call task the runtime leaves unordered is a thread (tests/test_threads.py
 checks PyPTO #1670 this way).
+
+Two dispatches of a rank that `racecheck.cosim.tasks._dispatch_edge` leaves unordered
+have no start edges between their tasks: each of their threads carries its dispatch
+(`Thread.dispatch`), and the run takes and gives the rank's dispatch lock and its cores
+(`--cores`) exactly as `racecheck.events.lower_start_edges` encodes them for the
+engines (`Units`), so the co-simulated run, the engines and a witness's replay all
+run a rank's dispatches one at a time, in whichever order they choose.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from racecheck.cosim.tasks import TaskRecord, ordered_pairs
-from racecheck.events import Event, Memory
+from racecheck.events import (
+    CORE,
+    Capacity,
+    Event,
+    Memory,
+    Thread,
+    Units,
+    core_capacities,
+    units_of,
+)
 from racecheck.options import RuntimeOrder
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThreadPlan:
     """For each (rank, task index): the task indices of the rank it starts after (the
-    direct edges), and its name; `slots` task indices per rank at most."""
+    direct edges), its name, and its dispatch's number across the trace when that
+    dispatch holds the rank's dispatch lock; `slots` task indices per rank at most.
+    `bodies`: each thread's events in the run in program order (which of them wait
+    decides which cores bind), `capacities` the ranks' cores."""
 
     ranks: int
     after: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     names: dict[tuple[int, int], str] = field(default_factory=dict)
+    dispatches: dict[tuple[int, int], int] = field(default_factory=dict)
+    # dispatched kernels: a dispatch whose events are one task outside any other
+    kernels: frozenset[tuple[int, int]] = frozenset()
     slots: int = 0
+    bodies: tuple[tuple[Event, ...], ...] = ()
+    capacities: tuple[Capacity, ...] = ()
 
     def key(self, rank: int, index: int) -> int:
         return rank + self.ranks * (index + 1)
@@ -54,17 +78,46 @@ class ThreadPlan:
         diverged from the one it was made from)."""
         return self.after.get((rank, index))
 
+    def records(self) -> tuple[Thread, ...]:
+        """Thread `key` of the plan: a task of rank `key % P`, or the rank's own."""
+        threads = []
+        for key in range(self.threads):
+            rank, slot = key % self.ranks, key // self.ranks
+            task = (rank, slot - 1)
+            name = self.names.get(task, "") if slot else ""
+            threads.append(
+                Thread(
+                    rank=rank,
+                    name=name,
+                    task=key,
+                    task_name=name.removeprefix("task "),
+                    after=tuple(self.key(rank, index) for index in self.after.get(task, ())),
+                    resource=CORE,
+                    dispatch=self.dispatches.get(task, -1) if slot else -1,
+                )
+            )
+        return tuple(threads)
+
+    def units(self, memory_id: int) -> Units | None:
+        """The units the run takes and gives (the engines' `lower_start_edges` encoding),
+        their cells in memory `memory_id`; None when none binds."""
+        return units_of(self.records(), list(self.bodies), self.capacities, memory_id)
+
 
 def plan_threads(
     tasks: Sequence[Sequence[TaskRecord]],
     events: Sequence[Sequence[Event]],
     rules: RuntimeOrder,
     memories: Sequence[Memory],
+    cores: int,
 ) -> ThreadPlan | None:
-    """The plan of a run with tasks as threads, from a run in program order; None when
-    no rank has two tasks the runtime leaves unordered (program order is then the only
-    order, and the run in it decides)."""
-    plan = ThreadPlan(ranks=len(tasks))
+    """The plan of a run with tasks as threads, from a run in program order, on ranks of
+    `cores` cores each; None when no rank has two tasks the runtime leaves unordered
+    (program order is then the only order, and the run in it decides)."""
+    ranks = len(tasks)
+    after: dict[tuple[int, int], tuple[int, ...]] = {}
+    names: dict[tuple[int, int], str] = {}
+    dispatches: dict[tuple[int, int], int] = {}
     loose = False
     slots = 0
     for rank, records in enumerate(tasks):
@@ -77,18 +130,54 @@ def plan_threads(
                 if before[i][j]
                 and not any(before[i][k] and before[k][j] for k in range(count) if k not in (i, j))
             ]
-            plan.after[(rank, later.index)] = tuple(sorted(direct))
-            plan.names[(rank, later.index)] = _named(later, records)
+            after[(rank, later.index)] = tuple(sorted(direct))
+            names[(rank, later.index)] = _named(later, records)
             slots = max(slots, later.index + 1)
-            loose = loose or any(not before[i][j] and not before[j][i] for i in range(j) if i != j)
+            loose = loose or any(not before[i][j] and not before[j][i] for i in range(j))
+        for record in _locked(records, before):
+            dispatches[(rank, record.index)] = rank + ranks * (record.dispatch - 1)
     if not loose:
         return None
-    return ThreadPlan(ranks=plan.ranks, after=plan.after, names=plan.names, slots=slots)
+    kernels = frozenset(
+        (rank, record.index)
+        for rank, records in enumerate(tasks)
+        for record in records
+        if record.glue and all(o is record or o.dispatch != record.dispatch for o in records)
+    )
+    plan = ThreadPlan(
+        ranks=ranks,
+        after=after,
+        names=names,
+        dispatches=dispatches,
+        kernels=kernels,
+        slots=slots,
+    )
+    bodies: list[tuple[Event, ...]] = [()] * plan.threads
+    for rank, records in enumerate(tasks):
+        for record in records:
+            bodies[plan.key(rank, record.index)] = tuple(events[rank][record.first : record.end])
+    return replace(plan, bodies=tuple(bodies), capacities=core_capacities(ranks, cores))
 
 
 def _named(task: TaskRecord, records: Sequence[TaskRecord]) -> str:
-    """The thread's name, with its line when another task of the rank has its name."""
+    """The thread's name; one that another task of the rank has too says which it is:
+    its dispatch when that differs (`swap_step (dispatch 2, line 66)`: its host line),
+    else its line."""
     name = f"{task.spec.name}'s code outside its tasks" if task.glue else task.spec.thread_name
-    if sum(other.spec.thread_name == name for other in records) > 1:
-        return f"{name} (line {task.spec.location.line})"
-    return name
+    namesakes = [other for other in records if other.spec.thread_name == name]
+    if len(namesakes) <= 1:
+        return name
+    if any(other.dispatch != task.dispatch for other in namesakes):
+        return f"{name} (dispatch {task.dispatch}, line {task.site.line})"
+    return f"{name} (line {task.spec.location.line})"
+
+
+def _locked(records: Sequence[TaskRecord], before: list[list[bool]]) -> list[TaskRecord]:
+    """The tasks of the dispatches that hold the rank's dispatch lock: those the runtime
+    leaves unordered with another dispatch of the rank (the others run alone anyway)."""
+    loose: set[int] = set()
+    for j, later in enumerate(records):
+        for i, earlier in enumerate(records[:j]):
+            if earlier.dispatch != later.dispatch and not (before[i][j] or before[j][i]):
+                loose.update((earlier.dispatch, later.dispatch))
+    return [record for record in records if record.dispatch in loose]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from racecheck.events import Event, EventRef
+from racecheck.events import Event, EventRef, Thread, Units
 
 if TYPE_CHECKING:
     from racecheck.cosim.threads import ThreadPlan
@@ -27,6 +27,8 @@ class Turns(Protocol[State]):
     sequences: dict[int, list[Event]]  # each thread's events, by key
     contexts: dict[int, State]  # each thread's context, by key
     tasks_memory: int  # the tasks' completion cells' memory id, -1 without threads
+    units: Units | None  # the dispatch locks and cores its threads take, if any bind
+    threads: tuple[Thread, ...]  # the plan's threads, by key (empty without a plan)
 
     def rekeyed(self, old: int, new: int) -> None:
         """A thread records for key `new` from now on."""

@@ -3,10 +3,9 @@
 `ENGINES` is the one registry: every engine the product has, by name (the conformance
 suite iterates it). `auto` takes the fastest exact route: the monotone engine when the
 trace is monotone (no search at all), else explicit exploration within a state budget,
-else z3 behind the cheap exact answers of `racecheck.engines.bounds`; a trace whose
-threads share units (cores, a dispatch lock) goes to explore alone, with its whole
-budget, as only explore decides them. Every engine reads the trace's one compiled
-`SyncSkeleton`.
+else z3 behind the cheap exact answers of `racecheck.engines.bounds` (monotone refuses
+a trace whose threads share units: cores, a dispatch lock). Every engine reads the
+trace's one compiled `SyncSkeleton`.
 """
 
 from __future__ import annotations
@@ -61,9 +60,7 @@ def prepare(choice: EngineChoice, trace: Trace, *, deadline: float) -> tuple[str
         if reason:
             raise EngineUnknown(f"the {engine.name} engine cannot decide this program: {reason}")
         return engine.name, engine.order(skeleton, deadline=deadline)
-    # units only explore decides: it gets the whole budget, and its reason if it fails
-    route = (ExploreEngine,) if skeleton.takes else AUTO_ROUTE
-    for make in route:
+    for make in AUTO_ROUTE:
         engine = make()
         if engine.unsupported(skeleton):
             continue
@@ -72,6 +69,6 @@ def prepare(choice: EngineChoice, trace: Trace, *, deadline: float) -> tuple[str
         except Overtime:
             raise  # past --timeout no other engine may run
         except EngineUnknown:
-            if engine.name == "smt" or route is not AUTO_ROUTE:
+            if engine.name == "smt":
                 raise
     raise EngineUnknown("no engine can decide this program")

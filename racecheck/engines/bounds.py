@@ -170,21 +170,21 @@ def _step(
     limit: int,
     steps: list[tuple[int, int]],
 ) -> bool:
-    """Execute the next event of `rank` (all its steps) if it may; whether it did."""
+    """Execute the next event of `rank` (all its steps: a wait that takes a unit adds
+    its take in the same step) if it may; whether it did."""
     position = positions[rank]
     if position >= limit:
         return False
     kinds, cells, amounts = skeleton.kind[rank], skeleton.cell[rank], skeleton.amount[rank]
-    if kinds[position] < ADD:
-        if not wait_holds(kinds[position], values[cells[position]], amounts[position]):
-            return False
-        steps.append((rank, position))
-        positions[rank] = position + 1
-        return True
+    if kinds[position] < ADD and not wait_holds(
+        kinds[position], values[cells[position]], amounts[position]
+    ):
+        return False
     event = skeleton.index[rank][position]
     while position < len(kinds) and skeleton.index[rank][position] == event:
         cell = cells[position]
-        values[cell] = after_write(values[cell], amounts[position], kinds[position] != SET)
+        if kinds[position] >= ADD:
+            values[cell] = after_write(values[cell], amounts[position], kinds[position] != SET)
         steps.append((rank, position))
         position += 1
     positions[rank] = position

@@ -165,14 +165,14 @@ class SyncSkeleton:
 
     def units_refusal(self) -> str | None:
         """Why an engine that does not model units (a wait that passes and takes in one
-        step) cannot decide this trace, or None: only explore decides them."""
+        step) cannot decide this trace, or None: only explore and smt decide them."""
         if not self.takes:
             return None
         wait = self.takes[0].wait
         assert wait is not None
         return (
             f"threads share {describe_cell(wait.cell, self.trace)} and only the explore "
-            "engine decides which ready thread gets it"
+            "and smt engines decide which ready thread gets it"
         )
 
     def wrapping_cells(self) -> set[int]:

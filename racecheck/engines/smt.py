@@ -30,7 +30,9 @@ Model boundary
     cells whose writes can leave the int32 range. Sets and Adds are the effects
     `racecheck.engines.skeleton` compiles from every event that writes a cell's bytes;
     a trace with an effect it cannot compile (opaque) is refused. An unsigned wait
-    (defer_wait) compares the cell as uint32.
+    (defer_wait) compares the cell as uint32. A wait that takes a unit (a core, a
+    dispatch lock) is a wait and an Add at one time; the takes of one cell get distinct
+    times (`_keep_takes_apart`), so no two pass on the same free unit.
 
 Unknown policy
     `_solve` is the only place that runs z3, each query within `QUERY_RLIMIT` of z3's
@@ -309,6 +311,7 @@ class _Encoding:
         self._stuck_guard: z3.BoolRef | None = None
         self._ran_before_flags: dict[tuple[EventRef, EventRef], z3.BoolRef] = {}
         self._declare_signal_events()
+        self._keep_takes_apart()
         self._require_waits_to_hold()
 
     def _declare_signal_events(self) -> None:
@@ -326,6 +329,19 @@ class _Encoding:
                 previous = ref
                 for write in self._skeleton.writes.get(ref, ()):
                     self._writers.setdefault(write.cell, []).append((ref, write))
+
+    def _keep_takes_apart(self) -> None:
+        """Waits that take a unit (`racecheck.events.lower_start_edges`) of one cell at
+        distinct times: each reads the writes strictly before its time and adds its take
+        at it, so two at one time would both pass on the value before either took."""
+        takers: dict[CellKey, list[z3.ArithRef]] = {}
+        for ref, time in self.time.items():
+            wait = self._trace.event(ref).wait
+            if wait is not None and wait.take:
+                takers.setdefault(wait.cell.key, []).append(time)
+        for times in takers.values():
+            if len(times) > 1:
+                self.solver.add(z3.Distinct(*times))
 
     def _written_after(self, earlier: EventRef, later: EventRef) -> Condition:
         """Whether writer `later` comes after writer `earlier` in the decoded order:
@@ -715,7 +731,7 @@ class SmtEngine:
     name: str = field(default="smt", init=False)
 
     def unsupported(self, skeleton: SyncSkeleton) -> str | None:
-        return skeleton.refusal() or skeleton.units_refusal()
+        return skeleton.refusal()
 
     def order(self, skeleton: SyncSkeleton, *, deadline: float) -> SmtOracle:
         return SmtOracle(skeleton, deadline=deadline)

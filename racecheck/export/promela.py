@@ -2,9 +2,9 @@
 
 The model follows the execution semantics of `racecheck.engines.base` literally:
 
-* One `active proctype` per thread (`thread_<n>`, its rank and name in a comment; a
-  rank that is one thread is `rank_<n>`) runs its events in program order; each event
-  is one atomic step. Start edges and units are the waits and notifies that
+* One `active proctype` per thread (`thread_<n>`, its rank and name in a comment; in
+  a trace whose every rank is one thread, `rank_<n>`) runs its events in program
+  order; each event is one atomic step. Start edges and units are the waits and notifies that
   `racecheck.events.lower_start_edges` made; a wait that takes a unit adds to its cell
   in the step its guard passes. Signal cells (cells some NOTIFY or WAIT targets; identity
   (memory, owner, byte offset)) are global `int`s, initially 0. A WAIT is its
@@ -89,10 +89,11 @@ def write_model(trace: Trace, asked: tuple[Question, ...]) -> PromelaModel:
 
 
 def _proctype(trace: Trace, number: int) -> str:
-    """`active proctype rank_1() {` for a rank that is one thread, else
-    `active proctype thread_4() { /* rank 1, task read_step */`."""
+    """`active proctype rank_1() {` in a trace whose every rank is one thread, else
+    `active proctype thread_4() { /* rank 1, task read_step */` (a rank's own thread,
+    of no task: `/* rank 1 */`)."""
     thread = trace.threads[number]
-    if not thread.name:
+    if len(trace.threads) == trace.devices:
         return f"active proctype rank_{number}() {{"
     return f"active proctype thread_{number}() {{ {_comment(thread.describe())}"
 

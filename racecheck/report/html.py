@@ -18,6 +18,7 @@ escaped.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -238,7 +239,7 @@ def _background(layout: _Layout, step_count: int) -> list[str]:
         x = layout.lane_x(number)
         lanes.append(f'<line class="lane" x1="{x}" y1="{_TOP - 8}" x2="{x}" y2="{layout.height}"/>')
         if lane.task:
-            label = _fitted(lane.task, layout.lane_width)
+            label = _fitted(_short(lane.task), layout.lane_width)
             lanes.append(
                 f'<text class="task-label" x="{x}" y="{_TOP - 12}">'
                 f"<title>{escape(lane.task)}</title>{escape(label)}</text>"
@@ -250,6 +251,17 @@ def _background(layout: _Layout, step_count: int) -> list[str]:
             f'<text class="lane-label" x="{layout.rank_x(rank)}" y="{y}">rank {rank}</text>'
         )
     return stripes + lanes
+
+
+_DISPATCH_NAME = re.compile(r"^(?P<name>.*) \(dispatch (?P<number>\d+), line \d+\)$")
+
+
+def _short(task: str) -> str:
+    """A lane's label: `swap_step #2` for `task swap_step (dispatch 2, line 81)`, so two
+    dispatches' lanes of one task differ in the room a lane has (the title has it all)."""
+    name = task.removeprefix("task ")
+    match = _DISPATCH_NAME.match(name)
+    return f"{match['name']} #{match['number']}" if match else name
 
 
 def _fitted(text: str, width: int) -> str:
