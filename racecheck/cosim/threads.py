@@ -142,7 +142,7 @@ def plan_threads(
         (rank, record.index)
         for rank, records in enumerate(tasks)
         for record in records
-        if record.glue and all(o is record or o.dispatch != record.dispatch for o in records)
+        if record.glue and _whole_dispatch(record, records)
     )
     plan = ThreadPlan(
         ranks=ranks,
@@ -163,13 +163,22 @@ def _named(task: TaskRecord, records: Sequence[TaskRecord]) -> str:
     """The thread's name; one that another task of the rank has too says which it is:
     its dispatch when that differs (`swap_step (dispatch 2, line 66)`: its host line),
     else its line."""
-    name = f"{task.spec.name}'s code outside its tasks" if task.glue else task.spec.thread_name
+    name = (
+        f"{task.spec.name}'s code outside its tasks"
+        if task.glue and not _whole_dispatch(task, records)
+        else task.spec.thread_name
+    )
     namesakes = [other for other in records if other.spec.thread_name == name]
     if len(namesakes) <= 1:
         return name
     if any(other.dispatch != task.dispatch for other in namesakes):
         return f"{name} (dispatch {task.dispatch}, line {task.site.line})"
     return f"{name} (line {task.spec.location.line})"
+
+
+def _whole_dispatch(record: TaskRecord, records: Sequence[TaskRecord]) -> bool:
+    """Whether the record is all its dispatch ran: a dispatched kernel."""
+    return all(other is record or other.dispatch != record.dispatch for other in records)
 
 
 def _locked(records: Sequence[TaskRecord], before: list[list[bool]]) -> list[TaskRecord]:
