@@ -473,7 +473,7 @@ def _trace_command(namespace: argparse.Namespace) -> TraceCommand:
 
 def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
     # Imported on use: the pipeline pulls in z3, which --help and usage errors need not load.
-    from racecheck.check import check
+    from racecheck.pipeline import check
 
     progress = _terminal_progress(err) if err.isatty() else None
     reports = []
@@ -533,7 +533,7 @@ def run_export(command: ExportCommand, out: TextIO) -> int:
 
 
 def run_trace(command: TraceCommand, out: TextIO) -> int:
-    from racecheck.cosim import simulate
+    from racecheck.cosim import UNCHECKED_RUN_SECONDS, Simulator
     from racecheck.load import discover, load_file
     from racecheck.report.trace import render_trace
 
@@ -551,7 +551,8 @@ def run_trace(command: TraceCommand, out: TextIO) -> int:
         except ProgramRejected as rejected:
             _write(out, f"{spec.name}  P={command.ranks}  skipped  {rejected.message}\n")
             continue
-        execution = simulate(instance, repeat=command.repeat, seed=command.seed)
+        options = Options(repeat=command.repeat, seed=command.seed, timeout=UNCHECKED_RUN_SECONDS)
+        execution = Simulator(instance, options).run()
         _write(out, ("\n" if traced else "") + render_trace(execution.trace, program=spec.name))
         traced += 1
     return 0 if traced else EXIT_NOT_CHECKED

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from racecheck.errors import ProgramRejected, UsageError
 from racecheck.export.promela import to_promela
+from racecheck.options import Options
 
 FORMATS = ("promela",)
 
@@ -30,7 +31,7 @@ def export_command(
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     # Imported on use, like the CLI's other commands: tracing pulls in the whole frontend.
-    from racecheck.cosim import simulate
+    from racecheck.cosim import UNCHECKED_RUN_SECONDS, Simulator
     from racecheck.load import discover, load_file
 
     loaded = load_file(path)
@@ -48,6 +49,7 @@ def export_command(
         raise UsageError(
             f"{spec.name} rejects {ranks} ranks ({rejected.message}); nothing to export"
         ) from None
-    trace = simulate(instance, repeat=repeat, seed=seed).trace
+    options = Options(repeat=repeat, seed=seed, timeout=UNCHECKED_RUN_SECONDS)
+    trace = Simulator(instance, options).run().trace
     header = f"/* {spec.name} from {path.replace('*/', '* /')}, P={ranks}, repeat={repeat} */\n"
     return header + to_promela(trace)
