@@ -22,6 +22,7 @@ from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.errors import EngineUnknown
 from racecheck.events import Trace
 from racecheck.options import EngineChoice
+from racecheck.report.reasons import ReasonCode, reason
 
 AUTO_EXPLORE_STATES = 50_000
 
@@ -54,12 +55,12 @@ def prepare(choice: EngineChoice, trace: Trace, *, deadline: float) -> tuple[str
     skeleton = SyncSkeleton(trace)
     refusal = skeleton.refusal()
     if refusal:
-        raise EngineUnknown(f"no engine can decide this program: {refusal}")
+        raise EngineUnknown(reason(ReasonCode.ENGINE_NONE_EXACT, why=refusal))
     if choice is not EngineChoice.AUTO:
         engine = ENGINES[choice.value]()
-        reason = engine.unsupported(skeleton)
-        if reason:
-            raise EngineUnknown(f"the {engine.name} engine cannot decide this program: {reason}")
+        why = engine.unsupported(skeleton)
+        if why:
+            raise EngineUnknown(reason(ReasonCode.ENGINE_CANNOT, engine=engine.name, why=why))
         return engine.name, engine.order(skeleton, deadline=deadline)
     # units only explore decides: it gets the whole budget, and its reason if it fails
     route = (ExploreEngine,) if skeleton.takes else AUTO_ROUTE
@@ -74,4 +75,4 @@ def prepare(choice: EngineChoice, trace: Trace, *, deadline: float) -> tuple[str
         except EngineUnknown:
             if engine.name == "smt" or route is not AUTO_ROUTE:
                 raise
-    raise EngineUnknown("no engine can decide this program")
+    raise EngineUnknown(reason(ReasonCode.ENGINE_NONE))

@@ -179,6 +179,34 @@ class ReasonCode(Enum):
     EVERY_P_DEFER_WAIT = "every-p-defer-wait"
     EVERY_P_SIGNAL_STORE = "every-p-signal-store"
     EVERY_P_SET_ADD = "every-p-set-add"
+    # what the engines say: why one cannot decide, what it was doing when cut (engines/)
+    ENGINE_NONE_EXACT = "engine-none-exact"
+    ENGINE_CANNOT = "engine-cannot"
+    ENGINE_NONE = "engine-none"
+    CELL_INEXACT = "cell-inexact"
+    CELL_UNITS = "cell-units"
+    MONOTONE_EQ_WAIT = "monotone-eq-wait"
+    MONOTONE_NEGATIVE_SET = "monotone-negative-set"
+    MONOTONE_NEGATIVE_ADD = "monotone-negative-add"
+    MONOTONE_MIXED_SET = "monotone-mixed-set"
+    MONOTONE_WRAP = "monotone-wrap"
+    MONOTONE_UNSIGNED_NEGATIVE = "monotone-unsigned-negative"
+    EXPLORE_MACRO_STATES = "explore-macro-states"
+    EXPLORE_POR_STEPS = "explore-por-steps"
+    SMT_UNDECIDED = "smt-undecided"
+    Z3_BUDGET = "z3-budget"
+    STAGE_BOUNDING = "stage-bounding"
+    STAGE_ANALYSIS_ORDERS = "stage-analysis-orders"
+    STAGE_ANALYSIS_EVENT = "stage-analysis-event"
+    STAGE_ANALYSIS_PAIR = "stage-analysis-pair"
+    STAGE_EXPLORE = "stage-explore"
+    STAGE_MONOTONE = "stage-monotone"
+    STAGE_MONOTONE_HOLDING = "stage-monotone-holding"
+    STAGE_SMT_ENCODING = "stage-smt-encoding"
+    STAGE_SMT_STUCK = "stage-smt-stuck"
+    STAGE_SMT_RANK = "stage-smt-rank"
+    STAGE_SMT_WAIT = "stage-smt-wait"
+    STAGE_SMT_ASKED = "stage-smt-asked"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -465,6 +493,50 @@ _WORDS: dict[ReasonCode, str] = {
         "a store into signal window {memory} (line {line}) besides its notifies"
     ),
     ReasonCode.EVERY_P_SET_ADD: "Set and AtomicAdd notifies on one signal window ({memory})",
+    ReasonCode.ENGINE_NONE_EXACT: "no engine can decide this program: {why}",
+    ReasonCode.ENGINE_CANNOT: "the {engine} engine cannot decide this program: {why}",
+    ReasonCode.ENGINE_NONE: "no engine can decide this program",
+    ReasonCode.CELL_INEXACT: (
+        "a write into signal cell {cell} that no engine models exactly ({label}) at {where}"
+    ),
+    ReasonCode.CELL_UNITS: (
+        "threads share {cell} and only the explore engine decides which ready thread gets it"
+    ),
+    ReasonCode.MONOTONE_EQ_WAIT: "an Eq wait at {where}",
+    ReasonCode.MONOTONE_NEGATIVE_SET: "a negative Set at {where}",
+    ReasonCode.MONOTONE_NEGATIVE_ADD: "a negative Add on a cell another thread waits on at {where}",
+    ReasonCode.MONOTONE_MIXED_SET: "a Set on a cell also written otherwise at {where}",
+    ReasonCode.MONOTONE_WRAP: "signal cell {cell} can wrap at 32 bits",
+    ReasonCode.MONOTONE_UNSIGNED_NEGATIVE: (
+        "an unsigned wait on a cell that can go negative at {where}"
+    ),
+    ReasonCode.EXPLORE_MACRO_STATES: "explore: more than {states} macro states",
+    ReasonCode.EXPLORE_POR_STEPS: (
+        "explore: more than {states} steps of the partial-order-reduced search"
+    ),
+    ReasonCode.SMT_UNDECIDED: "smt: z3 could not decide {about} ({why})",
+    ReasonCode.Z3_BUDGET: "z3 used up its budget of {units:,} resource units",
+    ReasonCode.STAGE_BOUNDING: "bounding the signal cells' values before asking z3",
+    ReasonCode.STAGE_ANALYSIS_ORDERS: "the analysis asked which events can run before which",
+    ReasonCode.STAGE_ANALYSIS_EVENT: (
+        "the analysis asked which events can run before which (whether rank {rank}'s event can run)"
+    ),
+    ReasonCode.STAGE_ANALYSIS_PAIR: (
+        "the analysis asked which events can run before which (whether rank {rank}'s event"
+        " can run before rank {other}'s event at line {line})"
+    ),
+    ReasonCode.STAGE_EXPLORE: "the explore engine searched the ranks' interleavings",
+    ReasonCode.STAGE_MONOTONE: "the monotone engine computed which events can run before which",
+    ReasonCode.STAGE_MONOTONE_HOLDING: (
+        "the monotone engine computed which events can run before which (holding rank {rank} back)"
+    ),
+    ReasonCode.STAGE_SMT_ENCODING: "the smt engine encoded the trace for z3",
+    ReasonCode.STAGE_SMT_STUCK: (
+        "the smt engine encoded the trace for z3 (whether rank {rank} can be stuck)"
+    ),
+    ReasonCode.STAGE_SMT_RANK: "the smt engine encoded the trace for z3 (rank {rank})",
+    ReasonCode.STAGE_SMT_WAIT: "the smt engine encoded the trace for z3 (rank {rank}'s wait)",
+    ReasonCode.STAGE_SMT_ASKED: "the smt engine asked z3 {about}",
 }
 
 Fact = str | int
