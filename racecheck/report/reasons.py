@@ -207,6 +207,22 @@ class ReasonCode(Enum):
     STAGE_SMT_RANK = "stage-smt-rank"
     STAGE_SMT_WAIT = "stage-smt-wait"
     STAGE_SMT_ASKED = "stage-smt-asked"
+    # what the co-simulation says of a run: its limits, what it does not follow (cosim/)
+    HOST_ROW_OUTSIDE = "host-row-outside"
+    DISPATCH_DEVICE_OUTSIDE = "dispatch-device-outside"
+    HOST_ROWS = "host-rows"
+    DEFER_WAIT_THEN_ACCESS = "defer-wait-then-access"
+    SPLIT_AIV_OVERLAP = "split-aiv-overlap"
+    PEER_OUTSIDE = "peer-outside"
+    SIGNAL_NOT_INT32 = "signal-not-int32"
+    EVENT_BUDGET = "event-budget"
+    STAGE_HOST_ENTRY = "stage-host-entry"
+    HOST_ENTRY_OVERRUN = "host-entry-overrun"
+    TRACING_OVERTIME = "tracing-overtime"
+    TRACING_OVERTIME_AT = "tracing-overtime-at"
+    HOST_TENSOR_CROSSING = "host-tensor-crossing"
+    CROSSING_READ = "crossing-read"
+    CROSSING_WRITE = "crossing-write"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -537,6 +553,42 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.STAGE_SMT_RANK: "the smt engine encoded the trace for z3 (rank {rank})",
     ReasonCode.STAGE_SMT_WAIT: "the smt engine encoded the trace for z3 (rank {rank}'s wait)",
     ReasonCode.STAGE_SMT_ASKED: "the smt engine asked z3 {about}",
+    ReasonCode.HOST_ROW_OUTSIDE: "row {row} of {view} is outside [0, {rows})",
+    ReasonCode.DISPATCH_DEVICE_OUTSIDE: (
+        "the program dispatches to device {rank} but runs on {ranks} ranks"
+    ),
+    ReasonCode.HOST_ROWS: (
+        "host tensor {name} has {rows} rows; the program is written for {rows} ranks"
+    ),
+    ReasonCode.DEFER_WAIT_THEN_ACCESS: (
+        "{label} after pld.system.defer_wait at line {line} in the same task: PyPTO retires"
+        " that task at once, so nothing orders this access after the wait; move it to a task"
+        " that depends on it (docs/model.md)"
+    ),
+    ReasonCode.SPLIT_AIV_OVERLAP: (
+        "pl.split_aiv at line {line}: line {later} runs after it on one AIV sub-lane while"
+        " another may still be inside it"
+    ),
+    ReasonCode.PEER_OUTSIDE: "peer {owner} is outside [0, {ranks}) accessing {view}",
+    ReasonCode.SIGNAL_NOT_INT32: "signal {view} must be INT32",
+    ReasonCode.EVENT_BUDGET: (
+        "rank {rank} exceeded the budget of {events} events; last line reached: {where} {text}"
+    ),
+    ReasonCode.STAGE_HOST_ENTRY: "{stage} (the host entry of {program})",
+    ReasonCode.HOST_ENTRY_OVERRUN: "the host entry of {program} {overrun}",
+    ReasonCode.TRACING_OVERTIME: "tracing {program} did not finish within --timeout ({who})",
+    ReasonCode.TRACING_OVERTIME_AT: (
+        "tracing {program} did not finish within --timeout ({who}; last line reached: {where}"
+        " {text})"
+    ),
+    ReasonCode.HOST_TENSOR_CROSSING: (
+        "rank {rank} {verb} bytes of host tensor {tensor} (line {line}) that rank {writer}"
+        " {writes} (line {write_line}): PyPTO copies a dispatch's host tensors to the device"
+        " before it runs and back after it, so {outcome} depends on when the two dispatches"
+        " start and end, which racecheck does not model"
+    ),
+    ReasonCode.CROSSING_READ: "what the read sees",
+    ReasonCode.CROSSING_WRITE: "which write the tensor keeps",
 }
 
 Fact = str | int
