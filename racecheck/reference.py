@@ -29,6 +29,7 @@ from racecheck.cosim import (
 )
 from racecheck.events import AccessMode, Schedule, SourceLocation
 from racecheck.findings import OutputDiff
+from racecheck.report.reasons import ReasonCode, reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,7 +143,7 @@ class Golden:
         io = host_io(self.execution)
         model = identify(io, repeat=repeat) if io is not None else None
         if model is None:
-            stage = "running the ranks interleaved, for the golden model"
+            stage = reason(ReasonCode.STAGE_INTERLEAVED)
             interleaved = host_io(self.simulator.run(RoundRobinPolicy(), stage=stage))
             if interleaved is not None:
                 model = identify(interleaved, repeat=repeat)
@@ -155,7 +156,7 @@ def replay_witness(simulator: Simulator, hazard: Hazard, schedule: Schedule) -> 
     then: SchedulePolicy = DefaultPolicy()
     if hazard.bad_second is not None:
         then = HoldPolicy(hazard.bad_second, then)
-    stage = f"replaying the witness of a {hazard.kind.value}"
+    stage = reason(ReasonCode.STAGE_WITNESS_REPLAY, kind=hazard.kind.value)
     try:
         return simulator.run(ReplayPolicy(schedule, then), stage=stage, force_waits=False)
     except ScheduleDivergence:

@@ -32,6 +32,7 @@ from racecheck.load import ProgramInstance, ProgramSpec
 from racecheck.options import Options
 from racecheck.paths import Path, PathOracle, PathOutcome
 from racecheck.reference import Golden
+from racecheck.report.reasons import ReasonCode, reason
 from racecheck.steering import open_reads
 
 
@@ -234,9 +235,8 @@ def _inexact(outcome: Outcome, execution: Execution) -> Outcome:
 
 def _realised(simulator: Simulator, policy: SchedulePolicy) -> Schedule | None:
     try:
-        execution = simulator.run(
-            policy, force_waits=False, stage="replaying a witness on this path"
-        )
+        stage = reason(ReasonCode.STAGE_PATH_REPLAY)
+        execution = simulator.run(policy, force_waits=False, stage=stage)
     except TracingError:
         return None
     return execution.schedule

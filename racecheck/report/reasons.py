@@ -223,6 +223,16 @@ class ReasonCode(Enum):
     HOST_TENSOR_CROSSING = "host-tensor-crossing"
     CROSSING_READ = "crossing-read"
     CROSSING_WRITE = "crossing-write"
+    # what the pipeline says: paths, the reference's runs, the gate
+    SUMMARY_NOT_EVERY_INPUT = "summary-not-every-input"
+    SUMMARY_UNDECIDED = "summary-undecided"
+    STAGE_OTHER_PATHS = "stage-other-paths"
+    STAGE_RACE_SEARCH = "stage-race-search"
+    STAGE_PATH_REPLAY = "stage-path-replay"
+    STAGE_WITNESS_REPLAY = "stage-witness-replay"
+    STAGE_INTERLEAVED = "stage-interleaved"
+    GATE_NO_MODEL = "gate-no-model"
+    GATE_NOT_EVERY_P = "gate-not-every-p"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -589,6 +599,23 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.CROSSING_READ: "what the read sees",
     ReasonCode.CROSSING_WRITE: "which write the tensor keeps",
+    ReasonCode.SUMMARY_NOT_EVERY_INPUT: (
+        "one run with every iteration does not stand for every input: {why}"
+    ),
+    ReasonCode.SUMMARY_UNDECIDED: "that run shows a finding or is undecided itself",
+    ReasonCode.STAGE_OTHER_PATHS: "exploring the program's other paths ({checked} checked)",
+    ReasonCode.STAGE_RACE_SEARCH: "the analysis searched for races",
+    ReasonCode.STAGE_PATH_REPLAY: "replaying a witness on this path",
+    ReasonCode.STAGE_WITNESS_REPLAY: "replaying the witness of a {kind}",
+    ReasonCode.STAGE_INTERLEAVED: "running the ranks interleaved, for the golden model",
+    ReasonCode.GATE_NO_MODEL: (
+        "the outputs match no golden model, and require_model is set: name the model the"
+        " outputs must match with --expect (or expect in [tool.racecheck])"
+    ),
+    ReasonCode.GATE_NOT_EVERY_P: (
+        "not proved for every P, and require_every_p is set: the concrete P checked instead"
+        " do not stand for the others"
+    ),
 }
 
 Fact = str | int
