@@ -40,7 +40,7 @@ from racecheck.report import OutputFormat, installed_version, render
 from racecheck.report.reasons import ReasonCode, reason
 
 EXIT_NOT_CHECKED = 2
-INTERRUPTED = "racecheck: interrupted (Ctrl-C); nothing was proved"
+INTERRUPTED = reason(ReasonCode.INTERRUPTED)
 ProgressSink = Callable[[str, int], None]
 
 
@@ -140,10 +140,8 @@ def main(
             _write(out, render(interrupted, OutputFormat.JSON, color=False))
         return _fail(err, INTERRUPTED, debug=debug)
     except Exception as error:  # the one place an internal failure becomes exit status 2
-        line = (
-            f"racecheck: internal error: {type(error).__name__}: {error} "
-            "(nothing was proved; run again with --debug for the traceback)"
-        )
+        name = type(error).__name__
+        line = reason(ReasonCode.INTERNAL_ERROR, error=name, message=str(error))
         return _fail(err, line, debug=debug)
 
 

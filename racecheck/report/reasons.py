@@ -233,6 +233,11 @@ class ReasonCode(Enum):
     STAGE_INTERLEAVED = "stage-interleaved"
     GATE_NO_MODEL = "gate-no-model"
     GATE_NOT_EVERY_P = "gate-not-every-p"
+    # what the CLI and export say of a run (cli, export)
+    INTERRUPTED = "interrupted"
+    INTERNAL_ERROR = "internal-error"
+    EXPORT_ONE_PROGRAM = "export-one-program"
+    EXPORT_REJECTED = "export-rejected"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -616,6 +621,16 @@ _WORDS: dict[ReasonCode, str] = {
         "not proved for every P, and require_every_p is set: the concrete P checked instead"
         " do not stand for the others"
     ),
+    ReasonCode.INTERRUPTED: "racecheck: interrupted (Ctrl-C); nothing was proved",
+    ReasonCode.INTERNAL_ERROR: (
+        "racecheck: internal error: {error}: {message} (nothing was proved; run again with"
+        " --debug for the traceback)"
+    ),
+    ReasonCode.EXPORT_ONE_PROGRAM: (
+        "export writes one program's model, and {path} has {count} ({names}); choose one with"
+        " --program NAME"
+    ),
+    ReasonCode.EXPORT_REJECTED: "{program} rejects {ranks} ranks ({why}); nothing to export",
 }
 
 Fact = str | int
