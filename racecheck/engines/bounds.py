@@ -57,6 +57,8 @@ from racecheck.engines.skeleton import ADD, SET, WAIT_GE, SyncSkeleton, wait_hol
 from racecheck.events import EventRef, Schedule, Stuck
 from racecheck.report.reasons import ReasonCode, reason
 
+BOUNDING = reason(ReasonCode.STAGE_BOUNDING)
+
 RUNS_PER_HOLD = 6  # concrete runs tried per held position (`_nth_run`)
 STUCK_RUNS = 16  # seeded random runs tried for a stuck state before the exact oracle
 
@@ -209,7 +211,7 @@ def upper_bound(skeleton: SyncSkeleton, deadline: float = math.inf) -> MonotoneO
     kinds = [[min(kind, ADD) for kind in steps] for steps in skeleton.kind]
     bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=deadline)
     while _lower_repeated_sets(skeleton, amounts, bound):
-        check(deadline, reason(ReasonCode.STAGE_BOUNDING))
+        check(deadline, BOUNDING)
         bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=deadline)
     return bound
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from racecheck.clock import Overtime, check, passed
+from racecheck.clock import Overtime, passed
 from racecheck.describe import describe_cell
 from racecheck.engines.skeleton import (
     ADD,
@@ -341,7 +341,8 @@ class _Needs:
 
     def _sweeps(self, deadline: float) -> None:
         for held in range(self.view.ranks):
-            check(deadline, reason(ReasonCode.STAGE_MONOTONE_HOLDING, rank=held))
+            if passed(deadline):  # the stage worded only when it is cut
+                raise Overtime(reason(ReasonCode.STAGE_MONOTONE_HOLDING, rank=held))
             self._sweep(held)
 
     def _sweep(self, held: int) -> None:

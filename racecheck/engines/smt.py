@@ -315,7 +315,8 @@ class _Encoding:
     def _declare_signal_events(self) -> None:
         for rank, indices in enumerate(self._skeleton.signal_indices):
             first = self._trace.events[rank][indices[0]].location if indices else None
-            clock.check(self.deadline, reason(ReasonCode.STAGE_SMT_RANK, rank=rank), first)
+            if clock.passed(self.deadline):  # the stage worded only when it is cut
+                raise clock.Overtime(reason(ReasonCode.STAGE_SMT_RANK, rank=rank), first)
             previous: EventRef | None = None
             for index in indices:
                 ref = EventRef(rank=rank, index=index)
@@ -344,9 +345,9 @@ class _Encoding:
             wait = event.wait
             if wait is None:
                 continue
-            clock.check(
-                self.deadline, reason(ReasonCode.STAGE_SMT_WAIT, rank=ref.rank), event.location
-            )
+            if clock.passed(self.deadline):
+                stage = reason(ReasonCode.STAGE_SMT_WAIT, rank=ref.rank)
+                raise clock.Overtime(stage, event.location)
             cell = wait.cell.key
             value = self._value(cell, partial(self._counted_at, ref))
             self.solver.add(z3.Implies(executed, _holds(wait.cmp, value, wait.expected)))
@@ -446,7 +447,8 @@ class _Encoding:
         unfinished: list[z3.BoolRef] = []
         for rank, indices in enumerate(self._skeleton.signal_indices):
             first = self._trace.events[rank][indices[0]].location if indices else None
-            clock.check(self.deadline, reason(ReasonCode.STAGE_SMT_STUCK, rank=rank), first)
+            if clock.passed(self.deadline):
+                raise clock.Overtime(reason(ReasonCode.STAGE_SMT_STUCK, rank=rank), first)
             before: z3.BoolRef = z3.BoolVal(True, self.context)
             for index in indices:
                 ref = EventRef(rank=rank, index=index)
