@@ -146,8 +146,8 @@ def mesh_no_barrier_sample() -> Report:
 
 
 def real_report(path: str, ranks: str) -> Report:
-    from racecheck.check import check
     from racecheck.options import Options, parse_ranks
+    from racecheck.pipeline import check
 
     return check(path, Options(ranks=parse_ranks(ranks)))
 

@@ -60,7 +60,7 @@ def verify(
 
     The options are validated as the CLI's are (`racecheck.options.Options`): a bad
     value raises `racecheck.errors.UsageError`, in the CLI's words."""
-    from racecheck.check import check
+    from racecheck.pipeline import check
 
     given = Settings(
         ranks=ranks if ranks is None or isinstance(ranks, str) else tuple(ranks),

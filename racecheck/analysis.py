@@ -77,6 +77,7 @@ from racecheck.findings import (
     WitnessStep,
     identity,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 _CELL_BYTES = 4  # a signal cell is one INT32
 
@@ -107,7 +108,7 @@ class Hazard:
         return identity(self.kind, self.detail, self.locations)
 
 
-RACE_SEARCH = "the analysis searched for races"
+RACE_SEARCH = reason(ReasonCode.STAGE_RACE_SEARCH)
 
 
 def find_hazards(trace: Trace, oracle: OrderOracle, *, deadline: float = math.inf) -> list[Hazard]:

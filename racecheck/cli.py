@@ -42,7 +42,7 @@ from racecheck.report.reasons import ReasonCode, reason
 from racecheck.rounds import parse_per_call
 
 EXIT_NOT_CHECKED = 2
-INTERRUPTED = "racecheck: interrupted (Ctrl-C); nothing was proved"
+INTERRUPTED = reason(ReasonCode.INTERRUPTED)
 ProgressSink = Callable[[str, int], None]
 
 
@@ -142,10 +142,8 @@ def main(
             _write(out, render(interrupted, OutputFormat.JSON, color=False))
         return _fail(err, INTERRUPTED, debug=debug)
     except Exception as error:  # the one place an internal failure becomes exit status 2
-        line = (
-            f"racecheck: internal error: {type(error).__name__}: {error} "
-            "(nothing was proved; run again with --debug for the traceback)"
-        )
+        name = type(error).__name__
+        line = reason(ReasonCode.INTERNAL_ERROR, error=name, message=str(error))
         return _fail(err, line, debug=debug)
 
 
@@ -500,7 +498,7 @@ def _trace_command(namespace: argparse.Namespace) -> TraceCommand:
 
 def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
     # Imported on use: the pipeline pulls in z3, which --help and usage errors need not load.
-    from racecheck.check import check
+    from racecheck.pipeline import check
 
     progress = _terminal_progress(err) if err.isatty() else None
     reports = []
@@ -560,7 +558,7 @@ def run_export(command: ExportCommand, out: TextIO) -> int:
 
 
 def run_trace(command: TraceCommand, out: TextIO) -> int:
-    from racecheck.cosim import simulate
+    from racecheck.cosim import UNCHECKED_RUN_SECONDS, Simulator
     from racecheck.load import discover, load_file
     from racecheck.report.trace import render_trace
 
@@ -578,7 +576,8 @@ def run_trace(command: TraceCommand, out: TextIO) -> int:
         except ProgramRejected as rejected:
             _write(out, f"{spec.name}  P={command.ranks}  skipped  {rejected.message}\n")
             continue
-        execution = simulate(instance, repeat=command.repeat, seed=command.seed)
+        options = Options(repeat=command.repeat, seed=command.seed, timeout=UNCHECKED_RUN_SECONDS)
+        execution = Simulator(instance, options).run()
         _write(out, ("\n" if traced else "") + render_trace(execution.trace, program=spec.name))
         traced += 1
     return 0 if traced else EXIT_NOT_CHECKED

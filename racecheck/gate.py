@@ -11,15 +11,10 @@ from collections.abc import Container, Sequence
 
 from racecheck.findings import ProgramResult, Verdict
 from racecheck.options import Options
+from racecheck.report.reasons import ReasonCode, reason
 
-NO_MODEL = (
-    "the outputs match no golden model, and require_model is set: name the model the"
-    " outputs must match with --expect (or expect in [tool.racecheck])"
-)
-NOT_EVERY_P = (
-    "not proved for every P, and require_every_p is set: the concrete P checked instead"
-    " do not stand for the others"
-)
+NO_MODEL = reason(ReasonCode.GATE_NO_MODEL)
+NOT_EVERY_P = reason(ReasonCode.GATE_NOT_EVERY_P)
 
 
 def demand(

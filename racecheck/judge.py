@@ -26,25 +26,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 from racecheck import reference
 from racecheck.analysis import Hazard, to_finding
 from racecheck.cells import after_write
-from racecheck.cosim import (
-    DefaultPolicy,
-    Execution,
-    HoldPolicy,
-    ReplayPolicy,
-    ScheduleDivergence,
-    SchedulePolicy,
-)
-from racecheck.cosim import simulate as _simulate
+from racecheck.cosim import Execution, Simulator
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.errors import UsageError
-from racecheck.events import CellIndex, CellKey, CellOp, Schedule, Trace, cell_effect
+from racecheck.events import CellIndex, CellKey, CellOp, Trace, cell_effect
 from racecheck.findings import (
     Finding,
     FindingKind,
@@ -53,10 +45,9 @@ from racecheck.findings import (
     Severity,
     Verdict,
 )
-from racecheck.load import ProgramInstance
 from racecheck.models import ModelNotApplicable
 from racecheck.options import Options
-from racecheck.reference import HostIO
+from racecheck.reference import Golden, HostIO
 from racecheck.report.reasons import ReasonCode, reason
 from racecheck.rounds import Rounds
 
@@ -145,12 +136,11 @@ def _unconfirmed_note(finding: Finding) -> str:
 
 
 def confirm(
-    instance: ProgramInstance,
+    simulator: Simulator,
     trace: Trace,
     oracle: OrderOracle,
     hazard: Hazard,
-    golden: Callable[[], str | None],
-    options: Options,
+    golden: Golden,
     *,
     known: Container[tuple[object, ...]] = frozenset(),
 ) -> Finding:
@@ -165,34 +155,14 @@ def confirm(
     # a deadlock's witness is empty when the ranks block before anything else runs
     if not schedule and hazard.kind is not FindingKind.DEADLOCK:
         return finding
-    replay = _replay(instance, hazard, schedule, options)
+    replay = reference.replay_witness(simulator, hazard, schedule)
     if replay is None:  # with values that steer control, the witness may change them
         return dataclasses.replace(finding, diverged=bool(trace.control_reads))
     io = reference.host_io(replay)
-    model = golden() if io is not None and not replay.stalled else None
+    model = golden.model() if io is not None and not replay.stalled else None
+    options = simulator.options
     diff = None if model is None or io is None else _difference(model, io, options)
     return dataclasses.replace(finding, confirmed=_shows(hazard, replay), diff=diff)
-
-
-def _replay(
-    instance: ProgramInstance, hazard: Hazard, schedule: Schedule, options: Options
-) -> Execution | None:
-    """Run the witness, then keep the event it must precede back as long as possible."""
-    then: SchedulePolicy = DefaultPolicy()
-    if hazard.bad_second is not None:
-        then = HoldPolicy(hazard.bad_second, then)
-    try:
-        return _simulate(
-            instance,
-            policy=ReplayPolicy(schedule, then),
-            force_waits=False,
-            repeat=options.repeat,
-            seed=options.seed,
-            timeout=options.timeout,
-            stage=f"replaying the witness of a {hazard.kind.value}",
-        )
-    except ScheduleDivergence:
-        return None
 
 
 def _shows(hazard: Hazard, replay: Execution) -> bool:

@@ -185,7 +185,7 @@ def explore(
         room = BUDGET - len(results) - len(todo)
         todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline, room))
     if tried and unsettled:
-        why = f"one run with every iteration does not stand for every input: {tried[0]}"
+        why = reason(ReasonCode.SUMMARY_NOT_EVERY_INPUT, why=tried[0])
         unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
     elif summarise and _summary(check_path, results, unsettled, found, deadline, tried):
         unsettled = []
@@ -215,10 +215,10 @@ def _summary(
     if checked.summary:  # named: a loop-carried value, a bound that steers elsewhere, ...
         tried.append(checked.summary[0])
         if unsettled[0].why:  # exploring is over: say why the summary did not settle it
-            why = f"one run with every iteration does not stand for every input: {tried[0]}"
+            why = reason(ReasonCode.SUMMARY_NOT_EVERY_INPUT, why=tried[0])
             unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
     elif outcome.findings or outcome.unknown or outcome.hung:
-        tried.append("that run shows a finding or is undecided itself")
+        tried.append(reason(ReasonCode.SUMMARY_UNDECIDED))
     if checked.summary != () or outcome.findings or outcome.unknown or outcome.hung:
         return False
     results.append(dataclasses.replace(outcome, model=None))
@@ -245,7 +245,7 @@ def _stop(results: list[Outcome], found: _Found, deadline: float) -> str | None:
     if len(results) >= BUDGET:
         return reason(ReasonCode.PATHS_BUDGET, budget=BUDGET)
     if clock.passed(deadline):
-        stage = f"exploring the program's other paths ({len(results)} checked)"
+        stage = reason(ReasonCode.STAGE_OTHER_PATHS, checked=len(results))
         return clock.Overtime(stage).reason
     if found.bug and found.quiet >= SATURATED_AFTER:
         return reason(ReasonCode.PATHS_SATURATED, quiet=SATURATED_AFTER)

@@ -124,7 +124,7 @@ class CheckItem(pytest.Item):
             pytest.skip(f"{self.target.name}: {self.skip}")
         if self.error is not None or self.options is None or self.program is None:
             raise CheckFailed(self.error or "")
-        from racecheck.check import check
+        from racecheck.pipeline import check
         from racecheck.report.text import render_text
 
         options = dataclasses.replace(self.options, programs=(self.program,))

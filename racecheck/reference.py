@@ -2,18 +2,34 @@
 
 The co-simulation already executed the program on numpy data under some schedule;
 this module reads that run's host tensors and compares them with `racecheck.models`.
+It also re-enters the co-simulation for the reference's two runs: a finding's witness
+replayed (`replay_witness`), and the fully interleaved run a racy program's golden is
+identified from (`Golden`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from racecheck import models
-from racecheck.cosim import Execution, HostTensorRecord, TensorRole
-from racecheck.events import AccessMode, SourceLocation
+from racecheck.analysis import Hazard
+from racecheck.cosim import (
+    DefaultPolicy,
+    Execution,
+    HoldPolicy,
+    HostTensorRecord,
+    ReplayPolicy,
+    RoundRobinPolicy,
+    ScheduleDivergence,
+    SchedulePolicy,
+    Simulator,
+    TensorRole,
+)
+from racecheck.events import AccessMode, Schedule, SourceLocation
 from racecheck.findings import OutputDiff
+from racecheck.report.reasons import ReasonCode, reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,3 +121,43 @@ def difference(model_name: str, io: HostIO, *, repeat: int) -> OutputDiff | None
         model=model_name,
         store=io.stores[where.rank] if where.rank < len(io.stores) else None,
     )
+
+
+@dataclass(slots=True)
+class Golden:
+    """The model one path's outputs are compared with: `--expect`, else the model the
+    path's run matches, else the one a fully interleaved run matches (a racy program's
+    run may match none). Found when a replay first needs it, once per path."""
+
+    simulator: Simulator
+    execution: Execution  # the path's run
+    _found: list[str | None] = field(default_factory=list)
+
+    def model(self) -> str | None:
+        if not self._found:
+            self._found.append(self.simulator.options.expect or self._identified())
+        return self._found[0]
+
+    def _identified(self) -> str | None:
+        repeat = self.simulator.options.repeat
+        io = host_io(self.execution)
+        model = identify(io, repeat=repeat) if io is not None else None
+        if model is None:
+            stage = reason(ReasonCode.STAGE_INTERLEAVED)
+            interleaved = host_io(self.simulator.run(RoundRobinPolicy(), stage=stage))
+            if interleaved is not None:
+                model = identify(interleaved, repeat=repeat)
+        return model
+
+
+def replay_witness(simulator: Simulator, hazard: Hazard, schedule: Schedule) -> Execution | None:
+    """Run the witness, then keep the event it must precede back as long as possible
+    (None: the run left the witness's schedule)."""
+    then: SchedulePolicy = DefaultPolicy()
+    if hazard.bad_second is not None:
+        then = HoldPolicy(hazard.bad_second, then)
+    stage = reason(ReasonCode.STAGE_WITNESS_REPLAY, kind=hazard.kind.value)
+    try:
+        return simulator.run(ReplayPolicy(schedule, then), stage=stage, force_waits=False)
+    except ScheduleDivergence:
+        return None

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from racecheck.assumptions import Assumption, narrowed, parse_assumption
-from racecheck.check import check
 from racecheck.cli import main
 from racecheck.errors import UsageError
 from racecheck.findings import FindingKind, Verdict
 from racecheck.options import Options
+from racecheck.pipeline import check
 
 NO_CLAMP = (
     Path(__file__).resolve().parent.parent

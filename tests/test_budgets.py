@@ -274,9 +274,9 @@ def test_the_analysis_is_cut_naming_the_line_it_was_on(
 def test_replaying_a_witness_is_cut_naming_the_finding(
     monkeypatch: pytest.MonkeyPatch, moved: MovedClock
 ) -> None:
-    import racecheck.judge as judge
+    import racecheck.reference as reference
 
-    jump_when_called(monkeypatch, judge, "_replay", moved)
+    jump_when_called(monkeypatch, reference, "replay_witness", moved)
     report = verify(str(ONE_ROW), ranks=[4], jobs=1)
     assert_cut(report, "replaying the witness of a race")
 
@@ -429,7 +429,7 @@ saturation cap alone used to make 100 million, the issue's 39 s past a 3 s --tim
     ("module", "owner", "name", "cut", "eq"),
     [
         ("racecheck.cosim.scheduler", "BatonScheduler", "start", "co-simulating the ranks", 1),
-        ("racecheck.check", None, "prepare", "the explore engine searched", 1),
+        ("racecheck.stages", None, "prepare", "the explore engine searched", 1),
         ("racecheck.analysis", None, "races", "the analysis searched for races", 0),
     ],
 )

@@ -35,7 +35,7 @@ class TerminalStream(io.StringIO):
 
 @dataclass
 class Recorder:
-    """Stands in for racecheck.check: records each call, answers with `report` or raises."""
+    """Stands in for racecheck.pipeline: records each call, answers with `report` or raises."""
 
     report: Report = field(default_factory=proved_report)
     error: BaseException | None = None
@@ -51,9 +51,9 @@ class Recorder:
 @pytest.fixture
 def pipeline(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     recorder = Recorder()
-    module = types.ModuleType("racecheck.check")
+    module = types.ModuleType("racecheck.pipeline")
     module.check = recorder.check  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "racecheck.check", module)
+    monkeypatch.setitem(sys.modules, "racecheck.pipeline", module)
     return recorder
 
 

@@ -215,7 +215,7 @@ def test_argv_and_assumptions_reach_the_options(tmp_path: Path) -> None:
 def test_export_seed_draws_the_inputs_as_verify_seed_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import racecheck.cosim as cosim
+    import racecheck.cosim.simulator as cosim  # every run goes through Simulator
 
     seeds: list[int] = []
     traced = cosim.simulate

@@ -4,6 +4,7 @@ and the pre-commit snippet pins a commit (the repository has no release tags).""
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import re
@@ -158,3 +159,67 @@ def test_the_guide_calls_no_modelled_name_unmodelled() -> None:
     assert listed, "the guide says what racecheck does not model"
     modelled = [name for name in listed if name != "NAME" and hasattr(language, name)]
     assert not modelled
+
+
+CODE_NAME = re.compile(r"`([a-z_]+(?:\.[A-Za-z_]+)+)`")
+
+
+def _is_module(name: str) -> bool:
+    package = ROOT / "racecheck"
+    return (package / f"{name}.py").is_file() or (package / name / "__init__.py").is_file()
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether `dotted` (`stages.check_path`, `paths.Path.applied`) names a module of
+    racecheck or something in one."""
+    parts = dotted.removeprefix("racecheck.").split(".")
+    for cut in range(len(parts), -1, -1):
+        try:
+            found: object = importlib.import_module(".".join(["racecheck", *parts[:cut]]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
+
+
+def test_the_architecture_page_names_only_code_that_exists() -> None:
+    """docs/architecture.md names the stages by their modules and functions: each such
+    name resolves, so the page cannot keep a name the code moved or removed."""
+    text = (DOCS / "architecture.md").read_text()
+    names = [
+        name
+        for name in CODE_NAME.findall(text)
+        if not name.endswith(".py")
+        and (name.startswith("racecheck.") or _is_module(name.split(".")[0]))
+    ]
+    assert "stages.check_path" in names and "pipeline.check" in names
+    assert [name for name in names if not _resolves(name)] == []
+    assert not _resolves("stages.no_such_stage")
+
+
+GLOSSARY_TERMS = (
+    "rank",
+    "thread",
+    "task",
+    "event",
+    "region",
+    "window",
+    "signal cell",
+    "notify / wait",
+    "dispatch",
+    "path",
+    "witness",
+    "finding",
+    "verdict",
+    "golden",
+)
+
+
+def test_the_glossary_defines_each_term_once() -> None:
+    defined = re.findall(r"^\* \*\*(.+?)\*\*", (DOCS / "glossary.md").read_text(), re.MULTILINE)
+    assert sorted(defined) == sorted(set(defined))
+    assert set(GLOSSARY_TERMS) <= set(defined)

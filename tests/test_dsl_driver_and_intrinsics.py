@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from racecheck.check import check_program
 from racecheck.cosim import simulate
 from racecheck.dsl.modules import installed
 from racecheck.errors import UnsupportedConstruct, UserError
 from racecheck.findings import Verdict
 from racecheck.load import discover, load_file
 from racecheck.options import Options
+from racecheck.pipeline import check_program
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GATHER = {spec.name: spec for spec in discover(load_file(str(FIXTURES / "gather_into_out.py")))}

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
-from racecheck.check import check_program
 from racecheck.cosim import simulate
 from racecheck.events import EventKind
 from racecheck.findings import FindingKind, Verdict
 from racecheck.load import discover, load_file
 from racecheck.options import Options
+from racecheck.pipeline import check_program
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kernel_slices.py"
 SPECS = {spec.name: spec for spec in discover(load_file(str(FIXTURE)), args={})}

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from racecheck.check import check
 from racecheck.errors import LoadError
 from racecheck.findings import FindingKind, Verdict
 from racecheck.load import load_file
 from racecheck.options import Options
+from racecheck.pipeline import check
 from racecheck.report.phrases import describe_finding
 
 PROGRAM = """

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 import racecheck
-from racecheck import check as check_module
-from racecheck.check import check
+from racecheck import pipeline as check_module
 from racecheck.cli import main
 from racecheck.errors import UsageError
 from racecheck.findings import ProgramResult, Report, Verdict
 from racecheck.options import Options, machine_cores
+from racecheck.pipeline import check
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -45,7 +45,13 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("racecheck.analysis", "racecheck.steering", "racecheck.symbolic_inputs"),
     ("racecheck.models", "racecheck.reference"),
     ("racecheck.judge", "racecheck.gate"),
-    ("racecheck.check", "racecheck.paths", "racecheck.export", "racecheck.workers"),
+    (
+        "racecheck.stages",
+        "racecheck.pipeline",
+        "racecheck.paths",
+        "racecheck.export",
+        "racecheck.workers",
+    ),
     ("racecheck.report",),
     ("racecheck.cli", "racecheck.__main__", "racecheck", "racecheck.pytest_plugin"),
 )

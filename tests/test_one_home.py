@@ -20,7 +20,6 @@ import racecheck
 from racecheck.allp.shadow import Surface
 from racecheck.allp.tracer import Tracer
 from racecheck.cells import INT32_MAX, INT32_MIN, after_write, wrap_int32
-from racecheck.check import check
 from racecheck.conflicts import RELATIONS, modes_conflict, race_conflict
 from racecheck.dsl.modules import MODULES, TYPE_NAMES
 from racecheck.engines.skeleton import WAIT_EQ, WAIT_GE, WAIT_GE_UNSIGNED, wait_holds
@@ -42,6 +41,7 @@ from racecheck.findings import (
 )
 from racecheck.load import LoadedFile, bind_host, classify_raised, load_file
 from racecheck.options import Options
+from racecheck.pipeline import check
 from racecheck.report.json import report_to_json
 from racecheck.report.reasons import Reason, ReasonCode, has_code, reason
 from racecheck.report.sarif import _driver

@@ -18,15 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import racecheck.check
+import racecheck.pipeline
 from racecheck import judge
-from racecheck.check import check
 from racecheck.cosim import simulate
 from racecheck.engines import prepare
 from racecheck.findings import Finding, FindingKind, Verdict
 from racecheck.load import discover, load_file
 from racecheck.options import EngineChoice, Options
 from racecheck.paths import SATURATED_AFTER
+from racecheck.pipeline import check
 from racecheck.steering import Cause, open_reads
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -175,13 +175,13 @@ def test_once_a_bug_is_shown_exploring_stops_when_paths_add_nothing(monkeypatch)
     adds the out-of-bounds access, the next SATURATED_AFTER add nothing: exploring stops
     there, the rest of the input branches named in a note, not checked one by one."""
     checked: list[object] = []
-    check_path = racecheck.check._check_path
+    check_path = racecheck.pipeline.check_path
 
     def counted(spec, ranks, options, path, *rest):  # type: ignore[no-untyped-def]
         checked.append(path)
         return check_path(spec, ranks, options, path, *rest)
 
-    monkeypatch.setattr(racecheck.check, "_check_path", counted)
+    monkeypatch.setattr(racecheck.pipeline, "check_path", counted)
     name = "50_kernel_all_to_all_v_bug_loop.py"
     (result,) = check(str(EXAMPLES / name), Options(ranks=(3,))).results
     assert result.verdict is Verdict.BUG

@@ -14,12 +14,12 @@ from expectations import markers_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from racecheck.check import check
 from racecheck.dsl.scalars import DeviceInt, Tainted, truncating_div, truncating_mod
 from racecheck.dsl.symbolic import Apply, Const, Decision, Expr, Op, Var, realises
 from racecheck.engines.inputs_smt import Answer, flips
 from racecheck.findings import FindingKind, Verdict
 from racecheck.options import Options
+from racecheck.pipeline import check
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BUG = EXAMPLES / "195_input_slot_bug_parity.py"

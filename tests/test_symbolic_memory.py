@@ -19,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tracebuild import TraceBuilder
 
-from racecheck.check import check
 from racecheck.cosim import Execution, simulate
 from racecheck.dsl import local_ops
 from racecheck.dsl.dtypes import FP32, INT8, INT16, INT32, INT64, DType
@@ -35,6 +34,7 @@ from racecheck.events import EventKind, MemoryKind, NotifyOp, SignalCell
 from racecheck.findings import FindingKind, Verdict
 from racecheck.load import discover, load_file
 from racecheck.options import EngineChoice, Options
+from racecheck.pipeline import check
 from racecheck.report.phrases import describe_finding
 from racecheck.steering import Cause, open_reads
 

@@ -19,7 +19,8 @@ the blocked waits are reported (replaying a deadlock witness).
 Modules: `policies` (who runs next), `host` (the host entry's context), `inputs`
 (the host tensors a run starts from), `rank` (a rank's context), `scheduler` (the
 baton passed between rank threads), `classify` (what user code raised), `execution`
-(the result), `simulate` (one run).
+(the result), `simulate` (one run), `simulator` (the way in: a run under the
+user's options).
 """
 
 from racecheck.cosim.execution import Execution, HostTensorRecord, TensorRole
@@ -33,6 +34,7 @@ from racecheck.cosim.policies import (
     SchedulePolicy,
 )
 from racecheck.cosim.simulate import simulate
+from racecheck.cosim.simulator import UNCHECKED_RUN_SECONDS, Simulator
 
 __all__ = [
     "DefaultPolicy",
@@ -44,6 +46,8 @@ __all__ = [
     "RoundRobinPolicy",
     "ScheduleDivergence",
     "SchedulePolicy",
+    "Simulator",
     "TensorRole",
+    "UNCHECKED_RUN_SECONDS",
     "simulate",
 ]

@@ -15,6 +15,7 @@ from racecheck.events import (
     HOST_OWNER,
     OutOfBounds,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,7 +101,9 @@ class HostContext:
                 OutOfBounds(
                     rank=HOST_OWNER,
                     location=user_location(),
-                    message=f"row {row} of {view!r} is outside [0, {rows})",
+                    message=reason(
+                        ReasonCode.HOST_ROW_OUTSIDE, row=row, view=repr(view), rows=rows
+                    ),
                 )
             )
         if is_root:
@@ -130,7 +133,7 @@ class HostContext:
     ) -> None:
         if not 0 <= rank < self.ranks:
             raise ProgramRejected(
-                f"the program dispatches to device {rank} but runs on {self.ranks} ranks"
+                reason(ReasonCode.DISPATCH_DEVICE_OUTSIDE, rank=rank, ranks=self.ranks)
             )
         dispatch = Dispatch(
             function=function, args=args, kwargs=kwargs, group_of=group_of, site=user_location()
@@ -177,4 +180,4 @@ class HostContext:
 
 
 def rows_message(name: str, rows: int) -> str:
-    return f"host tensor {name} has {rows} rows; the program is written for {rows} ranks"
+    return reason(ReasonCode.HOST_ROWS, name=name, rows=rows)

@@ -50,6 +50,7 @@ from racecheck.events import (
     end_notify,
     start_wait,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 if TYPE_CHECKING:
     from racecheck.cosim.turns import Turns
@@ -628,16 +629,17 @@ class RankContext:
         if self.deferred_at is not None:
             where = user_location()
             raise UnsupportedConstruct(
-                f"{label} after pld.system.defer_wait at line {self.deferred_at.line} in the"
-                " same task: PyPTO retires that task at once, so nothing orders this access"
-                " after the wait; move it to a task that depends on it (docs/model.md)",
+                reason(ReasonCode.DEFER_WAIT_THEN_ACCESS, label=label, line=self.deferred_at.line),
                 file=where.file,
                 line=where.line,
             )
         if self.sublanes_at is not None:
             self._inexact(
-                f"pl.split_aiv at line {self.sublanes_at.line}: line {user_location().line} "
-                "runs after it on one AIV sub-lane while another may still be inside it"
+                reason(
+                    ReasonCode.SPLIT_AIV_OVERLAP,
+                    line=self.sublanes_at.line,
+                    later=user_location().line,
+                )
             )
             self.sublanes_at = None
         if self.run.plan is not None and self.key == self.rank and self.glue is None:
@@ -668,7 +670,9 @@ class RankContext:
 
     def _check_owner(self, view: TensorView, owner: int) -> None:
         if view.is_window and not 0 <= owner < self.ranks:
-            self.fail_bounds(f"peer {owner} is outside [0, {self.ranks}) accessing {view!r}")
+            self.fail_bounds(
+                reason(ReasonCode.PEER_OUTSIDE, owner=owner, ranks=self.ranks, view=repr(view))
+            )
 
     def _cell(self, view: TensorView, owner: int, offsets: Sequence[int]) -> SignalCell:
         self._check_owner(view, owner)
@@ -676,7 +680,7 @@ class RankContext:
         if start is None:  # out of bounds: the general path fails, saying why
             start = self._region(view, owner, offsets, [1] * len(offsets)).ranges[0][0]
         if view.dtype.nbytes != 4 or view.dtype.is_float:
-            self.fail_bounds(f"signal {view!r} must be INT32")
+            self.fail_bounds(reason(ReasonCode.SIGNAL_NOT_INT32, view=repr(view)))
         return SignalCell(memory=view.memory, owner=owner, offset=start, index=tuple(offsets))
 
 

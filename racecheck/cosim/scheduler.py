@@ -31,6 +31,7 @@ from racecheck.events import (
     RankEnd,
     Wait,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class BatonScheduler:
@@ -89,8 +90,13 @@ class BatonScheduler:
         if len(self.schedule) >= self.max_events:
             self._fail(
                 TracingError(
-                    f"rank {state.rank} exceeded the budget of {self.max_events} events; last"
-                    f" line reached: {event.location} {event.location.text}",
+                    reason(
+                        ReasonCode.EVENT_BUDGET,
+                        rank=state.rank,
+                        events=self.max_events,
+                        where=str(event.location),
+                        text=event.location.text,
+                    ),
                     file=event.location.file,
                     line=event.location.line,
                 )

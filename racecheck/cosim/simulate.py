@@ -59,7 +59,7 @@ def _run_host(
     stage: str,
     repeat: int,
 ) -> tuple[HostContext, list[HostTensor]]:
-    clock.check(deadline, f"{stage} (the host entry of {instance.name})")
+    clock.check(deadline, reason(ReasonCode.STAGE_HOST_ENTRY, stage=stage, program=instance.name))
     host = HostContext(instance.ranks, memory, dict(instance.bindings))
     arguments, tensors = create_host_arguments(instance, memory, host, seed)
 
@@ -75,7 +75,7 @@ def _run_host(
     except Overrun as overrun:
         where = overrun.where
         raise TracingError(
-            f"the host entry of {instance.name} {overrun}",
+            reason(ReasonCode.HOST_ENTRY_OVERRUN, program=instance.name, overrun=str(overrun)),
             file=where.file if where else None,
             line=where.line if where else None,
         ) from None
@@ -96,10 +96,20 @@ def _execute_ranks(run: BatonScheduler, rounds: CallRounds, deadline: float, pro
         run.stop()
         if thread is not None:
             interrupt(thread, Abort)
-        line = f"; last line reached: {where} {where.text}" if where else ""
         who = f"rank {running}" if running is not None else "in the host program"
+        said = (
+            reason(ReasonCode.TRACING_OVERTIME, program=program, who=who)
+            if where is None
+            else reason(
+                ReasonCode.TRACING_OVERTIME_AT,
+                program=program,
+                who=who,
+                where=str(where),
+                text=where.text,
+            )
+        )
         raise TracingError(
-            f"tracing {program} did not finish within --timeout ({who}{line})",
+            said,
             file=where.file if where else None,
             line=where.line if where else None,
         )
@@ -356,19 +366,24 @@ def _host_flow(trace: Trace, tasks: Sequence[Sequence[TaskRecord]]) -> tuple[str
     for key, copy_back in _copy_backs(trace, tasks):
         copied[key].append(copy_back)
     for others, writers, verb, outcome in (
-        (reads, writes, "reads", "what the read sees"),
-        (writes, copied, "writes", "which write the tensor keeps"),
+        (reads, writes, "reads", reason(ReasonCode.CROSSING_READ)),
+        (writes, copied, "writes", reason(ReasonCode.CROSSING_WRITE)),
     ):
         crossing = _crossing(others, writers, trace)
         if crossing is not None:
             memory, other, write = crossing
             return (
-                f"rank {other.rank} {verb} bytes of host tensor"
-                f" {trace.memory(memory).name} (line {other.location.line}) that rank"
-                f" {write.rank} {_verb(write)} (line {write.location.line}):"
-                " PyPTO copies a dispatch's host tensors to the device before it runs and back"
-                f" after it, so {outcome} depends on when the two dispatches start and end,"
-                " which racecheck does not model",
+                reason(
+                    ReasonCode.HOST_TENSOR_CROSSING,
+                    rank=other.rank,
+                    verb=verb,
+                    tensor=trace.memory(memory).name,
+                    line=other.location.line,
+                    writer=write.rank,
+                    writes=_verb(write),
+                    write_line=write.location.line,
+                    outcome=outcome,
+                ),
             )
     return ()
 

@@ -21,6 +21,7 @@ from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.errors import EngineUnknown
 from racecheck.events import Trace
 from racecheck.options import EngineChoice
+from racecheck.report.reasons import ReasonCode, reason
 
 AUTO_EXPLORE_STATES = 50_000
 
@@ -53,12 +54,12 @@ def prepare(choice: EngineChoice, trace: Trace, *, deadline: float) -> tuple[str
     skeleton = SyncSkeleton(trace)
     refusal = skeleton.refusal()
     if refusal:
-        raise EngineUnknown(f"no engine can decide this program: {refusal}")
+        raise EngineUnknown(reason(ReasonCode.ENGINE_NONE_EXACT, why=refusal))
     if choice is not EngineChoice.AUTO:
         engine = ENGINES[choice.value]()
-        reason = engine.unsupported(skeleton)
-        if reason:
-            raise EngineUnknown(f"the {engine.name} engine cannot decide this program: {reason}")
+        why = engine.unsupported(skeleton)
+        if why:
+            raise EngineUnknown(reason(ReasonCode.ENGINE_CANNOT, engine=engine.name, why=why))
         return engine.name, engine.order(skeleton, deadline=deadline)
     for make in AUTO_ROUTE:
         engine = make()
@@ -71,4 +72,4 @@ def prepare(choice: EngineChoice, trace: Trace, *, deadline: float) -> tuple[str
         except EngineUnknown:
             if engine.name == "smt":
                 raise
-    raise EngineUnknown("no engine can decide this program")
+    raise EngineUnknown(reason(ReasonCode.ENGINE_NONE))

@@ -55,6 +55,9 @@ from racecheck.engines.base import Engine, OrderOracle
 from racecheck.engines.monotone import MonotoneOracle
 from racecheck.engines.skeleton import ADD, SET, WAIT_GE, SyncSkeleton, wait_holds
 from racecheck.events import EventRef, Schedule, Stuck
+from racecheck.report.reasons import ReasonCode, reason
+
+BOUNDING = reason(ReasonCode.STAGE_BOUNDING)
 
 RUNS_PER_HOLD = 6  # concrete runs tried per held position (`_nth_run`)
 STUCK_RUNS = 16  # seeded random runs tried for a stuck state before the exact oracle
@@ -208,7 +211,7 @@ def upper_bound(skeleton: SyncSkeleton, deadline: float = math.inf) -> MonotoneO
     kinds = [[min(kind, ADD) for kind in steps] for steps in skeleton.kind]
     bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=deadline)
     while _lower_repeated_sets(skeleton, amounts, bound):
-        check(deadline, "bounding the signal cells' values before asking z3")
+        check(deadline, BOUNDING)
         bound = MonotoneOracle(skeleton.with_effects(kinds, amounts), deadline=deadline)
     return bound
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from racecheck.clock import Overtime, passed
 from racecheck.engines.base import OrderOracle
 from racecheck.events import EventRef, Schedule, Stuck, Trace
+from racecheck.report.reasons import ReasonCode, reason
 
-ANALYSIS = "the analysis asked which events can run before which"
+ANALYSIS = reason(ReasonCode.STAGE_ANALYSIS_ORDERS)
 
 
 class DeadlineOracle:
@@ -23,9 +24,13 @@ class DeadlineOracle:
         if first is None or self.trace is None:
             raise Overtime(ANALYSIS)
         location = self.trace.event(first).location
-        about = "" if second is None else f" before rank {second.rank}'s event at line"
-        about += "" if second is None else f" {self.trace.event(second).location.line}"
-        raise Overtime(f"{ANALYSIS} (whether rank {first.rank}'s event can run{about})", location)
+        if second is None:
+            raise Overtime(reason(ReasonCode.STAGE_ANALYSIS_EVENT, rank=first.rank), location)
+        line = self.trace.event(second).location.line
+        asked = reason(
+            ReasonCode.STAGE_ANALYSIS_PAIR, rank=first.rank, other=second.rank, line=line
+        )
+        raise Overtime(asked, location)
 
     def can_precede(self, first: EventRef, second: EventRef) -> bool:
         self._check(first, second)

@@ -49,6 +49,7 @@ from racecheck.engines.skeleton import ADD, SET, SyncSkeleton
 from racecheck.engines.syncprogram import SyncPosition, SyncProgram, compile_sync_program
 from racecheck.errors import EngineUnknown
 from racecheck.events import EventRef, Schedule, SignalCell, SourceLocation, Stuck
+from racecheck.report.reasons import ReasonCode, reason
 
 Search = Generator[SyncPosition, None, "Exploration"]
 
@@ -223,7 +224,7 @@ def first_to_finish(
     while running:
         if passed(deadline):
             where = locate(*at) if at is not None and locate is not None else None
-            raise Overtime("the explore engine searched the ranks' interleavings", where)
+            raise Overtime(reason(ReasonCode.STAGE_EXPLORE), where)
         turn = min(running, key=spent.__getitem__)
         weight, search = searches[turn]
         try:

@@ -35,6 +35,7 @@ import numpy as np
 from racecheck.engines.skeleton import wait_holds
 from racecheck.engines.syncprogram import SyncPosition, SyncProgram
 from racecheck.errors import EngineUnknown
+from racecheck.report.reasons import ReasonCode, reason
 
 SLICE = 256  # expanded states between two pauses of the search
 
@@ -79,7 +80,7 @@ def explore_states(
     found.
     It gives up at once when `fewest_states` already exceeds `max_states`."""
     if fewest_states(program) > max_states:
-        raise EngineUnknown(f"explore: more than {max_states} macro states")
+        raise EngineUnknown(reason(ReasonCode.EXPLORE_MACRO_STATES, states=max_states))
     ranks = len(program.steps)
     initial = (0,) * ranks + (0,) * len(program.cells)
     index = {initial: 0}
@@ -100,7 +101,7 @@ def explore_states(
             if successor in index:
                 continue
             if len(states) >= max_states:
-                raise EngineUnknown(f"explore: more than {max_states} macro states")
+                raise EngineUnknown(reason(ReasonCode.EXPLORE_MACRO_STATES, states=max_states))
             index[successor] = len(states)
             states.append(successor)
             flat.extend(successor[:ranks])

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from racecheck.clock import Overtime, check, passed
+from racecheck.clock import Overtime, passed
 from racecheck.describe import describe_cell
 from racecheck.engines.skeleton import (
     ADD,
@@ -60,6 +60,7 @@ from racecheck.engines.skeleton import (
     SyncSkeleton,
 )
 from racecheck.events import EventRef, Schedule, Stuck
+from racecheck.report.reasons import ReasonCode, reason
 
 NEVER = np.iinfo(np.int32).max  # a need no hold position meets: the step never runs
 # what the need vectors' work costs, in steps of a run (measured, roughly): recomputing
@@ -67,7 +68,7 @@ NEVER = np.iinfo(np.int32).max  # a need no hold position meets: the step never 
 RECOMPUTE_STEPS, FEEDER_STEPS, COMPARE_STEPS = 75, 15, 15
 
 
-_ORDERING = "the monotone engine computed which events can run before which"
+_ORDERING = reason(ReasonCode.STAGE_MONOTONE)
 
 
 class MonotoneEngine:
@@ -93,26 +94,26 @@ def _non_monotone_reason(skeleton: SyncSkeleton) -> str | None:
         for kind, cell, amount, index in skeleton.steps(rank):
             where = skeleton.trace.events[rank][index].location
             if kind == WAIT_EQ:
-                return f"an Eq wait at {where}"
+                return reason(ReasonCode.MONOTONE_EQ_WAIT, where=str(where))
             if cell not in waited:
                 continue
             if kind in (ADD, SET):
                 writes[cell].add((kind, amount if kind == SET else 0))
             if kind == SET and amount < 0:
-                return f"a negative Set at {where}"
+                return reason(ReasonCode.MONOTONE_NEGATIVE_SET, where=str(where))
             if kind == ADD and amount < 0 and waiters[cell] != {rank}:
-                return f"a negative Add on a cell another thread waits on at {where}"
+                return reason(ReasonCode.MONOTONE_NEGATIVE_ADD, where=str(where))
             if len(writes[cell]) > 1 and any(op == SET for op, _ in writes[cell]):
-                return f"a Set on a cell also written otherwise at {where}"
+                return reason(ReasonCode.MONOTONE_MIXED_SET, where=str(where))
     for number in sorted(skeleton.wrapping_cells() & waited):
         name = describe_cell(skeleton.cells[number], skeleton.trace)
-        return f"signal cell {name} can wrap at 32 bits"
+        return reason(ReasonCode.MONOTONE_WRAP, cell=name)
     negative = _may_go_negative(skeleton)
     for rank in range(skeleton.ranks):
         for kind, cell, _, index in skeleton.steps(rank):
             if kind == WAIT_GE_UNSIGNED and cell in negative:
                 where = skeleton.trace.events[rank][index].location
-                return f"an unsigned wait on a cell that can go negative at {where}"
+                return reason(ReasonCode.MONOTONE_UNSIGNED_NEGATIVE, where=str(where))
     return None
 
 
@@ -340,7 +341,8 @@ class _Needs:
 
     def _sweeps(self, deadline: float) -> None:
         for held in range(self.view.ranks):
-            check(deadline, f"{_ORDERING} (holding rank {held} back)")
+            if passed(deadline):  # the stage worded only when it is cut
+                raise Overtime(reason(ReasonCode.STAGE_MONOTONE_HOLDING, rank=held))
             self._sweep(held)
 
     def _sweep(self, held: int) -> None:

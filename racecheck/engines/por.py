@@ -69,6 +69,7 @@ from racecheck.engines.syncprogram import (
     conflict,
 )
 from racecheck.errors import EngineUnknown
+from racecheck.report.reasons import ReasonCode, reason
 
 SLICE = 256  # steps between two pauses of the search
 KINDS = (READS, ADDS, SETS)
@@ -213,9 +214,7 @@ class Search:
     def _execute(self, rank: int, parent: int) -> int:
         node = len(self._parents)
         if node > self._max_states:
-            raise EngineUnknown(
-                f"explore: more than {self._max_states} steps of the partial-order-reduced search"
-            )
+            raise EngineUnknown(reason(ReasonCode.EXPLORE_POR_STEPS, states=self._max_states))
         self._parents.append(parent)
         self._movers.append(rank)
         step = self._next(rank)

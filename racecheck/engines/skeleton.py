@@ -38,6 +38,7 @@ from racecheck.events import (
     WaitCmp,
     cell_effect,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 WAIT_GE = 0
 WAIT_EQ = 1
@@ -157,10 +158,11 @@ class SyncSkeleton:
         if not self.opaque:
             return None
         first = self.opaque[0]
-        return (
-            f"a write into signal cell {describe_cell(first.cell, self.trace)} that no engine "
-            f"models exactly ({first.event.label or first.event.kind.value}) at "
-            f"{first.event.location}"
+        return reason(
+            ReasonCode.CELL_INEXACT,
+            cell=describe_cell(first.cell, self.trace),
+            label=first.event.label or first.event.kind.value,
+            where=str(first.event.location),
         )
 
     def units_refusal(self) -> str | None:
@@ -170,10 +172,7 @@ class SyncSkeleton:
             return None
         wait = self.takes[0].wait
         assert wait is not None
-        return (
-            f"threads share {describe_cell(wait.cell, self.trace)} and only the explore "
-            "and smt engines decide which ready thread gets it"
-        )
+        return reason(ReasonCode.CELL_UNITS, cell=describe_cell(wait.cell, self.trace))
 
     def wrapping_cells(self) -> set[int]:
         """The cells that some order of their writes takes out of the int32 range."""

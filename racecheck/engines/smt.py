@@ -82,6 +82,7 @@ from racecheck.events import (
     Wait,
     WaitCmp,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class SmtInternalError(RuntimeError):
@@ -293,7 +294,7 @@ def _as_int32(total: z3.ArithRef) -> z3.ArithRef:
     return (total - INT32_MIN) % 2**32 + INT32_MIN
 
 
-_ENCODING = "the smt engine encoded the trace for z3"
+_ENCODING = reason(ReasonCode.STAGE_SMT_ENCODING)
 
 
 class _Encoding:
@@ -317,7 +318,8 @@ class _Encoding:
     def _declare_signal_events(self) -> None:
         for rank, indices in enumerate(self._skeleton.signal_indices):
             first = self._trace.events[rank][indices[0]].location if indices else None
-            clock.check(self.deadline, f"{_ENCODING} (rank {rank})", first)
+            if clock.passed(self.deadline):  # the stage worded only when it is cut
+                raise clock.Overtime(reason(ReasonCode.STAGE_SMT_RANK, rank=rank), first)
             previous: EventRef | None = None
             for index in indices:
                 ref = EventRef(rank=rank, index=index)
@@ -359,7 +361,9 @@ class _Encoding:
             wait = event.wait
             if wait is None:
                 continue
-            clock.check(self.deadline, f"{_ENCODING} (rank {ref.rank}'s wait)", event.location)
+            if clock.passed(self.deadline):
+                stage = reason(ReasonCode.STAGE_SMT_WAIT, rank=ref.rank)
+                raise clock.Overtime(stage, event.location)
             cell = wait.cell.key
             value = self._value(cell, partial(self._counted_at, ref))
             self.solver.add(z3.Implies(executed, _holds(wait.cmp, value, wait.expected)))
@@ -459,7 +463,8 @@ class _Encoding:
         unfinished: list[z3.BoolRef] = []
         for rank, indices in enumerate(self._skeleton.signal_indices):
             first = self._trace.events[rank][indices[0]].location if indices else None
-            clock.check(self.deadline, f"{_ENCODING} (whether rank {rank} can be stuck)", first)
+            if clock.passed(self.deadline):
+                raise clock.Overtime(reason(ReasonCode.STAGE_SMT_STUCK, rank=rank), first)
             before: z3.BoolRef = z3.BoolVal(True, self.context)
             for index in indices:
                 ref = EventRef(rank=rank, index=index)
@@ -511,7 +516,7 @@ def _solve(
     encoding: _Encoding, assumptions: list[z3.BoolRef], deadline: float, about: str
 ) -> z3.ModelRef | None:
     """A model of the encoding under `assumptions`, or None if there is none."""
-    stage = f"the smt engine asked z3 {about}"
+    stage = reason(ReasonCode.STAGE_SMT_ASKED, about=about)
     checked = limited_check(
         encoding.solver, assumptions, rlimit=QUERY_RLIMIT, deadline=deadline, stage=stage
     )
@@ -519,7 +524,7 @@ def _solve(
         return encoding.solver.model()
     if checked.unsat:
         return None
-    raise EngineUnknown(f"smt: z3 could not decide {about} ({checked.why})")
+    raise EngineUnknown(reason(ReasonCode.SMT_UNDECIDED, about=about, why=checked.why))
 
 
 # ---------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import z3  # type: ignore[import-untyped]
 
 from racecheck import clock
+from racecheck.report.reasons import ReasonCode, reason
 
 _NO_TIMEOUT = 2**32 - 1  # z3's "no timeout", in ms
 _OUT_OF_RESOURCES = ("canceled", "max. resource limit exceeded", "resource limit")
@@ -61,10 +62,10 @@ def limited_check(
     if result != z3.unknown:
         return Checked(result=result, spent=spent)
     clock.check(deadline, stage)
-    reason = solver.reason_unknown()
-    if reason in _OUT_OF_RESOURCES:
-        reason = f"z3 used up its budget of {rlimit:,} resource units"
-    return Checked(result=result, spent=spent, why=reason)
+    why = solver.reason_unknown()
+    if why in _OUT_OF_RESOURCES:
+        why = reason(ReasonCode.Z3_BUDGET, units=rlimit)
+    return Checked(result=result, spent=spent, why=why)
 
 
 def _units(solver: z3.Solver) -> int:

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 
 from racecheck.errors import ProgramRejected, UsageError
 from racecheck.export.promela import to_promela
+from racecheck.options import Options
+from racecheck.report.reasons import ReasonCode, reason
 
 FORMATS = ("promela",)
 
@@ -28,9 +30,16 @@ def export_command(
     """The model text of the one program of `path` (or of `--program`) at `ranks` ranks,
     traced with the input values `seed` draws, as `verify --seed` traces it."""
     if fmt not in FORMATS:
-        raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        raise UsageError(
+            reason(
+                ReasonCode.USAGE_UNKNOWN_CHOICE,
+                what="export format",
+                name=repr(fmt),
+                names=", ".join(FORMATS),
+            )
+        )
     # Imported on use, like the CLI's other commands: tracing pulls in the whole frontend.
-    from racecheck.cosim import simulate
+    from racecheck.cosim import UNCHECKED_RUN_SECONDS, Simulator
     from racecheck.load import discover, load_file
 
     loaded = load_file(path)
@@ -38,16 +47,16 @@ def export_command(
     if len(specs) != 1:
         names = ", ".join(spec.name for spec in specs) or "none"
         raise UsageError(
-            f"export writes one program's model, and {path} has {len(specs)} ({names});"
-            " choose one with --program NAME"
+            reason(ReasonCode.EXPORT_ONE_PROGRAM, path=path, count=len(specs), names=names)
         )
     (spec,) = specs
     try:
         instance = spec.instantiate(ranks)
     except ProgramRejected as rejected:
         raise UsageError(
-            f"{spec.name} rejects {ranks} ranks ({rejected.message}); nothing to export"
+            reason(ReasonCode.EXPORT_REJECTED, program=spec.name, ranks=ranks, why=rejected.message)
         ) from None
-    trace = simulate(instance, repeat=repeat, seed=seed).trace
+    options = Options(repeat=repeat, seed=seed, timeout=UNCHECKED_RUN_SECONDS)
+    trace = Simulator(instance, options).run().trace
     header = f"/* {spec.name} from {path.replace('*/', '* /')}, P={ranks}, repeat={repeat} */\n"
     return header + to_promela(trace)

@@ -188,6 +188,65 @@ class ReasonCode(Enum):
     EVERY_P_DEFER_WAIT = "every-p-defer-wait"
     EVERY_P_SIGNAL_STORE = "every-p-signal-store"
     EVERY_P_SET_ADD = "every-p-set-add"
+    # what the engines say: why one cannot decide, what it was doing when cut (engines/)
+    ENGINE_NONE_EXACT = "engine-none-exact"
+    ENGINE_CANNOT = "engine-cannot"
+    ENGINE_NONE = "engine-none"
+    CELL_INEXACT = "cell-inexact"
+    CELL_UNITS = "cell-units"
+    MONOTONE_EQ_WAIT = "monotone-eq-wait"
+    MONOTONE_NEGATIVE_SET = "monotone-negative-set"
+    MONOTONE_NEGATIVE_ADD = "monotone-negative-add"
+    MONOTONE_MIXED_SET = "monotone-mixed-set"
+    MONOTONE_WRAP = "monotone-wrap"
+    MONOTONE_UNSIGNED_NEGATIVE = "monotone-unsigned-negative"
+    EXPLORE_MACRO_STATES = "explore-macro-states"
+    EXPLORE_POR_STEPS = "explore-por-steps"
+    SMT_UNDECIDED = "smt-undecided"
+    Z3_BUDGET = "z3-budget"
+    STAGE_BOUNDING = "stage-bounding"
+    STAGE_ANALYSIS_ORDERS = "stage-analysis-orders"
+    STAGE_ANALYSIS_EVENT = "stage-analysis-event"
+    STAGE_ANALYSIS_PAIR = "stage-analysis-pair"
+    STAGE_EXPLORE = "stage-explore"
+    STAGE_MONOTONE = "stage-monotone"
+    STAGE_MONOTONE_HOLDING = "stage-monotone-holding"
+    STAGE_SMT_ENCODING = "stage-smt-encoding"
+    STAGE_SMT_STUCK = "stage-smt-stuck"
+    STAGE_SMT_RANK = "stage-smt-rank"
+    STAGE_SMT_WAIT = "stage-smt-wait"
+    STAGE_SMT_ASKED = "stage-smt-asked"
+    # what the co-simulation says of a run: its limits, what it does not follow (cosim/)
+    HOST_ROW_OUTSIDE = "host-row-outside"
+    DISPATCH_DEVICE_OUTSIDE = "dispatch-device-outside"
+    HOST_ROWS = "host-rows"
+    DEFER_WAIT_THEN_ACCESS = "defer-wait-then-access"
+    SPLIT_AIV_OVERLAP = "split-aiv-overlap"
+    PEER_OUTSIDE = "peer-outside"
+    SIGNAL_NOT_INT32 = "signal-not-int32"
+    EVENT_BUDGET = "event-budget"
+    STAGE_HOST_ENTRY = "stage-host-entry"
+    HOST_ENTRY_OVERRUN = "host-entry-overrun"
+    TRACING_OVERTIME = "tracing-overtime"
+    TRACING_OVERTIME_AT = "tracing-overtime-at"
+    HOST_TENSOR_CROSSING = "host-tensor-crossing"
+    CROSSING_READ = "crossing-read"
+    CROSSING_WRITE = "crossing-write"
+    # what the pipeline says: paths, the reference's runs, the gate
+    SUMMARY_NOT_EVERY_INPUT = "summary-not-every-input"
+    SUMMARY_UNDECIDED = "summary-undecided"
+    STAGE_OTHER_PATHS = "stage-other-paths"
+    STAGE_RACE_SEARCH = "stage-race-search"
+    STAGE_PATH_REPLAY = "stage-path-replay"
+    STAGE_WITNESS_REPLAY = "stage-witness-replay"
+    STAGE_INTERLEAVED = "stage-interleaved"
+    GATE_NO_MODEL = "gate-no-model"
+    GATE_NOT_EVERY_P = "gate-not-every-p"
+    # what the CLI and export say of a run (cli, export)
+    INTERRUPTED = "interrupted"
+    INTERNAL_ERROR = "internal-error"
+    EXPORT_ONE_PROGRAM = "export-one-program"
+    EXPORT_REJECTED = "export-rejected"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -510,6 +569,114 @@ _WORDS: dict[ReasonCode, str] = {
         "a store into signal window {memory} (line {line}) besides its notifies"
     ),
     ReasonCode.EVERY_P_SET_ADD: "Set and AtomicAdd notifies on one signal window ({memory})",
+    ReasonCode.ENGINE_NONE_EXACT: "no engine can decide this program: {why}",
+    ReasonCode.ENGINE_CANNOT: "the {engine} engine cannot decide this program: {why}",
+    ReasonCode.ENGINE_NONE: "no engine can decide this program",
+    ReasonCode.CELL_INEXACT: (
+        "a write into signal cell {cell} that no engine models exactly ({label}) at {where}"
+    ),
+    ReasonCode.CELL_UNITS: (
+        "threads share {cell} and only the explore and smt engines decide which ready thread"
+        " gets it"
+    ),
+    ReasonCode.MONOTONE_EQ_WAIT: "an Eq wait at {where}",
+    ReasonCode.MONOTONE_NEGATIVE_SET: "a negative Set at {where}",
+    ReasonCode.MONOTONE_NEGATIVE_ADD: "a negative Add on a cell another thread waits on at {where}",
+    ReasonCode.MONOTONE_MIXED_SET: "a Set on a cell also written otherwise at {where}",
+    ReasonCode.MONOTONE_WRAP: "signal cell {cell} can wrap at 32 bits",
+    ReasonCode.MONOTONE_UNSIGNED_NEGATIVE: (
+        "an unsigned wait on a cell that can go negative at {where}"
+    ),
+    ReasonCode.EXPLORE_MACRO_STATES: "explore: more than {states} macro states",
+    ReasonCode.EXPLORE_POR_STEPS: (
+        "explore: more than {states} steps of the partial-order-reduced search"
+    ),
+    ReasonCode.SMT_UNDECIDED: "smt: z3 could not decide {about} ({why})",
+    ReasonCode.Z3_BUDGET: "z3 used up its budget of {units:,} resource units",
+    ReasonCode.STAGE_BOUNDING: "bounding the signal cells' values before asking z3",
+    ReasonCode.STAGE_ANALYSIS_ORDERS: "the analysis asked which events can run before which",
+    ReasonCode.STAGE_ANALYSIS_EVENT: (
+        "the analysis asked which events can run before which (whether rank {rank}'s event can run)"
+    ),
+    ReasonCode.STAGE_ANALYSIS_PAIR: (
+        "the analysis asked which events can run before which (whether rank {rank}'s event"
+        " can run before rank {other}'s event at line {line})"
+    ),
+    ReasonCode.STAGE_EXPLORE: "the explore engine searched the ranks' interleavings",
+    ReasonCode.STAGE_MONOTONE: "the monotone engine computed which events can run before which",
+    ReasonCode.STAGE_MONOTONE_HOLDING: (
+        "the monotone engine computed which events can run before which (holding rank {rank} back)"
+    ),
+    ReasonCode.STAGE_SMT_ENCODING: "the smt engine encoded the trace for z3",
+    ReasonCode.STAGE_SMT_STUCK: (
+        "the smt engine encoded the trace for z3 (whether rank {rank} can be stuck)"
+    ),
+    ReasonCode.STAGE_SMT_RANK: "the smt engine encoded the trace for z3 (rank {rank})",
+    ReasonCode.STAGE_SMT_WAIT: "the smt engine encoded the trace for z3 (rank {rank}'s wait)",
+    ReasonCode.STAGE_SMT_ASKED: "the smt engine asked z3 {about}",
+    ReasonCode.HOST_ROW_OUTSIDE: "row {row} of {view} is outside [0, {rows})",
+    ReasonCode.DISPATCH_DEVICE_OUTSIDE: (
+        "the program dispatches to device {rank} but runs on {ranks} ranks"
+    ),
+    ReasonCode.HOST_ROWS: (
+        "host tensor {name} has {rows} rows; the program is written for {rows} ranks"
+    ),
+    ReasonCode.DEFER_WAIT_THEN_ACCESS: (
+        "{label} after pld.system.defer_wait at line {line} in the same task: PyPTO retires"
+        " that task at once, so nothing orders this access after the wait; move it to a task"
+        " that depends on it (docs/model.md)"
+    ),
+    ReasonCode.SPLIT_AIV_OVERLAP: (
+        "pl.split_aiv at line {line}: line {later} runs after it on one AIV sub-lane while"
+        " another may still be inside it"
+    ),
+    ReasonCode.PEER_OUTSIDE: "peer {owner} is outside [0, {ranks}) accessing {view}",
+    ReasonCode.SIGNAL_NOT_INT32: "signal {view} must be INT32",
+    ReasonCode.EVENT_BUDGET: (
+        "rank {rank} exceeded the budget of {events} events; last line reached: {where} {text}"
+    ),
+    ReasonCode.STAGE_HOST_ENTRY: "{stage} (the host entry of {program})",
+    ReasonCode.HOST_ENTRY_OVERRUN: "the host entry of {program} {overrun}",
+    ReasonCode.TRACING_OVERTIME: "tracing {program} did not finish within --timeout ({who})",
+    ReasonCode.TRACING_OVERTIME_AT: (
+        "tracing {program} did not finish within --timeout ({who}; last line reached: {where}"
+        " {text})"
+    ),
+    ReasonCode.HOST_TENSOR_CROSSING: (
+        "rank {rank} {verb} bytes of host tensor {tensor} (line {line}) that rank {writer}"
+        " {writes} (line {write_line}): PyPTO copies a dispatch's host tensors to the device"
+        " before it runs and back after it, so {outcome} depends on when the two dispatches"
+        " start and end, which racecheck does not model"
+    ),
+    ReasonCode.CROSSING_READ: "what the read sees",
+    ReasonCode.CROSSING_WRITE: "which write the tensor keeps",
+    ReasonCode.SUMMARY_NOT_EVERY_INPUT: (
+        "one run with every iteration does not stand for every input: {why}"
+    ),
+    ReasonCode.SUMMARY_UNDECIDED: "that run shows a finding or is undecided itself",
+    ReasonCode.STAGE_OTHER_PATHS: "exploring the program's other paths ({checked} checked)",
+    ReasonCode.STAGE_RACE_SEARCH: "the analysis searched for races",
+    ReasonCode.STAGE_PATH_REPLAY: "replaying a witness on this path",
+    ReasonCode.STAGE_WITNESS_REPLAY: "replaying the witness of a {kind}",
+    ReasonCode.STAGE_INTERLEAVED: "running the ranks interleaved, for the golden model",
+    ReasonCode.GATE_NO_MODEL: (
+        "the outputs match no golden model, and require_model is set: name the model the"
+        " outputs must match with --expect (or expect in [tool.racecheck])"
+    ),
+    ReasonCode.GATE_NOT_EVERY_P: (
+        "not proved for every P, and require_every_p is set: the concrete P checked instead"
+        " do not stand for the others"
+    ),
+    ReasonCode.INTERRUPTED: "racecheck: interrupted (Ctrl-C); nothing was proved",
+    ReasonCode.INTERNAL_ERROR: (
+        "racecheck: internal error: {error}: {message} (nothing was proved; run again with"
+        " --debug for the traceback)"
+    ),
+    ReasonCode.EXPORT_ONE_PROGRAM: (
+        "export writes one program's model, and {path} has {count} ({names}); choose one with"
+        " --program NAME"
+    ),
+    ReasonCode.EXPORT_REJECTED: "{program} rejects {ranks} ranks ({why}); nothing to export",
 }
 
 Fact = str | int
