@@ -30,3 +30,23 @@ def test_a_with_header_binding_its_task_on_a_continuation_line_binds_it(tmp_path
     assert [finding.kind for finding in result.findings] == [
         finding.kind for finding in plain.findings
     ]
+
+
+TUPLE = EXAMPLES / "350_host_dispatch_tuple_results.py"
+
+
+def test_a_dispatch_declaring_more_results_than_it_writes_is_refused(tmp_path: Path) -> None:
+    """The host gets a dispatch's written tensors, one per declared result: three
+    declared results of a dispatch that writes two cannot be given."""
+    source = TUPLE.read_text(encoding="utf-8")
+    two = (
+        "        ) -> tuple[pl.Tensor[[1, SIZE], pl.FP32], pl.Tensor[[1, SIZE], pl.FP32]]:\n"
+        "            total, gap = self.split_step"
+    )
+    assert two in source
+    three = two.replace("pl.FP32]]:", "pl.FP32], pl.Tensor[[1, SIZE], pl.FP32]]:")
+    bad = tmp_path / "three_results.py"
+    bad.write_text(source.replace(two, three), encoding="utf-8")
+    (result,) = racecheck.verify(str(bad), ranks=[2]).results
+    assert result.verdict is racecheck.Verdict.UNKNOWN
+    assert "3 declared result(s) are neither its 2 pl.Out/pl.InOut tensor(s)" in result.message
