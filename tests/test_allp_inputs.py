@@ -146,3 +146,11 @@ def test_a_count_read_from_a_window_keeps_the_fallback() -> None:
     assert [result.ranks for result in report.results] == [2, 3]
     assert all(result.verdict is Verdict.PROVED for result in report.results)
     assert report.results[0].notes[0].startswith("not proved for every P: ")
+
+
+def test_an_input_the_kernel_writes_before_reading_keeps_the_fallback(tmp_path: Path) -> None:
+    overwrite = "send_count = pl.store(pl.load(send_count, [0], [1]), [0], send_count)\n    "
+    path = _variant(tmp_path, "written", CLAMP, overwrite + CLAMP)
+    report = racecheck.verify(str(path), ranks="all", fallback="2")
+    _never_proved_for_every_p(report)
+    assert "which the program also reads as an input" in report.results[0].notes[0]

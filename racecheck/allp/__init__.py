@@ -308,6 +308,15 @@ def _require_fragment(protocol: Protocol) -> None:
             raise OutsideFragment(reason(ReasonCode.EVERY_P_DEFER_WAIT))
     signal = set(ops) | {t.footprint.memory for t in protocol.templates if t.effect is Effect.WAIT}
     for template in protocol.templates:
+        if template.effect.writes and template.footprint.memory in protocol.read_inputs:
+            # a value read after such a write is the write's, not the input's
+            raise OutsideFragment(
+                reason(
+                    ReasonCode.EVERY_P_INPUT_WRITTEN,
+                    memory=template.footprint.memory,
+                    line=template.location.line,
+                )
+            )
         if (
             template.effect in (Effect.WRITE, Effect.ATOMIC_ADD)
             and template.footprint.memory in signal

@@ -48,6 +48,7 @@ def trace_protocol(
     records: list[PathRecord] = []
     rank_var = ""
     inputs: dict[str, None] = {}
+    read_inputs: set[str] = set()
     while pending:
         if records and fresh is not None:
             reloaded = fresh()
@@ -75,6 +76,7 @@ def trace_protocol(
         pending.extend(tracer.alternatives)
         records.append(tracer.record)
         inputs.update(dict.fromkeys(surface.read_ranges.values()))
+        read_inputs |= surface.read_memories
     return Protocol(
         templates=tuple(dict.fromkeys(t for record in records for t in record.templates)),
         checks=tuple(dict.fromkeys(c for record in records for c in record.checks)),
@@ -86,6 +88,7 @@ def trace_protocol(
         rank_var=rank_var,
         paths=len(records),
         inputs=tuple(inputs),
+        read_inputs=frozenset(read_inputs),
     )
 
 

@@ -76,6 +76,7 @@ class Surface:
         self.assumed = assumed
         self.inputs: dict[str, str] = {}  # host input tensor memory -> its parameter name
         self.read_ranges: dict[str, str] = {}  # what each input read ranges over, once
+        self.read_memories: set[str] = set()  # the host tensors read
         self.windows = 0
         self.rank_dims: frozenset[str] = frozenset()  # pl.dynamic names bound to N
         self.dispatched = False
@@ -405,6 +406,7 @@ class Surface:
         low, high = narrowed(limits, self.assumed, name)
         why = "assumed" if (low, high) != limits else f"its dtype {view.dtype.name}"
         self.read_ranges.setdefault(name, f"{name} in {low}..{high} ({why})")
+        self.read_memories.add(view.memory)
         return self.tracer.input_value(low, high)
 
     def store(self, tile: object, offsets: Sequence[object], output_tensor: object) -> SymView:

@@ -110,3 +110,4 @@ class Protocol:
     rank_var: str
     paths: int
     inputs: tuple[str, ...] = ()  # what the input values read range over
+    read_inputs: frozenset[str] = frozenset()  # the host tensors they are read from

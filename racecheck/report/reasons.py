@@ -31,6 +31,7 @@ class ReasonCode(Enum):
     EVERY_P_UNDECIDED = "every-p-undecided"
     EVERY_P_REFUTED = "every-p-refuted"
     EVERY_P_INT32 = "every-p-int32"
+    EVERY_P_INPUT_WRITTEN = "every-p-input-written"
     # what a proof for every P assumes (allp)
     ASSUME_LOW = "assume-low"
     ASSUME_BELOW = "assume-below"
@@ -211,6 +212,9 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.EVERY_P_UNDECIDED: "z3 could not decide an obligation ({why})",
     ReasonCode.EVERY_P_REFUTED: "no proof that {obligation}: counter-model at P={world} ({where})",
     ReasonCode.EVERY_P_INT32: "at P={world}, line {line} computes `{what}` outside the INT32 range",
+    ReasonCode.EVERY_P_INPUT_WRITTEN: (
+        "line {line} writes {memory}, which the program also reads as an input"
+    ),
     ReasonCode.ASSUME_LOW: "P >= {low}",
     ReasonCode.ASSUME_BELOW: (
         "P < {world} (at P={world}, line {line} computes `{what}` outside the INT32 range;"
