@@ -106,10 +106,9 @@ def test_an_input_used_as_a_peer_is_a_bug_clamped_or_not(tmp_path: Path) -> None
         assert result.notes[0].startswith("smallest failing P=2"), name
 
 
-def test_each_rank_reads_an_input_of_its_own(tmp_path: Path) -> None:
-    """Rows below the sender's count are put after its notify, rows from the receiver's
-    count on are read after its wait: disjoint only if the two counts were one value."""
-    text = SHIFT.read_text()
+def _own_counts(text: str) -> str:
+    """Rows below the sender's count put after its notify, rows from the receiver's
+    count on read after its wait: disjoint only if the two counts are one value."""
     body = text[text.index("    for row in pl.range(count):") : text.index("    return pl.store")]
     own = (
         "    pld.system.notify(signal, peer=right, offsets=[0, 0], value=1,"
@@ -123,13 +122,31 @@ def test_each_rank_reads_an_input_of_its_own(tmp_path: Path) -> None:
         "        y = pl.store(received, [row, 0], y)\n"
         "    return y\n"
     )
+    return text.replace(body, own).replace("    return pl.store(received, [0, 0], y)\n", "")
+
+
+def test_each_rank_reads_an_input_of_its_own(tmp_path: Path) -> None:
     path = tmp_path / "own.py"
-    path.write_text(
-        text.replace(body, own).replace("    return pl.store(received, [0, 0], y)\n", "")
-    )
+    path.write_text(_own_counts(SHIFT.read_text()))
     (result,) = racecheck.verify(str(path), ranks="all").results
     assert (result.ranks, result.verdict) == (2, Verdict.BUG)
     assert any(f.kind is FindingKind.RACE for f in result.findings)
+
+
+def test_a_counter_model_no_concrete_input_confirms_is_no_bug(tmp_path: Path) -> None:
+    """Every rank reads the one cell of a shared count: the proof's values are each
+    instance's own, so it finds a counter-model no input has, and falls back."""
+    shared = (
+        _own_counts(SHIFT.read_text())
+        .replace("send_count: pl.Tensor[[NR, 1], pl.INT32]", "send_count: pl.Tensor[[1], pl.INT32]")
+        .replace("per_rank(x[r], send_count[r], y[r]", "per_rank(x[r], send_count, y[r]")
+    )
+    path = tmp_path / "shared.py"
+    path.write_text(shared)
+    report = racecheck.verify(str(path), ranks="all", fallback="2")
+    _never_proved_for_every_p(report)
+    assert {result.verdict for result in report.results} == {Verdict.PROVED}
+    assert "find no bug" in report.results[0].notes[0]
 
 
 def test_an_input_steering_a_notify_keeps_the_fallback_with_its_reason(tmp_path: Path) -> None:
