@@ -82,6 +82,7 @@ class _Fact:
     names: frozenset[str]
     options: tuple[Cond, ...] = ()  # the branch this fact decided (empty: an assumption)
     choice: int = 0
+    input_range: bool = False  # the range of an input value read (`Tracer.input_value`)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -118,7 +119,6 @@ class Tracer:
         self.rank: str | None = None
         self.loops = 0
         self.inputs = 0  # input values read so far (`input_value`)
-        self.input_ranges: set[Cond] = set()  # their range facts
         self.slots: list[LoopItem] = []
         self.bounds: list[tuple[Expr, int]] = []  # each open loop's start and step
         self.left_early = ""
@@ -386,15 +386,14 @@ class Tracer:
         self.inputs += 1
         value = Var(f"{INPUT_PREFIX}{self.inputs}")
         within = All((Cmp(Rel.LE, Const(low), value), Cmp(Rel.LE, value, Const(high))))
-        self.input_ranges.add(within)
-        self._assume(within)
+        self.facts.append(_Fact(cond=within, names=frozenset({value.name}), input_range=True))
         return self.sym(value)
 
     def _sync_guard(self) -> Cond:
         """The path condition without the input values' ranges: each a satisfiable
         conjunct of a variable of its own, true of some value, so a notify or wait after
         a read does not depend on it."""
-        return All(tuple(fact.cond for fact in self.facts if fact.cond not in self.input_ranges))
+        return All(tuple(fact.cond for fact in self.facts if not fact.input_range))
 
     def computed(self, value: Expr) -> None:
         """`value` fits INT32 on this path (`int32_for_ranks`). A division or modulus by
