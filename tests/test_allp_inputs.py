@@ -10,6 +10,8 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 import racecheck
 from racecheck.cli import main
 from racecheck.findings import FindingKind, Verdict
@@ -171,3 +173,19 @@ def test_an_input_the_kernel_writes_before_reading_keeps_the_fallback(tmp_path: 
     report = racecheck.verify(str(path), ranks="all", fallback="2")
     _never_proved_for_every_p(report)
     assert "which the program also reads as an input" in report.results[0].notes[0]
+
+
+@pytest.mark.parametrize(
+    ("high", "low", "verdict"),
+    [("MAX_ROWS - 1", "1", Verdict.PROVED), ("MAX_ROWS", "-1", Verdict.BUG)],
+)
+def test_the_every_p_verdict_of_other_clamps_is_the_concrete_one(
+    tmp_path: Path, high: str, low: str, verdict: Verdict
+) -> None:
+    """A narrower clamp is proved; a lower clamp at -1 starts the rest loop at row -1."""
+    clamp = f"count = pl.max(pl.min(pl.read(send_count, [0]), {high}), {low})  # @clamp"
+    path = _variant(tmp_path, "clamp", CLAMP, clamp)
+    (every,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    (concrete,) = racecheck.verify(str(path), ranks=[2]).results
+    assert every.verdict is concrete.verdict is verdict
+    assert (every.every_p is not None) == (verdict is Verdict.PROVED)
