@@ -105,6 +105,8 @@ ROWS: tuple[tuple[str, str, int | str, str], ...] = (
         8,
         "unknown",
     ),
+    ("every P: shift of an input count", "281_input_count_shift.py", "all", "proved"),
+    ("  twin: no upper clamp", "287_input_count_shift_bug_no_upper_clamp.py", "all", "bug"),
     ("MoE dispatch/combine, routed", "266_moe_dispatch_combine_routing.py", 8, "proved"),
     ("MoE dispatch/combine, routed", "266_moe_dispatch_combine_routing.py", "2..8", "proved"),
     (

@@ -234,6 +234,7 @@ def _check_every_p(
         timeout=options.timeout,
         concrete=concrete,
         fresh=fresh,
+        assume=options.assume,
     )
 
 

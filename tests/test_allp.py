@@ -499,6 +499,10 @@ def test_a_tail_lost_where_p_does_not_divide_the_size_is_not_proved_for_every_p(
 def _agree(spec: ProgramSpec, counts: range) -> None:
     assert spec.origin is not None
     protocol = trace_protocol(spec.origin, 2, satisfiable, time.monotonic() + 60)
+    if protocol.inputs:
+        # its templates stand for one multiset of events per input, the concrete run for
+        # one input: tests/test_allp_inputs.py holds such programs to the concrete verdict
+        return
     for ranks in counts:
         try:
             concrete = concrete_events(spec, ranks)

@@ -28,6 +28,7 @@ from racecheck.allp.solver import (
     satisfiable,
 )
 from racecheck.allp.templates import Case, Effect, Protocol, Template
+from racecheck.assumptions import in_file, parse_assumption
 from racecheck.clock import Overtime
 from racecheck.clock import deadline as current_deadline
 from racecheck.events import NotifyOp, WaitCmp
@@ -118,6 +119,7 @@ def prove_every_p(
     repeat: int = 1,
     budget: int = ATTEMPT_RLIMIT,
     fresh: Callable[[], ProgramSpec] | None = None,
+    assume: tuple[str, ...] = (),
 ) -> EveryPOutcome:
     """The all-P answer for `spec`, within `budget` z3 resource units and the
     `--timeout` in force (`racecheck.clock.unit`); past either, a fallback naming it.
@@ -135,7 +137,11 @@ def prove_every_p(
         begin(budget)
         deadline = current_deadline()
         reload = None if fresh is None else lambda: fresh().origin
-        protocol = trace_protocol(spec.origin, low, satisfiable, deadline, reload)
+        assumed = (
+            *(parse_assumption(text) for text in assume),
+            *(found for _, found in in_file(spec.origin.loaded.path)),
+        )
+        protocol = trace_protocol(spec.origin, low, satisfiable, deadline, reload, assumed)
         _require_fragment(protocol)
         rejected = tuple(Not(rejection.guard) for rejection in protocol.rejections)
         assumption = All(rejected)
@@ -175,6 +181,11 @@ def prove_every_p(
         )
     assumptions = [
         reason(ReasonCode.ASSUME_LOW, low=low),
+        *(
+            (reason(ReasonCode.ASSUME_INPUTS, ranges=", ".join(protocol.inputs)),)
+            if protocol.inputs
+            else ()
+        ),
         *(() if below is None else (below[1],)),
         *(
             reason(ReasonCode.ASSUME_ACCEPTS, message=message)
@@ -297,6 +308,15 @@ def _require_fragment(protocol: Protocol) -> None:
             raise OutsideFragment(reason(ReasonCode.EVERY_P_DEFER_WAIT))
     signal = set(ops) | {t.footprint.memory for t in protocol.templates if t.effect is Effect.WAIT}
     for template in protocol.templates:
+        if template.effect.writes and template.footprint.memory in protocol.read_inputs:
+            # a value read after such a write is the write's, not the input's
+            raise OutsideFragment(
+                reason(
+                    ReasonCode.EVERY_P_INPUT_WRITTEN,
+                    memory=template.footprint.memory,
+                    line=template.location.line,
+                )
+            )
         if (
             template.effect in (Effect.WRITE, Effect.ATOMIC_ADD)
             and template.footprint.memory in signal

@@ -47,6 +47,7 @@ def check_every_p(
     timeout: float,
     concrete: Concrete,
     fresh: Fresh,
+    assume: tuple[str, ...] = (),
 ) -> list[ProgramResult]:
     """One all-P proof, which stands only if the concrete checks at the P it names
     prove what the symbolic fragment leaves out — or the smallest failing P confirmed
@@ -54,7 +55,9 @@ def check_every_p(
     started = time.monotonic()
     try:
         with clock.unit(timeout):  # the proof's own --timeout; each concrete P has its own
-            outcome = allp.prove_every_p(spec, every_p.low, repeat=repeat, fresh=fresh)
+            outcome = allp.prove_every_p(
+                spec, every_p.low, repeat=repeat, fresh=fresh, assume=assume
+            )
     except (UnsupportedConstruct, TracingError) as error:
         outcome = EveryPOutcome(answer=Answer.FALLBACK, low=every_p.low, reason=error.message)
     checked: dict[int, ProgramResult] = {}

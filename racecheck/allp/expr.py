@@ -73,6 +73,8 @@ class Op(Enum):
     MUL = "*"
     TDIV = "//"  # truncating, as on the device
     TMOD = "%"
+    MIN = "min"  # pl.min / pl.max of two scalars: no branch, exact in z3
+    MAX = "max"
 
 
 class Rel(Enum):
@@ -105,6 +107,8 @@ class Bin:
     right: Expr
 
     def __str__(self) -> str:
+        if self.op in (Op.MIN, Op.MAX):
+            return f"{self.op.value}({self.left}, {self.right})"
         return f"({self.left} {self.op.value} {self.right})"
 
 
@@ -201,6 +205,8 @@ _FOLD: dict[Op, Callable[[int, int], int]] = {
     Op.MUL: lambda a, b: a * b,
     Op.TDIV: truncating_div,
     Op.TMOD: truncating_mod,
+    Op.MIN: min,
+    Op.MAX: max,
 }
 
 
@@ -325,6 +331,17 @@ def _computed(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
             )
         )
     return result
+
+
+def extremum(op: Op, left: object, right: object) -> Operand:
+    """`pl.min` (Op.MIN) or `pl.max` (Op.MAX) of two device scalars, a `Sym` if either
+    is: exact in z3, no branch, and within the range of its operands (no INT32 check)."""
+    if not (_is_operand(left) and _is_operand(right)):
+        raise OutsideFragment(reason(ReasonCode.SHADOW_SCALAR_ARITHMETIC))
+    symbolic = next((value for value in (left, right) if isinstance(value, Sym)), None)
+    if symbolic is None:
+        return _FOLD[op](int(left), int(right))  # type: ignore[call-overload]
+    return _combine(op, to_expr(left), to_expr(right), symbolic.decide)
 
 
 def _is_operand(value: object) -> bool:

@@ -127,7 +127,7 @@ class _Instance:
 
 
 def _instance(template: Template, tag: str, rank_tag: str) -> _Instance:
-    names = {var: f"{var}@{tag}" for var in template.loop_vars}
+    names = {var: f"{var}@{tag}" for var in (*template.loop_vars, *template.inputs)}
     names[template.rank] = f"r@{rank_tag}"
     return _Instance(template=template, names=names, rank=Var(f"r@{rank_tag}"))
 

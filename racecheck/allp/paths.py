@@ -21,6 +21,7 @@ from racecheck.allp.reasons import untraceable
 from racecheck.allp.shadow import Surface
 from racecheck.allp.templates import Protocol, Rejection
 from racecheck.allp.tracer import PathRecord, Tracer
+from racecheck.assumptions import Assumption
 from racecheck.dsl import modules
 from racecheck.dsl.location import traceback_location
 from racecheck.dsl.program import DslFunction
@@ -39,12 +40,15 @@ def trace_protocol(
     feasible: Callable[[Cond, float], bool],
     deadline: float,
     fresh: Callable[[], ProgramOrigin | None] | None = None,
+    assumed: tuple[Assumption, ...] = (),
 ) -> Protocol:
     """Every path of the program at `origin`, each after the first on a fresh import
     of its file (`fresh`, if given): no run sees what another left in the module."""
     pending: list[list[int]] = [[]]
     records: list[PathRecord] = []
     rank_var = ""
+    inputs: dict[str, None] = {}
+    read_inputs: set[str] = set()
     while pending:
         if records and fresh is not None:
             reloaded = fresh()
@@ -58,7 +62,10 @@ def trace_protocol(
             pending.pop(), _until(feasible, deadline), Cmp(Rel.LE, Const(low), Var(WORLD))
         )
         surface = Surface(
-            tracer, modules.MODULES["pypto.language"], modules.MODULES["pypto.language.distributed"]
+            tracer,
+            modules.MODULES["pypto.language"],
+            modules.MODULES["pypto.language.distributed"],
+            assumed,
         )
         _run_path(origin, surface, deadline, len(records) + 1)
         if tracer.left_early and tracer.record.rejection is None:
@@ -68,6 +75,8 @@ def trace_protocol(
         rank_var = rank_var or _dispatch_var(tracer)
         pending.extend(tracer.alternatives)
         records.append(tracer.record)
+        inputs.update(dict.fromkeys(surface.read_ranges.values()))
+        read_inputs |= surface.read_memories
     return Protocol(
         templates=tuple(dict.fromkeys(t for record in records for t in record.templates)),
         checks=tuple(dict.fromkeys(c for record in records for c in record.checks)),
@@ -78,6 +87,8 @@ def trace_protocol(
         cases=tuple(dict.fromkeys(c for record in records for c in record.cases)),
         rank_var=rank_var,
         paths=len(records),
+        inputs=tuple(inputs),
+        read_inputs=frozenset(read_inputs),
     )
 
 

@@ -26,10 +26,12 @@ from racecheck.allp.expr import (
     Cond,
     Const,
     Expr,
+    Op,
     OutsideFragment,
     Rel,
     Sym,
     Var,
+    extremum,
     to_expr,
 )
 from racecheck.allp.functions import Jit, ShadowFunction, ShadowProgram
@@ -50,20 +52,31 @@ from racecheck.allp.views import (
     product,
     strides,
 )
+from racecheck.assumptions import Assumption, narrowed
 from racecheck.dsl import dist_ops, lowering, modules
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lowering import Lowering
 from racecheck.dsl.program import FunctionRole, _role_of
-from racecheck.dsl.types import AtomicType, DimExpr, TensorType
-from racecheck.events import NotifyOp, WaitCmp
+from racecheck.dsl.types import AtomicType, DimExpr, Direction, TensorType
+from racecheck.events import INT32_MAX, INT32_MIN, NotifyOp, WaitCmp
 from racecheck.report.reasons import ReasonCode, reason
 
 
 class Surface:
     """`pl` and `pld` for one symbolic run."""
 
-    def __init__(self, tracer: Tracer, real_pl: ModuleType, real_pld: ModuleType) -> None:
+    def __init__(
+        self,
+        tracer: Tracer,
+        real_pl: ModuleType,
+        real_pld: ModuleType,
+        assumed: tuple[Assumption, ...] = (),
+    ) -> None:
         self.tracer = tracer
+        self.assumed = assumed
+        self.inputs: dict[str, str] = {}  # host input tensor memory -> its parameter name
+        self.read_ranges: dict[str, str] = {}  # what each input read ranges over, once
+        self.read_memories: set[str] = set()  # the host tensors read
         self.windows = 0
         self.rank_dims: frozenset[str] = frozenset()  # pl.dynamic names bound to N
         self.dispatched = False
@@ -81,6 +94,14 @@ class Surface:
                 raise OutsideFragment(reason(ReasonCode.SHADOW_SCALAR_ARITHMETIC))
             return tiles[0]
 
+        def scalar_or_tile(op: Op) -> Callable[..., object]:
+            def apply(*operands: object, **keywords: object) -> object:
+                if len(operands) == 2 and not any(isinstance(o, SymTile) for o in operands):
+                    return extremum(op, *operands)
+                return elementwise(*operands, **keywords)
+
+            return apply
+
         members: dict[str, Any] = {
             "range": self.range_,
             "parallel": self.parallel,
@@ -89,9 +110,16 @@ class Surface:
             "program": self.program,
             "function": self.function,
             "jit": Jit(self),
+            "read": self.read,
         }
-        for name in ("add", "sub", "mul", "div", "maximum", "minimum", "max", "min", "cast"):
+        for name in ("add", "sub", "mul", "div", "maximum", "minimum"):
             members[name] = elementwise
+        members["min"], members["max"] = scalar_or_tile(Op.MIN), scalar_or_tile(Op.MAX)
+        members["cast"] = lambda value, *args, **kwargs: (
+            _scalar_cast(value, *args, **kwargs)
+            if isinstance(value, (Sym, int))
+            else elementwise(value, *args, **kwargs)
+        )
         return members
 
     def _pld_members(self) -> dict[str, Any]:
@@ -301,6 +329,8 @@ class Surface:
     def host_tensor(self, name: str, annotation: TensorType, rank_dims: frozenset[str]) -> SymView:
         """A host tensor argument; `rank_dims` are the `pl.dynamic` names bound to N."""
         shape = tuple(host_dim(dim, self.tracer, rank_dims) for dim in annotation.dims)
+        if annotation.direction is Direction.IN:
+            self.inputs[f"host {name}"] = name
         return SymView(
             memory=f"host {name}", window=False, base=Const(0), shape=shape, dtype=annotation.dtype
         )
@@ -356,6 +386,28 @@ class Surface:
         extent = valid_shape if valid_shape is not None else shape
         self._access(Effect.READ, view, self._local_owner(view), offsets, extent)
         return SymTile(extent=exprs(extent))
+
+    def read(self, tensor: object, offsets: Sequence[object]) -> Sym:
+        """`pl.read` of one element of a host input tensor in a kernel: a fresh value of
+        its dtype's range, narrowed by the user's assumptions (`racecheck.assumptions`).
+        A window's element is another rank's to write: outside the fragment."""
+        view = as_view(tensor)
+        if view.window:
+            raise OutsideFragment(reason(ReasonCode.SHADOW_READ_WINDOW, memory=view.memory))
+        name = self.inputs.get(view.memory)
+        if name is None:
+            raise OutsideFragment(reason(ReasonCode.SHADOW_READ_NOT_INPUT, memory=view.memory))
+        limits = view.dtype.limits
+        if limits is None or not (limits[0] >= INT32_MIN and limits[1] <= INT32_MAX):
+            raise OutsideFragment(
+                reason(ReasonCode.SHADOW_READ_DTYPE, memory=name, dtype=view.dtype.name)
+            )
+        self._access(Effect.READ, view, None, offsets, [1] * len(view.shape))
+        low, high = narrowed(limits, self.assumed, name)
+        why = "assumed" if (low, high) != limits else f"its dtype {view.dtype.name}"
+        self.read_ranges.setdefault(name, f"{name} in {low}..{high} ({why})")
+        self.read_memories.add(view.memory)
+        return self.tracer.input_value(low, high)
 
     def store(self, tile: object, offsets: Sequence[object], output_tensor: object) -> SymView:
         view = as_view(output_tensor)
@@ -544,6 +596,16 @@ class TracedOps:
 
     def require_rank(self, index: Sym, what: str) -> None:
         self.tracer.check(in_range(to_expr(index), Const(0), Var(WORLD)), what)
+
+
+def _scalar_cast(value: Sym | int, dtype: object = None, *_: object, **__: object) -> Sym | int:
+    """`pl.cast` of a device scalar: every scalar here fits INT32 (reads are INT32 or
+    narrower, computed values are checked), so a cast to a signed integer type of 32
+    bits or more keeps it; any other cast leaves the fragment."""
+    limits = dtype.limits if isinstance(dtype, DType) else None
+    if limits is None or not (limits[0] <= INT32_MIN and limits[1] >= INT32_MAX):
+        raise OutsideFragment(reason(ReasonCode.SHADOW_CAST, dtype=repr(dtype)))
+    return value
 
 
 class _Namespace:

@@ -107,6 +107,9 @@ class _Translator:
             return left - right
         if item.op is Op.MUL:
             return left * right
+        if item.op in (Op.MIN, Op.MAX):
+            smaller = left <= right if item.op is Op.MIN else right <= left
+            return self.z3.If(smaller, left, right, self.context)
         from racecheck.engines.inputs_smt import truncating_div_term, truncating_mod_term
 
         divide = truncating_div_term if item.op is Op.TDIV else truncating_mod_term

@@ -64,6 +64,7 @@ class Template:
     location: SourceLocation
     rank: str  # the variable that is this event's rank
     loop_vars: tuple[str, ...]
+    inputs: tuple[str, ...] = ()  # the input values (`Tracer.input_value`) it mentions
     context: frozenset[tuple[Cond, bool]] = frozenset()  # branch decisions on N alone
     notify_op: NotifyOp | None = None
     value: Expr | None = None  # notify value / wait threshold
@@ -108,3 +109,5 @@ class Protocol:
     cases: tuple[Case, ...]
     rank_var: str
     paths: int
+    inputs: tuple[str, ...] = ()  # what the input values read range over
+    read_inputs: frozenset[str] = frozenset()  # the host tensors they are read from

@@ -82,6 +82,7 @@ class _Fact:
     names: frozenset[str]
     options: tuple[Cond, ...] = ()  # the branch this fact decided (empty: an assumption)
     choice: int = 0
+    input_range: bool = False  # the range of an input value read (`Tracer.input_value`)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -117,6 +118,7 @@ class Tracer:
         self.record = PathRecord()
         self.rank: str | None = None
         self.loops = 0
+        self.inputs = 0  # input values read so far (`input_value`)
         self.slots: list[LoopItem] = []
         self.bounds: list[tuple[Expr, int]] = []  # each open loop's start and step
         self.left_early = ""
@@ -342,25 +344,56 @@ class Tracer:
         cmp: WaitCmp | None = None,
     ) -> None:
         owner = () if footprint.owner is None else (footprint.owner,)
-        for part in (*footprint.offsets, *footprint.extent, footprint.base, *owner):
+        parts = (*footprint.offsets, *footprint.extent, footprint.base, *owner)
+        for part in parts:
             self._check_scope(part, "an access")
         if value is not None:
             self._check_scope(value, "a signal value")
+        guard = self.guard() if effect.plain else self._sync_guard()
+        mentioned = set().union(*(variables(item) for item in (*parts, guard)))
+        if value is not None:
+            mentioned |= variables(value)
+        inputs = tuple(sorted(name for name in mentioned if is_input_var(name)))
+        if inputs and not effect.plain:
+            # the obligations' chains quantify over the notifies and waits that order
+            # an access: an input value there would be theirs to choose, not the input's
+            raise OutsideFragment(
+                reason(ReasonCode.OUTSIDE_INPUT_SYNC, effect=effect.value, at=str(user_location()))
+            )
         self.record.templates.append(
             Template(
                 effect=effect,
                 footprint=footprint,
-                guard=self.guard(),
+                guard=guard,
                 position=self.position(),
                 location=user_location(),
                 rank=self.rank_var(),
                 loop_vars=tuple(sorted(self._active_loops())),
+                inputs=inputs,
                 notify_op=notify_op,
                 value=value,
                 cmp=cmp,
                 context=frozenset(self.context),
             )
         )
+
+    def input_value(self, low: int, high: int) -> Sym:
+        """A value read from an input tensor in a kernel: a fresh variable within
+        `low..high` (its dtype's range narrowed by the user's assumptions). Every event
+        instance names it apart (`Template.inputs`), so two instances may see different
+        values, as two ranks or iterations reading two cells do: a proof covers them all."""
+        self.rank_var()
+        self.inputs += 1
+        value = Var(f"{INPUT_PREFIX}{self.inputs}")
+        within = All((Cmp(Rel.LE, Const(low), value), Cmp(Rel.LE, value, Const(high))))
+        self.facts.append(_Fact(cond=within, names=frozenset({value.name}), input_range=True))
+        return self.sym(value)
+
+    def _sync_guard(self) -> Cond:
+        """The path condition without the input values' ranges: each a satisfiable
+        conjunct of a variable of its own, true of some value, so a notify or wait after
+        a read does not depend on it."""
+        return All(tuple(fact.cond for fact in self.facts if not fact.input_range))
 
     def computed(self, value: Expr) -> None:
         """`value` fits INT32 on this path (`int32_for_ranks`). A division or modulus by
@@ -652,6 +685,13 @@ def _of_inner_loop(value: object, outer_loops: frozenset[str]) -> bool:
     else:
         return False
     return any(_is_loop_var(name) and name not in outer_loops for name in names)
+
+
+INPUT_PREFIX = "v"
+
+
+def is_input_var(name: str) -> bool:
+    return name.startswith(INPUT_PREFIX) and name[len(INPUT_PREFIX) :].isdigit()
 
 
 def _is_loop_var(name: str) -> bool:

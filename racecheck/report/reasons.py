@@ -34,6 +34,7 @@ class ReasonCode(Enum):
     EVERY_P_UNDECIDED = "every-p-undecided"
     EVERY_P_REFUTED = "every-p-refuted"
     EVERY_P_INT32 = "every-p-int32"
+    EVERY_P_INPUT_WRITTEN = "every-p-input-written"
     # what a proof for every P assumes (allp)
     ASSUME_LOW = "assume-low"
     ASSUME_BELOW = "assume-below"
@@ -42,6 +43,7 @@ class ReasonCode(Enum):
     ASSUME_SCOPE = "assume-scope"
     ASSUME_UNCHECKED = "assume-unchecked"
     ASSUME_DISCHARGED = "assume-discharged"
+    ASSUME_INPUTS = "assume-inputs"
     # why a result is unknown, or what it leaves unchecked (judge)
     HUNG_UNFOUND = "hung-unfound"
     MORE_UNCHECKED = "more-unchecked"
@@ -176,6 +178,11 @@ class ReasonCode(Enum):
     SHADOW_REMOTE_NOT_WINDOW = "shadow-remote-not-window"
     SHADOW_REGION_SIZES = "shadow-region-sizes"
     SHADOW_NAME = "shadow-name"
+    SHADOW_READ_WINDOW = "shadow-read-window"
+    SHADOW_READ_NOT_INPUT = "shadow-read-not-input"
+    SHADOW_READ_DTYPE = "shadow-read-dtype"
+    SHADOW_CAST = "shadow-cast"
+    OUTSIDE_INPUT_SYNC = "outside-input-sync"
     # what the every-P prover discharges (allp/obligations.py Obligation)
     OBLIGATION_BOUNDS = "obligation-bounds"
     OBLIGATION_UNIQUE_WRITER = "obligation-unique-writer"
@@ -286,6 +293,9 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.EVERY_P_UNDECIDED: "z3 could not decide an obligation ({why})",
     ReasonCode.EVERY_P_REFUTED: "no proof that {obligation}: counter-model at P={world} ({where})",
     ReasonCode.EVERY_P_INT32: "at P={world}, line {line} computes `{what}` outside the INT32 range",
+    ReasonCode.EVERY_P_INPUT_WRITTEN: (
+        "line {line} writes {memory}, which the program also reads as an input"
+    ),
     ReasonCode.ASSUME_LOW: "P >= {low}",
     ReasonCode.ASSUME_BELOW: (
         "P < {world} (at P={world}, line {line} computes `{what}` outside the INT32 range;"
@@ -307,6 +317,7 @@ _WORDS: dict[ReasonCode, str] = {
         " proved, their numbers unchecked"
     ),
     ReasonCode.ASSUME_DISCHARGED: "discharged for every P: {obligation}",
+    ReasonCode.ASSUME_INPUTS: "every input satisfying {ranges}",
     ReasonCode.HUNG_UNFOUND: (
         "the traced run hung but no engine found the deadlock; refusing to answer"
     ),
@@ -545,6 +556,22 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.SHADOW_REMOTE_NOT_WINDOW: "put/get whose remote side is not a window",
     ReasonCode.SHADOW_REGION_SIZES: "{label}: its source and target regions differ in size",
     ReasonCode.SHADOW_NAME: "{name} is outside the symbolic fragment",
+    ReasonCode.SHADOW_READ_WINDOW: (
+        "pl.read of window {memory} (a value another rank may write) is outside the symbolic"
+        " fragment"
+    ),
+    ReasonCode.SHADOW_READ_NOT_INPUT: (
+        "pl.read of {memory}, which is not an input tensor, is outside the symbolic fragment"
+    ),
+    ReasonCode.SHADOW_READ_DTYPE: (
+        "pl.read of {memory}, whose {dtype} values may leave INT32, is outside the symbolic"
+        " fragment"
+    ),
+    ReasonCode.SHADOW_CAST: "pl.cast of a scalar to {dtype} is outside the symbolic fragment",
+    ReasonCode.OUTSIDE_INPUT_SYNC: (
+        "a value read from an input steers a {effect} at {at}, which is outside the symbolic"
+        " fragment"
+    ),
     ReasonCode.OBLIGATION_BOUNDS: "every access in bounds",
     ReasonCode.OBLIGATION_UNIQUE_WRITER: (
         "each waited signal cell is fed by one notify, or by one +1 from every other rank"

@@ -1,0 +1,191 @@
+"""`--ranks all` on programs that read their input (issue 23 item 3): a `pl.read` of a host
+input in a kernel is a symbolic value of its dtype's range, narrowed by the user's
+assumptions, each event instance's its own; a counter-model stands only once the ordinary
+pipeline confirms it at a concrete P; an input that steers a notify or a wait, or a read
+of a window, keeps today's fallback with its reason."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+import racecheck
+from racecheck.cli import main
+from racecheck.findings import FindingKind, Verdict
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SHIFT = EXAMPLES / "281_input_count_shift.py"
+NO_UPPER_CLAMP = EXAMPLES / "287_input_count_shift_bug_no_upper_clamp.py"
+WINDOW_COUNTS = EXAMPLES / "262_input_counts_all_to_all_v.py"
+CLAMP = "count = pl.max(pl.min(pl.read(send_count, [0]), MAX_ROWS), 0)  # @clamp"
+PUSH = "pld.tile.remote_store(tile, inbox, peer=right, offsets=[row, 0])  # @push"
+INT32_RANGE = "every input satisfying send_count in -2147483648..2147483647 (its dtype INT32)"
+
+
+def _line_of(path: Path, marker: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.rstrip().endswith(f"# {marker}"):
+            return number
+    raise AssertionError(f"no {marker} in {path}")
+
+
+def _variant(tmp_path: Path, name: str, old: str, new: str, source: Path = SHIFT) -> Path:
+    text = source.read_text()
+    assert old in text
+    path = tmp_path / f"{name}.py"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def _never_proved_for_every_p(report: racecheck.Report) -> None:
+    assert all(result.every_p is None for result in report.results)
+
+
+def test_an_input_count_feeding_loop_bounds_is_proved_for_every_p_and_every_input() -> None:
+    report = racecheck.verify(str(SHIFT), ranks="all")
+    (result,) = report.results
+    assert result.verdict is Verdict.PROVED and result.engine == "allp"
+    assert result.every_p is not None and result.every_p.low == 2
+    assert INT32_RANGE in result.every_p.assumptions
+    assert report.exit_code == 0
+
+
+def test_the_proof_states_the_input_assumption_in_json() -> None:
+    out = io.StringIO()
+    assert main(["verify", str(SHIFT), "--ranks", "all", "--format", "json"], stdout=out) == 0
+    (result,) = json.loads(out.getvalue())["results"]
+    assert result["ranks"] == "all" and result["verdict"] == "proved"
+    assert INT32_RANGE in json.dumps(result)
+
+
+def test_a_count_without_its_upper_clamp_is_refuted_and_confirmed_at_two() -> None:
+    report = racecheck.verify(str(NO_UPPER_CLAMP), ranks="all")
+    (result,) = report.results
+    assert (result.ranks, result.verdict, result.every_p) == (2, Verdict.BUG, None)
+    assert result.notes[0].startswith("smallest failing P=2: no proof that every access in bounds")
+    load = _line_of(NO_UPPER_CLAMP, "@load")
+    (finding,) = [f for f in result.findings if f.kind is FindingKind.OUT_OF_BOUNDS]
+    assert {location.line for location in finding.locations} == {load}
+    # the concrete count that overflows
+    assert any(name == "send_count" and value > 2 for name, _, value in finding.inputs)
+
+
+def test_an_assumption_on_the_input_is_the_proofs_and_printed(tmp_path: Path) -> None:
+    """`--assume` and the in-file form narrow the read's range: the unclamped twin is
+    proved under `send_count in 0..2` and says so."""
+    out = io.StringIO()
+    command = ["verify", str(NO_UPPER_CLAMP), "--ranks", "all", "--assume", "send_count in 0..2"]
+    assert main(command, stdout=out, stderr=io.StringIO()) == 0
+    assert "every input satisfying send_count in 0..2 (assumed)" in out.getvalue()
+    declared = tmp_path / "declared.py"
+    declared.write_text("# racecheck: assume send_count in 0..2\n" + NO_UPPER_CLAMP.read_text())
+    (result,) = racecheck.verify(str(declared), ranks="all").results
+    assert result.verdict is Verdict.PROVED and result.every_p is not None
+    assert "every input satisfying send_count in 0..2 (assumed)" in result.every_p.assumptions
+    beyond = tmp_path / "beyond.py"
+    beyond.write_text("# racecheck: assume send_count in 0..3\n" + NO_UPPER_CLAMP.read_text())
+    (result,) = racecheck.verify(str(beyond), ranks="all").results
+    assert (result.ranks, result.verdict) == (2, Verdict.BUG)
+
+
+def test_a_clamp_off_by_one_from_rank_forty_fails_first_at_forty_one(tmp_path: Path) -> None:
+    wider = "count = pl.max(pl.min(pl.read(send_count, [0]), MAX_ROWS + pld.rank(ctx) // 40), 0)"
+    path = _variant(tmp_path, "late", CLAMP, wider + "  # @clamp")
+    (result,) = racecheck.verify(str(path), ranks="all").results
+    assert (result.ranks, result.verdict) == (41, Verdict.BUG)
+    assert any(f.kind is FindingKind.OUT_OF_BOUNDS and f.ranks == (40,) for f in result.findings)
+
+
+def test_an_input_used_as_a_peer_is_a_bug_clamped_or_not(tmp_path: Path) -> None:
+    clamped = "peer=pl.max(pl.min(pl.read(send_count, [0]), pld.nranks(ctx) - 1), 0)"
+    for name, peer in (("clamped", clamped), ("raw", "peer=pl.read(send_count, [0])")):
+        path = _variant(tmp_path, name, PUSH, PUSH.replace("peer=right", peer))
+        (result,) = racecheck.verify(str(path), ranks="all").results
+        assert (result.ranks, result.verdict) == (2, Verdict.BUG), name
+        assert result.notes[0].startswith("smallest failing P=2"), name
+
+
+def _own_counts(text: str) -> str:
+    """Rows below the sender's count put after its notify, rows from the receiver's
+    count on read after its wait: disjoint only if the two counts are one value."""
+    body = text[text.index("    for row in pl.range(count):") : text.index("    return pl.store")]
+    own = (
+        "    pld.system.notify(signal, peer=right, offsets=[0, 0], value=1,"
+        " op=pld.NotifyOp.AtomicAdd)\n"
+        "    for row in pl.range(count):\n"
+        "        tile = pl.load(x, [row, 0], [1, SIZE])\n"
+        f"        {PUSH}\n"
+        "    pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)\n"
+        "    for row in pl.range(count, MAX_ROWS):\n"
+        "        received = pl.load(inbox, [row, 0], [1, SIZE])  # @read\n"
+        "        y = pl.store(received, [row, 0], y)\n"
+        "    return y\n"
+    )
+    return text.replace(body, own).replace("    return pl.store(received, [0, 0], y)\n", "")
+
+
+def test_each_rank_reads_an_input_of_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "own.py"
+    path.write_text(_own_counts(SHIFT.read_text()))
+    (result,) = racecheck.verify(str(path), ranks="all").results
+    assert (result.ranks, result.verdict) == (2, Verdict.BUG)
+    assert any(f.kind is FindingKind.RACE for f in result.findings)
+
+
+def test_a_counter_model_no_concrete_input_confirms_is_no_bug(tmp_path: Path) -> None:
+    """Every rank reads the one cell of a shared count: the proof's values are each
+    instance's own, so it finds a counter-model no input has, and falls back."""
+    shared = (
+        _own_counts(SHIFT.read_text())
+        .replace("send_count: pl.Tensor[[NR, 1], pl.INT32]", "send_count: pl.Tensor[[1], pl.INT32]")
+        .replace("per_rank(x[r], send_count[r], y[r]", "per_rank(x[r], send_count, y[r]")
+    )
+    path = tmp_path / "shared.py"
+    path.write_text(shared)
+    report = racecheck.verify(str(path), ranks="all", fallback="2")
+    _never_proved_for_every_p(report)
+    assert {result.verdict for result in report.results} == {Verdict.PROVED}
+    assert "find no bug" in report.results[0].notes[0]
+
+
+def test_an_input_steering_a_notify_keeps_the_fallback_with_its_reason(tmp_path: Path) -> None:
+    one = "offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)"
+    path = _variant(tmp_path, "valued", one, one.replace("value=1", "value=count"))
+    report = racecheck.verify(str(path), ranks="all", fallback="2..3")
+    _never_proved_for_every_p(report)
+    assert "a value read from an input steers a notify at" in report.results[0].notes[0]
+
+
+def test_a_count_read_from_a_window_keeps_the_fallback() -> None:
+    report = racecheck.verify(str(WINDOW_COUNTS), ranks="all", fallback="2..3")
+    _never_proved_for_every_p(report)
+    assert [result.ranks for result in report.results] == [2, 3]
+    assert all(result.verdict is Verdict.PROVED for result in report.results)
+    assert report.results[0].notes[0].startswith("not proved for every P: ")
+
+
+def test_an_input_the_kernel_writes_before_reading_keeps_the_fallback(tmp_path: Path) -> None:
+    overwrite = "send_count = pl.store(pl.load(send_count, [0], [1]), [0], send_count)\n    "
+    path = _variant(tmp_path, "written", CLAMP, overwrite + CLAMP)
+    report = racecheck.verify(str(path), ranks="all", fallback="2")
+    _never_proved_for_every_p(report)
+    assert "which the program also reads as an input" in report.results[0].notes[0]
+
+
+@pytest.mark.parametrize(
+    ("high", "low", "verdict"),
+    [("MAX_ROWS - 1", "1", Verdict.PROVED), ("MAX_ROWS", "-1", Verdict.BUG)],
+)
+def test_the_every_p_verdict_of_other_clamps_is_the_concrete_one(
+    tmp_path: Path, high: str, low: str, verdict: Verdict
+) -> None:
+    """A narrower clamp is proved; a lower clamp at -1 starts the rest loop at row -1."""
+    clamp = f"count = pl.max(pl.min(pl.read(send_count, [0]), {high}), {low})  # @clamp"
+    path = _variant(tmp_path, "clamp", CLAMP, clamp)
+    (every,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    (concrete,) = racecheck.verify(str(path), ranks=[2]).results
+    assert every.verdict is concrete.verdict is verdict
+    assert (every.every_p is not None) == (verdict is Verdict.PROVED)
