@@ -12,8 +12,13 @@ racecheck expects:
     ranks 2..4: proved
 """
 
+import argparse
+
 import pypto.language as pl
 import pypto.language.distributed as pld
+import torch
+from pypto import ir
+from pypto.ir.distributed_compiled_program import DistributedConfig
 
 SIZE = 32
 
@@ -94,3 +99,29 @@ def build(nr: int):
             return y
 
     return TupleResults
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="a dispatch's tuple results on the host")
+    parser.add_argument("-p", "--platform", default="a2a3sim")
+    parser.add_argument("-d", "--device", default="0,1", help="comma-separated device ids")
+    args = parser.parse_args()
+    device_ids = [int(d) for d in args.device.split(",")]
+    nr = len(device_ids)
+    compiled = ir.compile(
+        build(nr),
+        platform=args.platform,
+        distributed_config=DistributedConfig(device_ids=device_ids, num_sub_workers=0),
+    )
+    a = torch.randn(nr, 1, SIZE)
+    b = torch.randn(nr, 1, SIZE)
+    total, gap, y = (torch.zeros(nr, 1, SIZE) for _ in range(3))
+    compiled(a, b, total, gap, y)
+    expected = torch.roll((a + b) * (a - b), shifts=-1, dims=0)
+    ok = torch.allclose(y, expected, rtol=1e-5, atol=1e-5)
+    print("OK" if ok else "MISMATCH")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -28,7 +28,7 @@ from racecheck.dsl.scalars import as_index, device_scalar
 from racecheck.dsl.scopes import (
     declared_results,
     dep_indexes,
-    held_result,
+    dispatch_result,
     kernel_call,
     note_inline,
     note_orchestration,
@@ -114,7 +114,7 @@ class DslFunction:
                 {name: device_scalar(value) for name, value in kwargs.items()},
             )
             # the host gets the tensors the dispatch writes, one per result it declares
-            return held_result(self.__name__, self.function, args, kwargs, submit=False)
+            return dispatch_result(self.__name__, self.function, args, kwargs)
         context = current()
         on_host = context is not None and not is_rank_context(context)
         if on_host and self.role is FunctionRole.PER_DEVICE and host_context("").ranks == 1:

@@ -30,6 +30,7 @@ from racecheck.dsl.location import innermost_user_frame, unsupported, user_locat
 from racecheck.dsl.scalars import DeviceIndex, as_index
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import Direction, TensorType
+from racecheck.errors import UnsupportedConstruct
 from racecheck.events import SourceLocation
 
 
@@ -349,8 +350,28 @@ class HeldBack:
     def __getattr__(self, attribute: str) -> Any:
         raise unsupported(self.why, self.location)
 
+    def __iter__(self) -> Iterator[Any]:  # `s, d = held`
+        raise unsupported(self.why, self.location)
+
     def __repr__(self) -> str:
         return f"<the result of task {self.name}, which runs apart from its caller>"
+
+
+def dispatch_result(
+    name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """What the host gets from a dispatch of `function`: the tensors it writes, one
+    per result it declares (`held_result`); where they do not match, a value whose use
+    is refused where it is used."""
+    try:
+        return held_result(name, function, args, kwargs, submit=False)
+    except UnsupportedConstruct:
+        why = (
+            f"the host uses what dispatch {name} returns, and its declared results are"
+            " neither the pl.Out/pl.InOut tensors it writes nor its pl.Out ones:"
+            " racecheck cannot tell which tensors they are"
+        )
+        return HeldBack(name=name, location=user_location(), why=why)
 
 
 def stands_for(result: Any, held: Any) -> bool:
