@@ -30,7 +30,6 @@ from racecheck.dsl.location import innermost_user_frame, unsupported, user_locat
 from racecheck.dsl.scalars import DeviceIndex, as_index
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import Direction, TensorType
-from racecheck.errors import UnsupportedConstruct
 from racecheck.events import SourceLocation
 
 
@@ -293,6 +292,46 @@ def _refuse_written_locals(
             )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Results:
+    """A call's declared result count and the tensors it writes: its `pl.Out` and
+    `pl.InOut` arguments (`written`) and its `pl.Out` ones (`outs`)."""
+
+    declared: int
+    written: tuple[TensorView, ...]
+    outs: tuple[TensorView, ...]
+
+    @classmethod
+    def of(
+        cls,
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        submit: bool,
+    ) -> _Results:
+        written: list[TensorView] = []
+        outs: list[TensorView] = []
+        for _, value, annotation in _arguments(function, args, kwargs):
+            if not isinstance(value, TensorView) or not isinstance(annotation, TensorType):
+                continue
+            if annotation.direction is not Direction.IN:
+                written.append(value)
+            if annotation.direction is Direction.OUT:
+                outs.append(value)
+        unannotated = signature_of(function).return_annotation is inspect.Signature.empty
+        declared = len(written) if unannotated and not submit else declared_results(function)
+        return cls(declared=declared, written=tuple(written), outs=tuple(outs))
+
+    def given(self) -> Any:
+        """The tensors that stand for the results (one, or a tuple); None when neither
+        the written tensors nor the `pl.Out` ones are as many as declared."""
+        held = self.written if len(self.written) == self.declared else self.outs
+        if len(held) != self.declared:
+            return None
+        return held[0] if self.declared == 1 else held
+
+
 def held_result(
     name: str,
     function: Callable[..., Any],
@@ -308,28 +347,36 @@ def held_result(
     directly declares as many as it writes; through `pl.submit`, none. The call is
     refused when neither is as many; once it runs, what it returns must be them, or
     nothing (`stands_for`)."""
-    written: list[TensorView] = []
-    outs: list[TensorView] = []
-    for _, value, annotation in _arguments(function, args, kwargs):
-        if not isinstance(value, TensorView) or not isinstance(annotation, TensorType):
-            continue
-        if annotation.direction is not Direction.IN:
-            written.append(value)
-        if annotation.direction is Direction.OUT:
-            outs.append(value)
-    unannotated = signature_of(function).return_annotation is inspect.Signature.empty
-    declared = len(written) if unannotated and not submit else declared_results(function)
-    if declared == 0:  # `pl.submit` then returns the task id alone
+    results = _Results.of(function, args, kwargs, submit=submit)
+    if results.declared == 0:  # `pl.submit` then returns the task id alone
         return None if submit else HeldBack(name=name, location=user_location())
-    held = written if len(written) == declared else outs
-    if len(held) != declared:
+    given = results.given()
+    if given is None:
         raise unsupported(
-            f"task {name} runs apart from its caller, and its {declared} declared "
-            f"result(s) are neither its {len(written)} pl.Out/pl.InOut tensor(s) nor its "
-            f"{len(outs)} pl.Out one(s): racecheck cannot give them to the caller before "
-            "it runs"
+            f"task {name} runs apart from its caller, and its {results.declared} declared "
+            f"result(s) are neither its {len(results.written)} pl.Out/pl.InOut tensor(s) nor"
+            f" its {len(results.outs)} pl.Out one(s): racecheck cannot give them to the"
+            " caller before it runs"
         )
-    return held[0] if declared == 1 else tuple(held)
+    return given
+
+
+def dispatch_result(
+    name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """What the host gets from a dispatch of `function`: the tensors it writes, one per
+    result it declares (as `held_result`), nothing when it declares none; where they do
+    not match, a value whose use is refused where it is used."""
+    results = _Results.of(function, args, kwargs, submit=False)
+    given = results.given()
+    if results.declared == 0 or given is not None:
+        return given
+    why = (
+        f"the host uses what dispatch {name} returns, and its declared results are"
+        " neither the pl.Out/pl.InOut tensors it writes nor its pl.Out ones:"
+        " racecheck cannot tell which tensors they are"
+    )
+    return HeldBack(name=name, location=user_location(), why=why)
 
 
 class HeldBack:
@@ -355,23 +402,6 @@ class HeldBack:
 
     def __repr__(self) -> str:
         return f"<the result of task {self.name}, which runs apart from its caller>"
-
-
-def dispatch_result(
-    name: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    """What the host gets from a dispatch of `function`: the tensors it writes, one
-    per result it declares (`held_result`); where they do not match, a value whose use
-    is refused where it is used."""
-    try:
-        return held_result(name, function, args, kwargs, submit=False)
-    except UnsupportedConstruct:
-        why = (
-            f"the host uses what dispatch {name} returns, and its declared results are"
-            " neither the pl.Out/pl.InOut tensors it writes nor its pl.Out ones:"
-            " racecheck cannot tell which tensors they are"
-        )
-        return HeldBack(name=name, location=user_location(), why=why)
 
 
 def stands_for(result: Any, held: Any) -> bool:
