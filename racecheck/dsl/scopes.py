@@ -368,8 +368,10 @@ def dispatch_result(
     result it declares (as `held_result`), nothing when it declares none; where they do
     not match, a value whose use is refused where it is used."""
     results = _Results.of(function, args, kwargs, submit=False)
+    if results.declared == 0:
+        return None
     given = results.given()
-    if results.declared == 0 or given is not None:
+    if given is not None:
         return given
     why = (
         f"the host uses what dispatch {name} returns, and its declared results are"
