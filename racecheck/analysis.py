@@ -679,6 +679,7 @@ def stale_reads(
     for cell in cells:
         cell_spans[(cell.memory, cell.owner)].append((cell.offset, cell.offset + _CELL_BYTES))
     first_blocked = {ref.rank: ref.index for ref in blocked}
+    signal_tensors = _signal_tensors(trace)
     by_key = {instance.key: instance for instance in accessed}
     preceding = _Preceding(oracle)
     found: dict[SourceLocation, Hazard] = {}
@@ -689,6 +690,8 @@ def stale_reads(
             memory = trace.memory(event.access.memory)
             if memory.kind is not MemoryKind.WINDOW or event.location in found:
                 continue
+            if event.access.memory in signal_tensors:
+                continue
             key = (event.access.memory, event.access.owner)
             signal = union_ranges(cell_spans.get(key, []))
             hazard = _stale(trace, by_key[key], preceding, event, signal, cells)
@@ -696,6 +699,22 @@ def stale_reads(
             if hazard is not None and (ran or oracle.can_run(event.ref)):
                 found[event.location] = hazard
     return list(found.values())
+
+
+def _signal_tensors(trace: Trace) -> set[int]:
+    """Windows that only notifies write: every element is a signal cell, notified or
+    not, and reading one never notified is legitimate (SPEC.md, stale read)."""
+    notified: set[int] = set()
+    written: set[int] = set()
+    for rank_events in trace.events:
+        for event in rank_events:
+            if event.access is None or not writes(event):
+                continue
+            if event.kind is EventKind.NOTIFY:
+                notified.add(event.access.memory)
+            else:
+                written.add(event.access.memory)
+    return notified - written
 
 
 class _Preceding:

@@ -154,6 +154,17 @@ def test_stale_bytes_are_found_in_a_window_that_also_holds_signal_cells() -> Non
     assert hazard.regions[0].ranges == ((64, 128),)
 
 
+def test_a_window_only_notifies_write_is_all_signal_cells_and_never_stale() -> None:
+    """A counter row read whole (PyPTO's EP dispatch reads every peer's count): the
+    elements no peer notified hold their zero, which is not a stale read."""
+    builder = TraceBuilder(2)
+    counts = builder.window("counts", 16)  # four INT32 cells per rank
+    builder.notify(0, counts, 1, 4, line=1)
+    builder.wait(1, counts, 4, line=2)
+    builder.load(1, counts, 1, 0, 16, line=3)
+    assert hazards_of(builder.build()) == []
+
+
 def test_a_stale_read_is_a_warning() -> None:
     builder = TraceBuilder(1)
     buf = builder.window("buf", 64)

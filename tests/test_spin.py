@@ -157,6 +157,14 @@ def test_read_past_the_written_bytes_is_stale_there_only() -> None:
     assert verdicts.stale_reads == (StaleRead(read=ref(1, 1), ranges=((8, 16),)),)
 
 
+def test_a_read_of_a_window_only_notifies_write_is_not_stale() -> None:
+    builder, _, signal = two_ranks_with_data()
+    builder.notify(0, signal, 1, 4, line=10)
+    builder.wait(1, signal, 4, line=20)
+    builder.load(1, signal, 1, 0, 8, line=21)  # cell 0 is never notified: it holds 0
+    assert spin(builder.build()).verdicts.stale_reads == ()
+
+
 def test_a_read_some_execution_runs_is_stale_one_none_runs_is_not() -> None:
     """Rank 0's Eq wait passes only between rank 1's two Adds; rank 1's own wait is never
     notified. Neither load has a writer."""

@@ -13,7 +13,9 @@ rest on, and turns a model checker's answers to them into verdicts.
 * Stale read: a LOAD of a window that some execution runs; its bytes, other than the
   signal cells of that instance (bytes a NOTIFY or WAIT accesses), that no
   overlapping write can precede (an earlier write of the same rank always does) are
-  stale. A LOAD no execution runs sits behind a wait that never passes: the deadlock.
+  stale. A window no event writes but a NOTIFY is all signal cells: none of its
+  LOADs is stale. A LOAD no execution runs sits behind a wait that never passes: the
+  deadlock.
 * Deadlock: answered by the model checker directly; nothing to derive.
 
 Assumes a well-formed trace (events indexed by position, regions normalised).
@@ -92,6 +94,11 @@ def stale_candidates(trace: Trace) -> list[tuple[Event, Ranges, list[Event]]]:
     """Each LOAD of a window, its bytes outside signal cells, and every write (any
     rank) that overlaps it."""
     windows = {memory.id for memory in trace.memories if memory.kind is MemoryKind.WINDOW}
+    writers_of: dict[int, set[EventKind]] = defaultdict(set)
+    for event in (event for rank_events in trace.events for event in rank_events):
+        if event.access is not None and writes(event):
+            writers_of[event.access.memory].add(event.kind)
+    windows -= {memory for memory, kinds in writers_of.items() if kinds == {EventKind.NOTIFY}}
     candidates = []
     for (memory, _), events in _by_instance(trace).items():
         if memory not in windows:
