@@ -703,7 +703,7 @@ def stale_reads(
 
 def _signal_tensors(trace: Trace) -> set[int]:
     """Windows that only notifies write: every element is a signal cell, notified or
-    not, and reading one never notified is legitimate (SPEC.md, stale read)."""
+    not, and reading one never notified is legitimate (docs/model.md, stale read)."""
     notified: set[int] = set()
     written: set[int] = set()
     for rank_events in trace.events:
