@@ -154,6 +154,29 @@ class ReasonCode(Enum):
     USAGE_ARGV_SPLIT = "usage-argv-split"
     USAGE_UNWRITABLE = "usage-unwritable"
     USAGE_TRACE_RANKS = "usage-trace-ranks"
+    # what makes a [tool.racecheck] table unusable (config: UsageError)
+    CONFIG_UNREADABLE = "config-unreadable"
+    CONFIG_TABLE = "config-table"
+    CONFIG_FILE_TABLE = "config-file-table"
+    CONFIG_NOT_TABLE = "config-not-table"
+    CONFIG_FILES_NOT_TABLES = "config-files-not-tables"
+    CONFIG_NO_PATH = "config-no-path"
+    CONFIG_UNKNOWN_KEY = "config-unknown-key"
+    CONFIG_IN_TABLE = "config-in-table"
+    CONFIG_WRONG_VALUE = "config-wrong-value"
+    CONFIG_EXPECTED_RANKS = "config-expected-ranks"
+    CONFIG_EXPECTED_ARGS = "config-expected-args"
+    CONFIG_EXPECTED_TEXTS = "config-expected-texts"
+    CONFIG_EXPECTED_STRINGS = "config-expected-strings"
+    CONFIG_EXPECTED_BOOL = "config-expected-bool"
+    CONFIG_EXPECTED_STRING = "config-expected-string"
+    CONFIG_BAD_EXPECT = "config-bad-expect"
+    CONFIG_NO_GOLDEN = "config-no-golden"
+    CONFIG_UNMATCHED = "config-unmatched"
+    CONFIG_MATCHES_NO_FILE = "config-matches-no-file"
+    # how a golden model's name is misspelt (model_names: UsageError)
+    GOLDEN_NOT_FUNCTION = "golden-not-function"
+    GOLDEN_UNKNOWN = "golden-unknown"
     # what the every-P shadow of pl/pld does not follow (allp/shadow.py)
     SHADOW_SCALAR_ARITHMETIC = "shadow-scalar-arithmetic"
     SHADOW_DISPATCH_LOOPS = "shadow-dispatch-loops"
@@ -520,6 +543,29 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.USAGE_ARGV_SPLIT: "--argv {argv}: {why}",
     ReasonCode.USAGE_UNWRITABLE: "--html {path}: cannot write there",
     ReasonCode.USAGE_TRACE_RANKS: "trace --ranks {ranks}: give one rank count, e.g. --ranks 4",
+    ReasonCode.CONFIG_UNREADABLE: "cannot read it: {why}",
+    ReasonCode.CONFIG_TABLE: "[tool.racecheck]",
+    ReasonCode.CONFIG_FILE_TABLE: "[[tool.racecheck.files]] #{number}",
+    ReasonCode.CONFIG_NOT_TABLE: "{where} must be a table",
+    ReasonCode.CONFIG_FILES_NOT_TABLES: "{where} files must be [[tool.racecheck.files]] tables",
+    ReasonCode.CONFIG_NO_PATH: (
+        '{where} needs path = "GLOB" (or a list of globs), relative to {source}'
+    ),
+    ReasonCode.CONFIG_UNKNOWN_KEY: "{where} unknown key {key!r}; known keys: {known}",
+    ReasonCode.CONFIG_IN_TABLE: "{where}: {why}",
+    ReasonCode.CONFIG_WRONG_VALUE: "{what} = {value}: expected {expected}",
+    ReasonCode.CONFIG_EXPECTED_RANKS: 'a rank-count text ("2..8", "all") or a list of rank counts',
+    ReasonCode.CONFIG_EXPECTED_ARGS: "a table of NAME = VALUE",
+    ReasonCode.CONFIG_EXPECTED_TEXTS: 'a table of NAME = "VALUE"',
+    ReasonCode.CONFIG_EXPECTED_STRINGS: "a list of strings",
+    ReasonCode.CONFIG_EXPECTED_BOOL: "true or false",
+    ReasonCode.CONFIG_EXPECTED_STRING: "a string",
+    ReasonCode.CONFIG_BAD_EXPECT: "{what} = {name!r}: {why}",
+    ReasonCode.CONFIG_NO_GOLDEN: "{what} = {name!r}: no such file {golden}",
+    ReasonCode.CONFIG_UNMATCHED: "[[tool.racecheck.files]] #{number} path {pattern!r}",
+    ReasonCode.CONFIG_MATCHES_NO_FILE: "{table} matches no file",
+    ReasonCode.GOLDEN_NOT_FUNCTION: "golden {name!r}: write file.py:function or module:function",
+    ReasonCode.GOLDEN_UNKNOWN: "unknown golden model {name!r}; valid models: {names}",
     ReasonCode.SHADOW_SCALAR_ARITHMETIC: "scalar arithmetic through pl.* is outside the fragment",
     ReasonCode.SHADOW_DISPATCH_LOOPS: "more than one dispatch loop per rank",
     ReasonCode.SHADOW_DEVICE_NOT_INDEX: (
