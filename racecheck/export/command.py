@@ -58,5 +58,8 @@ def export_command(
         ) from None
     options = Options(repeat=repeat, seed=seed, timeout=UNCHECKED_RUN_SECONDS)
     trace = Simulator(instance, options).run().trace
-    header = f"/* {spec.name} from {path.replace('*/', '* /')}, P={ranks}, repeat={repeat} */\n"
-    return header + to_promela(trace)
+    escaped = path.replace("*/", "* /")
+    header = reason(
+        ReasonCode.EXPORT_HEADER, program=spec.name, path=escaped, ranks=ranks, repeat=repeat
+    )
+    return f"/* {header} */\n" + to_promela(trace)

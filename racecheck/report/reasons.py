@@ -277,6 +277,23 @@ class ReasonCode(Enum):
     INTERNAL_ERROR = "internal-error"
     EXPORT_ONE_PROGRAM = "export-one-program"
     EXPORT_REJECTED = "export-rejected"
+    EXPORT_HEADER = "export-header"
+    # the Promela model's comments, and why SPIN's search decides nothing (export/)
+    PROMELA_MODEL = "promela-model"
+    PROMELA_QUESTIONS = "promela-questions"
+    PROMELA_DEADLOCK = "promela-deadlock"
+    PROMELA_CELL = "promela-cell"
+    PROMELA_CAN_RUN = "promela-can-run"
+    PROMELA_CAN_RUN_BEFORE = "promela-can-run-before"
+    PROMELA_INEXPRESSIBLE = "promela-inexpressible"
+    SPIN_NOT_ON_PATH = "spin-not-on-path"
+    SPIN_CANNOT_RUN = "spin-cannot-run"
+    SPIN_NO_TIME_LEFT = "spin-no-time-left"
+    SPIN_TIMED_OUT = "spin-timed-out"
+    SPIN_STEP_FAILED = "spin-step-failed"
+    SPIN_NOT_EXHAUSTIVE = "spin-not-exhaustive"
+    SPIN_UNEXPECTED_OUTPUT = "spin-unexpected-output"
+    SPIN_UNREADABLE_OUTPUT = "spin-unreadable-output"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -750,6 +767,30 @@ _WORDS: dict[ReasonCode, str] = {
         " --program NAME"
     ),
     ReasonCode.EXPORT_REJECTED: "{program} rejects {ranks} ranks ({why}); nothing to export",
+    ReasonCode.EXPORT_HEADER: "{program} from {path}, P={ranks}, repeat={repeat}",
+    ReasonCode.PROMELA_MODEL: "racecheck model: {ranks} ranks, {events} events",
+    ReasonCode.PROMELA_QUESTIONS: (
+        "{asked} ordering questions: marker q_<n> reachable = answer yes"
+    ),
+    ReasonCode.PROMELA_DEADLOCK: "deadlock = invalid end state",
+    ReasonCode.PROMELA_CELL: "{memory}[{owner}][{index}] at byte {offset}",
+    ReasonCode.PROMELA_CAN_RUN: "can e{event} run?",
+    ReasonCode.PROMELA_CAN_RUN_BEFORE: "can e{event} run before rank {rank} e{other}?",
+    ReasonCode.PROMELA_INEXPRESSIBLE: (
+        "a write into a signal cell that the model cannot express at {where}"
+    ),
+    ReasonCode.SPIN_NOT_ON_PATH: (
+        "`{tool}` is not on PATH; install it with `apt-get install spin` (SPIN needs gcc too)"
+    ),
+    ReasonCode.SPIN_CANNOT_RUN: (
+        "cannot run {tool}: {why}; install it with `apt-get install spin` (SPIN needs gcc too)"
+    ),
+    ReasonCode.SPIN_NO_TIME_LEFT: "SPIN ran out of time before {step}",
+    ReasonCode.SPIN_TIMED_OUT: "SPIN did not finish in time (during {step})",
+    ReasonCode.SPIN_STEP_FAILED: "{step} failed (exit {status}): {output}",
+    ReasonCode.SPIN_NOT_EXHAUSTIVE: "SPIN's search was not exhaustive ({sign})",
+    ReasonCode.SPIN_UNEXPECTED_OUTPUT: "unexpected pan output: {output}",
+    ReasonCode.SPIN_UNREADABLE_OUTPUT: "cannot read {pattern!r} from pan's output",
 }
 
 Fact = str | int
