@@ -278,6 +278,23 @@ class ReasonCode(Enum):
     EXPORT_ONE_PROGRAM = "export-one-program"
     EXPORT_REJECTED = "export-rejected"
     EXPORT_HEADER = "export-header"
+    # the collective builtins PyPTO refuses or racecheck does not model (dsl/builtins.py)
+    BUILTIN_HOST_RANKS = "builtin-host-ranks"
+    BUILTIN_HOST_DTYPE = "builtin-host-dtype"
+    BUILTIN_IN_CHIP = "builtin-in-chip"
+    BUILTIN_NOT_WINDOW = "builtin-not-window"
+    BUILTIN_SAME_WINDOW = "builtin-same-window"
+    BUILTIN_SOURCE_IS_TARGET = "builtin-source-is-target"
+    BUILTIN_HOST_SIGNAL = "builtin-host-signal"
+    BUILTIN_MODE = "builtin-mode"
+    BUILTIN_NO_SIGNAL_OFF_HOST = "builtin-no-signal-off-host"
+    BUILTIN_NO_SIGNAL_AGAIN = "builtin-no-signal-again"
+    BUILTIN_DEFER = "builtin-defer"
+    BUILTIN_LOCAL_WINDOW = "builtin-local-window"
+    BUILTIN_SUM_ONLY = "builtin-sum-only"
+    BUILTIN_OUT_ON_HOST = "builtin-out-on-host"
+    BUILTIN_KEYWORDS = "builtin-keywords"
+    BUILTIN_COUNTS = "builtin-counts"
     # the Promela model's comments, and why SPIN's search decides nothing (export/)
     PROMELA_MODEL = "promela-model"
     PROMELA_QUESTIONS = "promela-questions"
@@ -768,6 +785,59 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.EXPORT_REJECTED: "{program} rejects {ranks} ranks ({why}); nothing to export",
     ReasonCode.EXPORT_HEADER: "{program} from {path}, P={ranks}, repeat={repeat}",
+    ReasonCode.BUILTIN_HOST_RANKS: (
+        "{label} in the host function at {ranks} ranks: PyPTO's host kernels return at once"
+        " above {most} ranks, with no synchronisation and no data"
+    ),
+    ReasonCode.BUILTIN_HOST_DTYPE: (
+        "{label} in the host function on {data}: PyPTO's host kernel takes {dtypes} data only"
+    ),
+    ReasonCode.BUILTIN_IN_CHIP: (
+        "{label} in a per-device (CHIP orchestration) function: PyPTO lowers only"
+        " pld.tensor.all_to_all_v with both counts there and rejects it; call it in a"
+        " kernel or in the host function"
+    ),
+    ReasonCode.BUILTIN_NOT_WINDOW: (
+        "{label} in the host function needs windows, got {operand}: PyPTO rejects it"
+    ),
+    ReasonCode.BUILTIN_SAME_WINDOW: (
+        "{label} in the host function needs distinct windows, got {operands}: PyPTO rejects it"
+    ),
+    ReasonCode.BUILTIN_SOURCE_IS_TARGET: (
+        "{label}: {source} and {target} are views of one buffer; the builtin needs a source"
+        " separate from its target"
+    ),
+    ReasonCode.BUILTIN_HOST_SIGNAL: (
+        "{label} in the host function takes a [W] or [W, 1] signal, got {signal}:"
+        " PyPTO refuses it at compile time"
+    ),
+    ReasonCode.BUILTIN_MODE: "{label}: mode={mode} is not 'mesh' or 'ring'",
+    ReasonCode.BUILTIN_NO_SIGNAL_OFF_HOST: (
+        "{label} without a signal is modelled in the host function only"
+    ),
+    ReasonCode.BUILTIN_NO_SIGNAL_AGAIN: (
+        "{label} without a signal runs again from the same line: PyPTO rejects a"
+        " signal-less allreduce inside a for/while loop; pass a signal window"
+    ),
+    ReasonCode.BUILTIN_DEFER: (
+        "{label}(defer=True) is the three-argument InCore composite: PyPTO splits it"
+        " inside a kernel's task, not in the host function or with an out tensor"
+    ),
+    ReasonCode.BUILTIN_LOCAL_WINDOW: (
+        "{label} in a kernel needs a plain tensor as local data, got the window {local}:"
+        " PyPTO's InCore lowering rejects it"
+    ),
+    ReasonCode.BUILTIN_SUM_ONLY: "{label} supports op=pld.ReduceOp.Sum only",
+    ReasonCode.BUILTIN_OUT_ON_HOST: (
+        "{label} with an out tensor is the InCore intrinsic, not a host call"
+    ),
+    ReasonCode.BUILTIN_KEYWORDS: (
+        "{label} takes no {keywords}: its arguments are"
+        " (input, target, signal, send_counts, recv_counts), and PyPTO refuses the call"
+    ),
+    ReasonCode.BUILTIN_COUNTS: (
+        "{label} takes send_counts and recv_counts together (in the host function, always)"
+    ),
     ReasonCode.PROMELA_MODEL: "racecheck model: {ranks} ranks, {events} events",
     ReasonCode.PROMELA_QUESTIONS: (
         "{asked} ordering questions: marker q_<n> reachable = answer yes"
