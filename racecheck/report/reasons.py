@@ -278,6 +278,26 @@ class ReasonCode(Enum):
     EXPORT_ONE_PROGRAM = "export-one-program"
     EXPORT_REJECTED = "export-rejected"
     EXPORT_HEADER = "export-header"
+    # the DSL's refusals and errors of a program's calls (dsl/dist_ops.py, dsl/program.py)
+    DSL_WORLD_SIZE_OUTSIDE = "dsl-world-size-outside"
+    DSL_ALLOC_NO_DTYPE = "dsl-alloc-no-dtype"
+    DSL_WINDOW_NOT_BUFFER = "dsl-window-not-buffer"
+    DSL_NOT_WINDOW = "dsl-not-window"
+    DSL_NOT_CHOICE = "dsl-not-choice"
+    DSL_WAIT_ARGUMENTS = "dsl-wait-arguments"
+    DSL_DEFER_WAIT_GE = "dsl-defer-wait-ge"
+    DSL_ATOMIC = "dsl-atomic"
+    DSL_SLICE_TOGETHER = "dsl-slice-together"
+    DSL_WHOLE_SLICE_SIZES = "dsl-whole-slice-sizes"
+    DSL_NOT_RECOMPILED = "dsl-not-recompiled"
+    DSL_NO_DEVICE = "dsl-no-device"
+    DSL_SUB_WORKER_WRITES = "dsl-sub-worker-writes"
+    DSL_SUB_WORKER_READS = "dsl-sub-worker-reads"
+    DSL_SUBMIT_KERNEL = "dsl-submit-kernel"
+    DSL_SUBMIT_PREDICATE = "dsl-submit-predicate"
+    DSL_NOT_RUN = "dsl-not-run"
+    DSL_NO_JIT_FUNCTION = "dsl-no-jit-function"
+    DSL_JIT_UNKNOWN = "dsl-jit-unknown"
     # the collective builtins PyPTO refuses or racecheck does not model (dsl/builtins.py)
     BUILTIN_HOST_RANKS = "builtin-host-ranks"
     BUILTIN_HOST_DTYPE = "builtin-host-dtype"
@@ -785,6 +805,46 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.EXPORT_REJECTED: "{program} rejects {ranks} ranks ({why}); nothing to export",
     ReasonCode.EXPORT_HEADER: "{program} from {path}, P={ranks}, repeat={repeat}",
+    ReasonCode.DSL_WORLD_SIZE_OUTSIDE: "pld.world_size() is only known while a program runs",
+    ReasonCode.DSL_ALLOC_NO_DTYPE: "pld.alloc_window_buffer(shape, dtype=...) needs a dtype",
+    ReasonCode.DSL_WINDOW_NOT_BUFFER: (
+        "pld.window needs a buffer from pld.alloc_window_buffer, got {buffer}"
+    ),
+    ReasonCode.DSL_NOT_WINDOW: "{construct}: {role} must be a window (pld.window), got {view}",
+    ReasonCode.DSL_NOT_CHOICE: "{construct}: {keyword}= must be one of {choices}, got {value}",
+    ReasonCode.DSL_WAIT_ARGUMENTS: "{label} needs offsets= and expected=",
+    ReasonCode.DSL_DEFER_WAIT_GE: "pld.system.defer_wait supports cmp=pld.WaitCmp.Ge only",
+    ReasonCode.DSL_ATOMIC: "{label}: atomic= must be pld.AtomicType.None_ or Add, got {atomic}",
+    ReasonCode.DSL_SLICE_TOGETHER: (
+        "{label}: dst_offsets, src_offsets and shape are given together or not at all"
+    ),
+    ReasonCode.DSL_WHOLE_SLICE_SIZES: (
+        "{label} of a whole slice needs src and dst of the same size, got {src} and {dst}"
+    ),
+    ReasonCode.DSL_NOT_RECOMPILED: (
+        "racecheck could not recompile {name}() from its source (made by exec, or wrapped by"
+        " another decorator), and its `%`, `//` or `divmod` would floor where the device"
+        " truncates: define it with `def` in the file, under the pl decorator only"
+    ),
+    ReasonCode.DSL_NO_DEVICE: (
+        "the host calls {name}() without device=r; racecheck models per-device calls"
+        " dispatched with device="
+    ),
+    ReasonCode.DSL_SUB_WORKER_WRITES: (
+        "{name} is a host sub-worker callback that writes {written}; racecheck does not run"
+        " sub-workers"
+    ),
+    ReasonCode.DSL_SUB_WORKER_READS: (
+        "{name} is a host sub-worker callback that only reads host tensors: not run (it cannot"
+        " change what the devices compute)"
+    ),
+    ReasonCode.DSL_SUBMIT_KERNEL: "pl.submit takes a kernel written self.<kernel>; got {kernel}",
+    ReasonCode.DSL_SUBMIT_PREDICATE: "pl.submit(predicate=...) is not modelled",
+    ReasonCode.DSL_NOT_RUN: (
+        "running or compiling {name} for hardware is not modelled; racecheck traces it itself"
+    ),
+    ReasonCode.DSL_NO_JIT_FUNCTION: "self.{name}: this module has no @pl.jit function {name!r}",
+    ReasonCode.DSL_JIT_UNKNOWN: "pl.jit.{name} is not part of the DSL racecheck models",
     ReasonCode.BUILTIN_HOST_RANKS: (
         "{label} in the host function at {ranks} ranks: PyPTO's host kernels return at once"
         " above {most} ranks, with no synchronisation and no data"
