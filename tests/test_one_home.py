@@ -311,6 +311,7 @@ def test_every_reason_code_is_worded() -> None:
         ("seed", -1, ("verify", "trace", "export")),
         ("timeout", 0, ("verify",)),
         ("jobs", 0, ("verify",)),
+        ("cores", 0, ("verify", "trace", "export")),
     ],
 )
 def test_a_bad_option_value_has_one_wording_in_the_cli_the_api_and_the_configuration(
@@ -346,7 +347,21 @@ def test_export_seed_draws_the_inputs_verify_draws() -> None:
     for seed in (0, 1):
         (spec,) = discover(load_file(str(ROUTING)))
         run = Simulator(spec.instantiate(2), Options(seed=seed)).run()
-        model = export_command(str(ROUTING), 2, seed=seed)
+        model = export_command(str(ROUTING), 2, options=Options(seed=seed))
         assert model.endswith(to_promela(run.trace))
         models.append(model)
     assert models[0] != models[1]
+
+
+def test_export_and_trace_import_the_file_with_its_command_line(tmp_path: Path) -> None:
+    """`--argv` (like `--env` and `--import-root`) reaches the file's import in `export`
+    as in `trace` and `verify`: a file that needs its command line loads with it only."""
+    path = tmp_path / "needs_argv.py"
+    source = (EXAMPLES / "01_shift_builtin_barrier.py").read_text()
+    path.write_text('import sys\nassert sys.argv[1:] == ["-p", "a2a3"]\n' + source)
+    for command in ("export", "trace"):
+        argv = [command, str(path), "--ranks", "2"]
+        assert main(argv, stdout=io.StringIO(), stderr=io.StringIO()) == 2
+        out = io.StringIO()
+        assert main([*argv, "--argv", "-p a2a3"], stdout=out, stderr=io.StringIO()) == 0
+        assert "P=2" in out.getvalue()
