@@ -27,9 +27,8 @@ def export_command(
     options: Options | None = None,
 ) -> str:
     """The model text of the one program of `path` (or of `--program`) at `ranks` ranks,
-    imported and run with `options` as `verify` runs its first path: the file's command
-    line, environment and import root, `--repeat`, the input values `--seed` draws and
-    `--cores`."""
+    imported and run with `options` as `verify` reads them: the file's command line,
+    environment and import root, `--repeat`, the input values `--seed` draws, `--cores`."""
     options = options or Options()
     if fmt not in FORMATS:
         raise UsageError(
