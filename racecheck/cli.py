@@ -28,12 +28,10 @@ from racecheck.findings import Report, exit_code_of
 from racecheck.options import (
     DEFAULT_CORES,
     EngineChoice,
-    ImportConfig,
     Options,
     RuntimeOrder,
     numeric,
     parse_arg,
-    parse_count,
     parse_env,
     parse_ranks,
 )
@@ -65,9 +63,7 @@ class TraceCommand:
     programs: tuple[str, ...]
     args: tuple[tuple[str, str], ...]
     rank_param: str | None
-    repeat: int
-    seed: int
-    import_config: ImportConfig = ImportConfig()
+    options: Options = Options()  # the run's: --repeat, --seed, --cores, how the file imports
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -485,12 +481,15 @@ def _trace_command(namespace: argparse.Namespace) -> TraceCommand:
         programs=tuple(namespace.program or ()),
         args=tuple(parse_arg(text) for text in namespace.arg or ()),
         rank_param=namespace.rank_param,
-        repeat=parse_count("repeat", namespace.repeat or "1", minimum=1),
-        seed=parse_count("seed", namespace.seed or "0", minimum=0),
-        import_config=Options(
-            **{name: value for name, value in _import_fields(namespace).items() if value}
-        ).import_config,
+        options=Options(**_run_fields(namespace)),  # validated as verify's options are
     )
+
+
+def _run_fields(namespace: argparse.Namespace) -> dict[str, Any]:
+    """The flags of `trace` and `export` that shape the run, as `verify` reads them."""
+    numbers = {"repeat": namespace.repeat, "seed": namespace.seed, "cores": namespace.cores}
+    given = {name: numeric(text) for name, text in numbers.items() if text is not None}
+    return {**given, **{name: value for name, value in _import_fields(namespace).items() if value}}
 
 
 # --- commands --------------------------------------------------------------------------
@@ -550,19 +549,18 @@ def run_export(command: ExportCommand, out: TextIO) -> int:
             programs=selection.programs,
             args=dict(selection.args),
             rank_param=selection.rank_param,
-            repeat=selection.repeat,
-            seed=selection.seed,
+            options=selection.options,
         ),
     )
     return 0
 
 
 def run_trace(command: TraceCommand, out: TextIO) -> int:
-    from racecheck.cosim import UNCHECKED_RUN_SECONDS, Simulator
+    from racecheck.cosim import unchecked_run
     from racecheck.load import discover, load_file
     from racecheck.report.trace import render_trace
 
-    loaded = load_file(command.path, config=command.import_config.at(command.ranks))
+    loaded = load_file(command.path, config=command.options.import_config.at(command.ranks))
     traced = 0
     specs = discover(
         loaded,
@@ -576,8 +574,7 @@ def run_trace(command: TraceCommand, out: TextIO) -> int:
         except ProgramRejected as rejected:
             _write(out, f"{spec.name}  P={command.ranks}  skipped  {rejected.message}\n")
             continue
-        options = Options(repeat=command.repeat, seed=command.seed, timeout=UNCHECKED_RUN_SECONDS)
-        execution = Simulator(instance, options).run()
+        execution = unchecked_run(instance, command.options)
         _write(out, ("\n" if traced else "") + render_trace(execution.trace, program=spec.name))
         traced += 1
     return 0 if traced else EXIT_NOT_CHECKED

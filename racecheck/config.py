@@ -34,6 +34,7 @@ from racecheck.options import (
     rounds_choice,
     runtime_order_choice,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 RANKS_DEFAULT = "2..8"
 _GOLDEN_FILE = re.compile(r"([^/:][^:]*\.py):(\w+)")  # a relative `file.py:function`
@@ -159,7 +160,7 @@ class Config:
     def unmatched(self) -> list[str]:
         """The file tables' globs that match no file (a typo would check nothing)."""
         return [
-            f"[[tool.racecheck.files]] #{number} path {pattern!r}"
+            reason(ReasonCode.CONFIG_UNMATCHED, number=number, pattern=pattern)
             for number, table in enumerate(self.files, start=1)
             for pattern in table.patterns
             if not any(path.is_file() for path in self.root.glob(pattern))
@@ -210,19 +211,21 @@ def _load(source: Path, _mtime: int) -> Config | None:
     try:
         data = tomllib.loads(source.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise UsageError(f"cannot read it: {error}", file=str(source)) from None
+        why = reason(ReasonCode.CONFIG_UNREADABLE, why=str(error))
+        raise UsageError(why, file=str(source)) from None
     table = data.get("tool", {}).get("racecheck")
     if table is None:
         return None
-    where = "[tool.racecheck]"
+    where = reason(ReasonCode.CONFIG_TABLE)
     if not isinstance(table, dict):
-        raise UsageError(f"{where} must be a table", file=str(source))
+        raise UsageError(reason(ReasonCode.CONFIG_NOT_TABLE, where=where), file=str(source))
     files = table.get("files", [])
     if not isinstance(files, list) or not all(isinstance(entry, dict) for entry in files):
-        raise UsageError(f"{where} files must be [[tool.racecheck.files]] tables", file=str(source))
+        why = reason(ReasonCode.CONFIG_FILES_NOT_TABLES, where=where)
+        raise UsageError(why, file=str(source))
     defaults = _settings(table, where, source, allowed=frozenset({"files"}))
     tables = tuple(
-        _file_table(entry, f"[[tool.racecheck.files]] #{number}", source)
+        _file_table(entry, reason(ReasonCode.CONFIG_FILE_TABLE, number=number), source)
         for number, entry in enumerate(files, start=1)
     )
     return Config(source=source, defaults=defaults, files=tables)
@@ -237,10 +240,8 @@ def _file_table(entry: Mapping[str, object], where: str, source: Path) -> FileTa
         or not patterns
         or not all(isinstance(p, str) and p for p in patterns)
     ):
-        raise UsageError(
-            f'{where} needs path = "GLOB" (or a list of globs), relative to {source.name}',
-            file=str(source),
-        )
+        why = reason(ReasonCode.CONFIG_NO_PATH, where=where, source=source.name)
+        raise UsageError(why, file=str(source))
     settings = _settings(entry, where, source, allowed=frozenset({"path"}))
     return FileTable(patterns=tuple(patterns), settings=settings)
 
@@ -254,19 +255,24 @@ def _settings(
             continue
         if key not in KEYS:
             known = ", ".join((*KEYS, *sorted(allowed)))
-            raise UsageError(f"{where} unknown key {key!r}; known keys: {known}", file=str(source))
+            why = reason(ReasonCode.CONFIG_UNKNOWN_KEY, where=where, key=key, known=known)
+            raise UsageError(why, file=str(source))
         values[key] = _value(key, value, f"{where} {key}", source)
     settings = Settings(**values)  # type: ignore[arg-type]
     try:
         given_options(settings)  # every value checked when read
     except UsageError as error:
-        raise UsageError(f"{where}: {error.message}", file=str(source)) from None
+        why = reason(ReasonCode.CONFIG_IN_TABLE, where=where, why=error.message)
+        raise UsageError(why, file=str(source)) from None
     return settings
 
 
 def _value(key: str, value: object, what: str, source: Path) -> object:
-    def wrong(expected: str) -> UsageError:
-        return UsageError(f"{what} = {value!r}: expected {expected}", file=str(source))
+    def wrong(expected: ReasonCode) -> UsageError:
+        why = reason(
+            ReasonCode.CONFIG_WRONG_VALUE, what=what, value=repr(value), expected=reason(expected)
+        )
+        return UsageError(why, file=str(source))
 
     if key == "ranks":
         if isinstance(value, int) and not isinstance(value, bool):
@@ -274,26 +280,26 @@ def _value(key: str, value: object, what: str, source: Path) -> object:
         if isinstance(value, list) and all(isinstance(v, int) for v in value):
             return tuple(value)
         if not isinstance(value, str):
-            raise wrong('a rank-count text ("2..8", "all") or a list of rank counts')
+            raise wrong(ReasonCode.CONFIG_EXPECTED_RANKS)
         return value
     if key == "args":
         if not isinstance(value, dict):
-            raise wrong("a table of NAME = VALUE")
+            raise wrong(ReasonCode.CONFIG_EXPECTED_ARGS)
         return tuple((name, _arg_text(item)) for name, item in value.items())
     if key in ("env", "per_call"):
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-            raise wrong('a table of NAME = "VALUE"')
+            raise wrong(ReasonCode.CONFIG_EXPECTED_TEXTS)
         return tuple(value.items())
     if key in _LISTS:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise wrong("a list of strings")
+            raise wrong(ReasonCode.CONFIG_EXPECTED_STRINGS)
         return tuple(value)
     if key in _BOOLS:
         if not isinstance(value, bool):
-            raise wrong("true or false")
+            raise wrong(ReasonCode.CONFIG_EXPECTED_BOOL)
         return value
     if key in _TEXTS and not isinstance(value, str):
-        raise wrong("a string")
+        raise wrong(ReasonCode.CONFIG_EXPECTED_STRING)
     if key == "expect":
         return _expect(str(value), what, source)
     return value  # the numbers: Options checks them
@@ -305,11 +311,13 @@ def _expect(name: str, what: str, source: Path) -> str:
     try:
         check_model_name(name)
     except UsageError as error:
-        raise UsageError(f"{what} = {name!r}: {error.message}", file=str(source)) from None
+        why = reason(ReasonCode.CONFIG_BAD_EXPECT, what=what, name=name, why=error.message)
+        raise UsageError(why, file=str(source)) from None
     if match := _GOLDEN_FILE.fullmatch(name):
         golden = source.parent / match.group(1)
         if not golden.is_file():
-            raise UsageError(f"{what} = {name!r}: no such file {golden}", file=str(source))
+            why = reason(ReasonCode.CONFIG_NO_GOLDEN, what=what, name=name, golden=str(golden))
+            raise UsageError(why, file=str(source))
         return f"{golden}:{match.group(2)}"
     return name
 

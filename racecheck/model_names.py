@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from racecheck.errors import UsageError
+from racecheck.report.reasons import ReasonCode, reason
 
 REDUCTIONS = ("sum", "max", "min", "prod")
 FIXED_NAMES = (
@@ -38,5 +39,5 @@ def check_model_name(name: str) -> None:
         where, _, function_name = name.rpartition(":")
         if where and function_name.isidentifier():
             return
-        raise UsageError(f"golden {name!r}: write file.py:function or module:function")
-    raise UsageError(f"unknown golden model {name!r}; valid models: {', '.join(VALID_NAMES)}")
+        raise UsageError(reason(ReasonCode.GOLDEN_NOT_FUNCTION, name=name))
+    raise UsageError(reason(ReasonCode.GOLDEN_UNKNOWN, name=name, names=", ".join(VALID_NAMES)))

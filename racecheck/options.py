@@ -289,19 +289,3 @@ def parse_env(text: str) -> tuple[str, str]:
     if not equals or not name.strip():
         raise UsageError(reason(ReasonCode.USAGE_ENV, text=repr(text)))
     return name.strip(), value
-
-
-def parse_count(name: str, text: str, *, minimum: int) -> int:
-    """A whole-number flag value of at least `minimum`, rejected as `Options` rejects it."""
-    value = numeric(text)
-    _check_count(name, value, minimum=minimum)
-    assert isinstance(value, int)
-    return value
-
-
-def parse_seconds(name: str, text: str) -> float:
-    """A positive, finite number of seconds, rejected as `Options` rejects it."""
-    value = numeric(text)
-    check_seconds(name, value)
-    assert isinstance(value, (int, float))
-    return float(value)

@@ -148,81 +148,138 @@ class _Pending:
     last: EventRef | None = None  # the write that must land last on this path
 
 
-def explore(
-    check_path: Callable[[Path, float], PathOutcome], *, timeout: float, summarise: bool = False
-) -> Outcome:
-    """Check the first path, then the paths its open values lead to, breadth first, all
-    within the `--timeout` in force (`racecheck.clock.unit`, else `timeout` seconds;
-    `check_path` gets the deadline) and `BUDGET` paths, until a bug is shown and
+class Exploration:
+    """The search over one program's paths at one P, driven by the pipeline: it names
+    the next path to check (`next_path`), takes the outcome of each path checked
+    (`record`) and gives their merge once none is left (`outcome`).
+
+    The first path, then the paths its open values lead to, breadth first, all within
+    the `--timeout` in force (`racecheck.clock.unit`, else `timeout` seconds; each path
+    is checked against `deadline`) and `BUDGET` paths, until a bug is shown and
     `SATURATED_AFTER` paths add nothing to it. With `summarise`, input values the budget
-    left open may still be settled by one summary run (`_summary`)."""
-    deadline = clock.deadline(timeout)
-    first = check_path(FIRST, deadline)
-    results = [first.outcome]
-    unsettled: list[Unsettled] = []
-    seen = {FIRST.key}
-    found = _Found(first.outcome)
-    todo = _branches(FIRST, first, unsettled, seen, deadline, BUDGET - 1)
-    tried: list[str] = []  # a summary run's reasons, once tried
-    if summarise and len(todo) >= BUDGET and not found.bug:  # the paths cannot all fit
-        opened = [Unsettled(opened=branch.reason, why="") for branch in todo]
-        if _summary(check_path, results, opened, found, deadline, tried):
-            return merged(results, ())
-    while todo:
-        pending = todo.pop(0)
-        why = _stop(results, found, deadline)
-        if why is not None:
-            unsettled.extend(
-                Unsettled(opened=waiting.reason, why=why) for waiting in [pending, *todo]
-            )
-            break
-        outcome = check_path(pending.path, deadline)
-        results.append(_with_inputs(outcome.outcome, pending.path))
-        found.add(outcome.outcome)
-        if not _realised(pending, outcome):
+    leaves open may still be settled by one summary run (`SUMMARY`): before the
+    alternatives when they cannot all fit, else after them.
+    """
+
+    def __init__(self, *, timeout: float, summarise: bool = False) -> None:
+        self.deadline = clock.deadline(timeout)
+        self._summarise = summarise
+        self._results: list[Outcome] = []
+        self._unsettled: list[Unsettled] = []
+        self._seen = {FIRST.key}
+        self._found: _Found | None = None  # None until the first path is recorded
+        self._todo: list[_Pending] = []
+        self._tried: list[str] = []  # a summary run's reasons, once tried
+        self._next: Path | None = FIRST
+        self._pending: _Pending | None = None  # the alternative `_next` is
+        self._summary_for: list[Unsettled] = []  # the open values a summary run is for
+        self._summary_first = False  # the summary run comes before the alternatives
+
+    def next_path(self) -> Path | None:
+        """The path to check next, None once exploring is over."""
+        return self._next
+
+    def record(self, path: Path, checked: PathOutcome) -> None:
+        """The outcome of the path `next_path` named; the next path is chosen."""
+        assert path is self._next
+        if path.summarised:
+            self._next = self._after_summary(checked)
+        elif self._found is None:
+            self._next = self._after_first(checked)
+        else:
+            self._next = self._after_alternative(checked)
+
+    def outcome(self) -> Outcome:
+        """The merged outcome of the paths checked (`merged`), once none is left."""
+        assert self._next is None and self._results
+        return merged(self._results, tuple(self._unsettled))
+
+    def _after_first(self, first: PathOutcome) -> Path | None:
+        self._results.append(first.outcome)
+        found = self._found = _Found(first.outcome)
+        self._todo = self._branches(FIRST, first, BUDGET - 1)
+        if self._summarise and len(self._todo) >= BUDGET and not found.bug:
+            opened = [Unsettled(opened=branch.reason, why="") for branch in self._todo]
+            if self._summary_may_settle(opened):  # the paths cannot all fit
+                self._summary_first = True
+                return SUMMARY
+        return self._following()
+
+    def _after_alternative(self, checked: PathOutcome) -> Path | None:
+        pending, found = self._pending, self._found
+        assert pending is not None and found is not None
+        self._results.append(_with_inputs(checked.outcome, pending.path))
+        found.add(checked.outcome)
+        if not _realised(pending, checked):
             why = reason(ReasonCode.PATH_UNREALISED)
-            unsettled.append(Unsettled(opened=pending.reason, why=why))
-        room = BUDGET - len(results) - len(todo)
-        todo.extend(_branches(pending.path, outcome, unsettled, seen, deadline, room))
-    if tried and unsettled:
-        why = reason(ReasonCode.SUMMARY_NOT_EVERY_INPUT, why=tried[0])
-        unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
-    elif summarise and _summary(check_path, results, unsettled, found, deadline, tried):
-        unsettled = []
-    return merged(results, tuple(unsettled))
+            self._unsettled.append(Unsettled(opened=pending.reason, why=why))
+        room = BUDGET - len(self._results) - len(self._todo)
+        self._todo.extend(self._branches(pending.path, checked, room))
+        return self._following()
 
+    def _after_summary(self, checked: PathOutcome) -> Path | None:
+        if self._summary_settles(checked):
+            self._unsettled = []
+            return None
+        if self._summary_first:
+            self._summary_first = False
+            return self._following()
+        return None
 
-def _summary(
-    check_path: Callable[[Path, float], PathOutcome],
-    results: list[Outcome],
-    unsettled: list[Unsettled],
-    found: _Found,
-    deadline: float,
-    tried: list[str],
-) -> bool:
-    """Whether one summary run settles every input the paths checked left open: only
-    input values are open, no path shows a bug or is undecided, and the summary run
-    stands for every input (`racecheck.symbolic_inputs`) with no finding. Its outcome
-    joins the results (without a model: its outputs are no input's)."""
-    if not unsettled or found.bug or any(outcome.unknown for outcome in results):
-        return False
-    if any(entry.opened.cause is not Cause.INPUT for entry in unsettled):
-        return False
-    if clock.passed(deadline):
-        return False
-    checked = check_path(SUMMARY, deadline)
-    outcome = checked.outcome
-    if checked.summary:  # named: a loop-carried value, a bound that steers elsewhere, ...
-        tried.append(checked.summary[0])
-        if unsettled[0].why:  # exploring is over: say why the summary did not settle it
-            why = reason(ReasonCode.SUMMARY_NOT_EVERY_INPUT, why=tried[0])
-            unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
-    elif outcome.findings or outcome.unknown or outcome.hung:
-        tried.append(reason(ReasonCode.SUMMARY_UNDECIDED))
-    if checked.summary != () or outcome.findings or outcome.unknown or outcome.hung:
-        return False
-    results.append(dataclasses.replace(outcome, model=None))
-    return True
+    def _following(self) -> Path | None:
+        """The next alternative waiting, unless exploring stops (`_stop`); then the
+        summary run that may settle what the paths left open, else None."""
+        if self._todo:
+            pending = self._todo.pop(0)
+            assert self._found is not None
+            why = _stop(self._results, self._found, self.deadline)
+            if why is None:
+                self._pending = pending
+                return pending.path
+            self._unsettled.extend(
+                Unsettled(opened=waiting.reason, why=why) for waiting in [pending, *self._todo]
+            )
+            self._todo = []
+        if self._tried and self._unsettled:
+            why = reason(ReasonCode.SUMMARY_NOT_EVERY_INPUT, why=self._tried[0])
+            self._unsettled.append(Unsettled(opened=self._unsettled[0].opened, why=why))
+        elif self._summarise and self._summary_may_settle(self._unsettled):
+            return SUMMARY
+        return None
+
+    def _branches(self, path: Path, outcome: PathOutcome, room: int) -> list[_Pending]:
+        return _branches(path, outcome, self._unsettled, self._seen, self.deadline, room)
+
+    def _summary_may_settle(self, unsettled: list[Unsettled]) -> bool:
+        """Whether one summary run may settle every input value `unsettled` names: only
+        input values are open, no path shows a bug or is undecided, time is left."""
+        assert self._found is not None
+        if not unsettled or self._found.bug or any(o.unknown for o in self._results):
+            return False
+        if any(entry.opened.cause is not Cause.INPUT for entry in unsettled):
+            return False
+        if clock.passed(self.deadline):
+            return False
+        self._summary_for = unsettled
+        return True
+
+    def _summary_settles(self, checked: PathOutcome) -> bool:
+        """Whether the summary run stands for every input (`racecheck.symbolic_inputs`)
+        with no finding. Its outcome then joins the results (without a model: its
+        outputs are no input's); else why not is kept for the message."""
+        outcome = checked.outcome
+        unsettled = self._summary_for
+        if checked.summary:  # named: a loop-carried value, a bound that steers elsewhere, ...
+            self._tried.append(checked.summary[0])
+            if unsettled[0].why:  # exploring is over: say why the summary did not settle it
+                why = reason(ReasonCode.SUMMARY_NOT_EVERY_INPUT, why=self._tried[0])
+                unsettled.append(Unsettled(opened=unsettled[0].opened, why=why))
+        elif outcome.findings or outcome.unknown or outcome.hung:
+            self._tried.append(reason(ReasonCode.SUMMARY_UNDECIDED))
+        if checked.summary != () or outcome.findings or outcome.unknown or outcome.hung:
+            return False
+        self._results.append(dataclasses.replace(outcome, model=None))
+        return True
 
 
 class _Found:

@@ -29,7 +29,7 @@ from racecheck.judge import Outcome
 from racecheck.load import ProgramSpec, load_programs
 from racecheck.models import parse_model
 from racecheck.options import EveryP, Options
-from racecheck.paths import Path, PathOutcome, explore
+from racecheck.paths import Exploration
 from racecheck.project_imports import describe_import, forget_project_modules
 from racecheck.report.reasons import ReasonCode, has_code, reason
 from racecheck.session import Session
@@ -263,15 +263,17 @@ def _check_within(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
 
 
 def _every_path(spec: ProgramSpec, ranks: int, options: Options) -> Outcome:
-    """Every path of the program (`racecheck.paths.explore`). Its tasks are threads,
-    decided in every order the runtime allows, its dispatches under each rank's
-    dispatch lock (`racecheck.cosim.threads`)."""
-    known: set[tuple[object, ...]] = set()
-
-    def one_path(path: Path, deadline: float) -> PathOutcome:
-        checked = check_path(spec, ranks, options, path, deadline, known)
+    """Every path of the program: the search (`racecheck.paths.Exploration`) names the
+    next one, each is checked by the per-path stages (`racecheck.stages.check_path`).
+    Its tasks are threads, decided in every order the runtime allows, its dispatches
+    under each rank's dispatch lock (`racecheck.cosim.threads`)."""
+    exploration = Exploration(timeout=options.timeout, summarise=options.expect is None)
+    known: set[tuple[object, ...]] = set()  # earlier paths' findings: not replayed again
+    path = exploration.next_path()
+    while path is not None:
+        checked = check_path(spec, ranks, options, path, exploration.deadline, known)
         if not path.summarised:  # a summary's findings may be its extra iterations'
             known.update(finding.identity for finding in checked.outcome.findings)
-        return checked
-
-    return explore(one_path, timeout=options.timeout, summarise=options.expect is None)
+        exploration.record(path, checked)
+        path = exploration.next_path()
+    return exploration.outcome()

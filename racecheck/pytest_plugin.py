@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from racecheck.config import Config, find_config, options_of
-from racecheck.errors import NoProgram, UserError
+from racecheck.errors import NoProgram, UsageError, UserError
 from racecheck.options import Options
 from racecheck.report.phrases import describe_rank_counts
+from racecheck.report.reasons import ReasonCode, reason
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,8 +57,10 @@ class ConfigFile(pytest.File):
 
     def collect(self) -> Iterator[CheckItem]:
         for table in self.config_data.unmatched():
-            error = f"{self.config_data.source}: error: {table} matches no file"
-            yield self._item(table, self.config_data.source, None, None, error=error)
+            unmatched = reason(ReasonCode.CONFIG_MATCHES_NO_FILE, table=table)
+            error = UsageError(unmatched, file=str(self.config_data.source)).render()
+            name = str(table)  # pytest takes a node's name as a plain str only
+            yield self._item(name, self.config_data.source, None, None, error=error)
         for path in self.config_data.paths():
             yield from self._items(path)
 

@@ -3,7 +3,7 @@
 finding's witness against the golden (reference) → the values another path may take
 (alternatives) → the path's outcome (verdict). `check_path` reads as that list; the
 file-level stages around it are `racecheck.pipeline`'s, the search over a program's
-paths is `racecheck.paths.explore`.
+paths is `racecheck.paths.Exploration`, driven by `racecheck.pipeline`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import importlib
 import inspect
+import io
 import json
 import pickle
 from collections.abc import Iterator
@@ -20,13 +21,17 @@ import racecheck
 from racecheck.allp.shadow import Surface
 from racecheck.allp.tracer import Tracer
 from racecheck.cells import INT32_MAX, INT32_MIN, after_write, wrap_int32
+from racecheck.cli import main
+from racecheck.config import load_config
 from racecheck.conflicts import RELATIONS, modes_conflict, race_conflict
+from racecheck.cosim import Simulator
 from racecheck.dsl.modules import MODULES, TYPE_NAMES
 from racecheck.engines.skeleton import WAIT_EQ, WAIT_GE, WAIT_GE_UNSIGNED, wait_holds
 from racecheck.engines.syncprogram import LiveWrite
-from racecheck.errors import ProgramRejected, TracingError, UserError
+from racecheck.errors import ProgramRejected, TracingError, UsageError, UserError
 from racecheck.events import AccessMode, Event, NotifyOp, WaitCmp
-from racecheck.export import properties
+from racecheck.export import export_command, properties
+from racecheck.export.promela import to_promela
 from racecheck.findings import (
     FINDING_CODES,
     FileVerdict,
@@ -39,7 +44,7 @@ from racecheck.findings import (
     Verdict,
     file_verdict,
 )
-from racecheck.load import LoadedFile, bind_host, classify_raised, load_file
+from racecheck.load import LoadedFile, bind_host, classify_raised, discover, load_file
 from racecheck.options import Options
 from racecheck.pipeline import check
 from racecheck.report.json import report_to_json
@@ -296,3 +301,67 @@ def test_a_reason_is_its_words_with_its_code_and_facts_and_survives_pickling() -
 def test_every_reason_code_is_worded() -> None:
     for code in ReasonCode:
         assert str(Reason(code, collections.defaultdict(lambda: 1)))
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value", "commands"),
+    [
+        ("repeat", 0, ("verify", "trace", "export")),
+        ("repeat", 1.5, ("verify", "trace", "export")),
+        ("seed", -1, ("verify", "trace", "export")),
+        ("timeout", 0, ("verify",)),
+        ("jobs", 0, ("verify",)),
+        ("cores", 0, ("verify", "trace", "export")),
+    ],
+)
+def test_a_bad_option_value_has_one_wording_in_the_cli_the_api_and_the_configuration(
+    tmp_path: Path, keyword: str, value: object, commands: tuple[str, ...]
+) -> None:
+    """`Options` validates every value, whoever gave it: the CLI's one line is the API's
+    message, and a [tool.racecheck] table's error names the table before it."""
+    path = str(EXAMPLES / "01_shift_builtin_barrier.py")
+    with pytest.raises(UsageError) as api:
+        racecheck.verify(path, **{keyword: value})  # type: ignore[arg-type]
+    message = api.value.message
+    assert message.startswith(f"{keyword} {value!r}: ")
+    for command in commands:
+        out, err = io.StringIO(), io.StringIO()
+        argv = [command, "f.py", "--ranks", "2", f"--{keyword}", str(value)]
+        assert main(argv, stdout=out, stderr=err) == 2
+        assert (out.getvalue(), err.getvalue()) == ("", f"racecheck: error: {message}\n")
+    source = tmp_path / "pyproject.toml"
+    source.write_text(f"[tool.racecheck]\n{keyword} = {value}\n")
+    with pytest.raises(UsageError) as table:
+        load_config(source)
+    assert table.value.message == f"[tool.racecheck]: {message}"
+
+
+ROUTING = EXAMPLES / "266_moe_dispatch_combine_routing.py"  # its routing follows the inputs
+
+
+def test_export_seed_draws_the_inputs_verify_draws() -> None:
+    """`export --seed N` models the run `verify --seed N` co-simulates first (the same
+    instance under `Simulator(instance, options)` with that seed): example 266 routes
+    its tokens by the inputs, so two seeds give two models."""
+    models = []
+    for seed in (0, 1):
+        (spec,) = discover(load_file(str(ROUTING)))
+        run = Simulator(spec.instantiate(2), Options(seed=seed)).run()
+        model = export_command(str(ROUTING), 2, options=Options(seed=seed))
+        assert model.endswith(to_promela(run.trace))
+        models.append(model)
+    assert models[0] != models[1]
+
+
+def test_export_and_trace_import_the_file_with_its_command_line(tmp_path: Path) -> None:
+    """`--argv` (like `--env` and `--import-root`) reaches the file's import in `export`
+    as in `trace` and `verify`: a file that needs its command line loads with it only."""
+    path = tmp_path / "needs_argv.py"
+    source = (EXAMPLES / "01_shift_builtin_barrier.py").read_text()
+    path.write_text('import sys\nassert sys.argv[1:] == ["-p", "a2a3"]\n' + source)
+    for command in ("export", "trace"):
+        argv = [command, str(path), "--ranks", "2"]
+        assert main(argv, stdout=io.StringIO(), stderr=io.StringIO()) == 2
+        out = io.StringIO()
+        assert main([*argv, "--argv", "-p a2a3"], stdout=out, stderr=io.StringIO()) == 0
+        assert "P=2" in out.getvalue()

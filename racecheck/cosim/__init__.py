@@ -34,7 +34,7 @@ from racecheck.cosim.policies import (
     SchedulePolicy,
 )
 from racecheck.cosim.simulate import simulate
-from racecheck.cosim.simulator import UNCHECKED_RUN_SECONDS, Simulator
+from racecheck.cosim.simulator import Simulator, unchecked_run
 
 __all__ = [
     "DefaultPolicy",
@@ -48,6 +48,6 @@ __all__ = [
     "SchedulePolicy",
     "Simulator",
     "TensorRole",
-    "UNCHECKED_RUN_SECONDS",
     "simulate",
+    "unchecked_run",
 ]

@@ -8,6 +8,7 @@ are the options', never a copy of them.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from racecheck.cosim.execution import Execution
@@ -47,3 +48,11 @@ class Simulator:
             stage=stage,
             rules=options.runtime_order,
         )
+
+
+def unchecked_run(instance: ProgramInstance, options: Options) -> Execution:
+    """The one run `racecheck trace` and `export` show: `instance` with the options'
+    cores, `--repeat` and `--seed`, under the default schedule, within
+    `UNCHECKED_RUN_SECONDS` (they take no --timeout)."""
+    run = dataclasses.replace(instance, cores=options.cores)
+    return Simulator(run, options).run(timeout=UNCHECKED_RUN_SECONDS)

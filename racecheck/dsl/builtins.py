@@ -31,6 +31,7 @@ from racecheck.dsl.scalars import as_index
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, ReduceOp
 from racecheck.events import SourceLocation, WaitCmp
+from racecheck.report.reasons import ReasonCode, reason
 
 HOST_MAX_RANKS = 16
 HOST_DTYPES = frozenset({"FP32"})  # the mesh allreduce also takes FP16 (docs/model.md)
@@ -91,15 +92,16 @@ def _launch(
         return
     if host.ranks > HOST_MAX_RANKS:
         raise unsupported(
-            f"{label} in the host function at {host.ranks} ranks: PyPTO's host kernels "
-            f"return at once above {HOST_MAX_RANKS} ranks, with no synchronisation and no data"
+            reason(
+                ReasonCode.BUILTIN_HOST_RANKS, label=label, ranks=host.ranks, most=HOST_MAX_RANKS
+            )
         )
     _require_distinct_windows(label, operands)
     data = operands[0]
     if host_dtypes and data.dtype.name not in host_dtypes:
+        dtypes = " or ".join(sorted(host_dtypes))
         raise unsupported(
-            f"{label} in the host function on {data!r}: PyPTO's host kernel takes "
-            f"{' or '.join(sorted(host_dtypes))} data only"
+            reason(ReasonCode.BUILTIN_HOST_DTYPE, label=label, data=repr(data), dtypes=dtypes)
         )
     task = functools.partial(_on_rank, user_location(), label, lower)
     for rank in range(host.ranks):
@@ -131,11 +133,7 @@ def _chip_task(
     builtin's host kernel, tagged with its operands in the kernel's directions."""
     directions = _CHIP_RAIL.get(label)
     if directions is None or len(directions) != len(operands):
-        raise unsupported(
-            f"{label} in a per-device (CHIP orchestration) function: PyPTO lowers only "
-            "pld.tensor.all_to_all_v with both counts there and rejects it; call it in a "
-            "kernel or in the host function"
-        )
+        raise unsupported(reason(ReasonCode.BUILTIN_IN_CHIP, label=label))
     where = user_location()
     _rank_ops(label, window)  # refused here, at the call, when the group is wrong
 
@@ -161,22 +159,24 @@ def _require_distinct_windows(label: str, operands: tuple[TensorView, ...]) -> N
     for operand in operands:
         if not operand.is_window:
             raise unsupported(
-                f"{label} in the host function needs windows, got {operand!r}: PyPTO rejects it"
+                reason(ReasonCode.BUILTIN_NOT_WINDOW, label=label, operand=repr(operand))
             )
     memories = [operand.memory for operand in operands]
     if len(set(memories)) != len(memories):
-        raise unsupported(
-            f"{label} in the host function needs distinct windows, got "
-            f"{', '.join(map(repr, operands))}: PyPTO rejects it"
-        )
+        given = ", ".join(map(repr, operands))
+        raise unsupported(reason(ReasonCode.BUILTIN_SAME_WINDOW, label=label, operands=given))
 
 
 def _require_separate(label: str, source: TensorView, target: TensorView) -> None:
     """docs/guide.md: the source of allgather/all_to_all is not its target."""
     if source.memory == target.memory:
         raise unsupported(
-            f"{label}: {source!r} and {target!r} are views of one buffer; the builtin "
-            "needs a source separate from its target"
+            reason(
+                ReasonCode.BUILTIN_SOURCE_IS_TARGET,
+                label=label,
+                source=repr(source),
+                target=repr(target),
+            )
         )
 
 
@@ -187,10 +187,7 @@ def _require_host_signal(label: str, signal: TensorView) -> None:
     585-587: one lane required, no wider lane allowed)."""
     if _host() is None or signal.ndim == 1 or (signal.ndim == 2 and signal.shape[1] == 1):
         return
-    raise unsupported(
-        f"{label} in the host function takes a [W] or [W, 1] signal, got {signal!r}:"
-        " PyPTO refuses it at compile time"
-    )
+    raise unsupported(reason(ReasonCode.BUILTIN_HOST_SIGNAL, label=label, signal=repr(signal)))
 
 
 def barrier(signal: object) -> object:
@@ -212,7 +209,7 @@ def allreduce(
     label = "pld.tensor.allreduce"
     data_view = _window(data, label, "data")
     if mode not in ("mesh", "ring"):
-        raise unsupported(f"{label}: mode={mode!r} is not 'mesh' or 'ring'")
+        raise unsupported(reason(ReasonCode.BUILTIN_MODE, label=label, mode=repr(mode)))
     cores = as_index(core_num)
     signal_view = (
         _window(signal, label, "the signal")
@@ -238,14 +235,11 @@ def _private_signal(label: str, cores: int) -> TensorView:
     PyPTO rejects it inside a loop (docs/model.md)."""
     host = _host()
     if host is None:
-        raise unsupported(f"{label} without a signal is modelled in the host function only")
+        raise unsupported(reason(ReasonCode.BUILTIN_NO_SIGNAL_OFF_HOST, label=label))
     where = user_location()
     sites = _signal_less_sites.setdefault(host, set())
     if where in sites:
-        raise unsupported(
-            f"{label} without a signal runs again from the same line: PyPTO rejects a "
-            "signal-less allreduce inside a for/while loop; pass a signal window"
-        )
+        raise unsupported(reason(ReasonCode.BUILTIN_NO_SIGNAL_AGAIN, label=label))
     sites.add(where)
     shape = [host.ranks, cores]
     return window(host.alloc_window(math.prod(shape) * INT32.nbytes), shape, dtype=INT32)
@@ -264,10 +258,7 @@ def allgather(
 ) -> object:
     label = "pld.tensor.allgather"
     if defer and (out is not None or _host() is not None):
-        raise unsupported(
-            f"{label}(defer=True) is the three-argument InCore composite: PyPTO splits it "
-            "inside a kernel's task, not in the host function or with an out tensor"
-        )
+        raise unsupported(reason(ReasonCode.BUILTIN_DEFER, label=label))
     local_view = require_view(local, label, "local")
     target_view = _window(target, label, "target")
     signal_view = _window(signal, label, "the signal")
@@ -275,8 +266,7 @@ def allgather(
     _require_separate(label, local_view, target_view)
     if local_view.is_window and _host() is None:
         raise unsupported(
-            f"{label} in a kernel needs a plain tensor as local data, got the window "
-            f"{local_view!r}: PyPTO's InCore lowering rejects it"
+            reason(ReasonCode.BUILTIN_LOCAL_WINDOW, label=label, local=repr(local_view))
         )
     if out is not None:
         out_view = require_view(out, label, "out")
@@ -292,7 +282,7 @@ def allgather(
 def reduce_scatter(target: object, signal: object, *, op: ReduceOp = ReduceOp.Sum) -> object:
     label = "pld.tensor.reduce_scatter"
     if op is not ReduceOp.Sum:
-        raise unsupported(f"{label} supports op=pld.ReduceOp.Sum only")
+        raise unsupported(reason(ReasonCode.BUILTIN_SUM_ONLY, label=label))
     operands = (_window(target, label, "target"), _window(signal, label, "the signal"))
     _require_host_signal(label, operands[1])
     _launch(label, lowering.reduce_scatter, operands)
@@ -309,7 +299,7 @@ def all_to_all(source: object, target: object, signal: object, out: object = Non
         _launch(label, lowering.all_to_all, operands)
         return target
     if _host() is not None:
-        raise unsupported(f"{label} with an out tensor is the InCore intrinsic, not a host call")
+        raise unsupported(reason(ReasonCode.BUILTIN_OUT_ON_HOST, label=label))
     _launch(label, lowering.all_to_all_into, (*operands, require_view(out, label, "out")))
     return out
 
@@ -327,10 +317,8 @@ def all_to_all_v(
     and, in the host function, one signal lane (`_require_host_signal`)."""
     label = "pld.tensor.all_to_all_v"
     if unknown:
-        raise unsupported(
-            f"{label} takes no {', '.join(f'{name}=' for name in unknown)}: its arguments are"
-            " (input, target, signal, send_counts, recv_counts), and PyPTO refuses the call"
-        )
+        keywords = ", ".join(f"{name}=" for name in unknown)
+        raise unsupported(reason(ReasonCode.BUILTIN_KEYWORDS, label=label, keywords=keywords))
     source_view = require_view(input, label, "input")
     operands = (source_view, _window(target, label, "target"), _window(signal, label, "the signal"))
     _require_host_signal(label, operands[2])
@@ -343,7 +331,5 @@ def all_to_all_v(
     elif send_counts is None and recv_counts is None and _host() is None:
         _launch(label, lowering.all_to_all_v, operands)
     else:
-        raise unsupported(
-            f"{label} takes send_counts and recv_counts together (in the host function, always)"
-        )
+        raise unsupported(reason(ReasonCode.BUILTIN_COUNTS, label=label))
     return target

@@ -32,6 +32,7 @@ from racecheck.errors import UnsupportedConstruct
 from racecheck.events import MemoryKind, wrap_int32
 from racecheck.events import NotifyOp as EventNotifyOp
 from racecheck.events import WaitCmp as EventWaitCmp
+from racecheck.report.reasons import ReasonCode, reason
 
 Region = Sequence[object]  # offsets or a shape, as the user wrote it
 NOTIFY_OPS = {NotifyOp.AtomicAdd: EventNotifyOp.ATOMIC_ADD, NotifyOp.Set: EventNotifyOp.SET}
@@ -51,7 +52,7 @@ class CommCtx:
 def world_size() -> DeviceInt:
     context = current()
     if context is None:
-        raise UnsupportedConstruct("pld.world_size() is only known while a program runs")
+        raise UnsupportedConstruct(reason(ReasonCode.DSL_WORLD_SIZE_OUTSIDE))
     return WorldSize(context.ranks)  # INT64 in PyPTO, docs/model.md §1
 
 
@@ -82,7 +83,7 @@ def alloc_window_buffer(
     context = host_context("pld.alloc_window_buffer")
     if isinstance(size, (list, tuple)):
         if dtype is None:
-            raise TypeError("pld.alloc_window_buffer(shape, dtype=...) needs a dtype")
+            raise TypeError(reason(ReasonCode.DSL_ALLOC_NO_DTYPE))
         nbytes = math.prod(indices(size)) * dtype.nbytes
     else:
         nbytes = as_index(size)
@@ -91,7 +92,7 @@ def alloc_window_buffer(
 
 def window(buf: object, shape: Sequence[object], *, dtype: DType) -> TensorView:
     if not isinstance(buf, WindowBuffer):
-        raise TypeError(f"pld.window needs a buffer from pld.alloc_window_buffer, got {buf!r}")
+        raise TypeError(reason(ReasonCode.DSL_WINDOW_NOT_BUFFER, buffer=repr(buf)))
     return TensorView(
         memory=buf.memory,
         kind=MemoryKind.WINDOW,
@@ -107,14 +108,23 @@ def window(buf: object, shape: Sequence[object], *, dtype: DType) -> TensorView:
 def _window(value: object, construct: str, role: str) -> TensorView:
     view = require_view(value, construct, role)
     if not view.is_window:
-        raise TypeError(f"{construct}: {role} must be a window (pld.window), got {view!r}")
+        raise TypeError(
+            reason(ReasonCode.DSL_NOT_WINDOW, construct=construct, role=role, view=repr(view))
+        )
     return view
 
 
 def _enum(value: object, table: dict, construct: str, keyword: str) -> object:
     if value not in table:
+        choices = str([str(k) for k in table])
         raise TypeError(
-            f"{construct}: {keyword}= must be one of {[str(k) for k in table]}, got {value!r}"
+            reason(
+                ReasonCode.DSL_NOT_CHOICE,
+                construct=construct,
+                keyword=keyword,
+                choices=choices,
+                value=repr(value),
+            )
         )
     return table[value]
 
@@ -154,7 +164,7 @@ def _wait_call(
     view = _window(signal if signal is not None else target, label, "the signal")
     lanes.note_comm(label)
     if offsets is None or expected is None:
-        raise TypeError(f"{label} needs offsets= and expected=")
+        raise TypeError(reason(ReasonCode.DSL_WAIT_ARGUMENTS, label=label))
     event_cmp = EventWaitCmp.GE_UNSIGNED if unsigned else _enum(cmp, WAIT_CMPS, label, "cmp")
     rank_context(label).wait(
         view,
@@ -185,7 +195,7 @@ def defer_wait(
     target: object = None,
 ) -> None:
     if cmp is not WaitCmp.Ge:
-        raise UnsupportedConstruct("pld.system.defer_wait supports cmp=pld.WaitCmp.Ge only")
+        raise UnsupportedConstruct(reason(ReasonCode.DSL_DEFER_WAIT_GE))
     # defer_wait compares as uint32 (docs/model.md)
     _wait_call("pld.system.defer_wait", signal, offsets, expected, cmp, target, unsigned=True)
 
@@ -206,7 +216,7 @@ def remote_load(
 
 def _accumulates(atomic: object, label: str) -> bool:
     if atomic not in (AtomicType.None_, AtomicType.Add):
-        raise TypeError(f"{label}: atomic= must be pld.AtomicType.None_ or Add, got {atomic!r}")
+        raise TypeError(reason(ReasonCode.DSL_ATOMIC, label=label, atomic=repr(atomic)))
     return atomic is AtomicType.Add
 
 
@@ -240,9 +250,7 @@ def regions_given(label: str, *regions: object) -> bool:
     must be equal). The co-simulation and the every-P shadow both apply it."""
     given = [part is not None for part in regions]
     if any(given) and not all(given):
-        raise TypeError(
-            f"{label}: dst_offsets, src_offsets and shape are given together or not at all"
-        )
+        raise TypeError(reason(ReasonCode.DSL_SLICE_TOGETHER, label=label))
     return all(given)
 
 
@@ -260,7 +268,7 @@ def _transfer_regions(
         return indices(src_offsets), extent, indices(dst_offsets), extent  # type: ignore[arg-type]
     if math.prod(src.shape) != math.prod(dst.shape):
         raise UnsupportedConstruct(
-            f"{label} of a whole slice needs src and dst of the same size, got {src!r} and {dst!r}"
+            reason(ReasonCode.DSL_WHOLE_SLICE_SIZES, label=label, src=repr(src), dst=repr(dst))
         )
     return [0] * src.ndim, list(src.shape), [0] * dst.ndim, list(dst.shape)
 

@@ -39,6 +39,7 @@ from racecheck.dsl.scopes import (
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, FunctionType, Level, Role, TensorType
 from racecheck.errors import UnsupportedConstruct
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class FunctionRole(Enum):
@@ -80,12 +81,7 @@ class DslFunction:
 
     def _refuse_python_division(self) -> None:
         if divides_as_python(self.function):
-            raise unsupported(
-                f"racecheck could not recompile {self.__name__}() from its source (made by"
-                " exec, or wrapped by another decorator), and its `%`, `//` or `divmod` would"
-                " floor where the device truncates: define it with `def` in the file, under"
-                " the pl decorator only"
-            )
+            raise unsupported(reason(ReasonCode.DSL_NOT_RECOMPILED, name=self.__name__))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.role is FunctionRole.SUB_WORKER:
@@ -122,8 +118,7 @@ class DslFunction:
         if on_host and self.role is not FunctionRole.HOST:
             where = user_location()
             raise UnsupportedConstruct(
-                f"the host calls {self.__name__}() without device=r; racecheck models "
-                "per-device calls dispatched with device=",
+                reason(ReasonCode.DSL_NO_DEVICE, name=self.__name__),
                 file=where.file,
                 line=where.line,
             )
@@ -165,15 +160,11 @@ def run_sub_worker(name: str, written: list[str]) -> None:
     if written:
         where = user_location()
         raise UnsupportedConstruct(
-            f"{name} is a host sub-worker callback that writes {', '.join(written)};"
-            " racecheck does not run sub-workers",
+            reason(ReasonCode.DSL_SUB_WORKER_WRITES, name=name, written=", ".join(written)),
             file=where.file,
             line=where.line,
         )
-    host.note(
-        f"{name} is a host sub-worker callback that only reads host tensors:"
-        " not run (it cannot change what the devices compute)"
-    )
+    host.note(reason(ReasonCode.DSL_SUB_WORKER_READS, name=name))
 
 
 def submit(
@@ -189,9 +180,9 @@ def submit(
     after `deps` too, returning the kernel's results and then its `TaskId`, flat."""
     del dumps, allow_early_resolve, timing_slot
     if not isinstance(kernel, DslFunction) or kernel.role is not FunctionRole.KERNEL:
-        raise unsupported(f"pl.submit takes a kernel written self.<kernel>; got {kernel!r}")
+        raise unsupported(reason(ReasonCode.DSL_SUBMIT_KERNEL, kernel=repr(kernel)))
     if predicate is not None:
-        raise unsupported("pl.submit(predicate=...) is not modelled")
+        raise unsupported(reason(ReasonCode.DSL_SUBMIT_PREDICATE))
     with submitted(dep_indexes(deps)) as ids:
         result = kernel(*args)
     (task,) = ids
@@ -213,7 +204,7 @@ def spmd_submit(
 def _not_run(name: str) -> UnsupportedConstruct:
     where = user_location()
     return UnsupportedConstruct(
-        f"running or compiling {name} for hardware is not modelled; racecheck traces it itself",
+        reason(ReasonCode.DSL_NOT_RUN, name=name),
         file=where.file,
         line=where.line,
     )
@@ -268,7 +259,7 @@ class _ProgramSelf:
     def __getattr__(self, name: str) -> Any:
         member = self._scope.get(name)
         if name.startswith("__") or not isinstance(member, DslFunction):
-            raise unsupported(f"self.{name}: this module has no @pl.jit function {name!r}")
+            raise unsupported(reason(ReasonCode.DSL_NO_JIT_FUNCTION, name=name))
         return member
 
 
@@ -393,7 +384,7 @@ class _Jit(_JitDecorator):
             raise AttributeError(name)
         where = user_location()
         raise UnsupportedConstruct(
-            f"pl.jit.{name} is not part of the DSL racecheck models",
+            reason(ReasonCode.DSL_JIT_UNKNOWN, name=name),
             file=where.file,
             line=where.line,
         )

@@ -24,11 +24,12 @@ def export_command(
     programs: tuple[str, ...] = (),
     args: Mapping[str, str] | None = None,
     rank_param: str | None = None,
-    repeat: int = 1,
-    seed: int = 0,
+    options: Options | None = None,
 ) -> str:
     """The model text of the one program of `path` (or of `--program`) at `ranks` ranks,
-    traced with the input values `seed` draws, as `verify --seed` traces it."""
+    imported and run with `options` as `verify` reads them: the file's command line,
+    environment and import root, `--repeat`, the input values `--seed` draws, `--cores`."""
+    options = options or Options()
     if fmt not in FORMATS:
         raise UsageError(
             reason(
@@ -39,10 +40,10 @@ def export_command(
             )
         )
     # Imported on use, like the CLI's other commands: tracing pulls in the whole frontend.
-    from racecheck.cosim import UNCHECKED_RUN_SECONDS, Simulator
+    from racecheck.cosim import unchecked_run
     from racecheck.load import discover, load_file
 
-    loaded = load_file(path)
+    loaded = load_file(path, config=options.import_config.at(ranks))
     specs = discover(loaded, programs=programs, args=dict(args or {}), rank_param=rank_param)
     if len(specs) != 1:
         names = ", ".join(spec.name for spec in specs) or "none"
@@ -56,7 +57,13 @@ def export_command(
         raise UsageError(
             reason(ReasonCode.EXPORT_REJECTED, program=spec.name, ranks=ranks, why=rejected.message)
         ) from None
-    options = Options(repeat=repeat, seed=seed, timeout=UNCHECKED_RUN_SECONDS)
-    trace = Simulator(instance, options).run().trace
-    header = f"/* {spec.name} from {path.replace('*/', '* /')}, P={ranks}, repeat={repeat} */\n"
-    return header + to_promela(trace)
+    trace = unchecked_run(instance, options).trace
+    escaped = path.replace("*/", "* /")
+    header = reason(
+        ReasonCode.EXPORT_HEADER,
+        program=spec.name,
+        path=escaped,
+        ranks=ranks,
+        repeat=options.repeat,
+    )
+    return f"/* {header} */\n" + to_promela(trace)

@@ -38,8 +38,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from racecheck.errors import UsageError
-from racecheck.events import Event, EventKind, NotifyOp, SignalCell, Trace, WaitCmp, WriteOp
+from racecheck.events import (
+    Event,
+    EventKind,
+    EventRef,
+    NotifyOp,
+    SignalCell,
+    Trace,
+    WaitCmp,
+    WriteOp,
+)
 from racecheck.export.properties import Question, questions
+from racecheck.report.reasons import ReasonCode, reason
 
 CellKey = tuple[int, int, int]  # (memory, owner, byte offset)
 INDENT = "    "
@@ -128,9 +138,9 @@ def _comment(text: str) -> str:
 
 
 def _header(writer: _Writer, trace: Trace, asked: int) -> None:
-    writer.line(_comment(f"racecheck model: {trace.ranks} ranks, {trace.size} events"))
-    writer.line(_comment(f"{asked} ordering questions: marker q_<n> reachable = answer yes"))
-    writer.line(_comment("deadlock = invalid end state"))
+    writer.line(_comment(reason(ReasonCode.PROMELA_MODEL, ranks=trace.ranks, events=trace.size)))
+    writer.line(_comment(reason(ReasonCode.PROMELA_QUESTIONS, asked=asked)))
+    writer.line(_comment(reason(ReasonCode.PROMELA_DEADLOCK)))
     writer.line("")
 
 
@@ -143,7 +153,13 @@ def _declarations(
     for number, cell in cells.values():
         memory = trace.memory(cell.memory)
         index = ", ".join(str(i) for i in cell.index)
-        where = f"{memory.name}[{cell.owner}][{index}] at byte {cell.offset}"
+        where = reason(
+            ReasonCode.PROMELA_CELL,
+            memory=memory.name,
+            owner=cell.owner,
+            index=index,
+            offset=cell.offset,
+        )
         writer.line(f"int cell_{number} = 0; {_comment(where)}")
     for rank in sorted({rank for rank, _ in targets}):
         writer.line(f"{_counter_type(len(trace.events[rank]))} done_{rank} = 0;")
@@ -205,7 +221,7 @@ def _write_statement(event: Event, key: CellKey, cell: str) -> str | None:
             exact = written is not None and written.op is not WriteOp.INEXACT
             if not exact or not (start <= offset and offset + 4 <= end):
                 raise UsageError(
-                    f"a write into a signal cell that the model cannot express at {event.location}",
+                    reason(ReasonCode.PROMELA_INEXPRESSIBLE, where=str(event.location)),
                     file=event.location.file,
                     line=event.location.line,
                 )
@@ -243,15 +259,22 @@ def _step(
     for n, question in enumerate(asked):
         second = question.second
         guard = "true" if second is None else f"done_{second.rank} <= {second.index}"
-        before = "" if second is None else f" before rank {second.rank} e{second.index}"
         writer.line(f"{body}if")
         writer.line(f"{body}:: {guard} ->")
         number = len(markers)
         line = writer.line(
-            f'q_{number}: {body}printf("q_{number}\\n") '
-            + _comment(f"can e{event.index} run{before}?")
+            f'q_{number}: {body}printf("q_{number}\\n") ' + _comment(_question(event, second))
         )
         markers[line] = question
         writer.line(f"{body}:: else -> skip")
         writer.line(f"{body}fi{'' if n == len(asked) - 1 else ';'}")
     writer.line(f"{INDENT}}};")
+
+
+def _question(event: Event, second: EventRef | None) -> str:
+    """A marker's question, in the model's own comment."""
+    if second is None:
+        return reason(ReasonCode.PROMELA_CAN_RUN, event=event.index)
+    return reason(
+        ReasonCode.PROMELA_CAN_RUN_BEFORE, event=event.index, rank=second.rank, other=second.index
+    )

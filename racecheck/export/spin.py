@@ -39,10 +39,10 @@ from racecheck.errors import EngineUnknown
 from racecheck.events import Trace
 from racecheck.export.promela import PromelaModel, write_model
 from racecheck.export.properties import Question, Verdicts, decide, questions
+from racecheck.report.reasons import ReasonCode, reason
 
 MODEL_NAME = "model.pml"
 SMALL_MODEL_STATES = 200_000  # below this, compiling pan.c fast beats running it fast
-INSTALL_HINT = "install it with `apt-get install spin` (SPIN needs gcc too)"
 
 
 class SpinUnavailable(RuntimeError):
@@ -79,7 +79,7 @@ def check_with_spin(trace: Trace, *, timeout: float = 300.0, memory_mb: int = 81
 def require_spin() -> None:
     for tool in ("spin", "gcc"):
         if shutil.which(tool) is None:
-            raise SpinUnavailable(f"`{tool}` is not on PATH; {INSTALL_HINT}")
+            raise SpinUnavailable(reason(ReasonCode.SPIN_NOT_ON_PATH, tool=tool))
 
 
 def run_spin(model: PromelaModel, *, timeout: float, memory_mb: int) -> SpinRun:
@@ -122,18 +122,22 @@ def _position_bound(model: PromelaModel) -> int:
 def _run(argv: list[str], work: Path, deadline: float, step: str) -> str:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
-        raise EngineUnknown(f"SPIN ran out of time before {step}")
+        raise EngineUnknown(reason(ReasonCode.SPIN_NO_TIME_LEFT, step=step))
     try:
         done = subprocess.run(
             argv, cwd=work, capture_output=True, text=True, timeout=remaining, check=False
         )
     except subprocess.TimeoutExpired:
-        raise EngineUnknown(f"SPIN did not finish in time (during {step})") from None
+        raise EngineUnknown(reason(ReasonCode.SPIN_TIMED_OUT, step=step)) from None
     except FileNotFoundError as missing:
-        raise SpinUnavailable(f"cannot run {argv[0]}: {missing}; {INSTALL_HINT}") from None
+        why = reason(ReasonCode.SPIN_CANNOT_RUN, tool=argv[0], why=str(missing))
+        raise SpinUnavailable(why) from None
     output = done.stdout + done.stderr
     if done.returncode != 0:
-        raise EngineUnknown(f"{step} failed (exit {done.returncode}): {output.strip()[-500:]}")
+        tail = output.strip()[-500:]
+        raise EngineUnknown(
+            reason(ReasonCode.SPIN_STEP_FAILED, step=step, status=done.returncode, output=tail)
+        )
     return output
 
 
@@ -148,9 +152,9 @@ INCOMPLETE_SIGNS = (
 def _require_complete(output: str) -> None:
     for sign in INCOMPLETE_SIGNS:
         if sign in output:
-            raise EngineUnknown(f"SPIN's search was not exhaustive ({sign})")
+            raise EngineUnknown(reason(ReasonCode.SPIN_NOT_EXHAUSTIVE, sign=sign))
     if "Full statespace search" not in output or "unreached in proctype" not in output:
-        raise EngineUnknown(f"unexpected pan output: {output.strip()[-500:]}")
+        raise EngineUnknown(reason(ReasonCode.SPIN_UNEXPECTED_OUTPUT, output=output.strip()[-500:]))
 
 
 UNREACHED_LINE = re.compile(rf"^\s+{re.escape(MODEL_NAME)}:(\d+), state \d+, ", re.MULTILINE)
@@ -163,5 +167,5 @@ def _unreached_lines(output: str) -> set[int]:
 def _number(output: str, pattern: str) -> float:
     found = re.search(pattern, output)
     if found is None:
-        raise EngineUnknown(f"cannot read {pattern!r} from pan's output")
+        raise EngineUnknown(reason(ReasonCode.SPIN_UNREADABLE_OUTPUT, pattern=pattern))
     return float(found.group(1))

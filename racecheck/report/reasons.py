@@ -154,6 +154,29 @@ class ReasonCode(Enum):
     USAGE_ARGV_SPLIT = "usage-argv-split"
     USAGE_UNWRITABLE = "usage-unwritable"
     USAGE_TRACE_RANKS = "usage-trace-ranks"
+    # what makes a [tool.racecheck] table unusable (config: UsageError)
+    CONFIG_UNREADABLE = "config-unreadable"
+    CONFIG_TABLE = "config-table"
+    CONFIG_FILE_TABLE = "config-file-table"
+    CONFIG_NOT_TABLE = "config-not-table"
+    CONFIG_FILES_NOT_TABLES = "config-files-not-tables"
+    CONFIG_NO_PATH = "config-no-path"
+    CONFIG_UNKNOWN_KEY = "config-unknown-key"
+    CONFIG_IN_TABLE = "config-in-table"
+    CONFIG_WRONG_VALUE = "config-wrong-value"
+    CONFIG_EXPECTED_RANKS = "config-expected-ranks"
+    CONFIG_EXPECTED_ARGS = "config-expected-args"
+    CONFIG_EXPECTED_TEXTS = "config-expected-texts"
+    CONFIG_EXPECTED_STRINGS = "config-expected-strings"
+    CONFIG_EXPECTED_BOOL = "config-expected-bool"
+    CONFIG_EXPECTED_STRING = "config-expected-string"
+    CONFIG_BAD_EXPECT = "config-bad-expect"
+    CONFIG_NO_GOLDEN = "config-no-golden"
+    CONFIG_UNMATCHED = "config-unmatched"
+    CONFIG_MATCHES_NO_FILE = "config-matches-no-file"
+    # how a golden model's name is misspelt (model_names: UsageError)
+    GOLDEN_NOT_FUNCTION = "golden-not-function"
+    GOLDEN_UNKNOWN = "golden-unknown"
     # what the every-P shadow of pl/pld does not follow (allp/shadow.py)
     SHADOW_SCALAR_ARITHMETIC = "shadow-scalar-arithmetic"
     SHADOW_DISPATCH_LOOPS = "shadow-dispatch-loops"
@@ -254,6 +277,60 @@ class ReasonCode(Enum):
     INTERNAL_ERROR = "internal-error"
     EXPORT_ONE_PROGRAM = "export-one-program"
     EXPORT_REJECTED = "export-rejected"
+    EXPORT_HEADER = "export-header"
+    # the DSL's refusals and errors of a program's calls (dsl/dist_ops.py, dsl/program.py)
+    DSL_WORLD_SIZE_OUTSIDE = "dsl-world-size-outside"
+    DSL_ALLOC_NO_DTYPE = "dsl-alloc-no-dtype"
+    DSL_WINDOW_NOT_BUFFER = "dsl-window-not-buffer"
+    DSL_NOT_WINDOW = "dsl-not-window"
+    DSL_NOT_CHOICE = "dsl-not-choice"
+    DSL_WAIT_ARGUMENTS = "dsl-wait-arguments"
+    DSL_DEFER_WAIT_GE = "dsl-defer-wait-ge"
+    DSL_ATOMIC = "dsl-atomic"
+    DSL_SLICE_TOGETHER = "dsl-slice-together"
+    DSL_WHOLE_SLICE_SIZES = "dsl-whole-slice-sizes"
+    DSL_NOT_RECOMPILED = "dsl-not-recompiled"
+    DSL_NO_DEVICE = "dsl-no-device"
+    DSL_SUB_WORKER_WRITES = "dsl-sub-worker-writes"
+    DSL_SUB_WORKER_READS = "dsl-sub-worker-reads"
+    DSL_SUBMIT_KERNEL = "dsl-submit-kernel"
+    DSL_SUBMIT_PREDICATE = "dsl-submit-predicate"
+    DSL_NOT_RUN = "dsl-not-run"
+    DSL_NO_JIT_FUNCTION = "dsl-no-jit-function"
+    DSL_JIT_UNKNOWN = "dsl-jit-unknown"
+    # the collective builtins PyPTO refuses or racecheck does not model (dsl/builtins.py)
+    BUILTIN_HOST_RANKS = "builtin-host-ranks"
+    BUILTIN_HOST_DTYPE = "builtin-host-dtype"
+    BUILTIN_IN_CHIP = "builtin-in-chip"
+    BUILTIN_NOT_WINDOW = "builtin-not-window"
+    BUILTIN_SAME_WINDOW = "builtin-same-window"
+    BUILTIN_SOURCE_IS_TARGET = "builtin-source-is-target"
+    BUILTIN_HOST_SIGNAL = "builtin-host-signal"
+    BUILTIN_MODE = "builtin-mode"
+    BUILTIN_NO_SIGNAL_OFF_HOST = "builtin-no-signal-off-host"
+    BUILTIN_NO_SIGNAL_AGAIN = "builtin-no-signal-again"
+    BUILTIN_DEFER = "builtin-defer"
+    BUILTIN_LOCAL_WINDOW = "builtin-local-window"
+    BUILTIN_SUM_ONLY = "builtin-sum-only"
+    BUILTIN_OUT_ON_HOST = "builtin-out-on-host"
+    BUILTIN_KEYWORDS = "builtin-keywords"
+    BUILTIN_COUNTS = "builtin-counts"
+    # the Promela model's comments, and why SPIN's search decides nothing (export/)
+    PROMELA_MODEL = "promela-model"
+    PROMELA_QUESTIONS = "promela-questions"
+    PROMELA_DEADLOCK = "promela-deadlock"
+    PROMELA_CELL = "promela-cell"
+    PROMELA_CAN_RUN = "promela-can-run"
+    PROMELA_CAN_RUN_BEFORE = "promela-can-run-before"
+    PROMELA_INEXPRESSIBLE = "promela-inexpressible"
+    SPIN_NOT_ON_PATH = "spin-not-on-path"
+    SPIN_CANNOT_RUN = "spin-cannot-run"
+    SPIN_NO_TIME_LEFT = "spin-no-time-left"
+    SPIN_TIMED_OUT = "spin-timed-out"
+    SPIN_STEP_FAILED = "spin-step-failed"
+    SPIN_NOT_EXHAUSTIVE = "spin-not-exhaustive"
+    SPIN_UNEXPECTED_OUTPUT = "spin-unexpected-output"
+    SPIN_UNREADABLE_OUTPUT = "spin-unreadable-output"
 
 
 _WORDS: dict[ReasonCode, str] = {
@@ -520,6 +597,29 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.USAGE_ARGV_SPLIT: "--argv {argv}: {why}",
     ReasonCode.USAGE_UNWRITABLE: "--html {path}: cannot write there",
     ReasonCode.USAGE_TRACE_RANKS: "trace --ranks {ranks}: give one rank count, e.g. --ranks 4",
+    ReasonCode.CONFIG_UNREADABLE: "cannot read it: {why}",
+    ReasonCode.CONFIG_TABLE: "[tool.racecheck]",
+    ReasonCode.CONFIG_FILE_TABLE: "[[tool.racecheck.files]] #{number}",
+    ReasonCode.CONFIG_NOT_TABLE: "{where} must be a table",
+    ReasonCode.CONFIG_FILES_NOT_TABLES: "{where} files must be [[tool.racecheck.files]] tables",
+    ReasonCode.CONFIG_NO_PATH: (
+        '{where} needs path = "GLOB" (or a list of globs), relative to {source}'
+    ),
+    ReasonCode.CONFIG_UNKNOWN_KEY: "{where} unknown key {key!r}; known keys: {known}",
+    ReasonCode.CONFIG_IN_TABLE: "{where}: {why}",
+    ReasonCode.CONFIG_WRONG_VALUE: "{what} = {value}: expected {expected}",
+    ReasonCode.CONFIG_EXPECTED_RANKS: 'a rank-count text ("2..8", "all") or a list of rank counts',
+    ReasonCode.CONFIG_EXPECTED_ARGS: "a table of NAME = VALUE",
+    ReasonCode.CONFIG_EXPECTED_TEXTS: 'a table of NAME = "VALUE"',
+    ReasonCode.CONFIG_EXPECTED_STRINGS: "a list of strings",
+    ReasonCode.CONFIG_EXPECTED_BOOL: "true or false",
+    ReasonCode.CONFIG_EXPECTED_STRING: "a string",
+    ReasonCode.CONFIG_BAD_EXPECT: "{what} = {name!r}: {why}",
+    ReasonCode.CONFIG_NO_GOLDEN: "{what} = {name!r}: no such file {golden}",
+    ReasonCode.CONFIG_UNMATCHED: "[[tool.racecheck.files]] #{number} path {pattern!r}",
+    ReasonCode.CONFIG_MATCHES_NO_FILE: "{table} matches no file",
+    ReasonCode.GOLDEN_NOT_FUNCTION: "golden {name!r}: write file.py:function or module:function",
+    ReasonCode.GOLDEN_UNKNOWN: "unknown golden model {name!r}; valid models: {names}",
     ReasonCode.SHADOW_SCALAR_ARITHMETIC: "scalar arithmetic through pl.* is outside the fragment",
     ReasonCode.SHADOW_DISPATCH_LOOPS: "more than one dispatch loop per rank",
     ReasonCode.SHADOW_DEVICE_NOT_INDEX: (
@@ -704,6 +804,123 @@ _WORDS: dict[ReasonCode, str] = {
         " --program NAME"
     ),
     ReasonCode.EXPORT_REJECTED: "{program} rejects {ranks} ranks ({why}); nothing to export",
+    ReasonCode.EXPORT_HEADER: "{program} from {path}, P={ranks}, repeat={repeat}",
+    ReasonCode.DSL_WORLD_SIZE_OUTSIDE: "pld.world_size() is only known while a program runs",
+    ReasonCode.DSL_ALLOC_NO_DTYPE: "pld.alloc_window_buffer(shape, dtype=...) needs a dtype",
+    ReasonCode.DSL_WINDOW_NOT_BUFFER: (
+        "pld.window needs a buffer from pld.alloc_window_buffer, got {buffer}"
+    ),
+    ReasonCode.DSL_NOT_WINDOW: "{construct}: {role} must be a window (pld.window), got {view}",
+    ReasonCode.DSL_NOT_CHOICE: "{construct}: {keyword}= must be one of {choices}, got {value}",
+    ReasonCode.DSL_WAIT_ARGUMENTS: "{label} needs offsets= and expected=",
+    ReasonCode.DSL_DEFER_WAIT_GE: "pld.system.defer_wait supports cmp=pld.WaitCmp.Ge only",
+    ReasonCode.DSL_ATOMIC: "{label}: atomic= must be pld.AtomicType.None_ or Add, got {atomic}",
+    ReasonCode.DSL_SLICE_TOGETHER: (
+        "{label}: dst_offsets, src_offsets and shape are given together or not at all"
+    ),
+    ReasonCode.DSL_WHOLE_SLICE_SIZES: (
+        "{label} of a whole slice needs src and dst of the same size, got {src} and {dst}"
+    ),
+    ReasonCode.DSL_NOT_RECOMPILED: (
+        "racecheck could not recompile {name}() from its source (made by exec, or wrapped by"
+        " another decorator), and its `%`, `//` or `divmod` would floor where the device"
+        " truncates: define it with `def` in the file, under the pl decorator only"
+    ),
+    ReasonCode.DSL_NO_DEVICE: (
+        "the host calls {name}() without device=r; racecheck models per-device calls"
+        " dispatched with device="
+    ),
+    ReasonCode.DSL_SUB_WORKER_WRITES: (
+        "{name} is a host sub-worker callback that writes {written}; racecheck does not run"
+        " sub-workers"
+    ),
+    ReasonCode.DSL_SUB_WORKER_READS: (
+        "{name} is a host sub-worker callback that only reads host tensors: not run (it cannot"
+        " change what the devices compute)"
+    ),
+    ReasonCode.DSL_SUBMIT_KERNEL: "pl.submit takes a kernel written self.<kernel>; got {kernel}",
+    ReasonCode.DSL_SUBMIT_PREDICATE: "pl.submit(predicate=...) is not modelled",
+    ReasonCode.DSL_NOT_RUN: (
+        "running or compiling {name} for hardware is not modelled; racecheck traces it itself"
+    ),
+    ReasonCode.DSL_NO_JIT_FUNCTION: "self.{name}: this module has no @pl.jit function {name!r}",
+    ReasonCode.DSL_JIT_UNKNOWN: "pl.jit.{name} is not part of the DSL racecheck models",
+    ReasonCode.BUILTIN_HOST_RANKS: (
+        "{label} in the host function at {ranks} ranks: PyPTO's host kernels return at once"
+        " above {most} ranks, with no synchronisation and no data"
+    ),
+    ReasonCode.BUILTIN_HOST_DTYPE: (
+        "{label} in the host function on {data}: PyPTO's host kernel takes {dtypes} data only"
+    ),
+    ReasonCode.BUILTIN_IN_CHIP: (
+        "{label} in a per-device (CHIP orchestration) function: PyPTO lowers only"
+        " pld.tensor.all_to_all_v with both counts there and rejects it; call it in a"
+        " kernel or in the host function"
+    ),
+    ReasonCode.BUILTIN_NOT_WINDOW: (
+        "{label} in the host function needs windows, got {operand}: PyPTO rejects it"
+    ),
+    ReasonCode.BUILTIN_SAME_WINDOW: (
+        "{label} in the host function needs distinct windows, got {operands}: PyPTO rejects it"
+    ),
+    ReasonCode.BUILTIN_SOURCE_IS_TARGET: (
+        "{label}: {source} and {target} are views of one buffer; the builtin needs a source"
+        " separate from its target"
+    ),
+    ReasonCode.BUILTIN_HOST_SIGNAL: (
+        "{label} in the host function takes a [W] or [W, 1] signal, got {signal}:"
+        " PyPTO refuses it at compile time"
+    ),
+    ReasonCode.BUILTIN_MODE: "{label}: mode={mode} is not 'mesh' or 'ring'",
+    ReasonCode.BUILTIN_NO_SIGNAL_OFF_HOST: (
+        "{label} without a signal is modelled in the host function only"
+    ),
+    ReasonCode.BUILTIN_NO_SIGNAL_AGAIN: (
+        "{label} without a signal runs again from the same line: PyPTO rejects a"
+        " signal-less allreduce inside a for/while loop; pass a signal window"
+    ),
+    ReasonCode.BUILTIN_DEFER: (
+        "{label}(defer=True) is the three-argument InCore composite: PyPTO splits it"
+        " inside a kernel's task, not in the host function or with an out tensor"
+    ),
+    ReasonCode.BUILTIN_LOCAL_WINDOW: (
+        "{label} in a kernel needs a plain tensor as local data, got the window {local}:"
+        " PyPTO's InCore lowering rejects it"
+    ),
+    ReasonCode.BUILTIN_SUM_ONLY: "{label} supports op=pld.ReduceOp.Sum only",
+    ReasonCode.BUILTIN_OUT_ON_HOST: (
+        "{label} with an out tensor is the InCore intrinsic, not a host call"
+    ),
+    ReasonCode.BUILTIN_KEYWORDS: (
+        "{label} takes no {keywords}: its arguments are"
+        " (input, target, signal, send_counts, recv_counts), and PyPTO refuses the call"
+    ),
+    ReasonCode.BUILTIN_COUNTS: (
+        "{label} takes send_counts and recv_counts together (in the host function, always)"
+    ),
+    ReasonCode.PROMELA_MODEL: "racecheck model: {ranks} ranks, {events} events",
+    ReasonCode.PROMELA_QUESTIONS: (
+        "{asked} ordering questions: marker q_<n> reachable = answer yes"
+    ),
+    ReasonCode.PROMELA_DEADLOCK: "deadlock = invalid end state",
+    ReasonCode.PROMELA_CELL: "{memory}[{owner}][{index}] at byte {offset}",
+    ReasonCode.PROMELA_CAN_RUN: "can e{event} run?",
+    ReasonCode.PROMELA_CAN_RUN_BEFORE: "can e{event} run before rank {rank} e{other}?",
+    ReasonCode.PROMELA_INEXPRESSIBLE: (
+        "a write into a signal cell that the model cannot express at {where}"
+    ),
+    ReasonCode.SPIN_NOT_ON_PATH: (
+        "`{tool}` is not on PATH; install it with `apt-get install spin` (SPIN needs gcc too)"
+    ),
+    ReasonCode.SPIN_CANNOT_RUN: (
+        "cannot run {tool}: {why}; install it with `apt-get install spin` (SPIN needs gcc too)"
+    ),
+    ReasonCode.SPIN_NO_TIME_LEFT: "SPIN ran out of time before {step}",
+    ReasonCode.SPIN_TIMED_OUT: "SPIN did not finish in time (during {step})",
+    ReasonCode.SPIN_STEP_FAILED: "{step} failed (exit {status}): {output}",
+    ReasonCode.SPIN_NOT_EXHAUSTIVE: "SPIN's search was not exhaustive ({sign})",
+    ReasonCode.SPIN_UNEXPECTED_OUTPUT: "unexpected pan output: {output}",
+    ReasonCode.SPIN_UNREADABLE_OUTPUT: "cannot read {pattern!r} from pan's output",
 }
 
 Fact = str | int
