@@ -117,7 +117,7 @@ def _bytes(footprint: Footprint, env: dict[str, int]) -> frozenset[int]:
             (value(offset, env) + i) * value(stride, env)
             for offset, i, stride in zip(footprint.offsets, index, footprint.strides, strict=True)
         )
-        start = value(footprint.base, env) + element * footprint.itemsize
+        start = element * footprint.itemsize
         found.update(range(start, start + footprint.itemsize))
     return frozenset(found)
 

@@ -20,7 +20,9 @@ from racecheck.allp.expr import (
     Rel,
     Sym,
     Var,
+    int32_span,
     quotient_is,
+    span_of,
 )
 from racecheck.dsl.scalars import DeviceInt
 
@@ -39,6 +41,8 @@ def _value(expr: Expr, env: dict[str, int]) -> int:
             Op.MUL: lambda: left * right,
             Op.TDIV: lambda: left // right,
             Op.TMOD: lambda: left % right,
+            Op.MIN: lambda: min(int(left), int(right)),
+            Op.MAX: lambda: max(int(left), int(right)),
         }[expr.op]()
     )
 
@@ -118,3 +122,43 @@ def test_symbolic_arithmetic_folds_like_device_ints() -> None:
     assert _value((n - 6).expr, {"N": 5}) == -1
     assert (n * 0 + 7) % 4 == DeviceInt(7) % 4
     assert Bin(Op.ADD, Const(1), Const(2)) != Const(3)  # trees are not simplified
+
+
+_LEAVES = st.one_of(st.sampled_from([Var("a"), Var("b")]), st.integers(-9, 9).map(Const))
+_OPS = st.sampled_from([Op.ADD, Op.SUB, Op.MUL, Op.MIN, Op.MAX])
+_DIVISORS = st.sampled_from([-3, -1, 2, 5]).map(Const)
+_TREES = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(
+        st.builds(Bin, _OPS, inner, inner),
+        st.builds(Bin, st.sampled_from([Op.TDIV, Op.TMOD]), inner, _DIVISORS),
+    ),
+    max_leaves=6,
+)
+_BOUNDS = st.one_of(st.none(), st.integers(-20, 20))
+
+
+@given(
+    tree=_TREES,
+    low=_BOUNDS,
+    width=st.integers(0, 10),
+    a=st.integers(-30, 30),
+    b=st.integers(-30, 30),
+)
+def test_the_span_of_a_value_holds_every_value_it_takes(
+    tree: Expr, low: int | None, width: int, a: int, b: int
+) -> None:
+    """`a` in its interval (unbounded below without `low`), `b` unbounded."""
+    high = None if low is None else low + width
+    if low is not None and not low <= a <= low + width:
+        a = low
+    value = _value(tree, {"a": a, "b": b})
+    least, most = span_of(tree, {"a": (low, high)})
+    assert least is None or least <= value
+    assert most is None or value <= most
+
+
+def test_a_span_beyond_int32_is_every_int32_value() -> None:
+    """A stored value outside INT32 wraps into the cell: any INT32 value."""
+    assert int32_span((0, 2)) == (0, 2)
+    assert int32_span((None, 2)) == int32_span((0, 2**31)) == (-(2**31), 2**31 - 1)

@@ -1,8 +1,9 @@
 """`--ranks all` on programs that read their input (issue 23 item 3): a `pl.read` of a host
 input in a kernel is a symbolic value of its dtype's range, narrowed by the user's
 assumptions, each event instance's its own; a counter-model stands only once the ordinary
-pipeline confirms it at a concrete P; an input that steers a notify or a wait, or a read
-of a window, keeps today's fallback with its reason."""
+pipeline confirms it at a concrete P; an input that steers a notify or a wait keeps
+today's fallback with its reason. A `pl.read` of a window cell only Set notifies write is
+0 or a value they store; any other writer, or one outside those values, is a fallback."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pathlib import Path
 import pytest
 
 import racecheck
+from racecheck.allp import Answer, prove_every_p
 from racecheck.cli import main
 from racecheck.findings import FindingKind, Verdict
+from racecheck.load import discover, load_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SHIFT = EXAMPLES / "281_input_count_shift.py"
@@ -159,12 +162,85 @@ def test_an_input_steering_a_notify_keeps_the_fallback_with_its_reason(tmp_path:
     assert "a value read from an input steers a notify at" in report.results[0].notes[0]
 
 
-def test_a_count_read_from_a_window_keeps_the_fallback() -> None:
-    report = racecheck.verify(str(WINDOW_COUNTS), ranks="all", fallback="2..3")
-    _never_proved_for_every_p(report)
-    assert [result.ranks for result in report.results] == [2, 3]
-    assert all(result.verdict is Verdict.PROVED for result in report.results)
-    assert report.results[0].notes[0].startswith("not proved for every P: ")
+def test_a_count_read_back_from_a_window_is_proved_for_every_p_and_every_input() -> None:
+    """The receiver's `pl.read` of the counts cell is 0 or a value its Set notifies store
+    (the clamped count, 0..2): the copy loop stays in its slot for every input."""
+    (result,) = racecheck.verify(str(WINDOW_COUNTS), ranks="all", fallback="2").results
+    assert result.verdict is Verdict.PROVED and result.every_p is not None
+    line = _line_of(WINDOW_COUNTS, "@count")
+    read = f"pl.read of window2 at line {line}: 0 (never written) or a value its Set notifies"
+    assert f"{read} store (0..2)" in result.every_p.assumptions
+
+
+PUBLISH = """                pld.system.notify(counts, peer=dest, offsets=[me, 0], value=count,
+                                  op=pld.NotifyOp.Set)
+"""
+
+
+def _published(tmp_path: Path, name: str, lines: str, old: str = PUBLISH) -> Path:
+    """Example 262 with `lines` in place of `old` (the count's Set notify)."""
+    return _variant(tmp_path, name, old, lines, source=WINDOW_COUNTS)
+
+
+def test_a_second_set_of_another_value_on_the_counts_cell_is_a_bug(tmp_path: Path) -> None:
+    """A Set of MAX_ROWS + 1 after the count's: the hull of the values is 0..3, and the
+    receiver copies a third row past its slot, which the concrete check confirms."""
+    second = PUBLISH.replace("value=count", "value=MAX_ROWS + 1").rstrip() + "  # @second\n"
+    path = _published(tmp_path, "second", PUBLISH + second)
+    (result,) = racecheck.verify(str(path), ranks="all").results
+    assert (result.ranks, result.verdict, result.every_p) == (2, Verdict.BUG, None)
+    assert result.notes[0].startswith("smallest failing P=2: no proof that every access in bounds")
+    copy = _line_of(path, "@copy") + 1  # the load of the row from the inbox
+    (finding,) = [f for f in result.findings if f.kind is FindingKind.OUT_OF_BOUNDS]
+    assert [location.line for location in finding.locations] == [copy]
+
+
+def _fallback_reason(path: Path) -> str:
+    (spec,) = discover(load_file(str(path)))
+    outcome = prove_every_p(spec, 2)
+    assert outcome.answer is Answer.FALLBACK
+    return outcome.reason
+
+
+def test_a_set_after_the_read_outside_its_values_is_a_fallback(tmp_path: Path) -> None:
+    """The receiver sets its own cell to 7 after reading it: the value the read was
+    traced with (0..2) does not cover what the cell may hold."""
+    reset = (
+        "                pld.system.notify(counts, peer=me, offsets=[source, 0], value=7,"
+        "  # @reset\n                                  op=pld.NotifyOp.Set)\n"
+    )
+    anchor = "                received = pl.read(counts, [source, 0])  # @count\n"
+    path = _published(tmp_path, "reset", anchor + reset, old=anchor)
+    reason = _fallback_reason(path)
+    line, read = _line_of(path, "@reset"), _line_of(path, "@count")
+    assert f"the Set notify at line {line} stores 7..7 into window2" in reason
+    assert f"the pl.read at line {read}" in reason
+
+
+@pytest.mark.parametrize(
+    ("op", "expected"),
+    [
+        ("value=MAX_ROWS, op=pld.NotifyOp.AtomicAdd", "other than by a Set notify"),
+        ("value=count, op=pld.NotifyOp.AtomicAdd", "a value read from an input steers a notify"),
+    ],
+)
+def test_a_counts_cell_added_to_is_a_fallback(tmp_path: Path, op: str, expected: str) -> None:
+    lines = PUBLISH.replace(
+        "value=count,\n                                  op=pld.NotifyOp.Set", op
+    )
+    assert lines != PUBLISH
+    assert expected in _fallback_reason(_published(tmp_path, "added", lines))
+
+
+def test_a_counts_cell_a_wait_reads_is_a_fallback(tmp_path: Path) -> None:
+    """A wait on the cell compares its threshold with the notified count, an input."""
+    anchor = "                received = pl.read(counts, [source, 0])  # @count\n"
+    wait = (
+        "                pld.system.wait(counts, offsets=[source, 0], expected=0,"
+        " cmp=pld.WaitCmp.Ge)\n"
+    )
+    path = _published(tmp_path, "waited", wait + anchor, old=anchor)
+    assert "with a value read from an input, and a wait reads window2" in _fallback_reason(path)
 
 
 def test_an_input_the_kernel_writes_before_reading_keeps_the_fallback(tmp_path: Path) -> None:

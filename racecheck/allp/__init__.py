@@ -27,7 +27,7 @@ from racecheck.allp.solver import (
     model_of,
     satisfiable,
 )
-from racecheck.allp.templates import Case, Effect, Protocol, Template
+from racecheck.allp.templates import Case, Effect, Protocol, Template, WindowRead
 from racecheck.assumptions import in_file, parse_assumption
 from racecheck.clock import Overtime
 from racecheck.clock import deadline as current_deadline
@@ -186,6 +186,15 @@ def prove_every_p(
             if protocol.inputs
             else ()
         ),
+        *(
+            reason(
+                ReasonCode.ASSUME_WINDOW_READ,
+                memory=read.memory,
+                line=read.location.line,
+                values=_values(read.low, read.high),
+            )
+            for read in protocol.window_reads
+        ),
         *(() if below is None else (below[1],)),
         *(
             reason(ReasonCode.ASSUME_ACCEPTS, message=message)
@@ -331,3 +340,45 @@ def _require_fragment(protocol: Protocol) -> None:
     for memory, found in ops.items():
         if len(found) > 1:
             raise OutsideFragment(reason(ReasonCode.EVERY_P_SET_ADD, memory=memory))
+    waited = {t.footprint.memory for t in protocol.templates if t.effect is Effect.WAIT}
+    for template in protocol.templates:
+        if (
+            template.effect is Effect.NOTIFY
+            and template.inputs
+            and template.footprint.memory in waited
+        ):
+            # a wait's obligations compare its threshold with the notify's value
+            raise OutsideFragment(
+                reason(
+                    ReasonCode.EVERY_P_INPUT_WAITED,
+                    memory=template.footprint.memory,
+                    line=template.location.line,
+                )
+            )
+    for read in protocol.window_reads:
+        _require_covered(read, protocol.templates)
+
+
+def _require_covered(read: WindowRead, templates: tuple[Template, ...]) -> None:
+    """The value a `pl.read` of a window was given, 0 or in `read.low..read.high`, covers
+    every value the cell can hold: every writer of its memory on every path is a Set
+    notify whose values lie in that interval."""
+    for template in templates:
+        if template.footprint.memory != read.memory or not template.effect.writes:
+            continue
+        facts: dict[str, str | int] = {
+            "memory": read.memory,
+            "line": template.location.line,
+            "read": read.location.line,
+        }
+        span = template.span
+        if span is None or template.footprint.itemsize != read.itemsize:
+            raise OutsideFragment(reason(ReasonCode.EVERY_P_WINDOW_WRITER, **facts))
+        if read.low is None or read.high is None or not read.low <= span[0] <= span[1] <= read.high:
+            raise OutsideFragment(
+                reason(ReasonCode.EVERY_P_WINDOW_VALUE, values=_values(*span), **facts)
+            )
+
+
+def _values(low: int | None, high: int | None) -> str:
+    return "none" if low is None or high is None else f"{low}..{high}"

@@ -304,6 +304,81 @@ def quotient_is(quotient: int, left: Expr, right: Expr) -> Cond:
     return All((Cmp(Rel.LT, left, Const(0)), Cmp(Rel.LT, floor, left), Cmp(Rel.LE, left, low)))
 
 
+Bound = int | None  # None: unbounded on that side
+Span = tuple[Bound, Bound]
+
+
+def span_of(item: Expr, spans: dict[str, Span]) -> Span:
+    """An interval holding every value of `item` when each variable of `spans` lies in
+    its interval (any other variable ranges over all integers): interval arithmetic,
+    sound and coarse (no guard is consulted)."""
+    if isinstance(item, Const):
+        return item.value, item.value
+    if isinstance(item, Var):
+        return spans.get(item.name, (None, None))
+    left, right = span_of(item.left, spans), span_of(item.right, spans)
+    if item.op is Op.ADD:
+        return _plus(left[0], right[0]), _plus(left[1], right[1])
+    if item.op is Op.SUB:
+        return _plus(left[0], _negated(right[1])), _plus(left[1], _negated(right[0]))
+    if item.op in (Op.MIN, Op.MAX):
+        pick = min if item.op is Op.MIN else max
+        return _pick(pick, left[0], right[0], item.op is Op.MAX), _pick(
+            pick, left[1], right[1], item.op is Op.MIN
+        )
+    if item.op is Op.MUL:
+        return _product(left, right)
+    if not isinstance(item.right, Const) or item.right.value == 0:
+        return None, None
+    return _divided(item.op, left, item.right.value)
+
+
+def _plus(left: Bound, right: Bound) -> Bound:
+    return None if left is None or right is None else left + right
+
+
+def _negated(bound: Bound) -> Bound:
+    return None if bound is None else -bound
+
+
+def _pick(pick: Callable[[int, int], int], left: Bound, right: Bound, either: bool) -> Bound:
+    """min or max of two bounds on one side; with `either`, one finite bound bounds the
+    result (the max of lower bounds, the min of upper bounds)."""
+    if left is None or right is None:
+        return (right if left is None else left) if either else None
+    return pick(left, right)
+
+
+def _product(left: Span, right: Span) -> Span:
+    if (0, 0) in (left, right):
+        return 0, 0
+    corners = (*left, *right)
+    if any(corner is None for corner in corners):
+        return None, None
+    products = [a * b for a in left for b in right]  # type: ignore[operator]
+    return min(products), max(products)
+
+
+def _divided(op: Op, left: Span, divisor: int) -> Span:
+    """`left // divisor` or `left % divisor`, truncating, by a nonzero constant."""
+    if op is Op.TMOD:
+        largest = abs(divisor) - 1
+        low = 0 if left[0] is not None and left[0] >= 0 else -largest
+        high = 0 if left[1] is not None and left[1] <= 0 else largest
+        return low, high
+    ends = [None if end is None else truncating_div(end, divisor) for end in left]
+    return (ends[0], ends[1]) if divisor > 0 else (ends[1], ends[0])
+
+
+def int32_span(span: Span) -> tuple[int, int]:
+    """What an INT32 cell holds after storing a value of `span`: the span itself inside
+    INT32, else any INT32 value (the device casts to the cell's type, docs/model.md)."""
+    low, high = span
+    if low is None or high is None or low < INT32_MIN or high > INT32_MAX:
+        return INT32_MIN, INT32_MAX
+    return low, high
+
+
 def int32_for_ranks(*values: Expr) -> Cond:
     """Each of `values` is an INT32 number, or N is beyond 2^31: ranks are INT32
     scalars, so no such N runs and nothing needs to hold there."""

@@ -152,10 +152,7 @@ def _byte(instance: _Instance, footprint: Footprint, tag: str) -> tuple[Expr, Co
         element = _add(element, _mul(_add(instance.expr(offset), index), instance.expr(stride)))
     byte = Var(f"b@{tag}")
     bounds += [Cmp(Rel.LE, Const(0), byte), Cmp(Rel.LT, byte, Const(footprint.itemsize))]
-    address = _add(
-        _add(instance.expr(footprint.base), _mul(element, Const(footprint.itemsize))), byte
-    )
-    return address, All(tuple(bounds))
+    return _add(_mul(element, Const(footprint.itemsize)), byte), All(tuple(bounds))
 
 
 def _cell_address(instance: _Instance) -> Expr:
@@ -163,7 +160,7 @@ def _cell_address(instance: _Instance) -> Expr:
     element: Expr = Const(0)
     for offset, stride in zip(footprint.offsets, footprint.strides, strict=True):
         element = _add(element, _mul(instance.expr(offset), instance.expr(stride)))
-    return _add(instance.expr(footprint.base), _mul(element, Const(footprint.itemsize)))
+    return _mul(element, Const(footprint.itemsize))
 
 
 def _same_owner(left: _Instance, right: _Instance) -> Cond | None:
@@ -179,6 +176,17 @@ def _overlap(left: _Instance, right: _Instance, tag: str) -> Cond:
     owner = _same_owner(left, right)
     if owner is None or _apart(left, right, _disjoint_ranges):
         return FALSE
+    a, b = left.template.footprint, right.template.footprint
+    if _same_layout(left, right):
+        # in-bounds row-major indices: one byte in common exactly when every
+        # dimension's index ranges meet (linear, where the byte address multiplies)
+        meets = tuple(
+            _ranges_meet(left.expr(offset), left.expr(size), right.expr(other), right.expr(extent))
+            for offset, size, other, extent in zip(
+                a.offsets, a.extent, b.offsets, b.extent, strict=True
+            )
+        )
+        return All((owner, *meets))
     first, first_bounds = _byte(left, left.template.footprint, f"{tag}1")
     second, second_bounds = _byte(right, right.template.footprint, f"{tag}2")
     return All((owner, first_bounds, second_bounds, Cmp(Rel.EQ, first, second)))
@@ -190,20 +198,42 @@ def _same_cell(notify: _Instance, wait: _Instance) -> Cond:
         return FALSE
     if _apart(notify, wait, _distinct_offsets):
         return FALSE
+    if _same_layout(notify, wait):
+        offsets = zip(
+            notify.template.footprint.offsets, wait.template.footprint.offsets, strict=True
+        )
+        equal = tuple(Cmp(Rel.EQ, notify.expr(a), wait.expr(b)) for a, b in offsets)
+        return All((owner, *equal))
     return All((owner, Cmp(Rel.EQ, _cell_address(notify), _cell_address(wait))))
 
 
-def _apart(left: _Instance, right: _Instance, dim_apart: Callable[..., bool]) -> bool:
-    """Two footprints of one view layout apart in some dim by constant offsets: they
-    share no byte, since row-major addresses of in-bounds indices are distinct (the
-    bounds obligation proves every index in bounds)."""
+def _same_layout(left: _Instance, right: _Instance) -> bool:
+    """One item size and one row-major layout: in-bounds indices (which the bounds
+    obligation proves of every access) then have one address each, so two footprints
+    share a byte exactly when their index ranges meet in every dimension."""
     a, b = left.template.footprint, right.template.footprint
-    same_layout = (
-        a.itemsize == b.itemsize
-        and left.expr(a.base) == right.expr(b.base)
-        and tuple(map(left.expr, a.strides)) == tuple(map(right.expr, b.strides))
+    return a.itemsize == b.itemsize and tuple(map(left.expr, a.strides)) == tuple(
+        map(right.expr, b.strides)
     )
-    return same_layout and any(
+
+
+def _ranges_meet(offset: Expr, extent: Expr, other: Expr, other_extent: Expr) -> Cond:
+    """`[offset, offset + extent)` and `[other, other + other_extent)` share an integer."""
+    return All(
+        (
+            Cmp(Rel.LT, Const(0), extent),
+            Cmp(Rel.LT, Const(0), other_extent),
+            Cmp(Rel.LT, offset, _add(other, other_extent)),
+            Cmp(Rel.LT, other, _add(offset, extent)),
+        )
+    )
+
+
+def _apart(left: _Instance, right: _Instance, dim_apart: Callable[..., bool]) -> bool:
+    """Two footprints of one layout apart in some dim by constant offsets: they share no
+    byte (`_same_layout`)."""
+    a, b = left.template.footprint, right.template.footprint
+    return _same_layout(left, right) and any(
         dim_apart(*dim) for dim in zip(a.offsets, a.extent, b.offsets, b.extent, strict=True)
     )
 

@@ -85,6 +85,9 @@ def trace_protocol(
             dict.fromkeys(r for record in records if (r := record.rejection) is not None)
         ),
         cases=tuple(dict.fromkeys(c for record in records for c in record.cases)),
+        window_reads=tuple(
+            dict.fromkeys(read for record in records for read in record.window_reads)
+        ),
         rank_var=rank_var,
         paths=len(records),
         inputs=tuple(inputs),

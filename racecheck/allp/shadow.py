@@ -55,6 +55,7 @@ from racecheck.allp.views import (
 from racecheck.assumptions import Assumption, narrowed
 from racecheck.dsl import dist_ops, lowering, modules
 from racecheck.dsl.dtypes import DType
+from racecheck.dsl.location import user_location
 from racecheck.dsl.lowering import Lowering
 from racecheck.dsl.program import FunctionRole, _role_of
 from racecheck.dsl.types import AtomicType, DimExpr, Direction, TensorType
@@ -310,9 +311,7 @@ class Surface:
     def window(self, buf: object, shape: Sequence[object], *, dtype: DType) -> SymView:
         if not isinstance(buf, SymBuffer):
             raise OutsideFragment(reason(ReasonCode.SHADOW_WINDOW_OF))
-        view = SymView(
-            memory=buf.name, window=True, base=Const(0), shape=self._dims(shape), dtype=dtype
-        )
+        view = SymView(memory=buf.name, window=True, shape=self._dims(shape), dtype=dtype)
         size = mul(product(view.shape), Const(dtype.nbytes))
         self.tracer.check(Cmp(Rel.LE, size, buf.nbytes), f"a window view of {buf.name}")
         return view
@@ -331,9 +330,7 @@ class Surface:
         shape = tuple(host_dim(dim, self.tracer, rank_dims) for dim in annotation.dims)
         if annotation.direction is Direction.IN:
             self.inputs[f"host {name}"] = name
-        return SymView(
-            memory=f"host {name}", window=False, base=Const(0), shape=shape, dtype=annotation.dtype
-        )
+        return SymView(memory=f"host {name}", window=False, shape=shape, dtype=annotation.dtype)
 
     def _footprint(
         self, view: SymView, owner: Expr | None, offsets: Sequence[object], extent: Sequence[object]
@@ -348,13 +345,12 @@ class Surface:
         if owner is not None:
             holds.append(in_range(owner, Const(0), Var(WORLD)))
         self.tracer.check(All(tuple(holds)), f"an access to {view.memory}")
-        return Footprint(
+        return Footprint(  # in the coordinates of the whole memory: its rows selected first
             memory=view.memory,
             owner=owner,
-            base=view.base,
-            strides=strides(view.shape),
-            offsets=offs,
-            extent=ext,
+            strides=strides((*view.outer, *view.shape)),
+            offsets=(*view.rows, *offs),
+            extent=(*(Const(1) for _ in view.rows), *ext),
             itemsize=view.dtype.nbytes,
         )
 
@@ -390,10 +386,10 @@ class Surface:
     def read(self, tensor: object, offsets: Sequence[object]) -> Sym:
         """`pl.read` of one element of a host input tensor in a kernel: a fresh value of
         its dtype's range, narrowed by the user's assumptions (`racecheck.assumptions`).
-        A window's element is another rank's to write: outside the fragment."""
+        Of a window's element: `_window_read`."""
         view = as_view(tensor)
         if view.window:
-            raise OutsideFragment(reason(ReasonCode.SHADOW_READ_WINDOW, memory=view.memory))
+            return self._window_read(view, offsets)
         name = self.inputs.get(view.memory)
         if name is None:
             raise OutsideFragment(reason(ReasonCode.SHADOW_READ_NOT_INPUT, memory=view.memory))
@@ -408,6 +404,17 @@ class Surface:
         self.read_ranges.setdefault(name, f"{name} in {low}..{high} ({why})")
         self.read_memories.add(view.memory)
         return self.tracer.input_value(low, high)
+
+    def _window_read(self, view: SymView, offsets: Sequence[object]) -> Sym:
+        """`pl.read` of one INT32 element of the rank's own window: 0 or a value its Set
+        notifies store (`Tracer.window_value`); the read is an access, ordered after
+        those notifies by the obligations like any other."""
+        if view.dtype.limits != (INT32_MIN, INT32_MAX):
+            raise OutsideFragment(
+                reason(ReasonCode.SHADOW_READ_DTYPE, memory=view.memory, dtype=view.dtype.name)
+            )
+        self._access(Effect.READ, view, self._local_owner(view), offsets, [1] * len(view.shape))
+        return self.tracer.window_value(view.memory, view.dtype.nbytes, user_location())
 
     def store(self, tile: object, offsets: Sequence[object], output_tensor: object) -> SymView:
         view = as_view(output_tensor)

@@ -33,12 +33,12 @@ class Effect(Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Footprint:
-    """Bytes `base + (sum_k (offsets[k] + i_k) * strides[k]) * itemsize + b`, 0 <= i_k <
-    extent[k], 0 <= b < itemsize, of `memory` as owned by `owner` (None: host memory)."""
+    """Bytes `(sum_k (offsets[k] + i_k) * strides[k]) * itemsize + b`, 0 <= i_k <
+    extent[k], 0 <= b < itemsize, of `memory` as owned by `owner` (None: host memory),
+    in the coordinates of the whole memory (a view's selected rows are dimensions)."""
 
     memory: str
     owner: Expr | None
-    base: Expr
     strides: tuple[Expr, ...]
     offsets: tuple[Expr, ...]
     extent: tuple[Expr, ...]
@@ -69,6 +69,7 @@ class Template:
     notify_op: NotifyOp | None = None
     value: Expr | None = None  # notify value / wait threshold
     cmp: WaitCmp | None = None
+    span: tuple[int, int] | None = None  # a Set notify: the values its cell may get
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +88,19 @@ class Case:
     """A branch side taken: `guard` holds right after the decision at `location`."""
 
     guard: Cond
+    location: SourceLocation
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowRead:
+    """A `pl.read` of a window cell at `location`: its value is taken to be 0 or in
+    `low..high`, the values of the Set notifies on `memory` traced before it (None: no
+    such notify, 0 only). Sound only if every writer of `memory` is such a notify."""
+
+    memory: str
+    itemsize: int  # of the cell read: a writer of other cells' size mixes their bytes
+    low: int | None
+    high: int | None
     location: SourceLocation
 
 
@@ -111,3 +125,4 @@ class Protocol:
     paths: int
     inputs: tuple[str, ...] = ()  # what the input values read range over
     read_inputs: frozenset[str] = frozenset()  # the host tensors they are read from
+    window_reads: tuple[WindowRead, ...] = ()

@@ -49,12 +49,15 @@ from racecheck.allp.expr import (
     Opaque,
     OutsideFragment,
     Rel,
+    Span,
     Sym,
     SymBool,
     Var,
     int32_for_ranks,
+    int32_span,
     quotient_is,
     renamed,
+    span_of,
     variables,
 )
 from racecheck.allp.templates import (
@@ -66,9 +69,10 @@ from racecheck.allp.templates import (
     PositionItem,
     Rejection,
     Template,
+    WindowRead,
 )
 from racecheck.dsl.location import user_location
-from racecheck.events import NotifyOp, WaitCmp
+from racecheck.events import NotifyOp, SourceLocation, WaitCmp
 from racecheck.report.reasons import ReasonCode, reason
 
 Feasible = Callable[[Cond], bool]
@@ -105,6 +109,7 @@ class PathRecord:
     checks: list[BoundsCheck] = field(default_factory=list)
     scalars: list[BoundsCheck] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)
+    window_reads: list[WindowRead] = field(default_factory=list)
     rejection: Rejection | None = None
 
 
@@ -118,7 +123,8 @@ class Tracer:
         self.record = PathRecord()
         self.rank: str | None = None
         self.loops = 0
-        self.inputs = 0  # input values read so far (`input_value`)
+        self.inputs = 0  # input and window values read so far (`input_value`)
+        self.spans: dict[str, Span] = {}  # the interval each such value lies in
         self.slots: list[LoopItem] = []
         self.bounds: list[tuple[Expr, int]] = []  # each open loop's start and step
         self.left_early = ""
@@ -344,22 +350,24 @@ class Tracer:
         cmp: WaitCmp | None = None,
     ) -> None:
         owner = () if footprint.owner is None else (footprint.owner,)
-        parts = (*footprint.offsets, *footprint.extent, footprint.base, *owner)
+        parts = (*footprint.offsets, *footprint.extent, *owner)
         for part in parts:
             self._check_scope(part, "an access")
         if value is not None:
             self._check_scope(value, "a signal value")
         guard = self.guard() if effect.plain else self._sync_guard()
-        mentioned = set().union(*(variables(item) for item in (*parts, guard)))
-        if value is not None:
-            mentioned |= variables(value)
-        inputs = tuple(sorted(name for name in mentioned if is_input_var(name)))
-        if inputs and not effect.plain:
+        placed = _input_vars(*parts, guard)
+        valued = _input_vars(value) if value is not None else frozenset()
+        stored = effect is Effect.NOTIFY and notify_op is NotifyOp.SET
+        if not effect.plain and (placed or (valued and not stored)):
             # the obligations' chains quantify over the notifies and waits that order
-            # an access: an input value there would be theirs to choose, not the input's
+            # an access: an input value there would be theirs to choose, not the input's.
+            # A Set's value is data to a pl.read of its cell; the prover refuses it on
+            # a cell some wait reads (`allp._require_fragment`).
             raise OutsideFragment(
                 reason(ReasonCode.OUTSIDE_INPUT_SYNC, effect=effect.value, at=str(user_location()))
             )
+        span = int32_span(span_of(value, self.spans)) if stored and value is not None else None
         self.record.templates.append(
             Template(
                 effect=effect,
@@ -369,8 +377,9 @@ class Tracer:
                 location=user_location(),
                 rank=self.rank_var(),
                 loop_vars=tuple(sorted(self._active_loops())),
-                inputs=inputs,
+                inputs=tuple(sorted(placed | valued)),
                 notify_op=notify_op,
+                span=span,
                 value=value,
                 cmp=cmp,
                 context=frozenset(self.context),
@@ -382,11 +391,40 @@ class Tracer:
         `low..high` (its dtype's range narrowed by the user's assumptions). Every event
         instance names it apart (`Template.inputs`), so two instances may see different
         values, as two ranks or iterations reading two cells do: a proof covers them all."""
+        return self._fresh_value(lambda value: _within(value, low, high), (low, high))
+
+    def window_value(self, memory: str, itemsize: int, location: SourceLocation) -> Sym:
+        """A value read from window `memory` in a kernel: 0 (never written) or a value in
+        the interval of the values this path's Set notifies on `memory` store so far, a
+        fresh variable as an input value is. The protocol records the read
+        (`WindowRead`): every path's writers of `memory` must stay inside it."""
+        spans = [
+            template.span
+            for template in self.record.templates
+            if template.footprint.memory == memory and template.span is not None
+        ]
+        low = min((span[0] for span in spans), default=None)
+        high = max((span[1] for span in spans), default=None)
+        self.record.window_reads.append(
+            WindowRead(memory=memory, itemsize=itemsize, low=low, high=high, location=location)
+        )
+
+        def stored(value: Var) -> Cond:
+            zero = Cmp(Rel.EQ, value, Const(0))
+            if low is None or high is None:
+                return zero
+            return Any_((zero, _within(value, low, high)))
+
+        hull = (0, 0) if low is None or high is None else (min(low, 0), max(high, 0))
+        return self._fresh_value(stored, hull)
+
+    def _fresh_value(self, within: Callable[[Var], Cond], span: tuple[int, int]) -> Sym:
         self.rank_var()
         self.inputs += 1
         value = Var(f"{INPUT_PREFIX}{self.inputs}")
-        within = All((Cmp(Rel.LE, Const(low), value), Cmp(Rel.LE, value, Const(high))))
-        self.facts.append(_Fact(cond=within, names=frozenset({value.name}), input_range=True))
+        self.spans[value.name] = span
+        cond = within(value)
+        self.facts.append(_Fact(cond=cond, names=frozenset({value.name}), input_range=True))
         return self.sym(value)
 
     def _sync_guard(self) -> Cond:
@@ -692,6 +730,15 @@ INPUT_PREFIX = "v"
 
 def is_input_var(name: str) -> bool:
     return name.startswith(INPUT_PREFIX) and name[len(INPUT_PREFIX) :].isdigit()
+
+
+def _input_vars(*items: Expr | Cond) -> frozenset[str]:
+    mentioned = frozenset().union(*(variables(item) for item in items))
+    return frozenset(name for name in mentioned if is_input_var(name))
+
+
+def _within(value: Var, low: int, high: int) -> Cond:
+    return All((Cmp(Rel.LE, Const(low), value), Cmp(Rel.LE, value, Const(high))))
 
 
 def _is_loop_var(name: str) -> bool:

@@ -38,10 +38,11 @@ class SymBuffer:
 class SymView:
     memory: str
     window: bool
-    base: Expr  # bytes
     shape: tuple[Expr, ...]
     dtype: DType
     checks: tuple[Cond, ...] = ()  # row selections this view was cut with
+    rows: tuple[Expr, ...] = ()  # the rows selected (`view[r]`), outermost first
+    outer: tuple[Expr, ...] = ()  # the sizes of the dimensions they were selected from
 
     @property
     def ndim(self) -> int:
@@ -51,15 +52,14 @@ class SymView:
         if not self.shape or isinstance(index, (tuple, slice)):
             raise OutsideFragment(reason(ReasonCode.OUTSIDE_HOST_ROW))
         row = to_expr(index)
-        rest = self.shape[1:]
-        step = mul(product(rest), Const(self.dtype.nbytes))
         return SymView(
             memory=self.memory,
             window=self.window,
-            base=add(self.base, mul(row, step)),
-            shape=rest,
+            shape=self.shape[1:],
             dtype=self.dtype,
             checks=(*self.checks, in_range(row, Const(0), self.shape[0])),
+            rows=(*self.rows, row),
+            outer=(*self.outer, self.shape[0]),
         )
 
 

@@ -35,6 +35,9 @@ class ReasonCode(Enum):
     EVERY_P_REFUTED = "every-p-refuted"
     EVERY_P_INT32 = "every-p-int32"
     EVERY_P_INPUT_WRITTEN = "every-p-input-written"
+    EVERY_P_INPUT_WAITED = "every-p-input-waited"
+    EVERY_P_WINDOW_WRITER = "every-p-window-writer"
+    EVERY_P_WINDOW_VALUE = "every-p-window-value"
     # what a proof for every P assumes (allp)
     ASSUME_LOW = "assume-low"
     ASSUME_BELOW = "assume-below"
@@ -44,6 +47,7 @@ class ReasonCode(Enum):
     ASSUME_UNCHECKED = "assume-unchecked"
     ASSUME_DISCHARGED = "assume-discharged"
     ASSUME_INPUTS = "assume-inputs"
+    ASSUME_WINDOW_READ = "assume-window-read"
     # why a result is unknown, or what it leaves unchecked (judge)
     HUNG_UNFOUND = "hung-unfound"
     MORE_UNCHECKED = "more-unchecked"
@@ -201,7 +205,6 @@ class ReasonCode(Enum):
     SHADOW_REMOTE_NOT_WINDOW = "shadow-remote-not-window"
     SHADOW_REGION_SIZES = "shadow-region-sizes"
     SHADOW_NAME = "shadow-name"
-    SHADOW_READ_WINDOW = "shadow-read-window"
     SHADOW_READ_NOT_INPUT = "shadow-read-not-input"
     SHADOW_READ_DTYPE = "shadow-read-dtype"
     SHADOW_CAST = "shadow-cast"
@@ -373,6 +376,17 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.EVERY_P_INPUT_WRITTEN: (
         "line {line} writes {memory}, which the program also reads as an input"
     ),
+    ReasonCode.EVERY_P_INPUT_WAITED: (
+        "line {line} notifies {memory} with a value read from an input, and a wait reads {memory}"
+    ),
+    ReasonCode.EVERY_P_WINDOW_WRITER: (
+        "line {line} writes {memory} other than by a Set notify, and line {read} reads it"
+        " with pl.read"
+    ),
+    ReasonCode.EVERY_P_WINDOW_VALUE: (
+        "the Set notify at line {line} stores {values} into {memory}, outside the values"
+        " the pl.read at line {read} was traced with"
+    ),
     ReasonCode.ASSUME_LOW: "P >= {low}",
     ReasonCode.ASSUME_BELOW: (
         "P < {world} (at P={world}, line {line} computes `{what}` outside the INT32 range;"
@@ -395,6 +409,10 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.ASSUME_DISCHARGED: "discharged for every P: {obligation}",
     ReasonCode.ASSUME_INPUTS: "every input satisfying {ranges}",
+    ReasonCode.ASSUME_WINDOW_READ: (
+        "pl.read of {memory} at line {line}: 0 (never written) or a value its Set notifies"
+        " store ({values})"
+    ),
     ReasonCode.HUNG_UNFOUND: (
         "the traced run hung but no engine found the deadlock; refusing to answer"
     ),
@@ -656,10 +674,6 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.SHADOW_REMOTE_NOT_WINDOW: "put/get whose remote side is not a window",
     ReasonCode.SHADOW_REGION_SIZES: "{label}: its source and target regions differ in size",
     ReasonCode.SHADOW_NAME: "{name} is outside the symbolic fragment",
-    ReasonCode.SHADOW_READ_WINDOW: (
-        "pl.read of window {memory} (a value another rank may write) is outside the symbolic"
-        " fragment"
-    ),
     ReasonCode.SHADOW_READ_NOT_INPUT: (
         "pl.read of {memory}, which is not an input tensor, is outside the symbolic fragment"
     ),
