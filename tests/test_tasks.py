@@ -189,6 +189,34 @@ def test_the_cube_lane_notify_publishes_before_the_push_lands() -> None:
     assert any(step.task == "task shift_matmul (cube lane)" for step in race.witness)
 
 
+def test_matmul_and_communication_in_different_tasks_of_one_function_make_no_cube_lane(
+    tmp_path: Path,
+) -> None:
+    name = "213_spmd_matmul_then_push.py"
+    execution = _run(name, 2)
+    assert [task.spec.thread_name for task in execution.tasks[0]] == [
+        "block 0 of project",
+        "block 0 of push",
+        "block 1 of push",
+        "task arrive",
+        "task fetch",
+    ]
+    source = (EXAMPLES / name).read_text()
+    notify = "        pld.system.notify(signal, peer=right"
+    assert notify in source
+    mixed = tmp_path / "mixed.py"  # the project block notifies too: one task mixes
+    mixed.write_text(
+        source.replace(
+            "        pl.store(pl.matmul(left, weights), [0, 0], product)\n",
+            "        pl.store(pl.matmul(left, weights), [0, 0], product)\n"
+            f"{notify}, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)\n",
+        )
+    )
+    report = racecheck.verify(str(mixed), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and "this kernel mixes" in result.message
+
+
 def test_no_dep_args_drops_a_regions_edges(tmp_path: Path) -> None:
     source = (EXAMPLES / "92_receive_then_scrub.py").read_text()
     dropped = tmp_path / "no_dep_args.py"
