@@ -189,6 +189,73 @@ def test_the_cube_lane_notify_publishes_before_the_push_lands() -> None:
     assert any(step.task == "task shift_matmul (cube lane)" for step in race.witness)
 
 
+def test_matmul_and_communication_in_different_tasks_of_one_function_make_no_cube_lane(
+    tmp_path: Path,
+) -> None:
+    name = "213_spmd_matmul_then_push.py"
+    execution = _run(name, 2)
+    assert [task.spec.thread_name for task in execution.tasks[0]] == [
+        "block 0 of project",
+        "block 0 of push",
+        "block 1 of push",
+        "task arrive",
+        "task fetch",
+    ]
+    source = (EXAMPLES / name).read_text()
+    notify = "        pld.system.notify(signal, peer=right"
+    assert notify in source
+    mixed = tmp_path / "mixed.py"  # the project block notifies too: one task mixes
+    mixed.write_text(
+        source.replace(
+            "        pl.store(pl.matmul(left, weights), [0, 0], product)\n",
+            "        pl.store(pl.matmul(left, weights), [0, 0], product)\n"
+            f"{notify}, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)\n",
+        )
+    )
+    report = racecheck.verify(str(mixed), ranks=[2])
+    (result,) = report.results
+    assert result.verdict is Verdict.UNKNOWN and "this kernel mixes" in result.message
+
+
+def test_deps_on_a_mixed_kernel_order_the_dependent_after_both_its_lanes(
+    tmp_path: Path,
+) -> None:
+    source = (EXAMPLES / "97_receive_then_scrub_submit.py").read_text()
+    edits = {  # the receive mixes a cube op in (its wait runs on both lanes) ...
+        "        y = pl.store(recv, [0, 0], y)\n": (
+            "        pl.move(recv, target_memory=pl.Mem.Left)\n"
+            "        y = pl.store(recv, [0, 0], y)\n"
+        ),
+        # ... and the scrub, named in deps=, takes back the credit that wait reads
+        "    def scrub_step(self, inbox: pl.Out[pld.DistributedTensor[[1, SIZE], pl.FP32]]):\n": (
+            "    def scrub_step(\n"
+            "        self,\n"
+            "        inbox: pl.Out[pld.DistributedTensor[[1, SIZE], pl.FP32]],\n"
+            "        signal: pld.DistributedTensor[[1, 1], pl.INT32],\n"
+            "    ):\n"
+            "        me = pld.rank(pld.get_comm_ctx(signal))\n"
+            "        pld.system.notify(\n"
+            "            signal, peer=me, offsets=[0, 0], value=-1, op=pld.NotifyOp.AtomicAdd\n"
+            "        )\n"
+        ),
+        "pl.submit(self.scrub_step, inbox, deps=[received])": (
+            "pl.submit(self.scrub_step, inbox, signal, deps=[received])"
+        ),
+    }
+    for old, new in edits.items():
+        assert old in source
+        source = source.replace(old, new)
+    variant = tmp_path / "mixed_receive.py"
+    variant.write_text(source)
+    execution = simulate(discover(load_file(str(variant)), programs=(), args={})[0].instantiate(2))
+    names = [task.spec.name for task in execution.tasks[0]]
+    assert names == ["push_step", "receive_step", "receive_step (cube lane)", "scrub_step"]
+    order = _order(execution, 0, RuntimeOrder.CURRENT)
+    assert order[("receive_step (cube lane)", "scrub_step")]
+    (result,) = racecheck.verify(str(variant), ranks=[2]).results
+    assert result.verdict is Verdict.PROVED
+
+
 def test_no_dep_args_drops_a_regions_edges(tmp_path: Path) -> None:
     source = (EXAMPLES / "92_receive_then_scrub.py").read_text()
     dropped = tmp_path / "no_dep_args.py"

@@ -91,7 +91,7 @@ class RankContext:
         self.thread: threading.Thread | None = None
         self.flow = FlowRecorder()
         self.tasks = TaskLog()
-        self.task_depth = 0
+        self.running: list[int] = []  # the tasks it runs now, innermost last
         self.mixed = False
         self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
         self.sublanes_at: SourceLocation | None = None  # unjoined parts may still run
@@ -134,6 +134,14 @@ class RankContext:
         values = np.full(shape, fill, dtype=dtype.compute)  # init_value= (PyPTO #823)
         return memory.add_host_tensor(name, values, dtype, manual_dep=manual_dep)
 
+    @property
+    def task_depth(self) -> int:
+        return len(self.running)
+
+    def running_task(self) -> int | None:
+        """The innermost task this context runs now (its index); None outside any."""
+        return self.running[-1] if self.running else None
+
     def mark_mixed(self) -> bool:
         """A kernel task mixes cube ops with communication: it gets a cube lane."""
         if self.task_depth == 0 or self.tasks.regions:
@@ -152,11 +160,11 @@ class RankContext:
         if self.run.plan is not None:
             index = self._new_thread_index()
             self._enter(index, spec.location)
-            self.task_depth += 1
+            self.running.append(index)
             return index
         index = self.tasks.open(self.events)
         self.tasks.regions.append((index, spec, len(self.events)))
-        self.task_depth += 1
+        self.running.append(index)
         return index
 
     def spawn_task(self, spec: TaskSpec, body: Callable[[], Any]) -> int | None:
@@ -172,12 +180,12 @@ class RankContext:
 
         def run() -> None:
             child._starts(index, spec.location)
-            child.task_depth += 1
+            child.running.append(index)
             child.tasks.regions.append((index, spec, 0))  # no cube lane in a region
             try:
                 body()
             finally:
-                child.task_depth -= 1
+                child.running.pop()
                 child._new_task_state()
             child._end(index, spec.location)
 
@@ -187,12 +195,12 @@ class RankContext:
     def end_task(self) -> None:
         if self.run.plan is not None:
             self._new_task_state()
-            self.task_depth -= 1
+            self.running.pop()
             self._leave()
             return
         self._new_task_state()
         index, spec, first = self.tasks.regions.pop()
-        self.task_depth -= 1
+        self.running.pop()
         self.tasks.record(index, spec, first, self.events)
 
     def start_dispatch(
@@ -221,12 +229,12 @@ class RankContext:
 
     def _run_task(self, index: int, spec: TaskSpec, body: Callable[[], Any]) -> Any:
         first = len(self.events)
-        self.task_depth += 1
+        self.running.append(index)
         self._new_task_state()
         try:
             return body()
         finally:
-            self.task_depth -= 1
+            self.running.pop()
             self._new_task_state()
             self.tasks.record(index, spec, first, self.events)
 
@@ -333,9 +341,9 @@ class RankContext:
 
         def run() -> None:
             lane._starts(index, where)
-            lane.task_depth += 1
+            lane.running.append(index)
             cube_lane()
-            lane.task_depth -= 1
+            lane.running.pop()
             lane._end(index, where)
 
         self.run.spawn(lane, run)
@@ -349,21 +357,21 @@ class RankContext:
     ) -> Any:
         """A kernel task's body, then its cube lane (a thread of its own) if it mixes
         and the lane is not running already (`cube_lane` None)."""
-        self.task_depth += 1
+        self.running.append(index)
         self.mixed = False
         self._new_task_state()
         try:
             result = body()
         finally:
-            self.task_depth -= 1
+            self.running.pop()
             self._new_task_state()
         if self.mixed and cube_lane is not None:
             self._enter(index + 1, spec.location)
-            self.task_depth += 1
+            self.running.append(index + 1)
             try:
                 cube_lane()
             finally:
-                self.task_depth -= 1
+                self.running.pop()
                 self._new_task_state()
             self._leave()
         return result
@@ -380,7 +388,7 @@ class RankContext:
         other.end = RankEnd.FINISHED
         other.thread = None
         other.tasks = TaskLog()
-        other.task_depth = 0
+        other.running = []
         other.mixed = False
         other.glue = None
         other.inside = []

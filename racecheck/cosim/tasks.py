@@ -6,7 +6,8 @@ The runtime orders them only by the edges it tracks (docs/model.md): within one
 dispatch, RAW and WAW between the storages a task is tagged with (its arguments, with
 their declared directions), never WAR; since PyPTO #1683 a window that a task's
 `remote_store`, `put`, `get` or notify writes counts as written
-(`RuntimeOrder.CURRENT`; `PRE_1683` models the rules before); explicit `deps=`; no
+(`RuntimeOrder.CURRENT`; `PRE_1683` models the rules before); explicit `deps=` (a
+mixed kernel's id orders after both its lanes); no
 inferred edges inside `pl.manual_scope()`; a task submitted after orchestration code
 starts after it ran. A kernel task that mixes cube ops with communication is followed
 by its cube lane (`racecheck.dsl.lanes`), a task nothing orders with it; the blocks of
@@ -190,11 +191,18 @@ def _edge(
         return False  # so do the blocks of one `pl.spmd`
     if earlier.dispatch != later.dispatch:
         return _dispatch_edge(earlier, later)  # else atomic, in either order (the lock)
-    if earlier.glue or earlier.index in later.spec.deps:
+    if earlier.glue or _named(earlier, later.spec.deps):
         return True  # a task is submitted after the orchestration code before it ran
     if earlier.spec.manual or later.spec.manual:
         return False
     return _overlap(written, tagged)
+
+
+def _named(task: TaskRecord, deps: tuple[int, ...]) -> bool:
+    """Whether `deps=` names `task`: its own id, or for a cube lane its kernel's, a task
+    that finishes when both its lanes have."""
+    lane_of = task.spec.cube_lane_of
+    return task.index in deps or (lane_of is not None and lane_of in deps)
 
 
 def ordered_pairs(

@@ -8,7 +8,8 @@ the kernel as written (the vector lane), and the kernel under `AicLane` (the cub
 lane), which keeps only its notify, wait and remote_load. Anywhere else (a dispatched
 kernel, a `pl.at` region) the mix is reported as unsupported at the line of the later
 of the two, never checked as if it ran once. A kernel body is the innermost frame of
-the user's file that makes the call.
+the user's file that makes the call, within one task (`Body`): matmul in one block or
+region of a per-device function and communication in another is no mix.
 
 `for aiv_id in pl.split_aiv(n, mode=pl.SplitMode.NONE)` pins its body to the vector
 lane (the cube lane skips it, and its communication makes no mix), and runs it once per
@@ -42,7 +43,13 @@ if TYPE_CHECKING:
 _seen = threading.local()
 
 
-def _frames(kind: str) -> dict[int, tuple[FrameType, SourceLocation]]:
+Body = tuple[int, int | None]
+"""A kernel body: the id of the frame that runs it and the task it runs as (the rank
+context's `running_task`): the blocks of a `pl.spmd` written in a per-device function
+share its frame, but each is a task of its own, with lanes of its own."""
+
+
+def _frames(kind: str) -> dict[Body, tuple[FrameType, SourceLocation]]:
     table = getattr(_seen, kind, None)
     if table is None:
         table = {}
@@ -56,15 +63,17 @@ def _note(kind: str, other: str, construct: str) -> None:
     frame = innermost_user_frame()
     if frame is None:
         return
+    context = current()
+    running = getattr(context, "running_task", None)
+    body = (id(frame), None if running is None else running())
     # the frame itself is kept, so its id cannot be reused while it is recorded; its
     # location is the one at its first note (later ones keep it, so are not looked up)
     recorded = _frames(kind)
-    if id(frame) not in recorded:
-        recorded[id(frame)] = (frame, location_of(frame))
-    earlier = _frames(other).get(id(frame))
+    if body not in recorded:
+        recorded[body] = (frame, location_of(frame))
+    earlier = _frames(other).get(body)
     if earlier is None:
         return
-    context = current()
     mark = getattr(context, "mark_mixed", None)
     if mark is not None and mark():
         return

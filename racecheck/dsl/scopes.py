@@ -129,7 +129,8 @@ class TaskSpec:
 class TaskContext(Protocol):
     """The part of a rank context that runs tasks (`racecheck.cosim.rank.RankContext`)."""
 
-    task_depth: int
+    @property
+    def task_depth(self) -> int: ...
 
     def call_task(
         self,
