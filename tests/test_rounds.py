@@ -8,16 +8,24 @@ number (a fixed epoch passes at once on the second call)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import time
 from pathlib import Path
 
 import pytest
+from bruteforce import BruteForce, cross_rank_pairs, replay
 
 import racecheck
 from racecheck.cli import main
+from racecheck.cosim import simulate
+from racecheck.engines import ENGINES
+from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.errors import UsageError
-from racecheck.rounds import call_value
+from racecheck.events import Trace
+from racecheck.load import discover, load_file
+from racecheck.rounds import Calls, call_value
 
 PROGRAM = """
 import pypto.language as pl
@@ -227,6 +235,37 @@ def test_joined_rounds_do_not_hide_a_race_between_a_rank_s_tasks(tmp_path: Path)
     joined = {"repeat": 2, "rounds": "joined", "per_call": {"epoch": "{call}"}}
     report = racecheck.verify(str(path), ranks=(2,), jobs=1, **joined)  # type: ignore[arg-type]
     assert {result.verdict.value for result in report.results} == {"unknown"}
+
+
+def _joined_trace(tmp_path: Path, source: str) -> Trace:
+    """The trace of two joined calls at P=2, the epoch the call number."""
+    path = tmp_path / "joined.py"
+    path.write_text(source)
+    (spec,) = discover(load_file(str(path)))
+    calls = Calls(joined=True, per_call=(("epoch", "{call}"),))
+    return simulate(dataclasses.replace(spec.instantiate(2), calls=calls), repeat=2).trace
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+def test_every_engine_orders_joined_calls_as_the_brute_force(
+    tmp_path: Path, engine_name: str
+) -> None:
+    """The brute force waits at the host's join like at any wait (it once let it pass
+    at once), and every engine agrees with it on every pair of events of two ranks."""
+    trace = _joined_trace(tmp_path, PROGRAM)
+    truth = BruteForce(trace)
+    skeleton = SyncSkeleton(trace)
+    engine = ENGINES[engine_name]()
+    assert engine.unsupported(skeleton) is None
+    oracle = engine.order(skeleton, deadline=time.monotonic() + 60)
+    loads = [e.ref for e in trace.events[1] if e.repeat == 0 and e.label == "pl.load"]
+    puts = [e.ref for e in trace.events[0] if e.repeat == 1 and e.label == "pld.tensor.put"]
+    assert loads and puts and not truth.can_precede(puts[0], loads[-1])
+    for first, second in cross_rank_pairs(trace):
+        expected = truth.can_precede(first, second)
+        assert oracle.can_precede(first, second) == expected, (first, second)
+    replay(trace, oracle.witness(loads[-1], puts[0]))
+    assert oracle.stuck() is None and not truth.has_stuck_state()
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
