@@ -345,6 +345,26 @@ def test_every_engine_orders_joined_calls_as_the_brute_force(
     assert oracle.stuck() is None and not truth.has_stuck_state()
 
 
+def test_the_host_join_is_a_thread_between_a_rank_s_calls(tmp_path: Path) -> None:
+    """Each rank's join after call 1 holds no core, starts after the call's last tasks
+    (`await` and `stamp`: `signal` is before `await`), and the next call's first tasks
+    start after it alone."""
+    trace = _joined_trace(tmp_path, PINGS)
+    for rank in range(2):
+        threads = [thread for thread in trace.threads if thread.rank == rank and thread.name]
+        name = {thread.task: thread.name.split(" (")[0] for thread in threads}
+        (join,) = [thread for thread in threads if thread.name == "host join after call 1"]
+        assert join.resource == ""
+        assert sorted(name[task] for task in join.after) == ["task await", "task stamp"]
+        second = [thread for thread in threads if "(dispatch 2," in thread.name]
+        assert {
+            thread.name.split(" (")[0] for thread in second if thread.after == (join.task,)
+        } == {
+            "task signal",
+            "task stamp",
+        }
+
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 WARM = EXAMPLES / "349_warm_state_handshake_bug_skip_when_warm.py"
 
