@@ -16,8 +16,6 @@ hosts the wait inside the push blocks instead.
 racecheck expects:
     ranks 2..3: proved
     ranks 2 --repeat 2 --rounds joined --per-call epoch={call}: proved
-racecheck today (known gap: with --rounds joined, tasks do not yet run as threads):
-    ranks 2 --repeat 2 --rounds joined --per-call epoch={call}: unknown
 """
 
 import argparse

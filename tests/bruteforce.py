@@ -15,6 +15,10 @@ k-th start event of a thread (label `TASK_START`) can run once every thread of t
 k-th task of its `after` has run all its events; a task-end event changes nothing.
 Their cells are not in the state; `cell_value` counts a task's finished threads.
 
+The host's join between `--rounds joined` calls (labels `HOST_JOIN`, `HOST_JOIN_WAIT`)
+is an ordinary notify and wait on racecheck's own memory: its cells are in the state
+and its wait blocks like any other.
+
 Units likewise (`Thread.resource`, `trace.capacities`, `Thread.dispatch`), from who
 holds what rather than from their cells: a thread holds its unit from its take event
 (label `UNIT_TAKE`) until its give event has run, and the take can run while fewer
@@ -36,6 +40,8 @@ from racecheck.events import (
     DISPATCH_GIVE,
     DISPATCH_OPEN,
     DISPATCH_TAKE,
+    HOST_JOIN,
+    HOST_JOIN_WAIT,
     TASK_START,
     UNIT_GIVE,
     UNIT_TAKE,
@@ -67,10 +73,19 @@ class InvalidSchedule(Exception):
     """A schedule that is not an execution of the trace."""
 
 
+_JOIN = frozenset((HOST_JOIN, HOST_JOIN_WAIT))
+
+
+def _modelled(event: Event) -> bool:
+    """Whether the event is a notify or wait on a cell of the state: the program's own,
+    and the host's join."""
+    return not event.synthetic or event.label in _JOIN
+
+
 def signal_cells(trace: Trace) -> tuple[CellKey, ...]:
     keys: set[CellKey] = set()
     for event in _all_events(trace):
-        if event.synthetic:
+        if not _modelled(event):
             continue
         sync = event.notify.cell if event.notify else event.wait.cell if event.wait else None
         if sync is not None:
@@ -97,7 +112,7 @@ def is_enabled(trace: Trace, state: State, rank: int) -> bool:
         return all(_finished(trace, state, other) for other in _threads_of(trace, task))
     if event.label in _UNIT_RULES:
         return _UNIT_RULES[event.label](trace, state, rank)
-    if event.kind is not EventKind.WAIT or event.synthetic:
+    if event.kind is not EventKind.WAIT or not _modelled(event):
         return True
     assert event.wait is not None
     cell = event.wait.cell
@@ -209,7 +224,7 @@ def step(trace: Trace, state: State, rank: int) -> State:
     event = next_event(trace, state, rank)
     assert event is not None and is_enabled(trace, state, rank)
     cells = dict(state.cells)
-    if event.kind is EventKind.NOTIFY and not event.synthetic:
+    if event.kind is EventKind.NOTIFY and _modelled(event):
         assert event.notify is not None
         cell = event.notify.cell
         key = (cell.memory, cell.owner, cell.offset)

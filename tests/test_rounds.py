@@ -8,16 +8,24 @@ number (a fixed epoch passes at once on the second call)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import time
 from pathlib import Path
 
 import pytest
+from bruteforce import BruteForce, cross_rank_pairs, replay
 
 import racecheck
 from racecheck.cli import main
+from racecheck.cosim import simulate
+from racecheck.engines import ENGINES
+from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.errors import UsageError
-from racecheck.rounds import call_value
+from racecheck.events import Trace
+from racecheck.load import discover, load_file
+from racecheck.rounds import Calls, call_value
 
 PROGRAM = """
 import pypto.language as pl
@@ -171,37 +179,190 @@ def test_the_api_refuses_in_the_cli_s_words(program: str) -> None:
         racecheck.verify(program, ranks=(2,), per_call={"epoch": "{call} +"})
 
 
-UNORDERED_TASKS = PROGRAM.replace(
-    """    with pl.at(level=pl.Level.CORE_GROUP, name_hint="push"):""",
-    """    with pl.at(level=pl.Level.CORE_GROUP, name_hint="push"):
-        pl.store(pl.load(x, [0, 0], [1, SIZE]), [0, 0], out)""",
+SCRUBBED = PROGRAM.replace(
+    """        for src in pl.range(n):
+            pld.system.wait(""",
+    """    with pl.at(level=pl.Level.CORE_GROUP, name_hint="gather"):
+        for src in pl.range(n):
+            pld.system.wait(""",
+).replace(
+    "    return out\n",
+    """    with pl.at(level=pl.Level.CORE_GROUP, name_hint="scrub"):
+        pl.store(pl.full([1, SIZE], pl.FP32, 0.0), [me, 0], recv)  # @scrub
+    return out
+""",
 )
+"""`scrub` zeroes the row this rank put into its own `recv`, after `push` (it writes
+`recv` too) but unordered with `gather`, which only reads `recv` (write-after-read is
+not tracked): it can zero the row before `gather` has read it, in every call."""
+
+
+def _line(source: str, text: str) -> int:
+    return next(n for n, line in enumerate(source.splitlines(), start=1) if text in line)
+
+
+def _races(path: Path, **options: object) -> set[tuple[object, ...]]:
+    report = racecheck.verify(str(path), ranks=(2,), jobs=1, **options)  # type: ignore[arg-type]
+    return {
+        (f.code.value, tuple(at.line for at in f.locations), f.ranks, f.threads, f.confirmed)
+        for result in report.results
+        for f in result.findings
+    }
+
+
+def _scrub_race(*threads: str) -> set[tuple[object, ...]]:
+    loaded = (_line(SCRUBBED, "row = pl.load(recv"), _line(SCRUBBED, "# @scrub"))
+    return {("race-war", loaded, (0, 0), threads, True)}
+
+
+def test_a_race_between_a_rank_s_tasks_is_found_in_one_call(tmp_path: Path) -> None:
+    path = tmp_path / "scrub.py"
+    path.write_text(SCRUBBED)
+    assert _races(path) == _scrub_race("task gather", "task scrub")
 
 
 def test_joined_rounds_do_not_hide_a_race_between_a_rank_s_tasks(tmp_path: Path) -> None:
-    """Joined rounds keep tasks in program order plus the order searches (no threads
-    yet): a race between two tasks of one call must still be found, never proved."""
-    path = tmp_path / "tasks.py"
-    path.write_text(
-        PROGRAM.replace(
-            "        exchange(x[r], out[r], recv, arrived, epoch, device=r)",
-            "        exchange(x[r], out[r], recv, arrived, epoch, device=r)\n"
-            "        scrub(recv, device=r)",
-        ).replace(
-            "@pl.jit.host",
-            """@pl.jit
-def scrub(recv: pld.DistributedTensor[[MAX_RANKS, SIZE], pl.FP32]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="scrub"):
-        pl.store(pl.full([1, SIZE], 0.0, dtype=pl.FP32), [0, 0], recv)
+    """With joined rounds a rank's tasks are threads too, the host's join a thread
+    between its calls: the race between two tasks of one call is found as in one call."""
+    path = tmp_path / "scrub.py"
+    path.write_text(SCRUBBED)
+    joined = {"repeat": 2, "rounds": "joined", "per_call": {"epoch": "{call}"}}
+    site = _line(SCRUBBED, "exchange(x[r]")
+    gather, scrub = (f"task {name} (dispatch 1, line {site})" for name in ("gather", "scrub"))
+    assert _races(path, **joined) == _scrub_race(gather, scrub)
 
 
-@pl.jit.host""",
+STAMPED = SCRUBBED.replace(
+    "        pl.store(pl.full([1, SIZE], pl.FP32, 0.0), [me, 0], recv)  # @scrub",
+    "        pl.store(pl.load(x, [0, 0], [1, SIZE]), [MAX_RANKS - 1, 0], out)",
+).replace('name_hint="scrub"', 'name_hint="stamp"')
+"""Three tasks: `push`, `gather` after it, and `stamp`, unordered with both, which
+copies `x` into a row of `out` no other task writes."""
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_fixed_epoch_over_joined_threads_reads_before_the_put(tmp_path: Path, ranks: int) -> None:
+    """The epoch is 1 in every call, so call 2's wait passes on call 1's arrivals and
+    `gather` can read a row before its peer's call-2 put. The witness runs the next
+    call's tasks as soon as the host's join lets them, and replays."""
+    path = tmp_path / "stamped.py"
+    path.write_text(STAMPED)
+    report = racecheck.verify(str(path), ranks=(ranks,), repeat=2, rounds="joined", jobs=1)
+    site = _line(STAMPED, "exchange(x[r]")
+    (result,) = report.results
+    assert result.verdict.value == "bug"
+    assert {
+        (f.code.value, tuple(at.line for at in f.locations), f.threads, f.confirmed)
+        for f in result.findings
+    } == {
+        (
+            "race-raw",
+            (_line(STAMPED, "row = pl.load(recv"), _line(STAMPED, "pld.tensor.put(")),
+            (f"task gather (dispatch 2, line {site})", f"task push (dispatch 2, line {site})"),
+            True,
         )
+    }
+    with_epochs = racecheck.verify(
+        str(path), ranks=(ranks,), repeat=2, rounds="joined", per_call={"epoch": "{call}"}, jobs=1
     )
-    report = racecheck.verify(
-        str(path), ranks=(2,), repeat=2, rounds="joined", per_call={"epoch": "{call}"}, jobs=1
-    )
-    assert {result.verdict.value for result in report.results} <= {"bug", "unknown"}
+    assert [result.verdict.value for result in with_epochs.results] == ["proved"]
+
+
+def _joined_trace(tmp_path: Path, source: str) -> Trace:
+    """The trace of two joined calls at P=2, the epoch the call number."""
+    path = tmp_path / "joined.py"
+    path.write_text(source)
+    (spec,) = discover(load_file(str(path)))
+    calls = Calls(joined=True, per_call=(("epoch", "{call}"),))
+    return simulate(dataclasses.replace(spec.instantiate(2), calls=calls), repeat=2).trace
+
+
+PINGS = """
+import pypto.language as pl
+import pypto.language.distributed as pld
+
+
+@pl.jit
+def ping(
+    x: pl.Tensor[[1, 4], pl.FP32],
+    out: pl.Out[pl.Tensor[[1, 4], pl.FP32]],
+    arrived: pld.DistributedTensor[[1, 1], pl.INT32],
+    epoch: pl.Scalar[pl.INT32],
+):
+    ctx = pld.get_comm_ctx(arrived)
+    me = pld.rank(ctx)
+    n = pld.nranks(ctx)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="signal"):
+        pld.system.notify(
+            arrived, peer=(me + 1) % n, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd
+        )
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="await"):
+        pld.system.wait(arrived, offsets=[0, 0], expected=epoch, cmp=pld.WaitCmp.Ge)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stamp"):
+        pl.store(pl.load(x, [0, 0], [1, 4]), [0, 0], out)
+    return out
+
+
+@pl.jit.host
+def entry(
+    x: pl.Tensor[[pl.dynamic("NR"), 1, 4], pl.FP32],
+    out: pl.Out[pl.Tensor[[pl.dynamic("NR"), 1, 4], pl.FP32]],
+    epoch: pl.Scalar[pl.INT32] = 1,
+):
+    arrived_buf = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        arrived = pld.window(arrived_buf, [1, 1], dtype=pl.INT32)
+        ping(x[r], out[r], arrived, epoch, device=r)
+"""
+"""A ring of notifies and a wait, beside a task of its own (`stamp`): tasks as threads."""
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+@pytest.mark.parametrize("source", ["PROGRAM", "PINGS"])
+def test_every_engine_orders_joined_calls_as_the_brute_force(
+    tmp_path: Path, engine_name: str, source: str
+) -> None:
+    """The brute force waits at the host's join like at any wait (it once let it pass
+    at once), and every engine agrees with it on every pair of events of two threads,
+    whether each rank is one thread or its tasks and joins are threads (PINGS)."""
+    trace = _joined_trace(tmp_path, globals()[source])
+    truth = BruteForce(trace)
+    skeleton = SyncSkeleton(trace)
+    engine = ENGINES[engine_name]()
+    assert engine.unsupported(skeleton) is None
+    oracle = engine.order(skeleton, deadline=time.monotonic() + 60)
+    events = [event for thread in trace.events for event in thread]
+    late = [e.ref for e in events if (trace.device(e.rank), e.repeat) == (0, 1) and not e.synthetic]
+    early = [
+        e.ref for e in events if (trace.device(e.rank), e.repeat) == (1, 0) and not e.synthetic
+    ]
+    assert late and early
+    assert not any(truth.can_precede(first, second) for first in late for second in early)
+    for first, second in cross_rank_pairs(trace):
+        expected = truth.can_precede(first, second)
+        assert oracle.can_precede(first, second) == expected, (first, second)
+    replay(trace, oracle.witness(early[-1], late[0]))
+    assert oracle.stuck() is None and not truth.has_stuck_state()
+
+
+def test_the_host_join_is_a_thread_between_a_rank_s_calls(tmp_path: Path) -> None:
+    """Each rank's join after call 1 holds no core, starts after the call's last tasks
+    (`await` and `stamp`: `signal` is before `await`), and the next call's first tasks
+    start after it alone."""
+    trace = _joined_trace(tmp_path, PINGS)
+    for rank in range(2):
+        threads = [thread for thread in trace.threads if thread.rank == rank and thread.name]
+        name = {thread.task: thread.name.split(" (")[0] for thread in threads}
+        (join,) = [thread for thread in threads if thread.name == "host join after call 1"]
+        assert join.resource == ""
+        assert sorted(name[task] for task in join.after) == ["task await", "task stamp"]
+        second = [thread for thread in threads if "(dispatch 2," in thread.name]
+        assert {
+            thread.name.split(" (")[0] for thread in second if thread.after == (join.task,)
+        } == {
+            "task signal",
+            "task stamp",
+        }
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -227,9 +388,10 @@ def test_reset_windows_does_not_check_one_call_when_an_output_steers_the_next(
 
 def test_joined_rounds_do_not_hide_a_race_between_unordered_tasks_of_a_rank() -> None:
     """The #1670 split wait: `read` may load the window while `wait` still spins, a
-    race only another order of one rank's tasks shows. Joined rounds keep the rank's
-    tasks off threads for now (racecheck.cosim.rounds.uses_threads): whatever runs
-    them, the race must still be found."""
+    race only another order of one rank's tasks shows, in joined rounds as in one call."""
     path = EXAMPLES / "200_split_wait_bug_unordered_read.py"
     report = racecheck.verify(str(path), ranks=(2,), repeat=2, rounds="joined", jobs=1)
-    assert {result.verdict.value for result in report.results} == {"bug"}
+    (result,) = report.results
+    assert [(f.code.value, f.ranks, f.confirmed) for f in result.findings] == [
+        ("race-raw", (1, 0), True)
+    ]

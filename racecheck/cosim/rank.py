@@ -334,6 +334,27 @@ class RankContext:
         self.run.spawn(child, run)
         return True
 
+    def host_join(
+        self, call: int, where: SourceLocation, body: Callable[[RankContext], None]
+    ) -> None:
+        """The host's join after call `call` (`racecheck.cosim.rounds`), its events run
+        by `body` on the context given: this rank's own sequence, or in a run with tasks
+        as threads a thread of its own (`ThreadPlan.join_index`) while the rank goes on
+        to issue its next call's tasks, which start after it."""
+        plan = self.run.plan
+        if plan is None:
+            body(self)
+            return
+        index = plan.join_index(call)
+        join = self.child(plan.key(self.rank, index))
+
+        def run() -> None:
+            join._starts(index, where)
+            body(join)
+            join._end(index, where)
+
+        self.run.spawn(join, run)
+
     def _spawn_lane(self, index: int, where: SourceLocation, cube_lane: Callable[[], Any]) -> None:
         plan = self.run.plan
         assert plan is not None

@@ -6,11 +6,14 @@ handed out again, in the same order, on the others (persistent windows). With
 `--rounds joined`, every rank ends call k with the host's join: it adds 1 to cell k of
 every rank's join counter and waits until its own holds P, so every event of call k, on
 every rank, happens before any event of call k + 1. The join is ordinary notify and
-wait events on racecheck's own memory (`MemoryKind.ROUNDS`), which every engine reads.
+wait events on racecheck's own memory (`MemoryKind.ROUNDS`), which every engine reads:
+on the rank's own sequence, or, when tasks are threads, on a thread of its own between
+the rank's calls (`racecheck.cosim.threads`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +84,12 @@ class CallRounds:
         self.advance(state, self.count - 1)
 
     def _join(self, state: Any, finished: int) -> None:
+        site = self._site(state.rank, finished)
+        state.host_join(finished, site, functools.partial(self._join_events, finished, site))
+
+    def _join_events(self, finished: int, site: SourceLocation, state: Any) -> None:
+        """The join's events on `state`'s sequence: a notify of every rank's cell
+        `finished`, then the wait until its own holds P."""
         view = TensorView(
             memory=self.join_memory,
             kind=MemoryKind.WINDOW,
@@ -90,7 +99,7 @@ class CallRounds:
             dtype=INT32,
             memory_nbytes=4 * (self.count - 1),
         )
-        with attributed(self._site(state.rank, finished)):
+        with attributed(site):
             for peer in range(self.ranks):
                 state.notify(view, peer, [finished], 1, NotifyOp.ATOMIC_ADD, HOST_JOIN)
             state.wait(view, [finished], self.ranks, WaitCmp.GE, HOST_JOIN_WAIT)
@@ -126,9 +135,6 @@ def join_memory(memory: Memory) -> Memory:
     return Memory(id=memory.id, kind=MemoryKind.ROUNDS, name="host join", nbytes=memory.nbytes)
 
 
-def uses_threads(calls: Calls, repeat: int) -> bool:
-    """Whether tasks may run as threads (`racecheck.cosim.threads`). Not with joined
-    rounds yet: the join is on each rank's own sequence, which a thread plan leaves
-    empty, so a rank whose tasks are unordered runs them in program order, which
-    proves nothing (docs/model.md §4)."""
-    return not (calls.joined and repeat > 1)
+def joins(calls: Calls, repeat: int) -> int:
+    """The host's joins in a run of `repeat` calls: one between two calls when joined."""
+    return repeat - 1 if calls.joined and repeat > 1 else 0

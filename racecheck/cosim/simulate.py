@@ -7,7 +7,7 @@ import gc
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from racecheck.cosim.policies import (
     SchedulePolicy,
 )
 from racecheck.cosim.rank import Abort, RankContext
-from racecheck.cosim.rounds import CallRounds, call_rounds, host_calls, join_memory, uses_threads
+from racecheck.cosim.rounds import CallRounds, call_rounds, host_calls, join_memory, joins
 from racecheck.cosim.scheduler import BatonScheduler
 from racecheck.cosim.tasks import TaskRecord, waited_cells
 from racecheck.cosim.threads import ThreadPlan, plan_threads
@@ -186,7 +186,8 @@ def simulate(
     `Overtime` naming `stage`. When some rank has two tasks the runtime leaves
     unordered, every task is a thread of its own: the program runs first in program
     order, for its tasks' start edges (`racecheck.cosim.threads`), then with them as
-    threads (the run returned)."""
+    threads (the run returned), the host's joins between `--rounds joined` calls
+    threads too."""
     deadline = clock.deadline(timeout)
     run = functools.partial(_simulate, instance, repeat, seed, max_events, deadline, stage)
     planned = instance.thread_plan
@@ -194,12 +195,10 @@ def simulate(
         return run(policy, force_waits, planned, None)
     first = run(policy, force_waits, None, None)
     memories = first.trace.memories
-    plan = plan_threads(first.tasks, first.trace.events, rules, memories, instance.cores)
+    joined = joins(instance.calls, repeat)
+    plan = plan_threads(first.tasks, first.trace.events, rules, memories, instance.cores, joined)
     if plan is None:
         return first
-    if not uses_threads(instance.calls, repeat):
-        why = reason(ReasonCode.JOINED_ROUNDS_UNORDERED_TASKS)
-        return replace(first, inexact=(*first.inexact, why))
     return run(policy, force_waits, plan, first)
 
 

@@ -17,6 +17,13 @@ are threads). Keys no task of the rank uses are empty threads.
 Every kernel-call task the runtime leaves unordered is a thread (tests/test_threads.py
 checks PyPTO #1670 this way).
 
+With `--rounds joined`, the host's join after call k is a thread of each rank too (task
+index `ThreadPlan.join_index(k)`, holding no core): it starts after every task of the
+rank's call k and the join before it, runs the join's notifies and wait
+(`racecheck.cosim.rounds`), and every task of call k + 1 starts after it. The rank's
+orchestration goes on to call k + 1 at once, as the host does: its tasks are issued
+and wait for the join, not for the orchestration.
+
 Two dispatches of a rank that `racecheck.cosim.tasks._dispatch_edge` leaves unordered
 have no start edges between their tasks: each of their threads carries its dispatch
 (`Thread.dispatch`), and the run takes and gives the rank's dispatch lock and its cores
@@ -33,6 +40,8 @@ from dataclasses import dataclass, field, replace
 from racecheck.cosim.tasks import TaskRecord, ordered_pairs
 from racecheck.events import (
     CORE,
+    HOST_JOIN,
+    HOST_JOIN_WAIT,
     Capacity,
     Event,
     Memory,
@@ -61,9 +70,14 @@ class ThreadPlan:
     slots: int = 0
     bodies: tuple[tuple[Event, ...], ...] = ()
     capacities: tuple[Capacity, ...] = ()
+    joins: int = 0  # the host's joins (`--rounds joined`): the last `joins` task indices
 
     def key(self, rank: int, index: int) -> int:
         return rank + self.ranks * (index + 1)
+
+    def join_index(self, call: int) -> int:
+        """The task index of the host's join after call `call` (from 0) on every rank."""
+        return self.slots - self.joins + call
 
     @property
     def threads(self) -> int:
@@ -92,7 +106,7 @@ class ThreadPlan:
                     task=key,
                     task_name=name.removeprefix("task "),
                     after=tuple(self.key(rank, index) for index in self.after.get(task, ())),
-                    resource=CORE,
+                    resource="" if slot > self.slots - self.joins else CORE,
                     dispatch=self.dispatches.get(task, -1) if slot else -1,
                 )
             )
@@ -110,32 +124,37 @@ def plan_threads(
     rules: RuntimeOrder,
     memories: Sequence[Memory],
     cores: int,
+    joins: int = 0,
 ) -> ThreadPlan | None:
     """The plan of a run with tasks as threads, from a run in program order, on ranks of
-    `cores` cores each; None when no rank has two tasks the runtime leaves unordered
-    (program order is then the only order, and the run in it decides)."""
+    `cores` cores each, with the host's `joins` joins between calls; None when no rank
+    has two tasks the runtime leaves unordered (program order is then the only order,
+    and the run in it decides)."""
     ranks = len(tasks)
     after: dict[tuple[int, int], tuple[int, ...]] = {}
     names: dict[tuple[int, int], str] = {}
     dispatches: dict[tuple[int, int], int] = {}
     loose = False
-    slots = 0
+    slots = max((record.index + 1 for records in tasks for record in records), default=0)
+    # the joins' indices come after the last task's and its cube lane's (reserved even
+    # when it has none: `RankContext.call_task`)
+    first_join = slots + 1
     for rank, records in enumerate(tasks):
         before = ordered_pairs(records, events[rank], rules, memories)
         count = len(records)
-        for j, later in enumerate(records):
-            direct = [
-                records[i].index
-                for i in range(count)
-                if before[i][j]
-                and not any(before[i][k] and before[k][j] for k in range(count) if k not in (i, j))
-            ]
-            after[(rank, later.index)] = tuple(sorted(direct))
-            names[(rank, later.index)] = _named(later, records)
-            slots = max(slots, later.index + 1)
-            loose = loose or any(not before[i][j] and not before[j][i] for i in range(j))
+        loose = loose or any(
+            not before[i][j] and not before[j][i] for j in range(count) for i in range(j)
+        )
         for record in _locked(records, before):
             dispatches[(rank, record.index)] = rank + ranks * (record.dispatch - 1)
+        order = _with_joins(before, [record.repeat for record in records], joins)
+        indices = [record.index for record in records] + [first_join + k for k in range(joins)]
+        for index, direct in zip(indices, _direct(order, indices), strict=True):
+            after[(rank, index)] = direct
+        for record in records:
+            names[(rank, record.index)] = _named(record, records)
+        for k in range(joins):
+            names[(rank, first_join + k)] = f"host join after call {k + 1}"
     if not loose:
         return None
     kernels = frozenset(
@@ -150,13 +169,46 @@ def plan_threads(
         names=names,
         dispatches=dispatches,
         kernels=kernels,
-        slots=slots,
+        slots=first_join + joins if joins else slots,
+        joins=joins,
     )
     bodies: list[tuple[Event, ...]] = [()] * plan.threads
     for rank, records in enumerate(tasks):
         for record in records:
             bodies[plan.key(rank, record.index)] = tuple(events[rank][record.first : record.end])
+        for event in events[rank]:
+            if event.label in (HOST_JOIN, HOST_JOIN_WAIT):
+                key = plan.key(rank, plan.join_index(event.repeat))
+                bodies[key] = (*bodies[key], event)
     return replace(plan, bodies=tuple(bodies), capacities=core_capacities(ranks, cores))
+
+
+def _with_joins(before: list[list[bool]], calls: Sequence[int], joins: int) -> list[list[bool]]:
+    """`before` over a rank's tasks (of calls `calls`) and then the host's joins: the
+    join after call k follows every task of calls up to k and the joins before it, and
+    precedes every task of a later call."""
+    count = len(calls)
+    order = [row + [calls[i] <= k for k in range(joins)] for i, row in enumerate(before)]
+    for k in range(joins):
+        order.append([calls[j] > k for j in range(count)] + [k < m for m in range(joins)])
+    return order
+
+
+def _direct(order: list[list[bool]], indices: Sequence[int]) -> list[tuple[int, ...]]:
+    """For each node, the indices of the nodes it starts right after: those before it
+    with no other node between (`order` is transitive). As bit sets: node i is right
+    before j when it is before j and none of its successors is."""
+    count = len(order)
+    before = [sum(1 << i for i in range(count) if order[i][j]) for j in range(count)]
+    later = [sum(1 << k for k in range(count) if order[i][k]) for i in range(count)]
+    return [
+        tuple(
+            sorted(
+                indices[i] for i in range(count) if before[j] >> i & 1 and not later[i] & before[j]
+            )
+        )
+        for j in range(count)
+    ]
 
 
 def _named(task: TaskRecord, records: Sequence[TaskRecord]) -> str:

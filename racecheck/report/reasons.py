@@ -53,7 +53,6 @@ class ReasonCode(Enum):
     MORE_UNCHECKED = "more-unchecked"
     WITNESS_UNREPLAYED = "witness-unreplayed"
     WITNESS_DIVERGED = "witness-diverged"
-    JOINED_ROUNDS_UNORDERED_TASKS = "joined-rounds-unordered-tasks"
     # errors (judge)
     EXPECT_NOT_APPLICABLE = "expect-not-applicable"
     # why path exploration stopped or left a value open (paths, steering)
@@ -424,10 +423,6 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.WITNESS_DIVERGED: (
         "the {finding}{where} is not shown: every order racecheck found for it changes a"
         " value the program's control flow reads, and the program then runs other events"
-    ),
-    ReasonCode.JOINED_ROUNDS_UNORDERED_TASKS: (
-        "with --rounds joined, tasks the runtime leaves unordered run in program order"
-        " only (not yet as threads): the run proves nothing"
     ),
     ReasonCode.EXPECT_NOT_APPLICABLE: "--expect {model} does not apply at P={ranks}: {why}",
     ReasonCode.PATH_UNREALISED: "its other path could not be realised",
