@@ -120,6 +120,17 @@ def test_without_the_files_test_an_unbound_scalar_says_why(tmp_path: Path) -> No
         spec.instantiate(2)
 
 
+def test_a_spec_whose_values_need_torch_without_it_leaves_them_to_the_seed() -> None:
+    def made_with_torch() -> object:
+        raise TypeError("isinstance() arg 2 must be a type")  # torch.Tensor, stood in
+
+    without_torch = file_harness._Tensors()
+    without_torch.mode = None
+    spec = file_harness.TensorInput(name="x", shape=(2, 3), is_output=False, make=made_with_torch)
+    given = FileInputs(line=1, scalars={}, tensors={"x": spec}, tensors_made=without_torch)
+    assert given.values("x", (2, 3)) is None
+
+
 def test_large_tensors_run_shape_only_with_torch() -> None:
     torch = pytest.importorskip("torch")
     from racecheck.torch_shapes import ShapeOnlyAbove
@@ -135,6 +146,20 @@ def test_large_tensors_run_shape_only_with_torch() -> None:
     assert not mode.shape_only(table) and table.shape == (8, 6)
     with mode, pytest.raises(RuntimeError):
         scale.sum().item()  # the values were needed
+
+
+def test_a_shape_only_tensor_inside_a_list_argument_makes_the_result_shape_only() -> None:
+    torch = pytest.importorskip("torch")
+    from racecheck.torch_shapes import ShapeOnlyAbove
+
+    with ShapeOnlyAbove(1 << 20):
+        weights = torch.randn(1024, 1024)  # shape-only
+        small = torch.ones(2, 1024)
+        joined = torch.cat([small, weights])
+        named = torch.cat(tensors=(small, [weights][0]), dim=0)
+        real = torch.cat([small, small])
+    assert joined.is_meta and named.is_meta and joined.shape == (1026, 1024)
+    assert not real.is_meta
 
 
 def test_the_files_golden_is_run_on_the_runs_inputs_and_compared(tmp_path: Path) -> None:
