@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -185,9 +186,22 @@ def _torch_installed() -> bool:
 
 def _failed(error: BaseException) -> str:
     text = str(error).splitlines()[0] if str(error) else ""
-    if "install torch" in text or isinstance(error, ModuleNotFoundError) and "torch" in text:
+    if (
+        "install torch" in text
+        or isinstance(error, ModuleNotFoundError)
+        and "torch" in text
+        or _failed_on_torch(error)
+    ):
         return "its spec builders compute with torch, which is not installed (install torch)"
     return f"its test code raised {type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _failed_on_torch(error: BaseException) -> bool:
+    """Whether the line that raised uses torch while torch is not installed (racecheck's
+    stand-in: `isinstance(value, torch.Tensor)` raises TypeError, pypto-lib's spec
+    classes do it)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and "torch." in (frames[-1].line or "") and not _torch_installed()
 
 
 def _main_blocks(tree: ast.Module) -> list[ast.If]:

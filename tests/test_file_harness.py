@@ -27,11 +27,13 @@ def _no_argv(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "argv", ["harness.py"])  # the file's own command line
 
 
-def _capture(source: str, entry: object = None) -> FileInputs | NotCaptured | None:
+def _capture(
+    source: str, entry: object = None, path: str = "harness.py"
+) -> FileInputs | NotCaptured | None:
     tree = ast.parse(source)
     namespace: dict[str, object] = {"__name__": "module", "ENTRY": entry}
-    exec(compile(tree, "harness.py", "exec"), namespace)
-    return file_harness.capture(tree, "harness.py", namespace, lambda fn: fn is entry)
+    exec(compile(tree, path, "exec"), namespace)
+    return file_harness.capture(tree, path, namespace, lambda fn: fn is entry)
 
 
 HARNESS = """
@@ -85,6 +87,17 @@ def test_a_failing_test_block_is_not_captured_and_says_why() -> None:
     failing = HARNESS.replace("OTHER", "None").replace("float(rows)", "rows / 0")
     given = _capture(failing, object())
     assert isinstance(given, NotCaptured) and "ZeroDivisionError" in given.reason
+
+
+def test_a_test_block_failing_on_a_torch_line_without_torch_says_install_torch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(file_harness, "_torch_installed", lambda: False)
+    stood_in = "class torch:\n    Tensor = None\n" + HARNESS.replace("OTHER", "None")
+    path = tmp_path / "harness.py"  # the failing line is read from the file
+    path.write_text(stood_in.replace("float(rows)", "isinstance(rows, torch.Tensor)"))
+    given = _capture(path.read_text(), object(), str(path))
+    assert isinstance(given, NotCaptured) and "install torch" in given.reason
 
 
 def test_a_refused_command_line_is_not_captured(monkeypatch: pytest.MonkeyPatch) -> None:
