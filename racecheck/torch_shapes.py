@@ -8,16 +8,22 @@ is shape-only too and costs neither memory nor time. An in-place write of such v
 into a real tensor (`scale[i] = amax_of_weights`) makes that tensor shape-only from
 then on. Reading a shape-only tensor's values (`.item()`, `.tolist()`) raises: the
 code needed the values.
+
+Every torch call of the file's code comes through the mode (a spec builder filling a
+table element by element makes hundreds of thousands), so finding a shape-only
+argument is a direct walk of the arguments' lists, tuples and dicts, not torch's
+general tree flattening: most of a builder's time went there.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_map
 from torch.utils.weak import WeakIdKeyDictionary
 
 _FACTORIES = frozenset(
@@ -42,7 +48,23 @@ class ShapeOnlyAbove(TorchFunctionMode):
         self._written = WeakIdKeyDictionary()  # real tensors that took shape-only values
 
     def shape_only(self, value: Any) -> bool:
-        return isinstance(value, torch.Tensor) and (value.is_meta or value in self._written)
+        return isinstance(value, torch.Tensor) and (
+            value.is_meta or (bool(self._written) and value in self._written)
+        )
+
+    def _holds_shape_only(self, values: Iterable[Any]) -> bool:
+        """Whether a shape-only tensor is among `values` or inside a list, tuple or dict
+        of them (where torch's tree flattening would find it)."""
+        for value in values:
+            if isinstance(value, torch.Tensor):
+                if self.shape_only(value):
+                    return True
+            elif isinstance(value, (list, tuple)):
+                if self._holds_shape_only(value):
+                    return True
+            elif isinstance(value, dict) and self._holds_shape_only(value.values()):
+                return True
+        return False
 
     def __torch_function__(
         self,
@@ -52,8 +74,7 @@ class ShapeOnlyAbove(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        leaves, _ = tree_flatten((args, kwargs))
-        if any(self.shape_only(leaf) for leaf in leaves):
+        if self._holds_shape_only(args) or (kwargs and self._holds_shape_only(kwargs.values())):
             target = args[0] if _in_place(func) and args else None
             args, kwargs = tree_map(self._to_meta, (args, kwargs))
             result = func(*args, **kwargs)

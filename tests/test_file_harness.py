@@ -27,11 +27,13 @@ def _no_argv(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "argv", ["harness.py"])  # the file's own command line
 
 
-def _capture(source: str, entry: object = None) -> FileInputs | NotCaptured | None:
+def _capture(
+    source: str, entry: object = None, path: str = "harness.py"
+) -> FileInputs | NotCaptured | None:
     tree = ast.parse(source)
     namespace: dict[str, object] = {"__name__": "module", "ENTRY": entry}
-    exec(compile(tree, "harness.py", "exec"), namespace)
-    return file_harness.capture(tree, "harness.py", namespace, lambda fn: fn is entry)
+    exec(compile(tree, path, "exec"), namespace)
+    return file_harness.capture(tree, path, namespace, lambda fn: fn is entry)
 
 
 HARNESS = """
@@ -87,6 +89,17 @@ def test_a_failing_test_block_is_not_captured_and_says_why() -> None:
     assert isinstance(given, NotCaptured) and "ZeroDivisionError" in given.reason
 
 
+def test_a_test_block_failing_on_a_torch_line_without_torch_says_install_torch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(file_harness, "_torch_installed", lambda: False)
+    stood_in = "class torch:\n    Tensor = None\n" + HARNESS.replace("OTHER", "None")
+    path = tmp_path / "harness.py"  # the failing line is read from the file
+    path.write_text(stood_in.replace("float(rows)", "isinstance(rows, torch.Tensor)"))
+    given = _capture(path.read_text(), object(), str(path))
+    assert isinstance(given, NotCaptured) and "install torch" in given.reason
+
+
 def test_a_refused_command_line_is_not_captured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "argv", ["harness.py", "--no-such-flag"])
     given = _capture(HARNESS.replace("OTHER", "None"), object())
@@ -120,6 +133,17 @@ def test_without_the_files_test_an_unbound_scalar_says_why(tmp_path: Path) -> No
         spec.instantiate(2)
 
 
+def test_a_spec_whose_values_need_torch_without_it_leaves_them_to_the_seed() -> None:
+    def made_with_torch() -> object:
+        raise TypeError("isinstance() arg 2 must be a type")  # torch.Tensor, stood in
+
+    without_torch = file_harness._Tensors()
+    without_torch.mode = None
+    spec = file_harness.TensorInput(name="x", shape=(2, 3), is_output=False, make=made_with_torch)
+    given = FileInputs(line=1, scalars={}, tensors={"x": spec}, tensors_made=without_torch)
+    assert given.values("x", (2, 3)) is None
+
+
 def test_large_tensors_run_shape_only_with_torch() -> None:
     torch = pytest.importorskip("torch")
     from racecheck.torch_shapes import ShapeOnlyAbove
@@ -135,6 +159,20 @@ def test_large_tensors_run_shape_only_with_torch() -> None:
     assert not mode.shape_only(table) and table.shape == (8, 6)
     with mode, pytest.raises(RuntimeError):
         scale.sum().item()  # the values were needed
+
+
+def test_a_shape_only_tensor_inside_a_list_argument_makes_the_result_shape_only() -> None:
+    torch = pytest.importorskip("torch")
+    from racecheck.torch_shapes import ShapeOnlyAbove
+
+    with ShapeOnlyAbove(1 << 20):
+        weights = torch.randn(1024, 1024)  # shape-only
+        small = torch.ones(2, 1024)
+        joined = torch.cat([small, weights])
+        named = torch.cat(tensors=(small, [weights][0]), dim=0)
+        real = torch.cat([small, small])
+    assert joined.is_meta and named.is_meta and joined.shape == (1026, 1024)
+    assert not real.is_meta
 
 
 def test_the_files_golden_is_run_on_the_runs_inputs_and_compared(tmp_path: Path) -> None:
