@@ -70,3 +70,19 @@ def test_window_dispatched_to_every_rank_is_one_group() -> None:
     execution = simulate(SPECS["build_pair_group"].instantiate(2))
     x, y = execution.tensors
     np.testing.assert_array_equal(y.final[0], x.initial[1])
+
+
+def test_a_kernel_slice_past_its_tensor_is_an_out_of_bounds_bug_at_its_line() -> None:
+    """A slice taken in a kernel is a view whose accesses reach past the tensor: an
+    out-of-bounds finding at the slice, not an error of racecheck's tracing."""
+    line = next(
+        n
+        for n, text in enumerate(FIXTURE.read_text().splitlines(), start=1)
+        if text.endswith("# @tile")
+    )
+    whole = check_program(SPECS["build_row_tiles[extra=False]"], 2, Options(ranks=(2,)))
+    assert whole.verdict is Verdict.PROVED
+    past = check_program(SPECS["build_row_tiles[extra=True]"], 2, Options(ranks=(2,)))
+    assert past.verdict is Verdict.BUG
+    kinds = {(f.kind, tuple(loc.line for loc in f.locations)) for f in past.findings}
+    assert kinds == {(FindingKind.OUT_OF_BOUNDS, (line,))}

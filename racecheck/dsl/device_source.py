@@ -31,7 +31,7 @@ import functools
 import inspect
 import linecache
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from enum import Enum
 from types import CellType, CodeType, FunctionType
 from typing import Any
@@ -377,6 +377,39 @@ def _definitions(source: str, filename: str) -> dict[tuple[str, int], ast.Functi
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef)
     }
+
+
+def returned_names(function: Callable[..., Any]) -> tuple[str, ...] | None:
+    """The names `function`'s every `return` gives, as written (`return out, signal`):
+    PyPTO reads an unannotated function's results from them. None when its source is
+    not readable, or a `return` gives anything but names, or two give different ones."""
+    code = getattr(function, "__code__", None)
+    if not isinstance(code, CodeType):
+        return None
+    source = "".join(linecache.getlines(code.co_filename, getattr(function, "__globals__", None)))
+    written = _definitions(source, code.co_filename).get((code.co_name, code.co_firstlineno))
+    if written is None:
+        return None
+    given = {_names(node.value) for node in _own_returns(written)}
+    return given.pop() if len(given) == 1 else None
+
+
+def _own_returns(definition: ast.FunctionDef) -> Iterator[ast.Return]:
+    """The `return` statements of `definition` itself, not of functions it defines."""
+    pending: list[ast.AST] = list(definition.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _names(value: ast.expr | None) -> tuple[str, ...] | None:
+    """`value`'s names when it is a name or a tuple of names, else None."""
+    items = value.elts if isinstance(value, ast.Tuple) else [value]
+    names = tuple(item.id for item in items if isinstance(item, ast.Name))
+    return names if len(names) == len(items) else None
 
 
 def _divides(definition: ast.FunctionDef) -> bool:

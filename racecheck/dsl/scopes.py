@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from racecheck.dsl.context import activated, current
 from racecheck.dsl.declared import signature_of
+from racecheck.dsl.device_source import returned_names
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
@@ -313,7 +314,8 @@ class _Results:
     ) -> _Results:
         written: list[TensorView] = []
         outs: list[TensorView] = []
-        for _, value, annotation in _arguments(function, args, kwargs):
+        bound = _arguments(function, args, kwargs)
+        for _, value, annotation in bound:
             if not isinstance(value, TensorView) or not isinstance(annotation, TensorType):
                 continue
             if annotation.direction is not Direction.IN:
@@ -321,6 +323,10 @@ class _Results:
             if annotation.direction is Direction.OUT:
                 outs.append(value)
         unannotated = signature_of(function).return_annotation is inspect.Signature.empty
+        if unannotated and not submit:
+            returned = _returned_arguments(function, bound)
+            if returned is not None:  # `return out, signal`: those arguments, as written
+                return cls(declared=len(returned), written=returned, outs=())
         declared = len(written) if unannotated and not submit else declared_results(function)
         return cls(declared=declared, written=tuple(written), outs=tuple(outs))
 
@@ -345,7 +351,8 @@ def held_result(
     runs: one tensor per result its return annotation declares, the tensors it writes
     (a kernel returns those): its `pl.Out`/`pl.InOut` arguments if they are as many,
     else its `pl.Out` ones; nothing when it declares none. An unannotated kernel called
-    directly declares as many as it writes; through `pl.submit`, none. The call is
+    directly declares the tensor arguments its `return` names (`return out, signal`),
+    else as many as it writes; through `pl.submit`, none. The call is
     refused when neither is as many; once it runs, what it returns must be them, or
     nothing (`stands_for`)."""
     results = _Results.of(function, args, kwargs, submit=submit)
@@ -426,6 +433,18 @@ def stands_for(result: Any, held: Any) -> bool:
             result.dtype,
         ) == (held.memory, held.base, held.shape, held.dtype)
     return held is None
+
+
+def _returned_arguments(
+    function: Callable[..., Any], bound: list[tuple[str, Any, Any]]
+) -> tuple[TensorView, ...] | None:
+    """The tensor arguments an unannotated kernel's `return` names (PyPTO reads its
+    results from it), when it names nothing else."""
+    names = returned_names(function)
+    values = {name: value for name, value, _ in bound}
+    if not names or any(not isinstance(values.get(name), TensorView) for name in names):
+        return None
+    return tuple(values[name] for name in names)
 
 
 def _arguments(

@@ -121,7 +121,9 @@ class TensorView:
         if context is not None and not is_rank_context(context):
             return context.row_view(self, row)  # type: ignore[attr-defined]
         if not 0 <= row < (self.shape[0] if self.shape else 0):
-            raise IndexError(f"row {row} of {self.name} with shape {list(self.shape)}")
+            message = f"row {row} of {self.name} with shape {list(self.shape)}"
+            _fail_bounds(message)
+            raise IndexError(message)
         return self.row(row)
 
     def _index_axes(self, index: tuple[object, ...]) -> TensorView | Tile:
@@ -145,7 +147,7 @@ class TensorView:
                     index[axis] if axis < len(index) else slice(None), size, self, axis
                 )
             except IndexError as error:
-                _fail_on_host(str(error))
+                _fail_bounds(str(error))
                 raise
             offsets.append(start)
             extent.append(length)
@@ -189,12 +191,13 @@ class TensorView:
         return f"{self.name} (shape {list(self.shape)}, {self.dtype.name})"
 
 
-def _fail_on_host(message: str) -> None:
-    """A host slice outside its tensor is an out-of-bounds bug of the host entry: the
-    dispatch it feeds would address memory past the selected rows (PyPTO does not clamp
-    as torch does)."""
+def _fail_bounds(message: str) -> None:
+    """A slice outside its tensor is an out-of-bounds bug where it is taken: on the
+    host, the dispatch it feeds would address memory past the selected rows (PyPTO does
+    not clamp as torch does); in a kernel, the view (PyPTO's `tensor.slice`) addresses
+    memory past the tensor that the op reading or writing it touches."""
     context = current()
-    if context is not None and not is_rank_context(context):
+    if context is not None:
         context.fail_bounds(message)
 
 
