@@ -172,6 +172,22 @@ def test_a_count_read_back_from_a_window_is_proved_for_every_p_and_every_input()
     assert f"{read} store (0..2)" in result.every_p.assumptions
 
 
+def test_a_count_the_wait_itself_orders_is_proved_and_one_read_early_is_a_race() -> None:
+    """Example 21 publishes each count with the Set a wait waits for, and reads it back
+    after that wait: the Set itself is the release (no notify after it). Its twin 22
+    reads the count before the wait: a race, confirmed at P=2."""
+    path = EXAMPLES / "21_all_to_all_v.py"
+    (proved,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    assert proved.verdict is Verdict.PROVED and proved.every_p is not None
+    early = EXAMPLES / "22_all_to_all_v_bug_early_count.py"
+    (result,) = racecheck.verify(str(early), ranks="all", fallback="2").results
+    assert (result.ranks, result.verdict, result.every_p) == (2, Verdict.BUG, None)
+    (race,) = [f for f in result.findings if f.kind is FindingKind.RACE]
+    lines = {location.line for location in race.locations}
+    assert lines == {_line_of(early, "@count"), _line_of(early, "@publish")}
+    assert set(race.ranks) == {0, 1}
+
+
 PUBLISH = """                pld.system.notify(counts, peer=dest, offsets=[me, 0], value=count,
                                   op=pld.NotifyOp.Set)
 """

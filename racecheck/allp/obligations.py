@@ -132,6 +132,16 @@ def _instance(template: Template, tag: str, rank_tag: str) -> _Instance:
     return _Instance(template=template, names=names, rank=Var(f"r@{rank_tag}"))
 
 
+def _on_rank_of(other: _Instance, template: Template, tag: str) -> _Instance:
+    """An instance of `template` on the rank of `other`, its loop indices its own."""
+    instance = _instance(template, tag, "b")
+    return _Instance(
+        template=template,
+        names={**instance.names, template.rank: other.names[other.template.rank]},
+        rank=other.rank,
+    )
+
+
 def _add(left: Expr, right: Expr) -> Expr:
     return Bin(Op.ADD, left, right)
 
@@ -610,7 +620,9 @@ class Prover:
         return self.signals[key]
 
     def _chain(self, first: _Instance, second: _Instance, tag: str) -> Cond:
-        """Some notify after `first` on its rank feeds a wait before `second` on its rank."""
+        """Some notify after `first` on its rank — or `first` itself, a notify (a count
+        published with a Set and read back after the wait for it) — feeds a wait before
+        `second` on its rank."""
         options = []
         notifies = [
             (index, notify)
@@ -635,12 +647,7 @@ class Prover:
                 names={**notify.names, notify_template.rank: first.names[first.template.rank]},
                 rank=first.rank,
             )
-            wait = _instance(wait_template, f"{tag}w{w_index}", "b")
-            wait = _Instance(
-                template=wait.template,
-                names={**wait.names, wait_template.rank: second.names[second.template.rank]},
-                rank=second.rank,
-            )
+            wait = _on_rank_of(second, wait_template, f"{tag}w{w_index}")
             body = All(
                 (
                     notify.guard,
@@ -652,6 +659,13 @@ class Prover:
             )
             if not _false(body):
                 options.append(Exists((*notify.loop_names, *wait.loop_names), body))
+        for w_index, wait_template in waits if first.template.effect is Effect.NOTIFY else ():
+            if not self._may_signal(first.template, wait_template):
+                continue
+            wait = _on_rank_of(second, wait_template, f"{tag}s{w_index}")
+            body = All((wait.guard, _before(wait, second), _same_cell(first, wait)))
+            if not _false(body):
+                options.append(Exists(wait.loop_names, body))
         return Any_(tuple(options))
 
     def _ordered(self) -> Iterator[_Candidate]:
