@@ -116,13 +116,19 @@ def test_a_deadlock_before_any_event_is_confirmed() -> None:
             assert [location.line for location in deadlock.locations] == [early]
 
 
-def test_a_held_back_result_declared_nowhere_is_refused_not_a_crash() -> None:
+def test_a_result_a_kernel_returns_undeclared_is_the_tensor_it_names() -> None:
+    """`fetch` returns `inbox`, declared a plain input: its caller gets `inbox` itself
+    (PyPTO reads an unannotated result from the return statement), so under the rules
+    before #1683 the #1670 hazard is found: `unpack` loads it before the get writes it."""
     path = FIXTURES / "undeclared_result_held.py"
     (current,) = racecheck.verify(str(path), ranks=[2]).results
     assert (current.verdict, current.model) == (Verdict.PROVED, "shift+1")
     (before,) = racecheck.verify(str(path), ranks=[2], runtime_order="pre-1683").results
-    assert before.verdict is Verdict.UNKNOWN
-    assert "<the result of task fetch, which runs apart from its caller>" in before.message
+    assert before.verdict is Verdict.BUG
+    races = [finding for finding in before.findings if finding.kind is FindingKind.RACE]
+    assert races and all(race.detail == "read-after-write" for race in races)
+    lines = {tuple(location.line for location in race.locations) for race in races}
+    assert (_line(path, "# @load"), _line(path, "# @get")) in lines
 
 
 def test_dispatches_of_two_domains_writing_one_row_prove_nothing() -> None:
