@@ -1,5 +1,6 @@
 """What an unannotated kernel's caller gets: the arguments its `return` names, as
-PyPTO reads an unannotated function's results from its return statement."""
+PyPTO reads an unannotated function's results from its return statement, called
+directly or through `pl.submit`/`pl.spmd_submit` (its results, then its task id)."""
 
 from __future__ import annotations
 
@@ -67,12 +68,34 @@ def entry(
 """
 
 
+SUBMITTED = SOURCE.replace(
+    "    z = double(x, z)  # ordered with neither call below: every call is a thread\n",
+    "    z, _tid = submit_double(x, z)\n",
+).replace(
+    "@pl.jit\ndef per_rank(",
+    "@pl.jit.inline\ndef submit_double(x, z):\n"
+    "    return pl.spmd_submit(self.double, x, z, core_num=1)  # noqa: F821\n\n\n"
+    "@pl.jit\ndef per_rank(",
+)
+
+
 def test_an_unannotated_kernel_gives_the_arguments_its_return_names(tmp_path: Path) -> None:
     """`exchange` writes one `pl.InOut` tensor and returns it with its signal window,
     and its caller unpacks both; `double`, ordered with neither, makes every call a
     thread, whose caller goes on with its results before it runs."""
     path = tmp_path / "returns.py"
     path.write_text(SOURCE)
+    report = racecheck.verify(str(path), ranks=[2], jobs=1)
+    assert not report.errors
+    (result,) = report.results
+    assert result.verdict is Verdict.PROVED, result.findings
+
+
+def test_a_submitted_unannotated_kernel_gives_its_return_then_its_task(tmp_path: Path) -> None:
+    """`z, tid = pl.spmd_submit(self.double, x, z, ...)` (pypto-lib's Pro MoE reduce)."""
+    assert "spmd_submit" in SUBMITTED
+    path = tmp_path / "submitted.py"
+    path.write_text(SUBMITTED)
     report = racecheck.verify(str(path), ranks=[2], jobs=1)
     assert not report.errors
     (result,) = report.results

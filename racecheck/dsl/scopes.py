@@ -323,7 +323,7 @@ class _Results:
             if annotation.direction is Direction.OUT:
                 outs.append(value)
         unannotated = signature_of(function).return_annotation is inspect.Signature.empty
-        if unannotated and not submit:
+        if unannotated:
             returned = _returned_arguments(function, bound)
             if returned is not None:  # `return out, signal`: those arguments, as written
                 return cls(declared=len(returned), written=returned, outs=())
@@ -350,9 +350,9 @@ def held_result(
     """What a kernel call that runs as a thread of its own gives its caller before it
     runs: one tensor per result its return annotation declares, the tensors it writes
     (a kernel returns those): its `pl.Out`/`pl.InOut` arguments if they are as many,
-    else its `pl.Out` ones; nothing when it declares none. An unannotated kernel called
-    directly declares the tensor arguments its `return` names (`return out, signal`),
-    else as many as it writes; through `pl.submit`, none. The call is
+    else its `pl.Out` ones; nothing when it declares none. An unannotated kernel
+    declares the tensor arguments its `return` names (`return out, signal`), else,
+    called directly, as many as it writes, and through `pl.submit`, none. The call is
     refused when neither is as many; once it runs, what it returns must be them, or
     nothing (`stands_for`)."""
     results = _Results.of(function, args, kwargs, submit=submit)
