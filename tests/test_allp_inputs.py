@@ -350,3 +350,33 @@ def test_a_pl_write_of_a_counts_cell_read_back_is_a_fallback(tmp_path: Path) -> 
     path = _published(tmp_path, "zeroed", anchor + write, old=anchor)
     reason = _fallback_reason(path)
     assert f"a store into signal window window2 (line {_line_of(path, '@write')})" in reason
+
+
+def _inbox_written(tmp_path: Path, row: str) -> Path:
+    """Example 262 whose receiver, after the wait for `source`, writes one element of
+    its inbox at row `row`."""
+    anchor = "                received = pl.read(counts, [source, 0])  # @count\n"
+    write = f"                pl.write(inbox, [{row}, 0], 0)  # @write\n"
+    return _published(tmp_path, "inbox", anchor + write, old=anchor)
+
+
+def test_a_pl_write_into_the_slot_its_wait_orders_is_proved_for_every_p(
+    tmp_path: Path,
+) -> None:
+    path = _inbox_written(tmp_path, "MAX_ROWS * source")
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    assert result.verdict is Verdict.PROVED and result.every_p is not None
+
+
+def test_a_pl_write_into_the_next_sources_slot_is_a_race_at_two(tmp_path: Path) -> None:
+    """One slot on, the element is the next source's, not yet waited for (and past the
+    inbox for the last source): exactly that element conflicts with its put."""
+    path = _inbox_written(tmp_path, "MAX_ROWS * source + MAX_ROWS")
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    assert (result.ranks, result.verdict, result.every_p) == (2, Verdict.BUG, None)
+    write = _line_of(path, "@write")
+    (race,) = [f for f in result.findings if f.kind is FindingKind.RACE]
+    assert write in {location.line for location in race.locations}
+    assert set(race.ranks) == {0, 1}
+    (bounds,) = [f for f in result.findings if f.kind is FindingKind.OUT_OF_BOUNDS]
+    assert [location.line for location in bounds.locations] == [write]
