@@ -107,6 +107,9 @@ ROWS: tuple[tuple[str, str, int | str, str], ...] = (
     ),
     ("every P: shift of an input count", "281_input_count_shift.py", "all", "proved"),
     ("  twin: no upper clamp", "287_input_count_shift_bug_no_upper_clamp.py", "all", "bug"),
+    ("every P: a2av, counts from input", "262_input_counts_all_to_all_v.py", "all", "proved"),
+    ("every P: PyPTO #2112 by hand", "278_pr2112_all_to_all_v_hand_rolled.py", "all", "proved"),
+    ("every P: a2av, counts from the rank", "21_all_to_all_v.py", "all", "proved"),
     ("MoE dispatch/combine, routed", "266_moe_dispatch_combine_routing.py", 8, "proved"),
     ("MoE dispatch/combine, routed", "266_moe_dispatch_combine_routing.py", "2..8", "proved"),
     (

@@ -281,3 +281,102 @@ def test_the_every_p_verdict_of_other_clamps_is_the_concrete_one(
     (concrete,) = racecheck.verify(str(path), ranks=[2]).results
     assert every.verdict is concrete.verdict is verdict
     assert (every.every_p is not None) == (verdict is Verdict.PROVED)
+
+
+SIGNAL = "    signal: pld.DistributedTensor[[1, 1], pl.INT32],\n"
+SENT = "    sent: pl.Out[pl.Tensor[[1], pl.INT32]],\n"
+HOST_Y = "    y: pl.Out[pl.Tensor[[NR, MAX_ROWS, SIZE], pl.FP32]],\n"
+LOOP = "    for row in pl.range(count):\n"
+
+
+def _with_sent(tmp_path: Path, write: str) -> Path:
+    """Example 281 with an INT32 output `sent` that each rank's kernel `pl.write`s with
+    `write`, a line before its loops."""
+    text = SHIFT.read_text()
+    replacements = [
+        (SIGNAL + "):\n    ctx", SIGNAL + SENT + "):\n    ctx"),
+        (SIGNAL + "):\n    return", SIGNAL + SENT + "):\n    return"),
+        ("inbox, signal)", "inbox, signal, sent)"),
+        (HOST_Y, HOST_Y + SENT.replace("[[1]", "[[NR, 1]")),
+        ("signal, device=r)", "signal, sent[r], device=r)"),
+        (LOOP, f"    {write}  # @write\n" + LOOP),
+    ]
+    for old, new in replacements:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    path = tmp_path / "sent.py"
+    path.write_text(text)
+    return path
+
+
+def test_a_pl_write_of_the_count_into_a_local_output_is_proved_for_every_p(
+    tmp_path: Path,
+) -> None:
+    path = _with_sent(tmp_path, "pl.write(sent, [0], count)")
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    assert result.verdict is Verdict.PROVED and result.every_p is not None
+
+
+def test_a_pl_write_one_element_past_its_tensor_is_refuted_at_two(tmp_path: Path) -> None:
+    """The write is of exactly one element: `[1]` of a one-element tensor is out of it."""
+    path = _with_sent(tmp_path, "pl.write(sent, [1], count)")
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    assert (result.ranks, result.verdict, result.every_p) == (2, Verdict.BUG, None)
+    (finding,) = [f for f in result.findings if f.kind is FindingKind.OUT_OF_BOUNDS]
+    assert [location.line for location in finding.locations] == [_line_of(path, "@write")]
+    assert finding.ranks == (0,)
+
+
+def test_a_pl_write_of_the_own_signal_before_its_wait_is_a_race_at_two(tmp_path: Path) -> None:
+    """A reset of the signal cell the neighbour adds to, before the wait orders it."""
+    wait = "    pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)\n"
+    reset = "    pl.write(signal, [0, 0], 0)  # @write\n"
+    path = _variant(tmp_path, "reset", wait, reset + wait)
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    assert (result.ranks, result.verdict, result.every_p) == (2, Verdict.BUG, None)
+    races = [f for f in result.findings if f.kind is FindingKind.RACE]
+    write = _line_of(path, "@write")
+    assert any(
+        write in {location.line for location in race.locations} and set(race.ranks) == {0, 1}
+        for race in races
+    )
+
+
+def test_a_pl_write_of_a_counts_cell_read_back_is_a_fallback(tmp_path: Path) -> None:
+    """The receiver zeroes the counts cell it read: a writer other than its notifies, so
+    the read is no longer 0 or a value the Sets store."""
+    anchor = "                received = pl.read(counts, [source, 0])  # @count\n"
+    write = "                pl.write(counts, [source, 0], 0)  # @write\n"
+    path = _published(tmp_path, "zeroed", anchor + write, old=anchor)
+    reason = _fallback_reason(path)
+    assert f"a store into signal window window2 (line {_line_of(path, '@write')})" in reason
+
+
+def _inbox_written(tmp_path: Path, row: str) -> Path:
+    """Example 262 whose receiver, after the wait for `source`, writes one element of
+    its inbox at row `row`."""
+    anchor = "                received = pl.read(counts, [source, 0])  # @count\n"
+    write = f"                pl.write(inbox, [{row}, 0], 0)  # @write\n"
+    return _published(tmp_path, "inbox", anchor + write, old=anchor)
+
+
+def test_a_pl_write_into_the_slot_its_wait_orders_is_proved_for_every_p(
+    tmp_path: Path,
+) -> None:
+    path = _inbox_written(tmp_path, "MAX_ROWS * source")
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    assert result.verdict is Verdict.PROVED and result.every_p is not None
+
+
+def test_a_pl_write_into_the_next_sources_slot_is_a_race_at_two(tmp_path: Path) -> None:
+    """One slot on, the element is the next source's, not yet waited for (and past the
+    inbox for the last source): exactly that element conflicts with its put."""
+    path = _inbox_written(tmp_path, "MAX_ROWS * source + MAX_ROWS")
+    (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
+    assert (result.ranks, result.verdict, result.every_p) == (2, Verdict.BUG, None)
+    write = _line_of(path, "@write")
+    (race,) = [f for f in result.findings if f.kind is FindingKind.RACE]
+    assert write in {location.line for location in race.locations}
+    assert set(race.ranks) == {0, 1}
+    (bounds,) = [f for f in result.findings if f.kind is FindingKind.OUT_OF_BOUNDS]
+    assert [location.line for location in bounds.locations] == [write]

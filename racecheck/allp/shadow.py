@@ -112,6 +112,7 @@ class Surface:
             "function": self.function,
             "jit": Jit(self),
             "read": self.read,
+            "write": self.write,
         }
         for name in ("add", "sub", "mul", "div", "maximum", "minimum"):
             members[name] = elementwise
@@ -415,6 +416,15 @@ class Surface:
             )
         self._access(Effect.READ, view, self._local_owner(view), offsets, [1] * len(view.shape))
         return self.tracer.window_value(view.memory, view.dtype.nbytes, user_location())
+
+    def write(self, tensor: object, offsets: Sequence[object], value: object) -> None:
+        """`pl.write` of one element of a tensor or the rank's own window: a write of
+        exactly that element. Its value is not followed: a later `pl.read` of a host
+        input is any value of its dtype, and a window with a writer other than Set
+        notifies is not read symbolically (`allp._require_covered`)."""
+        to_expr(value)
+        view = as_view(tensor)
+        self._access(Effect.WRITE, view, self._local_owner(view), offsets, [1] * len(view.shape))
 
     def store(self, tile: object, offsets: Sequence[object], output_tensor: object) -> SymView:
         view = as_view(output_tensor)
