@@ -341,34 +341,51 @@ def _split_line() -> int:
     return next(n for n, text in enumerate(lines, start=1) if "in pl.split_aiv(" in text)
 
 
-def test_split_aiv_pins_its_communication_to_the_vector_lane() -> None:
+def test_split_aiv_pins_its_communication_to_the_vector_lane_and_each_sub_lane_is_a_thread() -> (
+    None
+):
     execution = _run(SPLIT, 2)
     assert [[task.spec.name for task in tasks] for tasks in execution.tasks] == [
-        ["matmul_shift"],
-        ["matmul_shift"],
+        ["matmul_shift", "matmul_shift (AIV sub-lane 1)"],
+        ["matmul_shift", "matmul_shift (AIV sub-lane 1)"],
     ]  # no cube lane: the notify, wait and remote_store run inside the region
     assert execution.inexact == ()
-    kinds = [event.kind for event in execution.trace.events[0]]
+    threads = execution.trace.threads
+    kinds = [
+        event.kind
+        for key, events in enumerate(execution.trace.events)
+        if threads[key].rank == 0
+        for event in events
+    ]
     assert kinds.count(EventKind.NOTIFY) == 1 and kinds.count(EventKind.WAIT) == 1
 
 
-def test_a_sub_lane_after_the_first_that_notifies_is_never_proved(tmp_path: Path) -> None:
+def test_a_sub_lane_after_the_first_doing_the_work_is_proved(tmp_path: Path) -> None:
     variant = _split_variant(tmp_path, "if aiv_id == 0:", "if aiv_id == 1:")
     for result in racecheck.verify(str(variant), ranks=[1, 2, 3]).results:
-        assert result.verdict is Verdict.UNKNOWN
-        assert result.message.startswith(f"pl.split_aiv at line {_split_line()}: its sub-lanes")
+        assert result.verdict is Verdict.PROVED  # the sub-lanes are threads: every order
 
 
-def test_code_after_a_split_aiv_region_is_never_proved(tmp_path: Path) -> None:
+def test_code_after_a_split_aiv_region_runs_on_sub_lane_zero_after_its_own_part(
+    tmp_path: Path,
+) -> None:
     variant = _split_variant(
         tmp_path,
         "            y = pl.store(recv, [0, 0], y)\n",
         "    y = pl.store(recv, [0, 0], y)  # @after\n",
     )
-    after = variant.read_text().splitlines().index("    y = pl.store(recv, [0, 0], y)  # @after")
+    execution = simulate(discover(load_file(str(variant)), programs=(), args={})[0].instantiate(2))
+    after = _line("variant.py", "after", tmp_path)
+    threads = execution.trace.threads
+    storing = {
+        threads[key].task_name
+        for key, events in enumerate(execution.trace.events)
+        for event in events
+        if event.location.line == after
+    }
+    assert storing == {"matmul_shift"}
     (result,) = racecheck.verify(str(variant), ranks=[2]).results
-    assert result.verdict is Verdict.UNKNOWN
-    assert f"line {after + 1} runs after it on one AIV sub-lane" in result.message
+    assert result.verdict is Verdict.PROVED
 
 
 def test_split_aiv_halving_modes_are_refused_at_their_line(tmp_path: Path) -> None:

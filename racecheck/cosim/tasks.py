@@ -185,8 +185,8 @@ def _edge(
 ) -> bool:
     if earlier.repeat != later.repeat:
         return True
-    if later.spec.cube_lane_of == earlier.index:
-        return False  # the two lanes of one kernel run alongside each other
+    if _kernel_of(earlier) == _kernel_of(later):
+        return False  # the lanes of one kernel run alongside each other
     if later.spec.group is not None and later.spec.group == earlier.spec.group:
         return False  # so do the blocks of one `pl.spmd`
     if earlier.dispatch != later.dispatch:
@@ -199,10 +199,14 @@ def _edge(
 
 
 def _named(task: TaskRecord, deps: tuple[int, ...]) -> bool:
-    """Whether `deps=` names `task`: its own id, or for a cube lane its kernel's, a task
-    that finishes when both its lanes have."""
-    lane_of = task.spec.cube_lane_of
-    return task.index in deps or (lane_of is not None and lane_of in deps)
+    """Whether `deps=` names `task`: its own id, or for a lane its kernel's, a task that
+    finishes when all its lanes have."""
+    return _kernel_of(task) in deps
+
+
+def _kernel_of(task: TaskRecord) -> int:
+    """The task a lane (`racecheck.dsl.lanes`) belongs to; any other task's own index."""
+    return task.index if task.spec.lane_of is None else task.spec.lane_of
 
 
 def ordered_pairs(
@@ -240,15 +244,19 @@ def ordered_pairs(
 
 
 def _grouped(tasks: Sequence[TaskRecord], storages: list[Storages]) -> None:
-    """The blocks of one `pl.spmd` task are one task to the runtime: each gets the
-    storages of them all."""
-    union: dict[int, Storages] = {}
+    """The blocks of one `pl.spmd` task, and the lanes of one kernel, are one task to
+    the runtime: each gets the storages of them all."""
+    union: dict[tuple[bool, int], Storages] = {}
     for task, own in zip(tasks, storages, strict=True):
-        if task.spec.group is not None:
-            union[task.spec.group] = _joined(union.get(task.spec.group, {}), own)
+        key = _group_of(task)
+        union[key] = _joined(union.get(key, {}), own)
     for n, task in enumerate(tasks):
-        if task.spec.group is not None:
-            storages[n] = union[task.spec.group]
+        storages[n] = union[_group_of(task)]
+
+
+def _group_of(task: TaskRecord) -> tuple[bool, int]:
+    group = task.spec.group
+    return (True, group) if group is not None else (False, _kernel_of(task))
 
 
 Accesses = dict[tuple[int, int], list[tuple[AccessMode | None, Region]]]
@@ -425,4 +433,11 @@ class TaskLog:
 
 
 def cube_lane_spec(spec: TaskSpec, index: int) -> TaskSpec:
-    return replace(spec, name=f"{spec.name} (cube lane)", cube_lane_of=index)
+    return replace(spec, name=f"{spec.name} (cube lane)", lane_of=index)
+
+
+def sub_lane_spec(spec: TaskSpec, index: int, aiv_id: int, regions: int) -> TaskSpec:
+    """AIV sub-lane `aiv_id` of kernel task `index`, which entered `regions` regions;
+    sub-lane 0 is the task itself."""
+    name = f"{spec.name} (AIV sub-lane {aiv_id})"
+    return replace(spec, name=name, lane_of=index, sub_lane=(aiv_id, regions))

@@ -13,12 +13,14 @@ region of a per-device function and communication in another is no mix.
 
 `for aiv_id in pl.split_aiv(n, mode=pl.SplitMode.NONE)` pins its body to the vector
 lane (the cube lane skips it, and its communication makes no mix), and runs it once per
-AIV sub-lane with that lane's `aiv_id`, the sub-lanes concurrent (docs/model.md).
-racecheck runs them one after another and hands the rank context their events; where
-that order may hide an execution the device has, the run proves nothing
+AIV sub-lane with that lane's `aiv_id`, the sub-lanes concurrent (docs/model.md). In a
+kernel task the kernel as written is sub-lane 0, and each other sub-lane is a lane of
+the task run again under `SubLane`: a thread of its own that records its part of each
+region and ends with the kernel's last. Elsewhere racecheck runs the sub-lanes one
+after another and hands the rank context their events; where that order may hide an
+execution the device has, the run proves nothing
 (`racecheck.cosim.tasks.concurrent_inexact`), and neither does one with events after a
-region that had any: every sub-lane runs that code, after its own part of the region
-only. The halving modes are not modelled.
+region that had any. The halving modes are not modelled.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from racecheck.dsl.types import SplitMode
 from racecheck.events import EventRef, SourceLocation
 
 if TYPE_CHECKING:
-    from racecheck.dsl.symbolic import Decision
+    from racecheck.dsl.symbolic import Decision, Forms
     from racecheck.dsl.tensors import TensorView
 
 _seen = threading.local()
@@ -58,7 +60,7 @@ def _frames(kind: str) -> dict[Body, tuple[FrameType, SourceLocation]]:
 
 
 def _note(kind: str, other: str, construct: str) -> None:
-    if isinstance(current(), AicLane) or (kind == "comm" and in_vector_region()):
+    if isinstance(current(), _Lane) or (kind == "comm" and in_vector_region()):
         return
     frame = innermost_user_frame()
     if frame is None:
@@ -103,8 +105,9 @@ def in_vector_region() -> bool:
 
 
 def split_aiv(n: object = 2, mode: object = SplitMode.NONE) -> Iterator[int]:
-    """`pl.split_aiv(n, mode=...)`: each AIV sub-lane's `aiv_id`, its body run once for
-    each, or once on the cube lane with nothing of it recorded."""
+    """`pl.split_aiv(n, mode=...)`: the `aiv_id` of each AIV sub-lane this context runs
+    the body for (`RankContext.sub_lanes`), or once on the cube lane with nothing of it
+    recorded."""
     where = user_location()
     if mode is not SplitMode.NONE:
         raise unsupported(
@@ -113,10 +116,10 @@ def split_aiv(n: object = 2, mode: object = SplitMode.NONE) -> Iterator[int]:
             where,
         )
     context = current()
-    close = getattr(context, "close_concurrent", None)
-    if not is_rank_context(context) or close is None:
+    lanes = getattr(context, "sub_lanes", None)
+    if not is_rank_context(context) or lanes is None:
         raise unsupported("pl.split_aiv is modelled in a kernel that a rank runs, not here", where)
-    return _sublanes(context, as_index(n), where, close)
+    return _sublanes(context, lanes(as_index(n), where), where)
 
 
 def crossing(tile: object) -> object:
@@ -125,11 +128,13 @@ def crossing(tile: object) -> object:
     return tile
 
 
-def _sublanes(context: Any, count: int, where: SourceLocation, close: Any) -> Iterator[int]:
-    lanes = 1 if isinstance(context, AicLane) else count
+def _sublanes(context: Any, lanes: Sequence[int] | None, where: SourceLocation) -> Iterator[int]:
+    """The region's body once per sub-lane in `lanes`; None: every sub-lane, one after
+    another, each handed to the rank context (`close_concurrent`)."""
+    ids = range(2) if lanes is None else lanes
     spans: list[list[tuple[int, int]]] = []
     try:
-        for aiv_id in range(lanes):
+        for aiv_id in ids:
             first = len(context.events)
             _seen.vector_region = True
             yield DeviceIndex(aiv_id)  # an INDEX device scalar: its `%` and `//` truncate
@@ -137,14 +142,19 @@ def _sublanes(context: Any, count: int, where: SourceLocation, close: Any) -> It
             spans.append([(first, len(context.events))])
     finally:
         _seen.vector_region = False
-    if not isinstance(context, AicLane):
-        close("pl.split_aiv", "sub-lanes", spans, where, joined=False)
+    if lanes is None:
+        context.close_concurrent("pl.split_aiv", "sub-lanes", spans, where, joined=False)
+    if isinstance(context, SubLane) and context.finished():
+        raise LaneDone  # the code after its kernel's last region is sub-lane 0's
 
 
-class AicLane(RankContextProxy):
-    """The cube lane of a mixed kernel: its notify, wait and remote_load are events of
-    the rank; its other loads read memory unrecorded and its stores do nothing, the
-    vector lane's work (docs/model.md)."""
+class _Lane(RankContextProxy):
+    """A lane of a kernel that a rank runs again beside the kernel as written: which
+    of its operations are events of the rank (`_records`); its other loads read memory
+    unrecorded, and its other stores, notifies and waits do nothing."""
+
+    def _records(self, label: str, *, sync: bool) -> bool:
+        raise NotImplementedError
 
     def load(
         self,
@@ -154,23 +164,83 @@ class AicLane(RankContextProxy):
         extent: Sequence[int],
         label: str,
     ) -> tuple[np.ndarray, EventRef]:
-        if label == _REMOTE_LOAD and not in_vector_region():
+        if self._records(label, sync=False):
             return super().load(view, owner, offsets, extent, label)
         values = self.inner.peek(view, owner, offsets, extent)  # type: ignore[attr-defined]
         return values, EventRef(rank=self.rank, index=-1)
 
-    def store(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    def store(
+        self,
+        view: TensorView,
+        owner: int,
+        offsets: Sequence[int],
+        values: np.ndarray,
+        label: str,
+        *,
+        accumulate: bool = False,
+        sources: frozenset[EventRef] | None = None,
+        forms: Forms | None = None,
+    ) -> None:
+        if self._records(label, sync=False):
+            super().store(
+                view,
+                owner,
+                offsets,
+                values,
+                label,
+                accumulate=accumulate,
+                sources=sources,
+                forms=forms,
+            )
 
     def notify(self, *args: Any, **kwargs: Any) -> None:
-        if not in_vector_region():
+        if self._records("", sync=True):
             self.inner.notify(*args, **kwargs)
 
     def wait(self, *args: Any, **kwargs: Any) -> None:
-        if not in_vector_region():
+        if self._records("", sync=True):
             self.inner.wait(*args, **kwargs)
 
     def note_control(self, sources: frozenset[EventRef], decision: Decision | None) -> None:
         recorded = frozenset(ref for ref in sources if ref.index >= 0)
         if recorded:
             self.inner.note_control(recorded, decision)
+
+
+class LaneDone(BaseException):
+    """Ends a sub-lane's run at the end of its kernel's last region; never seen by user
+    code."""
+
+
+class SubLane(_Lane):
+    """AIV sub-lane `aiv_id` (1 or more) of a kernel with `pl.split_aiv` regions, which
+    the kernel as written (sub-lane 0) entered `regions` times: a thread of its own that
+    runs its part of each and ends with the last; the code outside them is the vector
+    lane's, which sub-lane 0 runs (docs/model.md)."""
+
+    def __init__(self, inner: Any, aiv_id: int, regions: int) -> None:
+        super().__init__(inner)
+        self.aiv_id = aiv_id
+        self.regions_left = regions
+
+    def sub_lanes(self, count: int, where: SourceLocation) -> Sequence[int]:
+        self.regions_left -= 1
+        return (self.aiv_id,) if self.aiv_id < count else ()
+
+    def finished(self) -> bool:
+        return self.regions_left <= 0
+
+    def _records(self, label: str, *, sync: bool) -> bool:
+        return in_vector_region()
+
+
+class AicLane(_Lane):
+    """The cube lane of a mixed kernel: its notify, wait and remote_load outside
+    `pl.split_aiv` regions are events of the rank; the rest is the vector lane's work
+    (docs/model.md)."""
+
+    def sub_lanes(self, count: int, where: SourceLocation) -> Sequence[int]:
+        return (0,)  # run once, to go on after it, with nothing of it recorded
+
+    def _records(self, label: str, *, sync: bool) -> bool:
+        return not in_vector_region() and (sync or label == _REMOTE_LOAD)
