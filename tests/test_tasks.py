@@ -388,12 +388,58 @@ def test_code_after_a_split_aiv_region_runs_on_sub_lane_zero_after_its_own_part(
     assert result.verdict is Verdict.PROVED
 
 
-def test_split_aiv_halving_modes_are_refused_at_their_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("pl.aiv_shard(product)", "product"),  # a full-width body: the compiler halves it
+        ("pl.aiv_shard(product)", "pl.aic_gather(pl.aiv_shard(product))"),
+    ],
+)
+def test_split_aiv_halving_modes_are_refused_at_their_line_unless_the_body_shards(
+    tmp_path: Path, old: str, new: str
+) -> None:
     variant = _split_variant(tmp_path, "pl.SplitMode.NONE", "pl.SplitMode.UP_DOWN")
+    variant.write_text(variant.read_text().replace(old, new))
     report = racecheck.verify(str(variant), ranks=[2])
     (result,) = report.results
     assert result.verdict is Verdict.UNKNOWN and "halves every tile" in result.message
     assert any(f"variant.py:{_split_line()}:" in error for error in report.errors)
+
+
+def test_up_down_gives_each_sub_lane_half_the_rows_and_left_right_half_the_columns(
+    tmp_path: Path,
+) -> None:
+    name = "217_split_aiv_up_down.py"
+    pushed = _pushed_bytes(_run(name, 1))
+    assert pushed == {"matmul_shift": ((0, 512),), "matmul_shift (AIV sub-lane 1)": ((512, 1024),)}
+    source = (EXAMPLES / name).read_text()
+    columns = tmp_path / "left_right.py"
+    for old, new in {
+        "UP_DOWN": "LEFT_RIGHT",
+        "[aiv_id * HALF, 0]": "[0, aiv_id * HALF]",
+        "[HALF, SIZE]": "[SIZE, HALF]",
+    }.items():
+        assert old in source
+        source = source.replace(old, new)
+    columns.write_text(source)
+    execution = simulate(discover(load_file(str(columns)), programs=(), args={})[0].instantiate(1))
+    row = 16 * 4  # bytes
+    assert _pushed_bytes(execution)["matmul_shift (AIV sub-lane 1)"][:2] == (
+        (row // 2, row),
+        (row + row // 2, 2 * row),
+    )
+    (result,) = racecheck.verify(str(columns), ranks=[2]).results
+    assert result.verdict is Verdict.PROVED
+
+
+def _pushed_bytes(execution: Execution) -> dict[str, tuple[tuple[int, int], ...]]:
+    threads = execution.trace.threads
+    return {
+        threads[key].task_name: event.access.ranges
+        for key, events in enumerate(execution.trace.events)
+        for event in events
+        if event.label == "pld.tile.remote_store" and event.access is not None
+    }
 
 
 SPMD = "124_ring_shift_spmd_push.py"

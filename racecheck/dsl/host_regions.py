@@ -432,6 +432,21 @@ def _loop_at(frame: FrameType) -> tuple[ast.For, ast.AST] | None:
     return (found[0], found[1]) if found and isinstance(found[0], ast.For) else None
 
 
+def loop_calls(frame: FrameType, names: frozenset[str]) -> frozenset[str] | None:
+    """Which of `names` the body of the `for` statement at the frame's line calls (as
+    `x.name(...)` or `name(...)`); None when racecheck cannot read the statement."""
+    loop = _loop_at(frame)
+    if loop is None:
+        return None
+    called = {
+        node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        for statement in loop[0].body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Call)
+    }
+    return names & frozenset(called)
+
+
 def _loaded(nodes: list[ast.stmt]) -> set[str]:
     return {
         node.id

@@ -20,7 +20,8 @@ region and ends with the kernel's last. Elsewhere racecheck runs the sub-lanes o
 after another and hands the rank context their events; where that order may hide an
 execution the device has, the run proves nothing
 (`racecheck.cosim.tasks.concurrent_inexact`), and neither does one with events after a
-region that had any. The halving modes are not modelled.
+region that had any. In a halving mode (`UP_DOWN`, `LEFT_RIGHT`) `pl.aiv_shard` gives
+each sub-lane its half of the tile (`shard`); a body without it is refused.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from racecheck.dsl.context import RankContextProxy, current, is_rank_context
+from racecheck.dsl.local_ops import tile_block
 from racecheck.dsl.location import innermost_user_frame, location_of, unsupported, user_location
 from racecheck.dsl.scalars import DeviceIndex, as_index
+from racecheck.dsl.tensors import Tile
 from racecheck.dsl.types import SplitMode
 from racecheck.events import EventRef, SourceLocation
 
@@ -104,44 +107,88 @@ def in_vector_region() -> bool:
     return bool(getattr(_seen, "vector_region", False))
 
 
+_HALVED_AXIS = {SplitMode.UP_DOWN: 0, SplitMode.LEFT_RIGHT: 1}
+"""The tile dimension a halving mode splits between the sub-lanes (PyPTO docs/en/dev/
+passes/20-lower_auto_vector_split.md)."""
+
+
 def split_aiv(n: object = 2, mode: object = SplitMode.NONE) -> Iterator[int]:
     """`pl.split_aiv(n, mode=...)`: the `aiv_id` of each AIV sub-lane this context runs
     the body for (`RankContext.sub_lanes`), or once on the cube lane with nothing of it
     recorded."""
     where = user_location()
-    if mode is not SplitMode.NONE:
-        raise unsupported(
-            f"pl.split_aiv(mode={mode}) halves every tile between the sub-lanes, which "
-            "racecheck does not model; mode=pl.SplitMode.NONE is",
-            where,
-        )
+    axis = None if mode is SplitMode.NONE else _halved_axis(mode, where)
     context = current()
     lanes = getattr(context, "sub_lanes", None)
     if not is_rank_context(context) or lanes is None:
         raise unsupported("pl.split_aiv is modelled in a kernel that a rank runs, not here", where)
-    return _sublanes(context, lanes(as_index(n), where), where)
+    count = as_index(n)
+    return _sublanes(context, lanes(count, where), where, (axis, count))
+
+
+def _halved_axis(mode: object, where: SourceLocation) -> int:
+    """A halving region's axis: modelled in the form whose body `pl.aiv_shard`s the
+    cube lane's tiles, each sub-lane then computing on its half; the full-width form
+    (the compiler halving every vector op) and `pl.aic_gather` (joining the halves)
+    are refused."""
+    from racecheck.dsl.host_regions import loop_calls  # it imports this module's users
+
+    frame = innermost_user_frame()
+    called = loop_calls(frame, frozenset({"aiv_shard", "aic_gather"})) if frame else None
+    if mode not in _HALVED_AXIS or called != {"aiv_shard"}:
+        raise unsupported(
+            f"pl.split_aiv(mode={mode}) with a full-width body or pl.aic_gather halves "
+            "every tile between the sub-lanes, which racecheck does not model; a body "
+            "that takes its half with pl.aiv_shard, or mode=pl.SplitMode.NONE, is",
+            where,
+        )
+    return _HALVED_AXIS[mode]  # type: ignore[index]
 
 
 def crossing(tile: object) -> object:
-    """`pl.aiv_shard(x)` / `pl.aic_gather(x)`: a tile crossing between the cube lane and
-    a `mode=NONE` region, which passes it whole (docs/model.md)."""
+    """`pl.aic_gather(x)`, and `pl.aiv_shard(x)` in a `mode=NONE` region: a tile
+    crossing between the cube lane and the region whole (docs/model.md)."""
     return tile
 
 
-def _sublanes(context: Any, lanes: Sequence[int] | None, where: SourceLocation) -> Iterator[int]:
+def shard(tile: object) -> object:
+    """`pl.aiv_shard(x)`: the cube lane's tile crossing into the region, in a halving
+    mode this sub-lane's half of it along the mode's axis (docs/model.md)."""
+    axis, count, aiv_id = getattr(_seen, "halving", None) or (None, 1, 0)
+    if axis is None:
+        return tile
+    if not isinstance(tile, Tile) or len(tile.shape) != 2 or tile.shape[axis] % count:
+        raise unsupported(
+            f"pl.aiv_shard of {tile!r} in a halving pl.split_aiv: racecheck halves a 2-D "
+            f"tile whose dim {axis} the {count} sub-lanes divide evenly"
+        )
+    extent = list(tile.shape)
+    extent[axis] //= count
+    offsets = [0, 0]
+    offsets[axis] = aiv_id * extent[axis]
+    return tile_block(tile, offsets, extent)
+
+
+def _sublanes(
+    context: Any,
+    lanes: Sequence[int] | None,
+    where: SourceLocation,
+    split: tuple[int | None, int],
+) -> Iterator[int]:
     """The region's body once per sub-lane in `lanes`; None: every sub-lane, one after
-    another, each handed to the rank context (`close_concurrent`)."""
-    ids = range(2) if lanes is None else lanes
+    another, each handed to the rank context (`close_concurrent`). `split`: the axis a
+    halving mode splits (None: none) and the sub-lane count."""
+    ids = range(split[1]) if lanes is None else lanes
     spans: list[list[tuple[int, int]]] = []
     try:
         for aiv_id in ids:
             first = len(context.events)
-            _seen.vector_region = True
+            _seen.vector_region, _seen.halving = True, (*split, aiv_id)
             yield DeviceIndex(aiv_id)  # an INDEX device scalar: its `%` and `//` truncate
-            _seen.vector_region = False
+            _seen.vector_region, _seen.halving = False, None
             spans.append([(first, len(context.events))])
     finally:
-        _seen.vector_region = False
+        _seen.vector_region, _seen.halving = False, None
     if lanes is None:
         context.close_concurrent("pl.split_aiv", "sub-lanes", spans, where, joined=False)
     if isinstance(context, SubLane) and context.finished():
