@@ -434,13 +434,22 @@ def _loop_at(frame: FrameType) -> tuple[ast.For, ast.AST] | None:
 
 def loop_calls(frame: FrameType, names: frozenset[str]) -> frozenset[str] | None:
     """Which of `names` the body of the `for` statement at the frame's line calls (as
-    `x.name(...)` or `name(...)`); None when racecheck cannot read the statement."""
-    loop = _loop_at(frame)
-    if loop is None:
+    `x.name(...)` or `name(...)`), in whatever function of the file it stands (an
+    outlined body's frame is not its function's); None when racecheck cannot read it."""
+    tree = _parsed(frame.f_code.co_filename)
+    if tree is None:
+        return None
+    line = frame.f_lineno
+    loops = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.For) and node.lineno <= line < node.body[0].lineno
+    ]
+    if len(loops) != 1:
         return None
     called = {
         node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        for statement in loop[0].body
+        for statement in loops[0].body
         for node in ast.walk(statement)
         if isinstance(node, ast.Call)
     }
