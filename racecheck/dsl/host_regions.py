@@ -35,8 +35,6 @@ from __future__ import annotations
 import ast
 import copy
 import ctypes
-import functools
-import linecache
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -46,7 +44,7 @@ from typing import Any
 from racecheck.dsl import scopes
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.device_source import compiled_function
-from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
+from racecheck.dsl.location import innermost_user_frame, parsed_file, unsupported, user_location
 from racecheck.dsl.program import DslFunction, FunctionRole, run_sub_worker
 from racecheck.dsl.scalars import DeviceIndex
 from racecheck.dsl.tensors import TensorView
@@ -389,18 +387,6 @@ def _no_trace(frame: FrameType, event: str, argument: object) -> None:
     return None
 
 
-def _parsed(filename: str) -> ast.Module | None:
-    return _parsed_source("".join(linecache.getlines(filename)), filename)
-
-
-@functools.lru_cache(maxsize=16)
-def _parsed_source(source: str, filename: str) -> ast.Module | None:
-    try:
-        return ast.parse(source, filename=filename)
-    except SyntaxError:
-        return None
-
-
 def _region_at(frame: FrameType) -> tuple[ast.With, ast.AST] | None:
     """The `with` statement whose header holds the frame's line, and the function that
     encloses it."""
@@ -411,7 +397,7 @@ def _region_at(frame: FrameType) -> tuple[ast.With, ast.AST] | None:
 def _statement_at(
     frame: FrameType, kind: type[ast.With] | type[ast.For]
 ) -> tuple[ast.With | ast.For, ast.AST] | None:
-    tree = _parsed(frame.f_code.co_filename)
+    tree = parsed_file(frame.f_code.co_filename)
     if tree is None:
         return None
     line = frame.f_lineno
@@ -430,30 +416,6 @@ def _loop_at(frame: FrameType) -> tuple[ast.For, ast.AST] | None:
     """The `for` statement whose header holds the frame's line, and its function."""
     found = _statement_at(frame, ast.For)
     return (found[0], found[1]) if found and isinstance(found[0], ast.For) else None
-
-
-def loop_calls(frame: FrameType, names: frozenset[str]) -> frozenset[str] | None:
-    """Which of `names` the body of the `for` statement at the frame's line calls (as
-    `x.name(...)` or `name(...)`), in whatever function of the file it stands (an
-    outlined body's frame is not its function's); None when racecheck cannot read it."""
-    tree = _parsed(frame.f_code.co_filename)
-    if tree is None:
-        return None
-    line = frame.f_lineno
-    loops = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.For) and node.lineno <= line < node.body[0].lineno
-    ]
-    if len(loops) != 1:
-        return None
-    called = {
-        node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        for statement in loops[0].body
-        for node in ast.walk(statement)
-        if isinstance(node, ast.Call)
-    }
-    return names & frozenset(called)
 
 
 def _loaded(nodes: list[ast.stmt]) -> set[str]:

@@ -35,7 +35,13 @@ import numpy as np
 
 from racecheck.dsl.context import RankContextProxy, current, is_rank_context
 from racecheck.dsl.local_ops import tile_block
-from racecheck.dsl.location import innermost_user_frame, location_of, unsupported, user_location
+from racecheck.dsl.location import (
+    innermost_user_frame,
+    location_of,
+    loop_calls,
+    unsupported,
+    user_location,
+)
 from racecheck.dsl.scalars import DeviceIndex, as_index
 from racecheck.dsl.tensors import Tile
 from racecheck.dsl.types import SplitMode
@@ -131,8 +137,6 @@ def _halved_axis(mode: object, where: SourceLocation) -> int:
     cube lane's tiles, each sub-lane then computing on its half; the full-width form
     (the compiler halving every vector op) and `pl.aic_gather` (joining the halves)
     are refused."""
-    from racecheck.dsl.host_regions import loop_calls  # it imports this module's users
-
     frame = innermost_user_frame()
     called = loop_calls(frame, frozenset({"aiv_shard", "aic_gather"})) if frame else None
     if mode not in _HALVED_AXIS or called != {"aiv_shard"}:
