@@ -432,6 +432,27 @@ def test_up_down_gives_each_sub_lane_half_the_rows_and_left_right_half_the_colum
     assert result.verdict is Verdict.PROVED
 
 
+def test_a_halving_region_in_an_outlined_spmd_block_is_read_from_its_line(tmp_path: Path) -> None:
+    source = (EXAMPLES / "213_spmd_matmul_then_push.py").read_text()
+    block = (
+        '    for half in pl.spmd(2, name_hint="push"):\n'
+        "        rows = pl.load(product, [half * HALF, 0], [HALF, SIZE])\n"
+    )
+    assert block in source
+    halved = tmp_path / "halved.py"  # in a block, not a kernel: its sub-lanes run in turn
+    halved.write_text(
+        source.replace(
+            block,
+            '    for _ in pl.spmd(1, name_hint="push"):\n'
+            "      for half in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n"
+            "        rows = pl.aiv_shard(pl.load(product, [0, 0], [SIZE, SIZE]))\n",
+        )
+    )
+    (result,) = racecheck.verify(str(halved), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN
+    assert "its sub-lanes notify, wait or write a cell" in result.message
+
+
 def _pushed_bytes(execution: Execution) -> dict[str, tuple[tuple[int, int], ...]]:
     threads = execution.trace.threads
     return {
