@@ -22,7 +22,7 @@ from racecheck.cosim.tasks import (
     sub_lane_spec,
 )
 from racecheck.dsl.dtypes import DType
-from racecheck.dsl.lanes import AicLane, LaneDone, SubLane
+from racecheck.dsl.lanes import AicLane, LaneDone, SubLane, in_vector_region
 from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import assigned_name, unsupported, user_location
 from racecheck.dsl.scalars import Tainted
@@ -97,6 +97,8 @@ class RankContext:
         self.mixed = False
         self.kernel = False  # a kernel-call task's body runs now (not a lane of it)
         self.split = (0, 0)  # its `pl.split_aiv` regions' AIV sub-lanes, and how many it entered
+        self.unsplit: list[Event] = []  # its events outside them so far
+        self.outside_split: list[Event] = []  # those of its kernels with AIV sub-lanes
         self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
         self.sublanes_at: SourceLocation | None = None  # unjoined parts may still run
         self.inexact: list[str] = []  # why this trace cannot prove (`Execution.inexact`)
@@ -134,11 +136,14 @@ class RankContext:
         return result, index
 
     def _kernel_body(self, body: Callable[[], Any]) -> Any:
-        self.mixed, self.kernel, self.split = False, True, (0, 0)
+        self.mixed, self.kernel, self.split, self.unsplit = False, True, (0, 0), []
         try:
             return body()
         finally:
             self.kernel = False
+            if self.split[0] > 1:  # sub-lane 0 ran these; whether the others do is open
+                self.outside_split.extend(self.unsplit)
+            self.unsplit = []
 
     def _sub_lane(
         self,
@@ -447,7 +452,7 @@ class RankContext:
         other.tasks = TaskLog()
         other.running = []
         other.mixed = other.kernel = False
-        other.split = (0, 0)
+        other.split, other.unsplit = (0, 0), []  # (its outside_split is the rank's)
         other.glue = None
         other.inside = []
         other._new_task_state()
@@ -713,7 +718,7 @@ class RankContext:
             self.sublanes_at = None
         if self.run.plan is not None and self.key == self.rank and self.glue is None:
             self._open_glue()
-        return Event(
+        event = Event(
             rank=self.key,
             index=len(self.events),
             kind=kind,
@@ -724,6 +729,9 @@ class RankContext:
             label=label,
             **sync,
         )
+        if self.kernel and not in_vector_region():
+            self.unsplit.append(event)
+        return event
 
     def _region(
         self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]

@@ -43,6 +43,7 @@ from racecheck.events import (
     cell_effect,
 )
 from racecheck.options import RuntimeOrder
+from racecheck.report.reasons import Reason, ReasonCode, reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -345,6 +346,44 @@ def concurrent_inexact(
             if _conflict(first, second):
                 return f"its {parts} {i} and {j} access the same bytes, and one writes"
     return None
+
+
+def unsplit_inexact(outside: Iterable[Event], events: Sequence[Sequence[Event]]) -> Reason | None:
+    """Why a run with AIV sub-lanes as threads may compute what the device does not:
+    of the events a kernel's sub-lane 0 ran outside its `pl.split_aiv` regions
+    (`outside`), the first whose count or placement matters, which PyPTO leaves
+    undefined whether the other sub-lanes repeat: a notify, wait or communication (a
+    `pld.` op), any write (repeated, it races with itself, or adds twice), or a load
+    that a write among `events` (the run's) conflicts with. None when each is a load
+    that nothing writes."""
+    candidates = sorted(outside, key=lambda event: (event.rank, event.index))
+    touched = {_instance(event) for event in candidates if event.mode is AccessMode.READ}
+    sharing: dict[tuple[int, int] | None, list[Event]] = {}
+    for thread in events:
+        for event in thread:
+            if _instance(event) in touched:
+                sharing.setdefault(_instance(event), []).append(event)
+    for event in candidates:
+        writes = event.mode is not AccessMode.READ
+        if writes or event.is_sync or event.label.startswith("pld.") or _shared(event, sharing):
+            return reason(ReasonCode.SPLIT_AIV_OUTSIDE, line=event.location.line, label=event.label)
+    return None
+
+
+def _instance(event: Event) -> tuple[int, int] | None:
+    return None if event.access is None else (event.access.memory, event.access.owner)
+
+
+def _shared(event: Event, sharing: dict[tuple[int, int] | None, list[Event]]) -> bool:
+    """A load that another event's write conflicts with."""
+    region = event.access
+    return region is not None and any(
+        other.ref != event.ref
+        and modes_conflict(event.mode, other.mode)
+        and other.access is not None
+        and region.overlaps(other.access)
+        for other in sharing.get(_instance(event), ())
+    )
 
 
 def _dispatch_edge(earlier: TaskRecord, later: TaskRecord) -> bool:

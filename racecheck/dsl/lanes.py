@@ -16,7 +16,9 @@ lane (the cube lane skips it, and its communication makes no mix), and runs it o
 AIV sub-lane with that lane's `aiv_id`, the sub-lanes concurrent (docs/model.md). In a
 kernel task the kernel as written is sub-lane 0, and each other sub-lane is a lane of
 the task run again under `SubLane`: a thread of its own that records its part of each
-region and ends with the kernel's last. Elsewhere racecheck runs the sub-lanes one
+region and ends with the kernel's last. The code outside the regions runs on sub-lane 0
+only, which PyPTO does not promise: where that matters the run proves nothing
+(`racecheck.cosim.tasks.unsplit_inexact`). Elsewhere racecheck runs the sub-lanes one
 after another and hands the rank context their events; where that order may hide an
 execution the device has, the run proves nothing
 (`racecheck.cosim.tasks.concurrent_inexact`), and neither does one with events after a
@@ -266,8 +268,8 @@ class LaneDone(BaseException):
 class SubLane(_Lane):
     """AIV sub-lane `aiv_id` (1 or more) of a kernel with `pl.split_aiv` regions, which
     the kernel as written (sub-lane 0) entered `regions` times: a thread of its own that
-    runs its part of each and ends with the last; the code outside them is the vector
-    lane's, which sub-lane 0 runs (docs/model.md)."""
+    runs its part of each and ends with the last; the code outside them sub-lane 0
+    runs, whether or not the device repeats it here (docs/model.md)."""
 
     def __init__(self, inner: Any, aiv_id: int, regions: int) -> None:
         super().__init__(inner)
