@@ -381,6 +381,11 @@ _STORE = "y = pl.store(recv, [0, 0], y)"
             f"    {_WAIT}  # @after\n    {_FETCH}\n    {_STORE}\n",
             "pld.system.wait",
         ),
+        (  # a load of a window another rank writes
+            f"            {_FETCH}\n            {_STORE}\n",
+            f"    {_FETCH}  # @after\n    {_STORE}\n",
+            "pl.load",
+        ),
     ],
 )
 def test_code_after_a_split_aiv_region_is_never_proved(
