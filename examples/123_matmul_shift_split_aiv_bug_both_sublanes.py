@@ -1,15 +1,15 @@
 """Multiply then shift in a ``pl.split_aiv`` region whose push and notify are unguarded.
 
 122_matmul_shift_split_aiv.py without its ``if aiv_id == 0:``. A
-``mode=NONE`` region runs on both AIV sub-lanes, so each pushes the product and
-notifies: the neighbour's counter reaches 1 after one sub-lane's notify, and the other
-sub-lane's push can still be writing ``inbox`` while the neighbour copies it out
-(docs/model.md; PyPTO does not diagnose it). At one rank both sub-lanes notify and
-wait on the same cell, which racecheck does not run overlapped.
+``mode=NONE`` region runs on both AIV sub-lanes, concurrent threads of the rank, so
+each pushes the product and notifies: the neighbour's counter reaches 1 after one
+sub-lane's notify, and the other sub-lane's push can still be writing ``inbox`` while
+the neighbour copies it out (docs/model.md; PyPTO does not diagnose it). The two
+sub-lanes' pushes, and their stores of ``y``, also race with each other.
 
 racecheck expects:
-    ranks 1: unknown
-    ranks 2..4: bug race write-after-read at @fetch, @push
+    ranks 1..4: bug race write-after-write at @push, @push ranks 0 0
+    ranks 2..4: bug race read-after-write at @fetch, @push ranks 1 0
 """
 
 import argparse

@@ -19,8 +19,10 @@ from racecheck.cosim.tasks import (
     TaskLog,
     concurrent_inexact,
     cube_lane_spec,
+    sub_lane_spec,
 )
 from racecheck.dsl.dtypes import DType
+from racecheck.dsl.lanes import AicLane, LaneDone, SubLane, in_vector_region
 from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import assigned_name, unsupported, user_location
 from racecheck.dsl.scalars import Tainted
@@ -93,6 +95,10 @@ class RankContext:
         self.tasks = TaskLog()
         self.running: list[int] = []  # the tasks it runs now, innermost last
         self.mixed = False
+        self.kernel = False  # a kernel-call task's body runs now (not a lane of it)
+        self.split = (0, 0)  # its `pl.split_aiv` regions' AIV sub-lanes, and how many it entered
+        self.unsplit: list[Event] = []  # its events outside them so far
+        self.outside_split: list[Event] = []  # those of its kernels with AIV sub-lanes
         self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
         self.sublanes_at: SourceLocation | None = None  # unjoined parts may still run
         self.inexact: list[str] = []  # why this trace cannot prove (`Execution.inexact`)
@@ -106,22 +112,69 @@ class RankContext:
         self,
         spec: TaskSpec,
         body: Callable[[], Any],
-        cube_lane: Callable[[], Any],
+        rerun: Callable[[Callable[[Any], Any]], Any],
         held: Callable[[], Any] = lambda: None,
     ) -> tuple[Any, int]:
         """Run a kernel call as a task: in place, or as a thread of its own in a run
         with tasks as threads (its caller then goes on with `held()`, which the task
-        must return when it runs). The index after its own is kept for its cube lane
-        (`racecheck.dsl.lanes`)."""
+        must return when it runs). The index after its own is kept for its cube lane,
+        and those after it for its AIV sub-lanes after the first (`racecheck.dsl.lanes`):
+        each of them `rerun` as a task of its own."""
         if self.run.plan is not None and self.task_depth == 0:
-            return self._thread_task(spec, body, cube_lane, held)
+            return self._thread_task(spec, body, rerun, held)
         index = self.tasks.open(self.events)
         self.tasks.reserve()
-        self.mixed = False
-        result = self._run_task(index, spec, body)
+        result = self._run_task(index, spec, lambda: self._kernel_body(body))
         if self.mixed:
-            self._run_task(index + 1, cube_lane_spec(spec, index), cube_lane)
+            self._run_task(index + 1, cube_lane_spec(spec, index), lambda: rerun(AicLane))
+        lanes, regions = self.split
+        for aiv_id in range(1, lanes):
+            self.tasks.reserve()
+            lane = sub_lane_spec(spec, index, aiv_id, regions)
+            run = self._sub_lane(rerun, aiv_id, regions, spec.location)
+            self._run_task(self.tasks.next_index - 1, lane, run)
         return result, index
+
+    def _kernel_body(self, body: Callable[[], Any]) -> Any:
+        self.mixed, self.kernel, self.split, self.unsplit = False, True, (0, 0), []
+        try:
+            return body()
+        finally:
+            self.kernel = False
+            if self.split[0] > 1:  # sub-lane 0 ran these; whether the others do is open
+                self.outside_split.extend(self.unsplit)
+            self.unsplit = []
+
+    def _sub_lane(
+        self,
+        rerun: Callable[[Callable[[Any], Any]], Any],
+        aiv_id: int,
+        regions: int,
+        where: SourceLocation,
+    ) -> Callable[[], None]:
+        """A kernel's AIV sub-lane `aiv_id`, run again as `SubLane` to the end of the
+        last of the `regions` regions its kernel entered."""
+
+        def run() -> None:
+            try:
+                rerun(lambda inner: SubLane(inner, aiv_id, regions))
+            except LaneDone:
+                return
+            self._unplanned(where)  # it entered fewer regions than the kernel did
+
+        return run
+
+    def sub_lanes(self, count: int, where: SourceLocation) -> Sequence[int] | None:
+        """The AIV sub-lanes of a `pl.split_aiv(count)` region this context runs: in a
+        kernel-call task, sub-lane 0, the others being lanes of their own (`SubLane`);
+        None elsewhere (a `pl.at` region, a `pl.spmd` block, a dispatched kernel),
+        where they run one after another (`close_concurrent`)."""
+        del where
+        if not self.kernel:
+            return None
+        lanes, regions = self.split
+        self.split = (max(lanes, count), regions + 1)
+        return (0,)
 
     def create_tensor(
         self, shape: tuple[int, ...], dtype: DType, *, manual_dep: bool, fill: float = 0
@@ -285,25 +338,31 @@ class RankContext:
         self,
         spec: TaskSpec,
         body: Callable[[], Any],
-        cube_lane: Callable[[], Any],
+        rerun: Callable[[Callable[[Any], Any]], Any],
         held: Callable[[], Any],
     ) -> tuple[Any, int]:
         """A kernel call as a thread of its own, its caller going on with `held()`
         (which refuses a call whose results racecheck cannot give before it runs: run
         in its caller's place, its start edges would not be the runtime's)."""
         index = self._new_thread_index()
-        self.tasks.reserve()  # the index of its cube lane
-        result = held()
         plan = self.run.plan
         assert plan is not None
+        split = plan.sub_lanes.get((self.rank, index), (1, 0))
+        for _ in range(split[0]):  # the indexes of its cube lane and its other sub-lanes
+            self.tasks.reserve()
+        result = held()
         child = self.child(plan.key(self.rank, index))
         laned = plan.starts(self.rank, index + 1) is not None
         if laned:  # its cube lane, a thread of its own from the start
-            self._spawn_lane(index + 1, spec.location, cube_lane)
+            self._spawn_lane(index + 1, spec.location, lambda: rerun(AicLane))
+        for aiv_id in range(1, split[0]):  # so are its other AIV sub-lanes
+            lane = self._sub_lane(rerun, aiv_id, split[1], spec.location)
+            self._spawn_lane(index + 1 + aiv_id, spec.location, lane)
+        cube_lane = None if laned else lambda: rerun(AicLane)
 
         def run() -> None:
             child._starts(index, spec.location)
-            outcome = child._kernel(index, spec, body, None if laned else cube_lane)
+            outcome = child._kernel(index, spec, body, cube_lane, split)
             child._end(index, spec.location)
             if not stands_for(outcome, result):
                 raise unsupported(
@@ -375,17 +434,20 @@ class RankContext:
         spec: TaskSpec,
         body: Callable[[], Any],
         cube_lane: Callable[[], Any] | None,
+        split: tuple[int, int],
     ) -> Any:
         """A kernel task's body, then its cube lane (a thread of its own) if it mixes
-        and the lane is not running already (`cube_lane` None)."""
+        and the lane is not running already (`cube_lane` None); `split`: the AIV
+        sub-lanes running already and the regions they run, as the body must have."""
         self.running.append(index)
-        self.mixed = False
         self._new_task_state()
         try:
-            result = body()
+            result = self._kernel_body(body)
         finally:
             self.running.pop()
             self._new_task_state()
+        if _split_lanes(self.split) != _split_lanes(split):
+            self._unplanned(spec.location)
         if self.mixed and cube_lane is not None:
             self._enter(index + 1, spec.location)
             self.running.append(index + 1)
@@ -410,7 +472,8 @@ class RankContext:
         other.thread = None
         other.tasks = TaskLog()
         other.running = []
-        other.mixed = False
+        other.mixed = other.kernel = False
+        other.split, other.unsplit = (0, 0), []  # (its outside_split is the rank's)
         other.glue = None
         other.inside = []
         other._new_task_state()
@@ -451,10 +514,7 @@ class RankContext:
         assert plan is not None
         after = plan.starts(self.rank, index)
         if after is None:
-            self._inexact(
-                f"rank {self.rank} ran a task at line {where.line} that its run in program "
-                "order did not have"
-            )
+            self._unplanned(where)
             after = ()
         for task in after:
             cell = completion_cell(self.run.tasks_memory, plan.key(self.rank, task), self.rank)
@@ -492,6 +552,12 @@ class RankContext:
         if added:
             self.run.memory.set_cell(sync.cell, self.run.memory.cell(sync.cell) + added)
         self.run.executed(self, event)
+
+    def _unplanned(self, where: SourceLocation) -> None:
+        self._inexact(
+            f"rank {self.rank} ran a task at line {where.line} that its run in program "
+            "order did not have"
+        )
 
     def _inexact(self, reason: str) -> None:
         if reason not in self.inexact:
@@ -673,7 +739,7 @@ class RankContext:
             self.sublanes_at = None
         if self.run.plan is not None and self.key == self.rank and self.glue is None:
             self._open_glue()
-        return Event(
+        event = Event(
             rank=self.key,
             index=len(self.events),
             kind=kind,
@@ -684,6 +750,9 @@ class RankContext:
             label=label,
             **sync,
         )
+        if self.kernel and not in_vector_region():
+            self.unsplit.append(event)
+        return event
 
     def _region(
         self, view: TensorView, owner: int, offsets: Sequence[int], extent: Sequence[int]
@@ -711,6 +780,11 @@ class RankContext:
         if view.dtype.nbytes != 4 or view.dtype.is_float:
             self.fail_bounds(reason(ReasonCode.SIGNAL_NOT_INT32, view=repr(view)))
         return SignalCell(memory=view.memory, owner=owner, offset=start, index=tuple(offsets))
+
+
+def _split_lanes(split: tuple[int, int]) -> tuple[int, int]:
+    """A kernel's AIV sub-lanes and regions, (1, 0) for one that has no other lane."""
+    return split if split[0] > 1 else (1, 0)
 
 
 def _cell_region(cell: SignalCell) -> Region:

@@ -24,7 +24,7 @@ from racecheck.cosim.policies import (
 from racecheck.cosim.rank import Abort, RankContext
 from racecheck.cosim.rounds import CallRounds, call_rounds, host_calls, join_memory, joins
 from racecheck.cosim.scheduler import BatonScheduler
-from racecheck.cosim.tasks import TaskRecord, waited_cells
+from racecheck.cosim.tasks import TaskRecord, unsplit_inexact, waited_cells
 from racecheck.cosim.threads import ThreadPlan, plan_threads
 from racecheck.dsl.context import activated
 from racecheck.dsl.memory import MemoryState
@@ -287,7 +287,11 @@ def _simulate(
         ),
         unfollowed=tuple(
             dict.fromkeys(
-                [*host.unfollowed_at, *(at for state in run.states for at in state.unfollowed_at)]
+                [
+                    *host.unfollowed_at,
+                    *(at for state in run.states for at in state.unfollowed_at),
+                    *_unsplit(run.states, trace),
+                ]
             )
         ),
     )
@@ -330,6 +334,14 @@ def _rank_reasons(states: Sequence[RankContext], waited: CellIndex) -> list[str]
     return [
         reason for state in states for reason in (*state.inexact, *state.concurrent_inexact(waited))
     ]
+
+
+def _unsplit(states: Sequence[RankContext], trace: Trace) -> tuple[str, ...]:
+    """Why the run may compute what the device does not: code outside a kernel's
+    `pl.split_aiv` regions that its other AIV sub-lanes may repeat (`unsplit_inexact`)."""
+    outside = [event for state in states for event in state.outside_split]
+    found = unsplit_inexact(outside, trace.events) if outside else None
+    return () if found is None else (found,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

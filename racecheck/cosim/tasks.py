@@ -43,6 +43,7 @@ from racecheck.events import (
     cell_effect,
 )
 from racecheck.options import RuntimeOrder
+from racecheck.report.reasons import Reason, ReasonCode, reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,8 +186,8 @@ def _edge(
 ) -> bool:
     if earlier.repeat != later.repeat:
         return True
-    if later.spec.cube_lane_of == earlier.index:
-        return False  # the two lanes of one kernel run alongside each other
+    if _kernel_of(earlier) == _kernel_of(later):
+        return False  # the lanes of one kernel run alongside each other
     if later.spec.group is not None and later.spec.group == earlier.spec.group:
         return False  # so do the blocks of one `pl.spmd`
     if earlier.dispatch != later.dispatch:
@@ -199,10 +200,14 @@ def _edge(
 
 
 def _named(task: TaskRecord, deps: tuple[int, ...]) -> bool:
-    """Whether `deps=` names `task`: its own id, or for a cube lane its kernel's, a task
-    that finishes when both its lanes have."""
-    lane_of = task.spec.cube_lane_of
-    return task.index in deps or (lane_of is not None and lane_of in deps)
+    """Whether `deps=` names `task`: its own id, or for a lane its kernel's, a task that
+    finishes when all its lanes have."""
+    return _kernel_of(task) in deps
+
+
+def _kernel_of(task: TaskRecord) -> int:
+    """The task a lane (`racecheck.dsl.lanes`) belongs to; any other task's own index."""
+    return task.index if task.spec.lane_of is None else task.spec.lane_of
 
 
 def ordered_pairs(
@@ -240,15 +245,19 @@ def ordered_pairs(
 
 
 def _grouped(tasks: Sequence[TaskRecord], storages: list[Storages]) -> None:
-    """The blocks of one `pl.spmd` task are one task to the runtime: each gets the
-    storages of them all."""
-    union: dict[int, Storages] = {}
+    """The blocks of one `pl.spmd` task, and the lanes of one kernel, are one task to
+    the runtime: each gets the storages of them all."""
+    union: dict[tuple[bool, int], Storages] = {}
     for task, own in zip(tasks, storages, strict=True):
-        if task.spec.group is not None:
-            union[task.spec.group] = _joined(union.get(task.spec.group, {}), own)
+        key = _group_of(task)
+        union[key] = _joined(union.get(key, {}), own)
     for n, task in enumerate(tasks):
-        if task.spec.group is not None:
-            storages[n] = union[task.spec.group]
+        storages[n] = union[_group_of(task)]
+
+
+def _group_of(task: TaskRecord) -> tuple[bool, int]:
+    group = task.spec.group
+    return (True, group) if group is not None else (False, _kernel_of(task))
 
 
 Accesses = dict[tuple[int, int], list[tuple[AccessMode | None, Region]]]
@@ -339,6 +348,44 @@ def concurrent_inexact(
     return None
 
 
+def unsplit_inexact(outside: Iterable[Event], events: Sequence[Sequence[Event]]) -> Reason | None:
+    """Why a run with AIV sub-lanes as threads may compute what the device does not:
+    of the events a kernel's sub-lane 0 ran outside its `pl.split_aiv` regions
+    (`outside`), the first whose count or placement matters, which PyPTO leaves
+    undefined whether the other sub-lanes repeat: a notify, wait or communication (a
+    `pld.` op), any write (repeated, it races with itself, or adds twice), or a load
+    that a write among `events` (the run's) conflicts with. None when each is a load
+    that nothing writes."""
+    candidates = sorted(outside, key=lambda event: (event.rank, event.index))
+    touched = {_instance(event) for event in candidates if event.mode is AccessMode.READ}
+    sharing: dict[tuple[int, int] | None, list[Event]] = {}
+    for thread in events:
+        for event in thread:
+            if _instance(event) in touched:
+                sharing.setdefault(_instance(event), []).append(event)
+    for event in candidates:
+        writes = event.mode is not AccessMode.READ
+        if writes or event.is_sync or event.label.startswith("pld.") or _shared(event, sharing):
+            return reason(ReasonCode.SPLIT_AIV_OUTSIDE, line=event.location.line, label=event.label)
+    return None
+
+
+def _instance(event: Event) -> tuple[int, int] | None:
+    return None if event.access is None else (event.access.memory, event.access.owner)
+
+
+def _shared(event: Event, sharing: dict[tuple[int, int] | None, list[Event]]) -> bool:
+    """A load that another event's write conflicts with."""
+    region = event.access
+    return region is not None and any(
+        other.ref != event.ref
+        and modes_conflict(event.mode, other.mode)
+        and other.access is not None
+        and region.overlaps(other.access)
+        for other in sharing.get(_instance(event), ())
+    )
+
+
 def _dispatch_edge(earlier: TaskRecord, later: TaskRecord) -> bool:
     """Whether the runtime runs the dispatch of `later` after that of `earlier`, an
     earlier one: a later --repeat round, a communication domain both take (its token),
@@ -425,4 +472,11 @@ class TaskLog:
 
 
 def cube_lane_spec(spec: TaskSpec, index: int) -> TaskSpec:
-    return replace(spec, name=f"{spec.name} (cube lane)", cube_lane_of=index)
+    return replace(spec, name=f"{spec.name} (cube lane)", lane_of=index)
+
+
+def sub_lane_spec(spec: TaskSpec, index: int, aiv_id: int, regions: int) -> TaskSpec:
+    """AIV sub-lane `aiv_id` of kernel task `index`, which entered `regions` regions;
+    sub-lane 0 is the task itself."""
+    name = f"{spec.name} (AIV sub-lane {aiv_id})"
+    return replace(spec, name=name, lane_of=index, sub_lane=(aiv_id, regions))

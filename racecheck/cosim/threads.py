@@ -67,6 +67,9 @@ class ThreadPlan:
     dispatches: dict[tuple[int, int], int] = field(default_factory=dict)
     # dispatched kernels: a dispatch whose events are one task outside any other
     kernels: frozenset[tuple[int, int]] = frozenset()
+    # kernel tasks with AIV sub-lanes: how many, sub-lane 0 (the task itself) included,
+    # and the `pl.split_aiv` regions it enters
+    sub_lanes: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     slots: int = 0
     bodies: tuple[tuple[Event, ...], ...] = ()
     capacities: tuple[Capacity, ...] = ()
@@ -163,12 +166,19 @@ def plan_threads(
         for record in records
         if record.glue and _whole_dispatch(record, records)
     )
+    sub_lanes = {
+        (rank, record.spec.lane_of): (record.spec.sub_lane[0] + 1, record.spec.sub_lane[1])
+        for rank, records in enumerate(tasks)
+        for record in records
+        if record.spec.lane_of is not None and record.spec.sub_lane is not None
+    }
     plan = ThreadPlan(
         ranks=ranks,
         after=after,
         names=names,
         dispatches=dispatches,
         kernels=kernels,
+        sub_lanes=sub_lanes,
         slots=first_join + joins if joins else slots,
         joins=joins,
     )

@@ -151,7 +151,7 @@ def _chip_task(
         ),
         manual=scopes.in_manual_scope(),
     )
-    tasks.call_task(spec, body, lambda: None)
+    tasks.call_task(spec, body, lambda lane: None)
 
 
 def _require_distinct_windows(label: str, operands: tuple[TensorView, ...]) -> None:

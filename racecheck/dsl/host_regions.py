@@ -35,8 +35,6 @@ from __future__ import annotations
 import ast
 import copy
 import ctypes
-import functools
-import linecache
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -46,7 +44,7 @@ from typing import Any
 from racecheck.dsl import scopes
 from racecheck.dsl.context import current, host_context, is_rank_context
 from racecheck.dsl.device_source import compiled_function
-from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
+from racecheck.dsl.location import innermost_user_frame, parsed_file, unsupported, user_location
 from racecheck.dsl.program import DslFunction, FunctionRole, run_sub_worker
 from racecheck.dsl.scalars import DeviceIndex
 from racecheck.dsl.tensors import TensorView
@@ -389,18 +387,6 @@ def _no_trace(frame: FrameType, event: str, argument: object) -> None:
     return None
 
 
-def _parsed(filename: str) -> ast.Module | None:
-    return _parsed_source("".join(linecache.getlines(filename)), filename)
-
-
-@functools.lru_cache(maxsize=16)
-def _parsed_source(source: str, filename: str) -> ast.Module | None:
-    try:
-        return ast.parse(source, filename=filename)
-    except SyntaxError:
-        return None
-
-
 def _region_at(frame: FrameType) -> tuple[ast.With, ast.AST] | None:
     """The `with` statement whose header holds the frame's line, and the function that
     encloses it."""
@@ -411,7 +397,7 @@ def _region_at(frame: FrameType) -> tuple[ast.With, ast.AST] | None:
 def _statement_at(
     frame: FrameType, kind: type[ast.With] | type[ast.For]
 ) -> tuple[ast.With | ast.For, ast.AST] | None:
-    tree = _parsed(frame.f_code.co_filename)
+    tree = parsed_file(frame.f_code.co_filename)
     if tree is None:
         return None
     line = frame.f_lineno

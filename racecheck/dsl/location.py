@@ -9,6 +9,8 @@ was called from with `pinned`.
 
 from __future__ import annotations
 
+import ast
+import functools
 import linecache
 import re
 import sys
@@ -147,3 +149,40 @@ def assigned_name(default: str) -> str:
     """The variable the user's line running now assigns (`name = ...`), else `default`."""
     match = _ASSIGNED_NAME.match(user_location().text)
     return match.group(1) if match else default
+
+
+def parsed_file(filename: str) -> ast.Module | None:
+    """The syntax tree of a user file as linecache holds it; None if it does not parse."""
+    return _parsed_source("".join(linecache.getlines(filename)), filename)
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_source(source: str, filename: str) -> ast.Module | None:
+    try:
+        return ast.parse(source, filename=filename)
+    except SyntaxError:
+        return None
+
+
+def loop_calls(frame: FrameType, names: frozenset[str]) -> frozenset[str] | None:
+    """Which of `names` the body of the `for` statement at the frame's line calls (as
+    `x.name(...)` or `name(...)`), in whatever function of the file it stands (an
+    outlined body's frame is not its function's); None when racecheck cannot read it."""
+    tree = parsed_file(frame.f_code.co_filename)
+    if tree is None:
+        return None
+    line = frame.f_lineno
+    loops = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.For) and node.lineno <= line < node.body[0].lineno
+    ]
+    if len(loops) != 1:
+        return None
+    called = {
+        node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        for statement in loops[0].body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Call)
+    }
+    return names & frozenset(called)

@@ -246,7 +246,7 @@ def _language(distributed: ModuleType) -> DslNamespace:
                 "wait": hints.wait,
             },
         ),
-        "aiv_shard": lanes.crossing,
+        "aiv_shard": lanes.shard,
         "aic_gather": lanes.crossing,
         "Mem": types.MemorySpace,
         "range": local_ops.range_,

@@ -26,7 +26,6 @@ from racecheck.dsl.context import activated, current
 from racecheck.dsl.declared import signature_of
 from racecheck.dsl.device_source import returned_names
 from racecheck.dsl.dtypes import DType
-from racecheck.dsl.lanes import AicLane
 from racecheck.dsl.location import innermost_user_frame, unsupported, user_location
 from racecheck.dsl.scalars import DeviceIndex, as_index
 from racecheck.dsl.tensors import TensorView, Tile
@@ -115,7 +114,10 @@ class TaskSpec:
     manual: bool = False  # inside `pl.manual_scope()`: no inferred edges
     region: bool = False  # a `pl.at` region: its accesses are its tags, and it runs in place
     untracked: tuple[int, ...] = ()  # `no_dep_args`, `pl.no_dep`: storages that give it no edges
-    cube_lane_of: int | None = None  # the cube lane of this task: runs alongside it
+    lane_of: int | None = None  # a lane (cube, AIV sub-lane) of this kernel task: runs beside it
+    # the AIV sub-lane (1 or more) of its kernel that this lane is, and how many
+    # `pl.split_aiv` regions the kernel entered
+    sub_lane: tuple[int, int] | None = None
     block: int | None = None  # the block of a `pl.spmd` task this is (one thread of it)
     group: int | None = None  # a number the blocks of one `pl.spmd` task share: their edges
 
@@ -137,11 +139,12 @@ class TaskContext(Protocol):
         self,
         spec: TaskSpec,
         body: Callable[[], Any],
-        cube_lane: Callable[[], Any],
+        rerun: Callable[[Callable[[Any], Any]], Any],
         held: Callable[[], Any] = lambda: None,
     ) -> tuple[Any, int]:
-        """Run a kernel call; if it turns out to mix cube ops with communication, also
-        run `cube_lane` as a task nothing orders with it. Returns the call's result and
+        """Run a kernel call; if it turns out to mix cube ops with communication or to
+        have AIV sub-lanes, also run its lanes (`rerun` with the proxy of each) as tasks
+        nothing orders with it. Returns the call's result and
         the task's index; a call run as a thread of its own returns `held()`, which the
         call must return once it runs (`held_result`)."""
         ...
@@ -255,8 +258,9 @@ def _call_task(
     block = spec.block or 0
 
     # both run in the context of the task's own thread (`racecheck.cosim.threads`)
-    def cube_lane() -> Any:
-        with in_block(block), activated(AicLane(current())):  # type: ignore[arg-type]
+    def rerun(lane: Callable[[Any], Any]) -> Any:
+        """The kernel again, as the lane `lane` makes of the context (`racecheck.dsl.lanes`)."""
+        with in_block(block), activated(lane(current())):
             return function(*args, **kwargs)
 
     def body() -> Any:
@@ -266,7 +270,7 @@ def _call_task(
     return context.call_task(
         spec,
         body,
-        cube_lane,
+        rerun,
         lambda: held_result(name, function, args, kwargs, submit=submit),
     )
 

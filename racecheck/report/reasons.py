@@ -254,6 +254,7 @@ class ReasonCode(Enum):
     HOST_ROWS = "host-rows"
     DEFER_WAIT_THEN_ACCESS = "defer-wait-then-access"
     SPLIT_AIV_OVERLAP = "split-aiv-overlap"
+    SPLIT_AIV_OUTSIDE = "split-aiv-outside"
     PEER_OUTSIDE = "peer-outside"
     SIGNAL_NOT_INT32 = "signal-not-int32"
     EVENT_BUDGET = "event-budget"
@@ -765,6 +766,11 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.SPLIT_AIV_OVERLAP: (
         "pl.split_aiv at line {line}: line {later} runs after it on one AIV sub-lane while"
         " another may still be inside it"
+    ),
+    ReasonCode.SPLIT_AIV_OUTSIDE: (
+        "line {line} ({label}) is outside every pl.split_aiv region of its kernel, whose AIV"
+        " sub-lanes are threads: PyPTO leaves undefined whether the second AIV sub-lane"
+        " repeats it, and racecheck runs it once, on sub-lane 0 (docs/model.md)"
     ),
     ReasonCode.PEER_OUTSIDE: "peer {owner} is outside [0, {ranks}) accessing {view}",
     ReasonCode.SIGNAL_NOT_INT32: "signal {view} must be INT32",

@@ -1,0 +1,102 @@
+"""Multiply then shift in one kernel, the product halved between the AIV sub-lanes.
+
+``y[r] = (x @ w)[(r - 1 + N) % N]``. In a ``pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN)``
+region ``pl.aiv_shard`` gives each AIV sub-lane its half of the product's rows (dim 0;
+``LEFT_RIGHT`` would halve dim 1). Each sub-lane pushes its half into the same rows of
+the right neighbour's ``inbox`` and notifies it, waits for both halves to have arrived
+and copies its own rows out. 218_split_aiv_up_down_bug_same_rows.py pushes both halves
+into the first rows.
+
+racecheck expects:
+    ranks 1..3: proved
+"""
+
+import argparse
+
+import pypto.language as pl
+import pypto.language.distributed as pld
+import torch
+from pypto.ir.distributed_compiled_program import DistributedConfig
+from pypto.runtime import RunConfig
+
+NR = pl.dynamic("NR")
+SIZE = 16
+HALF = SIZE // 2
+
+
+@pl.jit.incore
+def matmul_shift(
+    x: pl.Tensor[[SIZE, SIZE], pl.FP32],
+    w: pl.Tensor[[SIZE, SIZE], pl.FP32],
+    y: pl.Out[pl.Tensor[[SIZE, SIZE], pl.FP32]],
+    inbox: pld.DistributedTensor[[SIZE, SIZE], pl.FP32],
+    signal: pld.DistributedTensor[[1, 1], pl.INT32],
+):
+    ctx = pld.get_comm_ctx(inbox)
+    right = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+    local = pl.load(x, [0, 0], [SIZE, SIZE])
+    weights = pl.load(w, [0, 0], [SIZE, SIZE])
+    left = pl.move(local, target_memory=pl.Mem.Left)
+    product = pl.matmul(left, pl.move(weights, target_memory=pl.Mem.Right))
+    for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+        rows = pl.aiv_shard(product)  # this sub-lane's half of the rows
+        pld.tile.remote_store(rows, inbox, peer=right, offsets=[aiv_id * HALF, 0])  # @push
+        pld.system.notify(signal, peer=right, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+        pld.system.wait(signal, offsets=[0, 0], expected=2, cmp=pld.WaitCmp.Ge)
+        recv = pl.load(inbox, [aiv_id * HALF, 0], [HALF, SIZE])  # @fetch
+        y = pl.store(recv, [aiv_id * HALF, 0], y)
+    return y
+
+
+@pl.jit
+def per_rank(
+    x: pl.Tensor[[SIZE, SIZE], pl.FP32],
+    w: pl.Tensor[[SIZE, SIZE], pl.FP32],
+    y: pl.Out[pl.Tensor[[SIZE, SIZE], pl.FP32]],
+    inbox: pld.DistributedTensor[[SIZE, SIZE], pl.FP32],
+    signal: pld.DistributedTensor[[1, 1], pl.INT32],
+):
+    return matmul_shift(x, w, y, inbox, signal)
+
+
+@pl.jit.host
+def split_aiv_up_down(
+    x: pl.Tensor[[NR, SIZE, SIZE], pl.FP32],
+    w: pl.Tensor[[NR, SIZE, SIZE], pl.FP32],
+    y: pl.Out[pl.Tensor[[NR, SIZE, SIZE], pl.FP32]],
+):
+    inbox_buf = pld.alloc_window_buffer([SIZE, SIZE], dtype=pl.FP32)
+    signal_buf = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        inbox = pld.window(inbox_buf, [SIZE, SIZE], dtype=pl.FP32)
+        signal = pld.window(signal_buf, [1, 1], dtype=pl.INT32)
+        per_rank(x[r], w[r], y[r], inbox, signal, device=r)
+
+
+def expected(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.roll(x @ w, shifts=1, dims=0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="the product halved between the sub-lanes")
+    parser.add_argument("-p", "--platform", default="a2a3sim")
+    parser.add_argument("-d", "--device", default="0,1,2,3", help="comma-separated device ids")
+    args = parser.parse_args()
+
+    device_ids = [int(d) for d in args.device.split(",")]
+    nr = len(device_ids)
+    x = torch.randn((nr, SIZE, SIZE), dtype=torch.float32)
+    w = torch.randn((nr, SIZE, SIZE), dtype=torch.float32)
+    y = torch.zeros((nr, SIZE, SIZE), dtype=torch.float32)
+    config = RunConfig(
+        platform=args.platform,
+        distributed_config=DistributedConfig(device_ids=device_ids, num_sub_workers=0),
+    )
+    compiled = split_aiv_up_down.compile(x, w, y, config=config)
+    compiled(x, w, y, config=config)
+    print("OK" if torch.allclose(y, expected(x, w), atol=1e-4) else "MISMATCH")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
