@@ -93,7 +93,7 @@ def _co_simulate(
 ) -> _Run:
     """The program built at `ranks` with `path`'s values applied, and its run under the
     path's policy: load and co-simulate."""
-    clock.check(deadline, f"building {spec.name} for P={ranks}")
+    clock.check(deadline, reason(ReasonCode.STAGE_BUILDING, program=spec.name, ranks=ranks))
     built = _instantiate(spec, ranks, clock.left(deadline))
     assumed = _assumed(built, options)
     instance = path.applied(
@@ -246,7 +246,7 @@ def _instantiate(spec: ProgramSpec, ranks: int, seconds: float) -> ProgramInstan
     except Overrun as overrun:
         where = overrun.where
         raise TracingError(
-            f"building {spec.name} {overrun}",
+            reason(ReasonCode.BUILDING_OVERRUN, program=spec.name, overrun=str(overrun)),
             file=where.file if where else None,
             line=where.line if where else None,
         ) from None
@@ -280,7 +280,7 @@ def assumed_state(spec: ProgramSpec, ranks: int, options: Options) -> str | None
     try:
         instance = spec.instantiate(ranks)
         assumed = _assumed(instance, options)
-        stage = "looking for host state that steers the next call"
+        stage = reason(ReasonCode.STAGE_CARRIED_STATE)
         one_call = dataclasses.replace(options, repeat=1)
         simulator = Simulator(dataclasses.replace(instance, assumed=assumed), one_call)
         execution = simulator.run(stage=stage)

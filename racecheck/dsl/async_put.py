@@ -24,6 +24,7 @@ from racecheck.dsl.context import RankContextProxy, current, is_rank_context, ra
 from racecheck.dsl.local_ops import require_view
 from racecheck.dsl.location import attributed, unsupported, user_location
 from racecheck.events import AccessMode, Event, EventKind, SourceLocation
+from racecheck.report.reasons import ReasonCode, reason
 
 LABEL = "pld.tensor.put_async"
 SYNC_IDS = range(8)
@@ -61,18 +62,14 @@ def _in_flight(context: object) -> list[AsyncEvent]:
 def async_session(*, sync_id: int = 0, block_bytes: int = 0) -> AsyncSession:
     rank_context("pld.system.async_session")
     if sync_id not in SYNC_IDS:
-        raise unsupported(
-            f"pld.system.async_session(sync_id={sync_id!r}) needs 0..7: PyPTO rejects it"
-        )
+        raise unsupported(reason(ReasonCode.ASYNC_SYNC_ID, sync_id=repr(sync_id)))
     return AsyncSession(sync_id=sync_id)
 
 
 def put_async(dst: object, peer: object, src: object, session: object) -> AsyncEvent:
     context = rank_context(LABEL)
     if not isinstance(session, AsyncSession):
-        raise unsupported(
-            f"{LABEL} needs the session of pld.system.async_session(), got {session!r}"
-        )
+        raise unsupported(reason(ReasonCode.ASYNC_NO_SESSION, label=LABEL, session=repr(session)))
     require_view(src, LABEL, "src")
     dist_ops._window(require_view(dst, LABEL, "dst"), LABEL, "dst")
     event = AsyncEvent(
@@ -91,14 +88,9 @@ def wait_async_event(event: object, session: object) -> bool:
     context = rank_context("pld.system.wait_async_event")
     pending = _in_flight(context)
     if not isinstance(event, AsyncEvent) or event not in pending:
-        raise unsupported(
-            f"pld.system.wait_async_event needs a put_async event not yet drained, got {event!r}"
-        )
+        raise unsupported(reason(ReasonCode.ASYNC_NOT_PENDING, event=repr(event)))
     if session is not event.session:
-        raise unsupported(
-            f"pld.system.wait_async_event drains the put_async at line {event.location.line} "
-            "through another session than the one that issued it: the transfer is not drained"
-        )
+        raise unsupported(reason(ReasonCode.ASYNC_OTHER_SESSION, line=event.location.line))
     between = list(context.events[event.issued :])
     with attributed(event.location):
         event.transfer()
@@ -113,22 +105,18 @@ def _check_window(event: AsyncEvent, between: list[Event], read: Event, write: E
     """Refuse what the late placement of the transfer would not check exactly."""
     for other in between:
         if other.kind is EventKind.WAIT:
-            raise unsupported(
-                f"a wait at line {other.location.line} while the put_async at line "
-                f"{event.location.line} is in flight: racecheck places the transfer at its "
-                "drain, which this wait could order; drain it before waiting",
-                other.location,
+            why = reason(
+                ReasonCode.ASYNC_WAIT_IN_FLIGHT, line=other.location.line, put=event.location.line
             )
+            raise unsupported(why, other.location)
         if other.access is None:
             continue
         hits_read = other.mode is not AccessMode.READ and other.access.overlaps(read.access)  # type: ignore[arg-type]
         if hits_read or other.access.overlaps(write.access):  # type: ignore[arg-type]
-            raise unsupported(
-                f"line {other.location.line} touches bytes of the put_async at line "
-                f"{event.location.line} while it is in flight: the transfer may read or write "
-                "them before or after; drain it first",
-                other.location,
+            why = reason(
+                ReasonCode.ASYNC_TOUCH_IN_FLIGHT, line=other.location.line, put=event.location.line
             )
+            raise unsupported(why, other.location)
 
 
 @contextmanager
@@ -142,8 +130,5 @@ def drained_by_the_end() -> Iterator[None]:
     yield
     left = [event for event in _in_flight(context) if event not in before]
     if left:
-        raise unsupported(
-            f"the put_async at line {left[0].location.line} is never drained: call "
-            "pld.system.wait_async_event on its event before the kernel ends",
-            left[0].location,
-        )
+        why = reason(ReasonCode.ASYNC_NEVER_DRAINED, line=left[0].location.line)
+        raise unsupported(why, left[0].location)

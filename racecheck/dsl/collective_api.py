@@ -18,11 +18,13 @@ from racecheck.dsl.location import user_location
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import ReduceOp
 from racecheck.errors import UnsupportedConstruct
+from racecheck.report.reasons import ReasonCode, reason
 
 
-def _rejected(message: str) -> UnsupportedConstruct:
+def _rejected(code: ReasonCode, **facts: str) -> UnsupportedConstruct:
     where = user_location()
-    return UnsupportedConstruct(f"{message}: PyPTO rejects it", file=where.file, line=where.line)
+    why = reason(ReasonCode.PYPTO_REJECTS, why=reason(code, **facts))
+    return UnsupportedConstruct(why, file=where.file, line=where.line)
 
 
 def _fresh_signal(construct: str, shape: Sequence[object]) -> TensorView:
@@ -34,7 +36,7 @@ def _fresh_signal(construct: str, shape: Sequence[object]) -> TensorView:
 
 def _static_count(construct: str, nranks: object) -> int:
     if not isinstance(nranks, int) or isinstance(nranks, bool) or nranks <= 0:
-        raise _rejected(f"{construct} needs a positive static int nranks=, got {nranks!r}")
+        raise _rejected(ReasonCode.COLLECTIVE_NRANKS, construct=construct, nranks=repr(nranks))
     return nranks
 
 
@@ -44,13 +46,13 @@ def all_reduce(
     construct = "pld.all_reduce"
     if mode == "mesh":
         if nranks is not None:
-            raise _rejected(f"{construct}: nranks= is for mode='ring' only")
+            raise _rejected(ReasonCode.COLLECTIVE_NRANKS_MESH, construct=construct)
         return builtins.allreduce(target, op=op)
     if mode != "ring":
-        raise _rejected(f"{construct}: mode={mode!r} is not 'mesh' or 'ring'")
+        raise _rejected(ReasonCode.BUILTIN_MODE, label=construct, mode=repr(mode))
     count = _static_count(construct, nranks)
     if op is not ReduceOp.Sum:
-        raise _rejected(f"{construct}(mode='ring') supports op=pld.ReduceOp.Sum only")
+        raise _rejected(ReasonCode.BUILTIN_SUM_ONLY, label=f"{construct}(mode='ring')")
     signal = _fresh_signal(construct, [2 * (count - 1) + 1, count])
     return builtins.allreduce(target, signal, op=op, mode="ring")
 
@@ -63,7 +65,7 @@ def all_gather(local_data: object, target: object) -> object:
 def reduce_scatter(target: object, *, op: ReduceOp = ReduceOp.Sum) -> object:
     construct = "pld.reduce_scatter"
     if op is not ReduceOp.Sum:
-        raise _rejected(f"{construct} supports op=pld.ReduceOp.Sum only")
+        raise _rejected(ReasonCode.BUILTIN_SUM_ONLY, label=construct)
     signal = _fresh_signal(construct, [host_context(construct).ranks])
     return builtins.reduce_scatter(target, signal, op=op)
 

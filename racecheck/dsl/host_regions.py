@@ -49,6 +49,7 @@ from racecheck.dsl.program import DslFunction, FunctionRole, run_sub_worker
 from racecheck.dsl.scalars import DeviceIndex
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Level, Role
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class _SkipBody(Exception):
@@ -74,28 +75,21 @@ def at(level: object = None, role: object = None, **options: Any) -> Iterator[ob
     frame = innermost_user_frame()
     region = _region_at(frame) if frame is not None else None
     if frame is None or region is None:
-        raise unsupported(
-            f"pl.at(level={level}) in the host function: racecheck reads the `with` statement"
-            " from the source file and needs its body on lines of its own"
-        )
+        raise unsupported(reason(ReasonCode.REGION_NO_SOURCE, level=format(level)))
     function, enclosing = region
     if len(function.items) > 1:
         raise unsupported(
-            f"the `with` statement at line {function.lineno} enters pl.at(level={level}) and"
-            " other contexts: write each region as its own, nested `with` statement"
+            reason(ReasonCode.REGION_SHARED_WITH, line=function.lineno, level=format(level))
         )
     if level is Level.CHIP:
         _run_chip_region(frame, function, enclosing)
     elif level is Level.HOST and role is Role.Worker:
         run_sub_worker(
-            f"the pl.at(level=HOST, role=Worker) region at line {function.lineno}",
+            reason(ReasonCode.REGION_HOST_WORKER, line=function.lineno),
             _written(function, enclosing),
         )
     else:
-        raise unsupported(
-            f"pl.at(level={level}, role={role}) inline in the host function is not modelled;"
-            " PyPTO outlines CHIP regions and HOST Worker regions there"
-        )
+        raise unsupported(reason(ReasonCode.REGION_INLINE, level=format(level), role=format(role)))
     with _body_skipped(frame, function):
         yield scopes.TaskId(index=-1)
 
@@ -113,11 +107,7 @@ class InlineSpmd(scopes.Spmd):
         frame = innermost_user_frame()
         region = _region_at(frame) if frame is not None else None
         if frame is None or region is None:
-            raise unsupported(
-                "with pl.spmd(...): racecheck reads the `with` statement from the source file"
-                " and needs its body on lines of its own",
-                self.where,
-            )
+            raise unsupported(reason(ReasonCode.REGION_SPMD_NO_SOURCE), self.where)
         statement, enclosing = region
         outline = _Outline.of(frame, statement, enclosing, kind="spmd_body")
         indexes = [self._block(context, outline, block, ()) for block in range(self.count)]
@@ -250,9 +240,7 @@ class _Outline:
             before = self.before.get(name)
             if isinstance(before, TensorView) and not scopes.stands_for(value, before):
                 raise unsupported(
-                    f"the task at line {self.line} runs apart from its caller and assigns"
-                    f" {name} a tensor other than the one it named before: racecheck cannot"
-                    " give it to the code after the task before the task runs"
+                    reason(ReasonCode.REGION_TASK_REASSIGNS, line=self.line, name=name)
                 )
 
     def held(self) -> None:
@@ -268,9 +256,7 @@ class _Outline:
                 else scopes.HeldBack(
                     name=name,
                     location=user_location(),
-                    why=f"{name} is assigned in the task at line {self.line}, which runs"
-                    " apart from its caller: racecheck cannot give its value to the code"
-                    " after the task before the task runs (pass it through a tensor)",
+                    why=reason(ReasonCode.REGION_TASK_ASSIGNS, name=name, line=self.line),
                 )
                 for name, before in self.before.items()
             },
@@ -284,11 +270,7 @@ def _run_chip_region(frame: FrameType, region: ast.With, enclosing: ast.AST) -> 
     """Call the outlined CHIP orchestration; its results, like those of any per-device
     call the host makes, are not the host's to use: they are bound to None."""
     if host_context("pl.at(level=CHIP)").ranks != 1:
-        raise unsupported(
-            f"the pl.at(level=CHIP) region at line {region.lineno} is a CHIP orchestration"
-            " the host calls without device=; racecheck models that in a one-device"
-            " program only"
-        )
+        raise unsupported(reason(ReasonCode.REGION_CHIP_WITHOUT_DEVICE, line=region.lineno))
     names = sorted(_loaded(region.body) & set(frame.f_locals))
     outlined = _compiled(frame, region, names)
     chip = DslFunction(outlined, FunctionRole.PER_DEVICE)

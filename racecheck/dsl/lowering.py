@@ -41,6 +41,7 @@ from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import ReduceOp
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import NotifyOp, WaitCmp
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class Lowering(Enum):
@@ -81,7 +82,7 @@ def returns_at_once(context: RankContext, why: str) -> None:
     """PyPTO's host kernel refuses these operands silently: it returns at once, touching
     nothing, and the call is a no-op the user should hear about."""
     where = user_location()
-    context.note(f"line {where.line}: {why}: PyPTO's host kernel returns at once, doing nothing")
+    context.note(reason(ReasonCode.LOWERING_RETURNS_AT_ONCE, line=where.line, why=why))
 
 
 def generation(
@@ -158,7 +159,7 @@ def flat(view: TensorView) -> TensorView:
 
 def _reducer(op: object, label: str) -> Reducer:
     if op not in REDUCERS:
-        raise TypeError(f"{label}: op= must be a pld.ReduceOp, got {op!r}")
+        raise TypeError(reason(ReasonCode.LOWERING_OP, label=label, op=repr(op)))
     return REDUCERS[op]  # type: ignore[index]
 
 
@@ -268,7 +269,12 @@ def allreduce_ring(
         needed = (2 * (ranks - 1), ranks)
         if signal.ndim != 2 or signal.shape[0] < needed[0] or signal.shape[1] < needed[1]:
             context.fail_bounds(
-                f"{label}(mode='ring') needs a signal of {list(needed)}, got {signal!r}"
+                reason(
+                    ReasonCode.LOWERING_RING_SIGNAL,
+                    label=label,
+                    needed=str(list(needed)),
+                    signal=repr(signal),
+                )
             )
         _incore_ring(context, data, signal, op, label)
         return
@@ -289,8 +295,15 @@ def allreduce_ring(
     elif ranks > 1:
         returns_at_once(
             context,
-            f"{label}(mode='ring') needs Sum, FP32, a size divisible by {ranks} and a signal of"
-            f" at least {[rounds, ranks]}; got {op}, {data!r}, {signal!r}",
+            reason(
+                ReasonCode.LOWERING_RING_OPERANDS,
+                label=label,
+                ranks=ranks,
+                shape=str([rounds, ranks]),
+                op=format(op),
+                data=repr(data),
+                signal=repr(signal),
+            ),
         )
 
 
@@ -300,10 +313,13 @@ def _note_unflushed_chunk(context: RankOps, chunk: int, label: str) -> None:
     if chunk % HOST_RING_LINE:
         where = user_location()
         context.note(
-            f"line {where.line}: {label}(mode='ring') moves chunks of {chunk} elements, not a"
-            f" multiple of {HOST_RING_LINE}: PyPTO's host ring kernel may leave the last cache"
-            " line of each chunk unflushed, a stale read the model (which assumes coherent"
-            " memory) cannot show"
+            reason(
+                ReasonCode.LOWERING_UNFLUSHED,
+                line=where.line,
+                label=label,
+                chunk=chunk,
+                multiple=HOST_RING_LINE,
+            )
         )
 
 
@@ -475,7 +491,9 @@ def allgather_into(
     cells = mesh_cells(signal)
     generation(context, signal, 1, cells, label)
     if math.prod(out.shape) != math.prod(target.shape):
-        raise UnsupportedConstruct(f"{label}: {out!r} does not hold all of {target!r}")
+        raise UnsupportedConstruct(
+            reason(ReasonCode.LOWERING_OUT_SHORT, label=label, out=repr(out), target=repr(target))
+        )
     gathered = [
         context.load(target, source, *row(target, source), label)[0].reshape(-1)
         for source in range(context.ranks)
@@ -491,7 +509,10 @@ def reduce_scatter(
     """B1; reduce row `me` over the ranks; B2; -2. The InCore sequence stores after B2,
     the host kernel before it, and returns at once when target has fewer than N rows."""
     if lowering is Lowering.HOST and target.shape[0] < context.ranks:
-        returns_at_once(context, f"{label} needs {context.ranks} rows; got {target!r}")
+        rows = reason(
+            ReasonCode.LOWERING_ROWS, label=label, ranks=context.ranks, target=repr(target)
+        )
+        returns_at_once(context, rows)
         return
     cells = mesh_cells(signal)
     own_row = row(target, context.rank)

@@ -269,6 +269,9 @@ class ReasonCode(Enum):
     SUMMARY_NOT_EVERY_INPUT = "summary-not-every-input"
     SUMMARY_UNDECIDED = "summary-undecided"
     STAGE_OTHER_PATHS = "stage-other-paths"
+    STAGE_BUILDING = "stage-building"
+    BUILDING_OVERRUN = "building-overrun"
+    STAGE_CARRIED_STATE = "stage-carried-state"
     STAGE_RACE_SEARCH = "stage-race-search"
     STAGE_PATH_REPLAY = "stage-path-replay"
     STAGE_WITNESS_REPLAY = "stage-witness-replay"
@@ -301,6 +304,35 @@ class ReasonCode(Enum):
     DSL_NOT_RUN = "dsl-not-run"
     DSL_NO_JIT_FUNCTION = "dsl-no-jit-function"
     DSL_JIT_UNKNOWN = "dsl-jit-unknown"
+    # the host function's pl.at and pl.spmd regions racecheck does not follow (dsl/host_regions.py)
+    REGION_NO_SOURCE = "region-no-source"
+    REGION_SHARED_WITH = "region-shared-with"
+    REGION_HOST_WORKER = "region-host-worker"
+    REGION_INLINE = "region-inline"
+    REGION_SPMD_NO_SOURCE = "region-spmd-no-source"
+    REGION_TASK_REASSIGNS = "region-task-reassigns"
+    REGION_TASK_ASSIGNS = "region-task-assigns"
+    REGION_CHIP_WITHOUT_DEVICE = "region-chip-without-device"
+    # what pld.tensor.put_async and its drain may not do (dsl/async_put.py)
+    ASYNC_SYNC_ID = "async-sync-id"
+    ASYNC_NO_SESSION = "async-no-session"
+    ASYNC_NOT_PENDING = "async-not-pending"
+    ASYNC_OTHER_SESSION = "async-other-session"
+    ASYNC_WAIT_IN_FLIGHT = "async-wait-in-flight"
+    ASYNC_TOUCH_IN_FLIGHT = "async-touch-in-flight"
+    ASYNC_NEVER_DRAINED = "async-never-drained"
+    # pld.all_reduce and the other collective calls (dsl/collective_api.py)
+    PYPTO_REJECTS = "pypto-rejects"
+    COLLECTIVE_NRANKS = "collective-nranks"
+    COLLECTIVE_NRANKS_MESH = "collective-nranks-mesh"
+    # what a collective's lowering says of its operands (dsl/lowering.py)
+    LOWERING_RETURNS_AT_ONCE = "lowering-returns-at-once"
+    LOWERING_OP = "lowering-op"
+    LOWERING_RING_SIGNAL = "lowering-ring-signal"
+    LOWERING_RING_OPERANDS = "lowering-ring-operands"
+    LOWERING_UNFLUSHED = "lowering-unflushed"
+    LOWERING_OUT_SHORT = "lowering-out-short"
+    LOWERING_ROWS = "lowering-rows"
     # the collective builtins PyPTO refuses or racecheck does not model (dsl/builtins.py)
     BUILTIN_HOST_RANKS = "builtin-host-ranks"
     BUILTIN_HOST_DTYPE = "builtin-host-dtype"
@@ -797,6 +829,9 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.SUMMARY_UNDECIDED: "that run shows a finding or is undecided itself",
     ReasonCode.STAGE_OTHER_PATHS: "exploring the program's other paths ({checked} checked)",
+    ReasonCode.STAGE_BUILDING: "building {program} for P={ranks}",
+    ReasonCode.BUILDING_OVERRUN: "building {program} {overrun}",
+    ReasonCode.STAGE_CARRIED_STATE: "looking for host state that steers the next call",
     ReasonCode.STAGE_RACE_SEARCH: "the analysis searched for races",
     ReasonCode.STAGE_PATH_REPLAY: "replaying a witness on this path",
     ReasonCode.STAGE_WITNESS_REPLAY: "replaying the witness of a {kind}",
@@ -860,6 +895,84 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.DSL_NO_JIT_FUNCTION: "self.{name}: this module has no @pl.jit function {name!r}",
     ReasonCode.DSL_JIT_UNKNOWN: "pl.jit.{name} is not part of the DSL racecheck models",
+    ReasonCode.REGION_NO_SOURCE: (
+        "pl.at(level={level}) in the host function: racecheck reads the `with` statement"
+        " from the source file and needs its body on lines of its own"
+    ),
+    ReasonCode.REGION_SHARED_WITH: (
+        "the `with` statement at line {line} enters pl.at(level={level}) and other contexts:"
+        " write each region as its own, nested `with` statement"
+    ),
+    ReasonCode.REGION_HOST_WORKER: "the pl.at(level=HOST, role=Worker) region at line {line}",
+    ReasonCode.REGION_INLINE: (
+        "pl.at(level={level}, role={role}) inline in the host function is not modelled;"
+        " PyPTO outlines CHIP regions and HOST Worker regions there"
+    ),
+    ReasonCode.REGION_SPMD_NO_SOURCE: (
+        "with pl.spmd(...): racecheck reads the `with` statement from the source file"
+        " and needs its body on lines of its own"
+    ),
+    ReasonCode.REGION_TASK_REASSIGNS: (
+        "the task at line {line} runs apart from its caller and assigns {name} a tensor other"
+        " than the one it named before: racecheck cannot give it to the code after the task"
+        " before the task runs"
+    ),
+    ReasonCode.REGION_TASK_ASSIGNS: (
+        "{name} is assigned in the task at line {line}, which runs apart from its caller:"
+        " racecheck cannot give its value to the code after the task before the task runs"
+        " (pass it through a tensor)"
+    ),
+    ReasonCode.REGION_CHIP_WITHOUT_DEVICE: (
+        "the pl.at(level=CHIP) region at line {line} is a CHIP orchestration the host calls"
+        " without device=; racecheck models that in a one-device program only"
+    ),
+    ReasonCode.ASYNC_SYNC_ID: (
+        "pld.system.async_session(sync_id={sync_id}) needs 0..7: PyPTO rejects it"
+    ),
+    ReasonCode.ASYNC_NO_SESSION: (
+        "{label} needs the session of pld.system.async_session(), got {session}"
+    ),
+    ReasonCode.ASYNC_NOT_PENDING: (
+        "pld.system.wait_async_event needs a put_async event not yet drained, got {event}"
+    ),
+    ReasonCode.ASYNC_OTHER_SESSION: (
+        "pld.system.wait_async_event drains the put_async at line {line} through another"
+        " session than the one that issued it: the transfer is not drained"
+    ),
+    ReasonCode.ASYNC_WAIT_IN_FLIGHT: (
+        "a wait at line {line} while the put_async at line {put} is in flight: racecheck"
+        " places the transfer at its drain, which this wait could order; drain it before"
+        " waiting"
+    ),
+    ReasonCode.ASYNC_TOUCH_IN_FLIGHT: (
+        "line {line} touches bytes of the put_async at line {put} while it is in flight: the"
+        " transfer may read or write them before or after; drain it first"
+    ),
+    ReasonCode.ASYNC_NEVER_DRAINED: (
+        "the put_async at line {line} is never drained: call pld.system.wait_async_event on"
+        " its event before the kernel ends"
+    ),
+    ReasonCode.PYPTO_REJECTS: "{why}: PyPTO rejects it",
+    ReasonCode.COLLECTIVE_NRANKS: "{construct} needs a positive static int nranks=, got {nranks}",
+    ReasonCode.COLLECTIVE_NRANKS_MESH: "{construct}: nranks= is for mode='ring' only",
+    ReasonCode.LOWERING_RETURNS_AT_ONCE: (
+        "line {line}: {why}: PyPTO's host kernel returns at once, doing nothing"
+    ),
+    ReasonCode.LOWERING_OP: "{label}: op= must be a pld.ReduceOp, got {op}",
+    ReasonCode.LOWERING_RING_SIGNAL: (
+        "{label}(mode='ring') needs a signal of {needed}, got {signal}"
+    ),
+    ReasonCode.LOWERING_RING_OPERANDS: (
+        "{label}(mode='ring') needs Sum, FP32, a size divisible by {ranks} and a signal of"
+        " at least {shape}; got {op}, {data}, {signal}"
+    ),
+    ReasonCode.LOWERING_UNFLUSHED: (
+        "line {line}: {label}(mode='ring') moves chunks of {chunk} elements, not a multiple of"
+        " {multiple}: PyPTO's host ring kernel may leave the last cache line of each chunk"
+        " unflushed, a stale read the model (which assumes coherent memory) cannot show"
+    ),
+    ReasonCode.LOWERING_OUT_SHORT: "{label}: {out} does not hold all of {target}",
+    ReasonCode.LOWERING_ROWS: "{label} needs {ranks} rows; got {target}",
     ReasonCode.BUILTIN_HOST_RANKS: (
         "{label} in the host function at {ranks} ranks: PyPTO's host kernels return at once"
         " above {most} ranks, with no synchronisation and no data"
