@@ -189,6 +189,16 @@ def test_the_files_golden_is_run_on_the_runs_inputs_and_compared(tmp_path: Path)
     assert "not judged" in note and result.verdict.value == "proved"
 
 
+def test_the_files_golden_is_not_run_on_more_bytes_than_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from racecheck.models import file_golden
+
+    monkeypatch.setattr(file_golden, "GOLDEN_BYTES", 16)
+    (result,) = racecheck.verify(str(SHIFT), ranks=[2]).results
+    assert any("golden golden_shift was not run: its tensors take" in n for n in result.notes)
+
+
 def test_a_jit_function_names_its_parameters_as_pyptos_does() -> None:
     """pypto-lib's spec builders order their specs by `entry._param_names()`."""
     loaded = load.load_file(str(SHIFT))
