@@ -46,18 +46,20 @@ class ShapeOnlyAbove(TorchFunctionMode):
         super().__init__()
         self.limit = limit
         self._written = WeakIdKeyDictionary()  # real tensors that took shape-only values
+        self._any_written = False  # a plain flag: asking the dictionary's size costs more
 
     def shape_only(self, value: Any) -> bool:
-        return isinstance(value, torch.Tensor) and (
-            value.is_meta or (bool(self._written) and value in self._written)
-        )
+        return isinstance(value, torch.Tensor) and self._tensor_shape_only(value)
+
+    def _tensor_shape_only(self, tensor: torch.Tensor) -> bool:
+        return tensor.is_meta or (self._any_written and tensor in self._written)
 
     def _holds_shape_only(self, values: Iterable[Any]) -> bool:
         """Whether a shape-only tensor is among `values` or inside a list, tuple or dict
         of them (where torch's tree flattening would find it)."""
         for value in values:
             if isinstance(value, torch.Tensor):
-                if self.shape_only(value):
+                if self._tensor_shape_only(value):
                     return True
             elif isinstance(value, (list, tuple)):
                 if self._holds_shape_only(value):
@@ -80,6 +82,7 @@ class ShapeOnlyAbove(TorchFunctionMode):
             result = func(*args, **kwargs)
             if isinstance(target, torch.Tensor) and not target.is_meta:
                 self._written[target] = True
+                self._any_written = True
                 return None if result is None else target
             return result
         if func in _FACTORIES and "device" not in kwargs:

@@ -189,6 +189,25 @@ def test_the_files_golden_is_run_on_the_runs_inputs_and_compared(tmp_path: Path)
     assert "not judged" in note and result.verdict.value == "proved"
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="zero pages past the machine's memory")
+def test_a_host_tensor_larger_than_the_machine_costs_only_what_is_touched() -> None:
+    from racecheck.dsl.memory import zero_pages
+
+    weights = zero_pages((2, 5 << 30), np.dtype(np.float32))  # 40 GiB, never touched
+    weights[1, 7] = 3.0
+    assert weights.reshape(-1)[(5 << 30) + 7] == 3.0 and weights[0, :4].tolist() == [0] * 4
+
+
+def test_the_files_golden_is_not_run_on_more_bytes_than_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from racecheck.models import file_golden
+
+    monkeypatch.setattr(file_golden, "GOLDEN_BYTES", 16)
+    (result,) = racecheck.verify(str(SHIFT), ranks=[2]).results
+    assert any("golden golden_shift was not run: its tensors take" in n for n in result.notes)
+
+
 def test_a_jit_function_names_its_parameters_as_pyptos_does() -> None:
     """pypto-lib's spec builders order their specs by `entry._param_names()`."""
     loaded = load.load_file(str(SHIFT))

@@ -12,7 +12,7 @@ from racecheck.assumptions import narrowed
 from racecheck.cosim.execution import ROLES, TensorRole
 from racecheck.cosim.host import HostContext
 from racecheck.dsl.dtypes import DType
-from racecheck.dsl.memory import MemoryState
+from racecheck.dsl.memory import MemoryState, zero_pages
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import Direction, TensorType
 from racecheck.load import ProgramInstance
@@ -116,7 +116,7 @@ def _host_tensor(
     chosen = [(index, value) for tensor, index, value in instance.inputs if tensor == name]
     if math.prod(shape) * annotation.dtype.nbytes > LAZY_BYTES:
         view = memory.add_zero_host_tensor(name, shape, annotation.dtype)
-        initial = np.zeros(shape, dtype=annotation.dtype.compute)  # zero pages too
+        initial = zero_pages(shape, np.dtype(annotation.dtype.compute))
         for index, value in chosen:
             memory.set_element(view, index, value)
             np.put(initial, index, value)

@@ -17,6 +17,8 @@ back has no form; what it steers is unknown, never proved).
 from __future__ import annotations
 
 import math
+import mmap
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,6 +31,21 @@ from racecheck.events import HOST_OWNER, Memory, MemoryKind, SignalCell, wrap_in
 
 Runs = tuple[tuple[int, int], ...]
 _CELL = 4  # bytes of a signal cell (INT32)
+
+
+_MAP_NORESERVE = 0x4000  # Linux's value; Python's mmap module does not name it before 3.13
+
+
+def zero_pages(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A writable array of zeros that costs memory only where it is written or read.
+    On Linux an anonymous mapping reserved without swap accounting: numpy's zeros are
+    refused outright past the machine's memory (a model's 30 GiB weight), although
+    never touched."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if sys.platform != "linux" or nbytes == 0:
+        return np.zeros(shape, dtype=dtype)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE
+    return np.frombuffer(mmap.mmap(-1, nbytes, flags=flags), dtype=dtype).reshape(shape)
 
 
 class MemoryState:
@@ -89,7 +106,7 @@ class MemoryState:
         nbytes = math.prod(shape) * dtype.nbytes
         memory = Memory(id=len(self.memories), kind=MemoryKind.HOST, name=name, nbytes=nbytes)
         self.memories.append(memory)
-        self.instances[(memory.id, HOST_OWNER)] = np.zeros(nbytes, dtype=np.uint8)
+        self.instances[(memory.id, HOST_OWNER)] = zero_pages((nbytes,), np.dtype(np.uint8))
         self.zero_pages.add(memory.id)
         return TensorView(
             memory=memory.id,

@@ -18,6 +18,10 @@ from racecheck.cosim import Execution, TensorRole
 from racecheck.file_harness import as_numpy
 from racecheck.load import ProgramInstance
 
+GOLDEN_BYTES = 2 << 30
+"""The most input bytes the file's golden is run on: it takes every tensor materialised
+(a whole forward's weights are tens of GiB, which the run itself never builds)."""
+
 
 def file_golden_notes(instance: ProgramInstance, execution: Execution) -> tuple[str, ...]:
     given = instance.given
@@ -25,6 +29,14 @@ def file_golden_notes(instance: ProgramInstance, execution: Execution) -> tuple[
         return ()  # a path with chosen input elements runs inputs the file never states
     name = getattr(given.golden, "__name__", "golden_fn")
     records = {record.name: record for record in execution.tensors}
+    needed = sum(
+        records[s.name].initial.nbytes for s in given.tensors.values() if s.name in records
+    )
+    if needed > GOLDEN_BYTES:
+        return (
+            f"the file's golden {name} was not run: its tensors take {needed / (1 << 30):.1f} GiB"
+            f" materialised (racecheck runs a golden on at most {GOLDEN_BYTES >> 30} GiB)",
+        )
     scratch: dict[str, Any] = dict(given.scalars)
     for spec in given.tensors.values():
         record = records.get(spec.name)
