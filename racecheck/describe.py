@@ -35,6 +35,15 @@ def describe_task(trace: Trace, task: int) -> str:
     return f"task {task}"
 
 
+def task_as_thread(trace: Trace, task: int) -> str:
+    """`rank 1, task read_step` as its one thread is named, `rank 0, task dispatch_push`
+    for a task of several threads (its blocks or lanes): the task a start edge waits for."""
+    threads = [thread for thread in trace.threads if thread.task == task]
+    if len(threads) == 1:
+        return threads[0].describe()
+    return f"rank {threads[0].rank}, task {threads[0].task_name}"
+
+
 def describe_unit(cell: SignalCell, trace: Trace) -> str:
     """`a free core of rank 0 (it has 2)`, `the dispatch lock of rank 1`, `the start of
     dispatch 3 on rank 1`."""
