@@ -37,8 +37,9 @@ from racecheck.report.phrases import (
     describe_diff,
     describe_finding,
     describe_heading,
-    describe_ranks,
+    describe_participants,
     describe_step,
+    describe_thread,
     output_label,
 )
 from racecheck.report.text import render_text
@@ -112,7 +113,7 @@ def _result_section(result: ProgramResult, *, open_: bool) -> str:
 def _finding_figure(finding: Finding, ranks: int) -> str:
     title = describe_heading(finding)
     title = f"{finding.severity.value}: [{finding.code.value}] {title}"
-    who = describe_ranks(finding.ranks)
+    who = describe_participants(finding)
     caption = [f'<p class="title">{escape(title)} {escape(who)}</p>']
     caption += [
         f'<p class="source"><code>{escape(str(location))}: {escape(location.text)}</code></p>'
@@ -300,7 +301,7 @@ def _arrows(steps: Sequence[WitnessStep], links: Sequence[StepLinks], layout: _L
 def _row_text(number: int, step: WitnessStep, code: FindingCode) -> str:
     # The full path is in the caption and the hover title; the row keeps the name short.
     where = f"{PurePath(step.location.file).name}:{step.location.line}"
-    who = f"rank {step.rank}, {step.task}" if step.task else f"rank {step.rank}"
+    who = describe_thread(step)
     text = f"{number}. {who}: {describe_step(step)}  ({where})"
     if step.highlight:
         text += f"  ← {code.record.step_note}"

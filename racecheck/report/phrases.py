@@ -66,6 +66,27 @@ def describe_ranks(ranks: Sequence[int]) -> str:
     return f"among ranks {listed} and {ranks[-1]}"
 
 
+def describe_participants(finding: Finding) -> str:
+    """`between rank 1, task read_step and rank 0, task push_step` when the finding names
+    its threads (a rank runs several), else as `describe_ranks`."""
+    if not finding.threads or len(finding.threads) != len(finding.ranks):
+        return describe_ranks(finding.ranks)
+    names = [describe_participant(finding, number) for number in range(len(finding.ranks))]
+    if len(names) == 1:
+        return f"on {names[0]}"
+    return f"between {' and '.join(names)}" if len(names) == 2 else f"among {'; '.join(names)}"
+
+
+def describe_participant(finding: Finding, number: int) -> str:
+    """`rank 1, task read_step`: the finding's rank `number`, its thread when it has one."""
+    return f"rank {_who(finding, number)}"
+
+
+def describe_thread(step: WitnessStep) -> str:
+    """`rank 1, task read_step`: who ran the step; a rank that is one thread is `rank 1`."""
+    return f"rank {step.rank}, {step.task}" if step.task else f"rank {step.rank}"
+
+
 def output_label(finding: Finding) -> str:
     """How a finding's output diff is introduced: under its witness, if it has one."""
     return "output under this witness" if finding.witness else "output of the traced run"
@@ -219,7 +240,7 @@ def _deadlock_message(finding: Finding) -> str:
 def _blocked_message(wait: BlockedWait) -> str:
     """`rank 0, task gather cannot start: it starts after rank 0, host join after call 1,
     which never ends`, or `rank 1 waits forever on wait ... (it holds 0)`."""
-    who = f"rank {wait.rank}{', ' + wait.step.task if wait.step.task else ''}"
+    who = describe_thread(wait.step)
     if wait.step.starts_after:
         return f"{who} cannot start: it starts after {wait.step.starts_after}, which never ends"
     held = f" (it holds {wait.holds})" if wait.holds is not None else ""
