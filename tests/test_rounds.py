@@ -401,11 +401,18 @@ def test_joined_rounds_do_not_hide_a_race_between_unordered_tasks_of_a_rank() ->
 def test_a_thread_held_at_the_host_s_join_cannot_start_in_the_deadlock() -> None:
     """Example 223 in two joined calls: lane 1's wait hangs in call 1, so the host's join
     after call 1 never ends and call 2's first task cannot start; the summary says so in
-    a kernel author's words and counts the other blocked threads as threads."""
+    a kernel author's words, counts the other blocked threads as threads, and tells
+    the two lane_wait tasks of a call apart."""
     path = EXAMPLES / "223_moe_retire_joined_calls_bug_one_element_anchor.py"
     report = racecheck.verify(str(path), ranks=(2,), repeat=2, rounds="joined", jobs=1)
     (finding,) = report.results[0].findings
     push = "task combine_push (dispatch 2, line 122)"
+    # two tasks of each call share a name: the line says which, the dispatch which call
+    lane = "task lane_wait (line 96, dispatch 1 at line 122)"
+    assert describe_finding(finding).split("; ")[:2] == [
+        f"rank 0, {lane} waits forever on wait rank 0's arrived_buf[9, 0] >= 1 (it holds 0)",
+        f"rank 1, {lane} waits forever on wait rank 1's arrived_buf[8, 0] >= 1 (it holds 0)",
+    ]
     assert describe_finding(finding).split("; ")[2:] == [
         f"rank 0, {push} cannot start: it starts after rank 0, host join after call 1,"
         " which never ends",
