@@ -63,7 +63,8 @@ def describe_unit(cell: SignalCell, trace: Trace) -> str:
 def describe_holders(trace: Trace, schedule: Schedule, cell: SignalCell) -> str:
     """`, held by rank 0, task wait_step`: the threads (a dispatch: its first thread)
     holding units of a unit cell after `schedule`, a name several share once with their
-    count (`rank 0, task wait_step (16 threads)`); "" when none does."""
+    count (`rank 0, task wait_step (16 threads)`), past three the rest counted (`and 13
+    more threads`); "" when none does."""
     owing: dict[int, int] = {}  # taking thread -> units still out
     for ref in schedule:
         event = trace.event(ref)
@@ -81,4 +82,10 @@ def describe_holders(trace: Trace, schedule: Schedule, cell: SignalCell) -> str:
         name if names.count(name) == 1 else f"{name} ({names.count(name)} threads)"
         for name in dict.fromkeys(names)
     ]
+    if len(counted) > _LISTED_HOLDERS:
+        rest = sum(names.count(name) for name in list(dict.fromkeys(names))[_LISTED_HOLDERS:])
+        counted = [*counted[:_LISTED_HOLDERS], f"{rest} more thread{'s' if rest > 1 else ''}"]
     return f", held by {' and '.join(counted)}" if counted else ""
+
+
+_LISTED_HOLDERS = 3  # a unit's holders named, then counted (64 blocks would fill a screen)

@@ -12,6 +12,7 @@ import pytest
 import racecheck
 from racecheck.findings import Report
 from racecheck.report import OutputFormat, render
+from racecheck.report.phrases import describe_finding
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DECAY = EXAMPLES / "204_shift_then_decay_bug_war.py"
@@ -61,3 +62,20 @@ def test_sarif_has_one_thread_flow_per_thread(report: Report) -> None:
     assert [(flow["id"], len(flow["locations"])) for flow in flows] == [(DECAYED, 1), (PUSH, 1)]
     (store,) = flows[0]["locations"]
     assert store["location"]["message"]["text"] == f"{DECAYED}: store (write) x bytes 0..256"
+
+
+def test_a_core_held_by_many_blocks_names_three_and_counts_the_rest(tmp_path: Path) -> None:
+    """Example 348 with 6 blocks on 5 cores: five blocks of dispatch_push hold rank 0's
+    cores while block 2 waits for one; the summary names three holders and counts the
+    rest (at 64 blocks it named all 16 holders of each core, 2,800 characters)."""
+    source = (EXAMPLES / "348_ep_spmd_dispatch_handshake_bug_wait_in_blocks.py").read_text()
+    path = tmp_path / "blocks.py"
+    path.write_text(source.replace("LANES = 64", "LANES = 6"))
+    (finding,) = (
+        racecheck.verify(str(path), ranks=(2,), cores=5, engine="smt", jobs=1).results[0].findings
+    )
+    held = " and ".join(f"rank 0, block {n} of dispatch_push" for n in (4, 0, 3))
+    assert describe_finding(finding).split("; ")[0] == (
+        "rank 0, block 2 of dispatch_push waits forever on a free core of rank 0 (it has 5),"
+        f" held by {held} and 2 more threads"
+    )
