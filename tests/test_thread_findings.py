@@ -5,6 +5,7 @@ threadFlow per thread (#20 item 2)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 import racecheck
 from racecheck.findings import Report
 from racecheck.report import OutputFormat, render
+from racecheck.report.html import space_time_svg
 from racecheck.report.phrases import describe_finding
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -79,3 +81,21 @@ def test_a_core_held_by_many_blocks_names_three_and_counts_the_rest(tmp_path: Pa
         "rank 0, block 2 of dispatch_push waits forever on a free core of rank 0 (it has 5),"
         f" held by {held} and 2 more threads"
     )
+
+
+def test_html_draws_one_lane_per_thread_under_its_rank() -> None:
+    """Example 223 in two joined calls: each rank's nine threads (four tasks per call and
+    the host's join) are nine lanes under its `rank r` label, each labelled apart even
+    where two tasks of a call share a name (line and call kept when the name is cut)."""
+    path = EXAMPLES / "223_moe_retire_joined_calls_bug_one_element_anchor.py"
+    report = racecheck.verify(str(path), ranks=(2,), repeat=2, rounds="joined", jobs=1)
+    (finding,) = report.results[0].findings
+    svg = space_time_svg(finding, 2)
+    ranks = re.findall(r'<text class="lane-label" x="(\d+)"[^>]*>([^<]*)</text>', svg)
+    lanes = re.findall(r'<text class="task-label" x="(\d+)"[^>]*><title>[^<]*</title>([^<]*)<', svg)
+    assert [name for _, name in ranks] == ["rank 0", "rank 1"] and len(lanes) == 18
+    for (middle, _), own in zip(ranks, (lanes[:9], lanes[9:]), strict=True):
+        xs = [int(x) for x, _ in own]
+        assert xs[0] < int(middle) < xs[-1]  # the rank's label sits over its own lanes
+        assert len({label for _, label in own}) == 9
+    assert [label for _, label in lanes[1:3]] == ["l…:95 #1", "l…:96 #1"]

@@ -240,7 +240,7 @@ def _background(layout: _Layout, step_count: int) -> list[str]:
         x = layout.lane_x(number)
         lanes.append(f'<line class="lane" x1="{x}" y1="{_TOP - 8}" x2="{x}" y2="{layout.height}"/>')
         if lane.task:
-            label = _fitted(_short(lane.task), layout.lane_width)
+            label = _short(lane.task, layout.lane_width)
             lanes.append(
                 f'<text class="task-label" x="{x}" y="{_TOP - 12}">'
                 f"<title>{escape(lane.task)}</title>{escape(label)}</text>"
@@ -254,21 +254,24 @@ def _background(layout: _Layout, step_count: int) -> list[str]:
     return stripes + lanes
 
 
-_DISPATCH_NAME = re.compile(r"^(?P<name>.*) \(dispatch (?P<number>\d+), line \d+\)$")
+_DISPATCH_NAME = re.compile(
+    r"^(?P<name>.*) \((?:line (?P<line>\d+), )?dispatch (?P<number>\d+)(?:,| at) line \d+\)$"
+)
 
 
-def _short(task: str) -> str:
-    """A lane's label: `swap_step #2` for `task swap_step (dispatch 2, line 81)`, so two
-    dispatches' lanes of one task differ in the room a lane has (the title has it all)."""
+def _short(task: str, width: int) -> str:
+    """A lane's label in the room a lane of `width` pixels has: `swap_step #2` for `task
+    swap_step (dispatch 2, line 81)`, `wait:40 #2` for `task wait (line 40, dispatch 2
+    at line 66)`; a long name is cut before the line and dispatch, which tell two lanes
+    of one task apart (the title has it all)."""
     name = task.removeprefix("task ")
     match = _DISPATCH_NAME.match(name)
-    return f"{match['name']} #{match['number']}" if match else name
-
-
-def _fitted(text: str, width: int) -> str:
-    """`text` cut to what a lane of `width` pixels holds in the small label font."""
-    room = max(3, int(width // (_CHAR_WIDTH * 0.75)))
-    return text if len(text) <= room else text[: room - 1] + "…"
+    suffix = ""
+    if match is not None:
+        name = match["name"]
+        suffix = (f":{match['line']}" if match["line"] else "") + f" #{match['number']}"
+    room = max(3, int(width // (_CHAR_WIDTH * 0.75))) - len(suffix)
+    return (name if len(name) <= room else name[: max(1, room - 1)] + "…") + suffix
 
 
 def _arrows(steps: Sequence[WitnessStep], links: Sequence[StepLinks], layout: _Layout) -> list[str]:
