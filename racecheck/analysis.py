@@ -39,7 +39,7 @@ from operator import itemgetter
 from racecheck.clock import Overtime, passed
 from racecheck.conflicts import race_conflict, writes
 from racecheck.cosim.simulate import collector_paused
-from racecheck.describe import describe_cell, describe_holders
+from racecheck.describe import describe_cell, describe_holders, task_as_thread
 from racecheck.engines.base import OrderOracle
 from racecheck.engines.skeleton import signal_cells
 from racecheck.events import (
@@ -830,17 +830,14 @@ def step_of(
     sync = event.notify or event.wait
     if event.synthetic and event.wait is not None:  # a start edge or a unit (`lower_start_edges`)
         cell = event.wait.cell
-        waits = (
-            f"starts once {describe_cell(cell, trace)} is reached"
-            if event.label == TASK_START
-            else describe_cell(cell, trace) + describe_holders(trace, after, cell)
-        )
+        start = event.label == TASK_START
         return WitnessStep(
             rank=thread.rank,
             index=event.index,
             kind=kind,
             location=event.location,
-            call=waits,
+            call="" if start else describe_cell(cell, trace) + describe_holders(trace, after, cell),
+            starts_after=task_as_thread(trace, cell.index[0]) if start else "",
             status=status,
             highlight=highlight,
             task=thread.name,

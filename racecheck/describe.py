@@ -35,6 +35,15 @@ def describe_task(trace: Trace, task: int) -> str:
     return f"task {task}"
 
 
+def task_as_thread(trace: Trace, task: int) -> str:
+    """`rank 1, task read_step` as its one thread is named, `rank 0, task dispatch_push`
+    for a task of several threads (its blocks or lanes): the task a start edge waits for."""
+    threads = [thread for thread in trace.threads if thread.task == task]
+    if len(threads) == 1:
+        return threads[0].describe()
+    return f"rank {threads[0].rank}, task {threads[0].task_name}"
+
+
 def describe_unit(cell: SignalCell, trace: Trace) -> str:
     """`a free core of rank 0 (it has 2)`, `the dispatch lock of rank 1`, `the start of
     dispatch 3 on rank 1`."""
@@ -54,7 +63,8 @@ def describe_unit(cell: SignalCell, trace: Trace) -> str:
 def describe_holders(trace: Trace, schedule: Schedule, cell: SignalCell) -> str:
     """`, held by rank 0, task wait_step`: the threads (a dispatch: its first thread)
     holding units of a unit cell after `schedule`, a name several share once with their
-    count (`rank 0, task wait_step (16 threads)`); "" when none does."""
+    count (`rank 0, task wait_step (16 threads)`), past three the rest counted (`and 13
+    more threads`); "" when none does."""
     owing: dict[int, int] = {}  # taking thread -> units still out
     for ref in schedule:
         event = trace.event(ref)
@@ -72,4 +82,10 @@ def describe_holders(trace: Trace, schedule: Schedule, cell: SignalCell) -> str:
         name if names.count(name) == 1 else f"{name} ({names.count(name)} threads)"
         for name in dict.fromkeys(names)
     ]
+    if len(counted) > _LISTED_HOLDERS:
+        rest = sum(names.count(name) for name in list(dict.fromkeys(names))[_LISTED_HOLDERS:])
+        counted = [*counted[:_LISTED_HOLDERS], f"{rest} more thread{'s' if rest > 1 else ''}"]
     return f", held by {' and '.join(counted)}" if counted else ""
+
+
+_LISTED_HOLDERS = 3  # a unit's holders named, then counted (64 blocks would fill a screen)

@@ -222,6 +222,7 @@ class WitnessStep:
     highlight: bool = False  # one of the events the finding is about
     task: str = ""  # the task that ran it, when the runtime may overlap it with another
     loops: tuple[tuple[str, int], ...] = ()  # the device loops it ran in: (variable, value)
+    starts_after: str = ""  # a start edge: the task it waits for, `rank 0, task push_step`
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,6 +25,7 @@ from racecheck.engines.skeleton import SyncSkeleton
 from racecheck.errors import UsageError
 from racecheck.events import Trace
 from racecheck.load import discover, load_file
+from racecheck.report.phrases import describe_finding, describe_step
 from racecheck.rounds import Calls, call_value
 
 PROGRAM = """
@@ -395,3 +396,30 @@ def test_joined_rounds_do_not_hide_a_race_between_unordered_tasks_of_a_rank() ->
     assert [(f.code.value, f.ranks, f.confirmed) for f in result.findings] == [
         ("race-raw", (1, 0), True)
     ]
+
+
+def test_a_thread_held_at_the_host_s_join_cannot_start_in_the_deadlock() -> None:
+    """Example 223 in two joined calls: lane 1's wait hangs in call 1, so the host's join
+    after call 1 never ends and call 2's first task cannot start; the summary says so in
+    a kernel author's words, counts the other blocked threads as threads, and tells
+    the two lane_wait tasks of a call apart."""
+    path = EXAMPLES / "223_moe_retire_joined_calls_bug_one_element_anchor.py"
+    report = racecheck.verify(str(path), ranks=(2,), repeat=2, rounds="joined", jobs=1)
+    (finding,) = report.results[0].findings
+    push = "task combine_push (dispatch 2, line 122)"
+    # two tasks of each call share a name: the line says which, the dispatch which call
+    lane = "task lane_wait (line 96, dispatch 1 at line 122)"
+    assert describe_finding(finding).split("; ")[:2] == [
+        f"rank 0, {lane} waits forever on wait rank 0's arrived_buf[9, 0] >= 1 (it holds 0)",
+        f"rank 1, {lane} waits forever on wait rank 1's arrived_buf[8, 0] >= 1 (it holds 0)",
+    ]
+    assert describe_finding(finding).split("; ")[2:] == [
+        f"rank 0, {push} cannot start: it starts after rank 0, host join after call 1,"
+        " which never ends",
+        f"rank 1, {push} cannot start: it starts after rank 1, host join after call 1,"
+        " which never ends",
+        "and 8 more threads wait forever likewise",
+    ]
+    held = finding.blocked[2].step
+    assert (held.task, held.starts_after) == (push, "rank 0, host join after call 1")
+    assert describe_step(held) == "starts after rank 0, host join after call 1 ends"

@@ -82,8 +82,8 @@ def test_a_task_that_cannot_start_is_named_in_the_deadlock() -> None:
         message = describe_finding(stuck)
         assert "rank 1, task wait_step waits forever on wait rank 1's signal[0, 0] >= 1" in message
         assert (
-            "rank 1, task read_step waits forever on starts once the end of task wait_step "
-            "on rank 1 is reached;"
+            "rank 1, task read_step cannot start: it starts after rank 1, task wait_step,"
+            " which never ends;"
         ) in message + ";"
         assert "tasks[" not in message
 

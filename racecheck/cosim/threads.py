@@ -224,7 +224,8 @@ def _direct(order: list[list[bool]], indices: Sequence[int]) -> list[tuple[int, 
 def _named(task: TaskRecord, records: Sequence[TaskRecord]) -> str:
     """The thread's name; one that another task of the rank has too says which it is:
     its dispatch when that differs (`swap_step (dispatch 2, line 66)`: its host line),
-    else its line."""
+    its line when that differs (`wait (line 40)`), both when both do (`wait (line 40,
+    dispatch 2 at line 66)`)."""
     name = (
         f"{task.spec.name}'s code outside its tasks"
         if task.glue and not _whole_dispatch(task, records)
@@ -233,9 +234,12 @@ def _named(task: TaskRecord, records: Sequence[TaskRecord]) -> str:
     namesakes = [other for other in records if other.spec.thread_name == name]
     if len(namesakes) <= 1:
         return name
-    if any(other.dispatch != task.dispatch for other in namesakes):
+    line = task.spec.location.line
+    if all(other.dispatch == task.dispatch for other in namesakes):
+        return f"{name} (line {line})"
+    if sum(other.dispatch == task.dispatch for other in namesakes) == 1:
         return f"{name} (dispatch {task.dispatch}, line {task.site.line})"
-    return f"{name} (line {task.spec.location.line})"
+    return f"{name} (line {line}, dispatch {task.dispatch} at line {task.site.line})"
 
 
 def _whole_dispatch(record: TaskRecord, records: Sequence[TaskRecord]) -> bool:

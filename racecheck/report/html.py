@@ -37,8 +37,9 @@ from racecheck.report.phrases import (
     describe_diff,
     describe_finding,
     describe_heading,
-    describe_ranks,
+    describe_participants,
     describe_step,
+    describe_thread,
     output_label,
 )
 from racecheck.report.text import render_text
@@ -112,7 +113,7 @@ def _result_section(result: ProgramResult, *, open_: bool) -> str:
 def _finding_figure(finding: Finding, ranks: int) -> str:
     title = describe_heading(finding)
     title = f"{finding.severity.value}: [{finding.code.value}] {title}"
-    who = describe_ranks(finding.ranks)
+    who = describe_participants(finding)
     caption = [f'<p class="title">{escape(title)} {escape(who)}</p>']
     caption += [
         f'<p class="source"><code>{escape(str(location))}: {escape(location.text)}</code></p>'
@@ -239,7 +240,7 @@ def _background(layout: _Layout, step_count: int) -> list[str]:
         x = layout.lane_x(number)
         lanes.append(f'<line class="lane" x1="{x}" y1="{_TOP - 8}" x2="{x}" y2="{layout.height}"/>')
         if lane.task:
-            label = _fitted(_short(lane.task), layout.lane_width)
+            label = _short(lane.task, layout.lane_width)
             lanes.append(
                 f'<text class="task-label" x="{x}" y="{_TOP - 12}">'
                 f"<title>{escape(lane.task)}</title>{escape(label)}</text>"
@@ -253,21 +254,24 @@ def _background(layout: _Layout, step_count: int) -> list[str]:
     return stripes + lanes
 
 
-_DISPATCH_NAME = re.compile(r"^(?P<name>.*) \(dispatch (?P<number>\d+), line \d+\)$")
+_DISPATCH_NAME = re.compile(
+    r"^(?P<name>.*) \((?:line (?P<line>\d+), )?dispatch (?P<number>\d+)(?:,| at) line \d+\)$"
+)
 
 
-def _short(task: str) -> str:
-    """A lane's label: `swap_step #2` for `task swap_step (dispatch 2, line 81)`, so two
-    dispatches' lanes of one task differ in the room a lane has (the title has it all)."""
+def _short(task: str, width: int) -> str:
+    """A lane's label in the room a lane of `width` pixels has: `swap_step #2` for `task
+    swap_step (dispatch 2, line 81)`, `wait:40 #2` for `task wait (line 40, dispatch 2
+    at line 66)`; a long name is cut before the line and dispatch, which tell two lanes
+    of one task apart (the title has it all)."""
     name = task.removeprefix("task ")
     match = _DISPATCH_NAME.match(name)
-    return f"{match['name']} #{match['number']}" if match else name
-
-
-def _fitted(text: str, width: int) -> str:
-    """`text` cut to what a lane of `width` pixels holds in the small label font."""
-    room = max(3, int(width // (_CHAR_WIDTH * 0.75)))
-    return text if len(text) <= room else text[: room - 1] + "…"
+    suffix = ""
+    if match is not None:
+        name = match["name"]
+        suffix = (f":{match['line']}" if match["line"] else "") + f" #{match['number']}"
+    room = max(3, int(width // (_CHAR_WIDTH * 0.75))) - len(suffix)
+    return (name if len(name) <= room else name[: max(1, room - 1)] + "…") + suffix
 
 
 def _arrows(steps: Sequence[WitnessStep], links: Sequence[StepLinks], layout: _Layout) -> list[str]:
@@ -300,7 +304,7 @@ def _arrows(steps: Sequence[WitnessStep], links: Sequence[StepLinks], layout: _L
 def _row_text(number: int, step: WitnessStep, code: FindingCode) -> str:
     # The full path is in the caption and the hover title; the row keeps the name short.
     where = f"{PurePath(step.location.file).name}:{step.location.line}"
-    who = f"rank {step.rank}, {step.task}" if step.task else f"rank {step.rank}"
+    who = describe_thread(step)
     text = f"{number}. {who}: {describe_step(step)}  ({where})"
     if step.highlight:
         text += f"  ← {code.record.step_note}"

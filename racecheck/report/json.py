@@ -89,6 +89,7 @@ def _finding(finding: Finding) -> JsonObject:
         "message": describe_finding(finding),
         "locations": [_location(location) for location in finding.locations],
         "ranks": list(finding.ranks),
+        "threads": list(finding.threads),  # one per rank when a rank runs several; else []
         "regions": [region_to_json(region) for region in finding.regions],
         "witness": [_witness_step(step) for step in finding.witness],
         "confirmed": finding.confirmed,
@@ -112,10 +113,12 @@ def _location(location: SourceLocation) -> JsonObject:
 def _witness_step(step: WitnessStep) -> JsonObject:
     return {
         "rank": step.rank,
+        "thread": step.task or None,
         "index": step.index,
         "action": describe_step(step),
         "event": step.kind.value,
         "call": step.call or None,
+        "starts_after": step.starts_after or None,
         "place": _place(step.place) if step.place is not None else None,
         "op": step.op.value if step.op is not None else None,
         "cmp": step.cmp.value if step.cmp is not None else None,

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from racecheck.events import HOST_OWNER, NotifyOp, WaitCmp
 from racecheck.findings import (
+    BlockedWait,
     EveryPProof,
     Finding,
     FindingCode,
@@ -63,6 +64,27 @@ def describe_ranks(ranks: Sequence[int]) -> str:
         return f"between rank {ranks[0]} and rank {ranks[1]}"
     listed = ", ".join(str(rank) for rank in ranks[:-1])
     return f"among ranks {listed} and {ranks[-1]}"
+
+
+def describe_participants(finding: Finding) -> str:
+    """`between rank 1, task read_step and rank 0, task push_step` when the finding names
+    its threads (a rank runs several), else as `describe_ranks`."""
+    if not finding.threads or len(finding.threads) != len(finding.ranks):
+        return describe_ranks(finding.ranks)
+    names = [describe_participant(finding, number) for number in range(len(finding.ranks))]
+    if len(names) == 1:
+        return f"on {names[0]}"
+    return f"between {' and '.join(names)}" if len(names) == 2 else f"among {'; '.join(names)}"
+
+
+def describe_participant(finding: Finding, number: int) -> str:
+    """`rank 1, task read_step`: the finding's rank `number`, its thread when it has one."""
+    return f"rank {_who(finding, number)}"
+
+
+def describe_thread(step: WitnessStep) -> str:
+    """`rank 1, task read_step`: who ran the step; a rank that is one thread is `rank 1`."""
+    return f"rank {step.rank}, {step.task}" if step.task else f"rank {step.rank}"
 
 
 def output_label(finding: Finding) -> str:
@@ -144,7 +166,9 @@ def describe_action(step: WitnessStep) -> str:
     if step.kind is StepKind.NOTIFY:
         sign = "+=" if step.op is NotifyOp.ATOMIC_ADD else "="
         return f"notify {place} {sign} {step.value}"
-    if step.kind is StepKind.WAIT and step.cmp is None and step.call:  # a start edge
+    if step.kind is StepKind.WAIT and step.starts_after:  # a start edge
+        return f"starts after {step.starts_after} ends"
+    if step.kind is StepKind.WAIT and step.cmp is None and step.call:  # a unit (a core)
         return step.call
     if step.kind is StepKind.WAIT and step.cmp is not None:
         relation = _RELATIONS[step.cmp]
@@ -207,14 +231,20 @@ _LISTED_WAITS = 4  # a deadlock names this many blocked waits, then counts the r
 
 
 def _deadlock_message(finding: Finding) -> str:
-    text = "; ".join(
-        f"rank {wait.rank}{', ' + wait.step.task if wait.step.task else ''} waits forever on "
-        f"{describe_action(wait.step)}"
-        + (f" (it holds {wait.holds})" if wait.holds is not None else "")
-        for wait in finding.blocked[:_LISTED_WAITS]
-    )
+    text = "; ".join(_blocked_message(wait) for wait in finding.blocked[:_LISTED_WAITS])
     more = len(finding.blocked) - _LISTED_WAITS
-    return text + (f"; and {more} more ranks wait forever likewise" if more > 0 else "")
+    some = "threads" if any(wait.step.task for wait in finding.blocked) else "ranks"
+    return text + (f"; and {more} more {some} wait forever likewise" if more > 0 else "")
+
+
+def _blocked_message(wait: BlockedWait) -> str:
+    """`rank 0, task gather cannot start: it starts after rank 0, host join after call 1,
+    which never ends`, or `rank 1 waits forever on wait ... (it holds 0)`."""
+    who = describe_thread(wait.step)
+    if wait.step.starts_after:
+        return f"{who} cannot start: it starts after {wait.step.starts_after}, which never ends"
+    held = f" (it holds {wait.holds})" if wait.holds is not None else ""
+    return f"{who} waits forever on {describe_action(wait.step)}{held}"
 
 
 def _stale_message(finding: Finding) -> str:

@@ -26,9 +26,10 @@ from racecheck.report.phrases import (
     describe_every_p,
     describe_finding,
     describe_heading,
+    describe_participants,
     describe_rank_counts,
-    describe_ranks,
     describe_step,
+    describe_thread,
 )
 from racecheck.report.version import installed_version
 
@@ -130,6 +131,7 @@ def _result(group: FindingGroup) -> JsonObject:
             "rankCounts": list(group.rank_counts),
             "detail": finding.detail,
             "ranks": list(finding.ranks),
+            "threads": list(finding.threads),
             "regions": [region_to_json(region) for region in finding.regions],
             "witnessReplayed": finding.confirmed,
         },
@@ -143,7 +145,7 @@ def _message(group: FindingGroup) -> str:
     finding = group.finding
     parts = [describe_heading(finding)]
     if finding.ranks:
-        parts.append(describe_ranks(finding.ranks))
+        parts.append(describe_participants(finding))
     parts.append(f"in {group.program} at P={describe_rank_counts(group.rank_counts)}")
     text = " ".join(parts)
     message = describe_finding(finding)
@@ -176,26 +178,25 @@ def artifact_uri(path: str) -> str:
 
 
 def _code_flow(witness: tuple[WitnessStep, ...]) -> JsonObject:
-    ranks = sorted({step.rank for step in witness})
+    """One threadFlow per thread (`rank 0, task push_step`; a rank that is one thread:
+    `rank 0`), ordered by rank."""
+    first: dict[tuple[int, str], WitnessStep] = {}
+    flows: dict[tuple[int, str], list[JsonObject]] = {}
+    for order, step in enumerate(witness, start=1):
+        first.setdefault((step.rank, step.task), step)
+        flows.setdefault((step.rank, step.task), []).append(_flow_location(order, step))
     return {
         "message": {"text": "witness interleaving"},
         "threadFlows": [
-            {
-                "id": f"rank {rank}",
-                "locations": [
-                    _flow_location(order, step)
-                    for order, step in enumerate(witness, start=1)
-                    if step.rank == rank
-                ],
-            }
-            for rank in ranks
+            {"id": describe_thread(first[thread]), "locations": steps}
+            for thread, steps in sorted(flows.items())
         ],
     }
 
 
 def _flow_location(order: int, step: WitnessStep) -> JsonObject:
     location = _location(step.location)
-    location["message"] = {"text": f"rank {step.rank}: {describe_step(step)}"}
+    location["message"] = {"text": f"{describe_thread(step)}: {describe_step(step)}"}
     return {
         "location": location,
         "executionOrder": order,

@@ -28,9 +28,11 @@ from racecheck.report.phrases import (
     describe_finding,
     describe_heading,
     describe_iteration,
+    describe_participant,
+    describe_participants,
     describe_rank_counts,
-    describe_ranks,
     describe_step,
+    describe_thread,
     output_label,
 )
 from racecheck.report.witness import Elided, shortened
@@ -127,7 +129,7 @@ def _finding_block(group: FindingGroup, file: str, paint: _Paint) -> list[str]:
     finding = group.finding
     where = str(finding.locations[0]) if finding.locations else file
     title = describe_heading(finding)
-    ranks = describe_ranks(finding.ranks)
+    ranks = describe_participants(finding)
     level = f"{finding.severity.value}:"
     level = paint(level, _BOLD, _RED if finding.severity is Severity.ERROR else _YELLOW)
     header = f"{where}: {level} [{finding.code.value}] {paint(title, _BOLD)}"
@@ -149,7 +151,7 @@ def _quoted_sources(finding: Finding) -> list[str]:
     paired = len(finding.ranks) == len(finding.locations)
     lines = []
     for position, location in enumerate(finding.locations):
-        who = f"  (rank {finding.ranks[position]})" if paired else ""
+        who = f"  ({describe_participant(finding, position)})" if paired else ""
         lines.append(f"  {location}: {location.text}{who}")
     return lines
 
@@ -185,7 +187,7 @@ def _witness_lines(finding: Finding, paint: _Paint) -> list[str]:
 def _witness_step(number: int, width: int, lane: int, step: WitnessStep, paint: _Paint) -> str:
     """One witness step, the only place a step is worded for the text report."""
     marker = ">" if step.highlight else " "
-    who = f"rank {step.rank}, {step.task}" if step.task else f"rank {step.rank}"
+    who = describe_thread(step)
     named = step.loops and (step.highlight or step.status is not StepStatus.RAN)
     where = f"{step.location}, {describe_iteration(step)}" if named else f"{step.location}"
     body = f"{'  ' * lane}{who}: {describe_step(step)}  ({where})"
