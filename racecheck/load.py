@@ -638,9 +638,14 @@ def _defines_program(function: ast.FunctionDef) -> bool:
         ]
         if isinstance(node, ast.ClassDef) and any(names[-1] == "program" for names in decorators):
             return True
-        if isinstance(node, ast.FunctionDef) and any("jit" in names for names in decorators):
+        if isinstance(node, ast.FunctionDef) and any(
+            "jit" in names and names[-1] not in _HELPER_JIT for names in decorators
+        ):
             return True
     return False
+
+
+_HELPER_JIT = ("inline", "incore")  # a function binding one of these returns a helper
 
 
 def _is_factory(function: ast.FunctionDef) -> bool:

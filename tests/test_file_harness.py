@@ -208,6 +208,17 @@ def test_the_files_golden_is_not_run_on_more_bytes_than_its_bound(
     assert any("golden golden_shift was not run: its tensors take" in n for n in result.notes)
 
 
+def test_a_function_binding_an_inline_helper_is_no_program_factory(tmp_path: Path) -> None:
+    binder = (
+        "\n\ndef _bind_helper():\n    @pl.jit.inline\n    def helper(x):\n"
+        "        return x\n    return helper\n\n\nhelper = _bind_helper()\n"
+    )
+    path = tmp_path / "shift.py"  # pypto-lib binds a preset's inline helper this way
+    path.write_text(SHIFT.read_text(encoding="utf-8") + binder, encoding="utf-8")
+    report = racecheck.verify(str(path), ranks=[2])
+    assert not report.errors and [r.verdict.value for r in report.results] == ["proved"]
+
+
 def test_a_jit_function_names_its_parameters_as_pyptos_does() -> None:
     """pypto-lib's spec builders order their specs by `entry._param_names()`."""
     loaded = load.load_file(str(SHIFT))

@@ -4,7 +4,8 @@ One SARIF result per finding group (identical findings across rank counts are on
 result; `properties.rankCounts` lists where it occurs). ruleId is the finding's
 stable code (`race-raw`, `deadlock`, ...), its level the finding's severity; the
 primary location is the finding's first location, the others are related locations;
-the witness is a codeFlow with one threadFlow per rank, its steps numbered in
+the witness is a codeFlow with one threadFlow per thread (`rank 0, task push_step`; a rank
+that is one thread: `rank 0`), its steps numbered in
 execution order. Skipped and unknown results, and user errors, become tool
 execution notifications: they are not findings, but CI must see them.
 """
