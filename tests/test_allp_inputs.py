@@ -309,17 +309,22 @@ def _with_sent(tmp_path: Path, write: str) -> Path:
     return path
 
 
+@pytest.mark.parametrize("index", ["[0]", "0"])
 def test_a_pl_write_of_the_count_into_a_local_output_is_proved_for_every_p(
-    tmp_path: Path,
+    tmp_path: Path, index: str
 ) -> None:
-    path = _with_sent(tmp_path, "pl.write(sent, [0], count)")
+    """Also with PyPTO's bare index (`pl.write(t, 0, v)`, wrapped in a list)."""
+    path = _with_sent(tmp_path, f"pl.write(sent, {index}, count)")
     (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
     assert result.verdict is Verdict.PROVED and result.every_p is not None
 
 
-def test_a_pl_write_one_element_past_its_tensor_is_refuted_at_two(tmp_path: Path) -> None:
+@pytest.mark.parametrize("index", ["[1]", "1"])
+def test_a_pl_write_one_element_past_its_tensor_is_refuted_at_two(
+    tmp_path: Path, index: str
+) -> None:
     """The write is of exactly one element: `[1]` of a one-element tensor is out of it."""
-    path = _with_sent(tmp_path, "pl.write(sent, [1], count)")
+    path = _with_sent(tmp_path, f"pl.write(sent, {index}, count)")
     (result,) = racecheck.verify(str(path), ranks="all", fallback="2").results
     assert (result.ranks, result.verdict, result.every_p) == (2, Verdict.BUG, None)
     (finding,) = [f for f in result.findings if f.kind is FindingKind.OUT_OF_BOUNDS]

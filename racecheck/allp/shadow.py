@@ -53,7 +53,7 @@ from racecheck.allp.views import (
     strides,
 )
 from racecheck.assumptions import Assumption, narrowed
-from racecheck.dsl import dist_ops, lowering, modules
+from racecheck.dsl import dist_ops, local_ops, lowering, modules
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.location import user_location
 from racecheck.dsl.lowering import Lowering
@@ -384,10 +384,11 @@ class Surface:
         self._access(Effect.READ, view, self._local_owner(view), offsets, extent)
         return SymTile(extent=exprs(extent))
 
-    def read(self, tensor: object, offsets: Sequence[object]) -> Sym:
+    def read(self, tensor: object, offsets: object) -> Sym:
         """`pl.read` of one element of a host input tensor in a kernel: a fresh value of
         its dtype's range, narrowed by the user's assumptions (`racecheck.assumptions`).
         Of a window's element: `_window_read`."""
+        offsets = local_ops.element_offsets(offsets)
         view = as_view(tensor)
         if view.window:
             return self._window_read(view, offsets)
@@ -417,11 +418,12 @@ class Surface:
         self._access(Effect.READ, view, self._local_owner(view), offsets, [1] * len(view.shape))
         return self.tracer.window_value(view.memory, view.dtype.nbytes, user_location())
 
-    def write(self, tensor: object, offsets: Sequence[object], value: object) -> None:
+    def write(self, tensor: object, offsets: object, value: object) -> None:
         """`pl.write` of one element of a tensor or the rank's own window: a write of
         exactly that element. Its value is not followed: a later `pl.read` of a host
         input is any value of its dtype, and a window with a writer other than Set
         notifies is not read symbolically (`allp._require_covered`)."""
+        offsets = local_ops.element_offsets(offsets)
         to_expr(value)
         view = as_view(tensor)
         self._access(Effect.WRITE, view, self._local_owner(view), offsets, [1] * len(view.shape))

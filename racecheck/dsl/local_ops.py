@@ -290,7 +290,14 @@ def store(
     return view
 
 
-def read(tensor: object, offsets: Sequence[object]) -> Tainted:
+def element_offsets(offsets: object) -> Sequence[object]:
+    """`pl.read`/`pl.write`'s indices: a list per dimension, or one bare index, which
+    PyPTO wraps in a list (python/pypto/language/op/tensor_ops.py, read and write)."""
+    return offsets if isinstance(offsets, (list, tuple)) else [offsets]
+
+
+def read(tensor: object, offsets: object) -> Tainted:
+    offsets = element_offsets(offsets)
     if isinstance(tensor, Tile):
         return tensor[tuple(offsets)]
     view = require_view(tensor, "pl.read", "the source")
@@ -301,7 +308,8 @@ def read(tensor: object, offsets: Sequence[object]) -> Tainted:
     return Tainted(values.reshape(-1)[0], frozenset({ref}), symbol)
 
 
-def write(tensor: object, offsets: Sequence[object], value: object) -> None:
+def write(tensor: object, offsets: object, value: object) -> None:
+    offsets = element_offsets(offsets)
     if isinstance(tensor, Tile):  # `pl.tile.write` of one element of a local tile
         tensor[tuple(offsets)] = value
         return
