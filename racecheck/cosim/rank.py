@@ -164,12 +164,11 @@ class RankContext:
 
         return run
 
-    def sub_lanes(self, count: int, where: SourceLocation) -> Sequence[int] | None:
+    def sub_lanes(self, count: int) -> Sequence[int] | None:
         """The AIV sub-lanes of a `pl.split_aiv(count)` region this context runs: in a
         kernel-call task, sub-lane 0, the others being lanes of their own (`SubLane`);
         None elsewhere (a `pl.at` region, a `pl.spmd` block, a dispatched kernel),
         where they run one after another (`close_concurrent`)."""
-        del where
         if not self.kernel:
             return None
         lanes, regions = self.split

@@ -352,10 +352,11 @@ def unsplit_inexact(outside: Iterable[Event], events: Sequence[Sequence[Event]])
     """Why a run with AIV sub-lanes as threads may compute what the device does not:
     of the events a kernel's sub-lane 0 ran outside its `pl.split_aiv` regions
     (`outside`), the first whose count or placement matters, which PyPTO leaves
-    undefined whether the other sub-lanes repeat: a notify, wait or communication (a
-    `pld.` op), any write (repeated, it races with itself, or adds twice), or a load
-    that a write among `events` (the run's) conflicts with. None when each is a load
-    that nothing writes."""
+    undefined whether the other sub-lanes repeat: a notify or wait, any write (a
+    store, put or remote_store: repeated, it races with itself, or adds twice), or a
+    load (remote_load included) that a write among `events` (the run's) conflicts
+    with. None when each is a load of bytes nothing writes, which repeated reads the
+    same values."""
     candidates = sorted(outside, key=lambda event: (event.rank, event.index))
     touched = {_instance(event) for event in candidates if event.mode is AccessMode.READ}
     sharing: dict[tuple[int, int] | None, list[Event]] = {}
@@ -365,7 +366,7 @@ def unsplit_inexact(outside: Iterable[Event], events: Sequence[Sequence[Event]])
                 sharing.setdefault(_instance(event), []).append(event)
     for event in candidates:
         writes = event.mode is not AccessMode.READ
-        if writes or event.is_sync or event.label.startswith("pld.") or _shared(event, sharing):
+        if writes or event.is_sync or _shared(event, sharing):
             return reason(ReasonCode.SPLIT_AIV_OUTSIDE, line=event.location.line, label=event.label)
     return None
 

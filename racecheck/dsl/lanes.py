@@ -131,7 +131,7 @@ def split_aiv(n: object = 2, mode: object = SplitMode.NONE) -> Iterator[int]:
     if not is_rank_context(context) or lanes is None:
         raise unsupported("pl.split_aiv is modelled in a kernel that a rank runs, not here", where)
     count = as_index(n)
-    return _sublanes(context, lanes(count, where), where, (axis, count))
+    return _sublanes(context, lanes(count), where, (axis, count))
 
 
 def _halved_axis(mode: object, where: SourceLocation) -> int:
@@ -276,7 +276,7 @@ class SubLane(_Lane):
         self.aiv_id = aiv_id
         self.regions_left = regions
 
-    def sub_lanes(self, count: int, where: SourceLocation) -> Sequence[int]:
+    def sub_lanes(self, count: int) -> Sequence[int]:
         self.regions_left -= 1
         return (self.aiv_id,) if self.aiv_id < count else ()
 
@@ -292,7 +292,7 @@ class AicLane(_Lane):
     `pl.split_aiv` regions are events of the rank; the rest is the vector lane's work
     (docs/model.md)."""
 
-    def sub_lanes(self, count: int, where: SourceLocation) -> Sequence[int]:
+    def sub_lanes(self, count: int) -> Sequence[int]:
         return (0,)  # run once, to go on after it, with nothing of it recorded
 
     def _records(self, label: str, *, sync: bool) -> bool:
