@@ -17,6 +17,7 @@ import numpy as np
 from racecheck.cosim import Execution, TensorRole
 from racecheck.file_harness import as_numpy
 from racecheck.load import ProgramInstance
+from racecheck.report.reasons import ReasonCode, reason
 
 GOLDEN_BYTES = 2 << 30
 """The most input bytes the file's golden is run on: it takes every tensor materialised
@@ -33,10 +34,8 @@ def file_golden_notes(instance: ProgramInstance, execution: Execution) -> tuple[
         records[s.name].initial.nbytes for s in given.tensors.values() if s.name in records
     )
     if needed > GOLDEN_BYTES:
-        return (
-            f"the file's golden {name} was not run: its tensors take {needed / (1 << 30):.1f} GiB"
-            f" materialised (racecheck runs a golden on at most {GOLDEN_BYTES >> 30} GiB)",
-        )
+        gib, limit = f"{needed / (1 << 30):.1f}", GOLDEN_BYTES >> 30
+        return (reason(ReasonCode.FILE_GOLDEN_TOO_LARGE, name=name, gib=gib, limit=limit),)
     scratch: dict[str, Any] = dict(given.scalars)
     for spec in given.tensors.values():
         record = records.get(spec.name)

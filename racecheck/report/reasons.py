@@ -180,6 +180,7 @@ class ReasonCode(Enum):
     # how a golden model's name is misspelt (model_names: UsageError)
     GOLDEN_NOT_FUNCTION = "golden-not-function"
     GOLDEN_UNKNOWN = "golden-unknown"
+    FILE_GOLDEN_TOO_LARGE = "file-golden-too-large"
     # what the every-P shadow of pl/pld does not follow (allp/shadow.py)
     SHADOW_SCALAR_ARITHMETIC = "shadow-scalar-arithmetic"
     SHADOW_DISPATCH_LOOPS = "shadow-dispatch-loops"
@@ -666,6 +667,10 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.CONFIG_MATCHES_NO_FILE: "{table} matches no file",
     ReasonCode.GOLDEN_NOT_FUNCTION: "golden {name!r}: write file.py:function or module:function",
     ReasonCode.GOLDEN_UNKNOWN: "unknown golden model {name!r}; valid models: {names}",
+    ReasonCode.FILE_GOLDEN_TOO_LARGE: (
+        "the file's golden {name} was not run: its tensors take {gib} GiB materialised"
+        " (racecheck runs a golden on at most {limit} GiB)"
+    ),
     ReasonCode.SHADOW_SCALAR_ARITHMETIC: "scalar arithmetic through pl.* is outside the fragment",
     ReasonCode.SHADOW_DISPATCH_LOOPS: "more than one dispatch loop per rank",
     ReasonCode.SHADOW_DEVICE_NOT_INDEX: (
