@@ -212,6 +212,20 @@ BEYOND_BUDGET = {
     "smt": {"343_ep_moe_epochs_spmd_push"},
 }
 SEARCH_RANKS = (1, 2, 3)  # where the search engines finish in a moment on every example
+# Measured with --durations (2026-12-02): these take 8-35 s a line at P=3 under smt or
+# explore, a third of the corpus's search time; they are searched at P <= 2, and `auto`
+# still checks every P they state.
+SEARCHED_AT_TWO = frozenset(
+    {
+        "231_ep_dispatch_combine_inline_bug_count",
+        "232_tp_two_barrier_credits",
+        "233_tp_two_barrier_credits_bug_no_credit",
+        "310_ep_moe_epochs",
+        "311_ep_moe_epochs_bug_no_retire",
+        "343_ep_moe_epochs_spmd_push",
+        "348_ep_spmd_dispatch_handshake_bug_wait_in_blocks",
+    }
+)
 SEARCH_CASES = [
     pytest.param(path, expectation, id=case.id, marks=_marks(path, expectation))
     for case in CASES
@@ -228,10 +242,13 @@ def test_search_engines_meet_the_expectation_at_small_rank_counts(
 ) -> None:
     """Every engine that applies gives the example its stated verdict, not only `auto`;
     explore is not asked where it cannot finish within its budget."""
-    ranks = tuple(count for count in expectation.ranks if count in SEARCH_RANKS)
+    within = SEARCH_RANKS[:2] if path.stem in SEARCHED_AT_TWO else SEARCH_RANKS
+    ranks = tuple(count for count in expectation.ranks if count in within)
     if path.stem in BEYOND_BUDGET[engine]:
         pytest.skip(f"{engine} exhausts its work budget here (minutes of work): unknown")
-    _check_example(path, expectation, ranks, engine=engine, within=SEARCH_RANKS)
+    if not ranks:
+        pytest.skip(f"searched at P <= {within[-1]} only (CI time); auto checks {expectation.text}")
+    _check_example(path, expectation, ranks, engine=engine, within=within)
 
 
 def _check_example(
