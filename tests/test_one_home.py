@@ -352,7 +352,6 @@ PROSE_LEFT = {  # not yet worded in report/reasons.py: may only shrink
     "symbolic_inputs.py": 13,
     "dsl/local_ops.py": 7,
     "dsl/lanes.py": 6,
-    "models/file_golden.py": 6,
     "file_goldens.py": 4,
     "file_harness.py": 4,
     "load.py": 4,
@@ -369,7 +368,7 @@ PROSE_LEFT = {  # not yet worded in report/reasons.py: may only shrink
 
 def test_prose_lives_in_the_report_layer() -> None:
     """Reasons, notes, errors and help are worded in report/ (report/reasons.py): a module
-    outside it holds no new sentence. About 82 % of the prose is there now (from 54 %)."""
+    outside it holds no new sentence. About 83 % of the prose is there now (from 54 %)."""
     found = {
         str(path.relative_to(PACKAGE)): len(_prose(path))
         for path in sorted(PACKAGE.rglob("*.py"))

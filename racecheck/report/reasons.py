@@ -187,6 +187,12 @@ class ReasonCode(Enum):
     GOLDEN_NOT_FUNCTION = "golden-not-function"
     GOLDEN_UNKNOWN = "golden-unknown"
     FILE_GOLDEN_TOO_LARGE = "file-golden-too-large"
+    FILE_GOLDEN_NO_PARAMETER = "file-golden-no-parameter"
+    FILE_GOLDEN_SHAPE = "file-golden-shape"
+    FILE_GOLDEN_RAISED = "file-golden-raised"
+    FILE_GOLDEN_OTHER_SHAPE = "file-golden-other-shape"
+    FILE_GOLDEN_MATCHES = "file-golden-matches"
+    FILE_GOLDEN_DIFFERS = "file-golden-differs"
     GOLDEN_LEADING_DIM = "golden-leading-dim"
     GOLDEN_ROW_BLOCKS = "golden-row-blocks"
     GOLDEN_ROOT_OUTSIDE = "golden-root-outside"
@@ -883,6 +889,23 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.FILE_GOLDEN_TOO_LARGE: (
         "the file's golden {name} was not run: its tensors take {gib} GiB materialised"
         " (racecheck runs a golden on at most {limit} GiB)"
+    ),
+    ReasonCode.FILE_GOLDEN_NO_PARAMETER: (
+        "the file's golden {name} was not run: {tensor} is no parameter of the entry"
+    ),
+    ReasonCode.FILE_GOLDEN_SHAPE: (
+        "the file's golden {name} was not run: its test states {tensor} as {stated}, this P"
+        " runs it as {shape}"
+    ),
+    ReasonCode.FILE_GOLDEN_RAISED: "the file's golden {name} raised {error}: {message}",
+    ReasonCode.FILE_GOLDEN_OTHER_SHAPE: "the file's golden {name} gives {tensor} another shape",
+    ReasonCode.FILE_GOLDEN_MATCHES: (
+        "the output {tensor} matches the file's golden {name} (rtol={rtol}, atol={atol})"
+    ),
+    ReasonCode.FILE_GOLDEN_DIFFERS: (
+        "the output {tensor} differs from the file's golden {name} at {index}: got {got},"
+        " golden {golden} ({outside} of {size} elements outside rtol={rtol}, atol={atol};"
+        " racecheck's tile math approximates the hardware's, so this is not judged)"
     ),
     ReasonCode.GOLDEN_LEADING_DIM: "{model}: golden has leading dimension {dim}, expected {ranks}",
     ReasonCode.GOLDEN_ROW_BLOCKS: "a row of {width} elements does not split into {ranks} blocks",
