@@ -17,6 +17,7 @@ from typing import cast
 
 import jsonschema
 import pytest
+from module_trees import PACKAGE, tree
 from tracebuild import TraceBuilder
 
 import racecheck
@@ -305,7 +306,6 @@ def test_every_reason_code_is_worded() -> None:
         assert str(Reason(code, collections.defaultdict(lambda: 1)))
 
 
-PACKAGE = Path(racecheck.__file__).resolve().parent
 _WORD = re.compile(r"[A-Za-z][a-z'-]*[a-z]")
 
 
@@ -319,7 +319,7 @@ def _prose(path: Path) -> list[str]:
     bare strings and `assert` messages (words for the code's reader) not at all."""
     skipped: set[int] = set()
     texts = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree(path)):
         if id(node) in skipped:
             continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
