@@ -439,6 +439,9 @@ def test_a_bad_option_value_has_one_wording_in_the_cli_the_api_and_the_configura
         ("import_root", "/no/such/dir", ["--import-root", "/no/such/dir"]),
         ("per_call", {"1x": "{call}"}, ["--per-call", "1x={call}"]),
         ("env", {"": "v"}, ["--env", "=v"]),
+        ("assume", ["x in 3..1"], ["--assume", "x in 3..1"]),
+        ("assume", ["junk"], ["--assume", "junk"]),
+        ("assume", ["nosuch in 0..1"], ["--assume", "nosuch in 0..1"]),  # reaches the check
     ],
 )
 def test_every_other_option_is_refused_in_the_words_of_the_cli_and_the_api(
