@@ -448,10 +448,11 @@ def test_every_other_option_is_refused_in_the_words_of_the_cli_and_the_api(
     keyword: str, value: object, flags: list[str]
 ) -> None:
     path = str(EXAMPLES / "01_shift_builtin_barrier.py")
+    given = {"ranks": "2", keyword: value}  # one P: an error met in the check comes fast
     with pytest.raises(UsageError) as api:
-        racecheck.verify(path, config=False, **{keyword: value})  # type: ignore[arg-type]
+        racecheck.verify(path, config=False, **given)  # type: ignore[arg-type]
     err = io.StringIO()
-    argv = ["verify", path, "--no-config", *flags]
+    argv = ["verify", path, "--no-config", "--ranks", "2", *flags]
     assert main(argv, stdout=io.StringIO(), stderr=err) == 2
     assert err.getvalue() == f"racecheck: error: {api.value.message}\n"
 
