@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import dataclasses
 import importlib
 import inspect
 import io
@@ -25,7 +26,7 @@ from racecheck.allp.shadow import Surface
 from racecheck.allp.tracer import Tracer
 from racecheck.cells import INT32_MAX, INT32_MIN, after_write, wrap_int32
 from racecheck.cli import main
-from racecheck.config import load_config
+from racecheck.config import Settings, load_config
 from racecheck.conflicts import RELATIONS, modes_conflict, race_conflict
 from racecheck.cosim import Simulator
 from racecheck.dsl.modules import MODULES, TYPE_NAMES
@@ -439,9 +440,9 @@ def test_a_bad_option_value_has_one_wording_in_the_cli_the_api_and_the_configura
         ("import_root", "/no/such/dir", ["--import-root", "/no/such/dir"]),
         ("per_call", {"1x": "{call}"}, ["--per-call", "1x={call}"]),
         ("env", {"": "v"}, ["--env", "=v"]),
-        ("assume", ["x in 3..1"], ["--assume", "x in 3..1"]),
-        ("assume", ["junk"], ["--assume", "junk"]),
-        ("assume", ["nosuch in 0..1"], ["--assume", "nosuch in 0..1"]),  # reaches the check
+        ("assumptions", ["x in 3..1"], ["--assume", "x in 3..1"]),
+        ("assumptions", ["junk"], ["--assume", "junk"]),
+        ("assumptions", ["nosuch in 0..1"], ["--assume", "nosuch in 0..1"]),  # in the check
     ],
 )
 def test_every_other_option_is_refused_in_the_words_of_the_cli_and_the_api(
@@ -455,6 +456,13 @@ def test_every_other_option_is_refused_in_the_words_of_the_cli_and_the_api(
     argv = ["verify", path, "--no-config", "--ranks", "2", *flags]
     assert main(argv, stdout=io.StringIO(), stderr=err) == 2
     assert err.getvalue() == f"racecheck: error: {api.value.message}\n"
+
+
+def test_the_api_takes_an_option_by_its_configuration_key() -> None:
+    """`racecheck.verify`'s keywords are the `[tool.racecheck]` keys (docs/ci.md): every
+    option the configuration states, the API takes under the same name."""
+    keywords = set(inspect.signature(racecheck.verify).parameters) - {"path", "config"}
+    assert keywords == {item.name for item in dataclasses.fields(Settings)} - {"path"}
 
 
 ROUTING = EXAMPLES / "266_moe_dispatch_combine_routing.py"  # its routing follows the inputs
