@@ -107,3 +107,22 @@ def test_html_draws_one_lane_per_thread_under_its_rank() -> None:
         assert xs[0] < int(middle) < xs[-1]  # the rank's label sits over its own lanes
         assert len({label for _, label in own}) == 9
     assert [label for _, label in lanes[1:3]] == ["l…:95 #1", "l…:96 #1"]
+
+
+def test_a_race_between_threads_of_one_rank_prints_the_wrong_numbers_it_produces(
+    report: Report,
+) -> None:
+    """The output shown under a witness is the one the race makes wrong: in 204 the
+    decay halves ``x``, the first output the program declares, in every order, and the
+    race shows in ``y``, which receives half of every value; in 200 (a read-after-write
+    between tasks of two ranks) ``y`` receives zeros."""
+    split_wait = racecheck.verify(
+        str(EXAMPLES / "200_split_wait_bug_unordered_read.py"), ranks=(2,), jobs=1
+    )
+    for checked, scale in ((report, 0.5), (split_wait, 0.0)):
+        (finding,) = checked.results[0].findings
+        diff = finding.diff
+        assert diff is not None and diff.tensor == "y" and diff.model == "shift+1"
+        assert diff.got == tuple(scale * value for value in diff.golden) != diff.golden
+        text = render(checked, OutputFormat.TEXT, color=False)
+        assert f"  output under this witness: rank {diff.rank}, y[0, 0:4] = [" in text
