@@ -151,9 +151,24 @@ class TaskContext(Protocol):
 
     def begin_task(self, spec: TaskSpec) -> int: ...
 
-    def spawn_task(self, spec: TaskSpec, body: Callable[[], Any]) -> int | None:
+    def spawn_task(
+        self,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        rerun: Callable[[Callable[[Any], Any]], Any],
+    ) -> int | None:
         """In a run with tasks as threads, `body` (an outlined region or block) as a
-        thread of its own, and its index; else None (run it between begin and end)."""
+        thread of its own, and its index; else None (run it with `run_task`). `rerun`
+        runs it again as an AIV sub-lane (`racecheck.dsl.lanes.SubLane`)."""
+        ...
+
+    def run_task(
+        self,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        rerun: Callable[[Callable[[Any], Any]], Any],
+    ) -> int:
+        """An outlined region or block run in place as a task, and its index."""
         ...
 
     def create_tensor(
@@ -164,19 +179,6 @@ class TaskContext(Protocol):
 
     @property
     def events(self) -> Sequence[object]: ...
-
-    def close_concurrent(
-        self,
-        construct: str,
-        parts: str,
-        spans: Sequence[Sequence[tuple[int, int]]],
-        where: SourceLocation,
-        *,
-        joined: bool,
-    ) -> None:
-        """`parts` of `construct` that the device runs concurrently ran one after
-        another, as the events [first, end) of each (`racecheck.cosim.rank`)."""
-        ...
 
 
 _scope = threading.local()

@@ -254,7 +254,7 @@ class ReasonCode(Enum):
     DISPATCH_DEVICE_OUTSIDE = "dispatch-device-outside"
     HOST_ROWS = "host-rows"
     DEFER_WAIT_THEN_ACCESS = "defer-wait-then-access"
-    SPLIT_AIV_OVERLAP = "split-aiv-overlap"
+    SPLIT_AIV_IN_PLACE = "split-aiv-in-place"
     SPLIT_AIV_OUTSIDE = "split-aiv-outside"
     PEER_OUTSIDE = "peer-outside"
     SIGNAL_NOT_INT32 = "signal-not-int32"
@@ -800,9 +800,11 @@ _WORDS: dict[ReasonCode, str] = {
         " that task at once, so nothing orders this access after the wait; move it to a task"
         " that depends on it (docs/model.md)"
     ),
-    ReasonCode.SPLIT_AIV_OVERLAP: (
-        "pl.split_aiv at line {line}: line {later} runs after it on one AIV sub-lane while"
-        " another may still be inside it"
+    ReasonCode.SPLIT_AIV_IN_PLACE: (
+        "pl.split_aiv here: racecheck runs AIV sub-lanes as threads of a kernel call, a"
+        " pl.at region or pl.spmd block whose source it can outline, or a dispatched"
+        " kernel, not in a task it runs in place or in a per-device function's own code"
+        " (docs/model.md)"
     ),
     ReasonCode.SPLIT_AIV_OUTSIDE: (
         "line {line} ({label}) is outside every pl.split_aiv region of its kernel, whose AIV"
