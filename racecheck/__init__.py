@@ -46,6 +46,7 @@ def verify(
     argv: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
     import_root: str | None = None,
+    assumptions: Sequence[str] | None = None,
     config: bool = True,
 ) -> Report:
     """Check every program of the file at every rank count; see docs/cli.md for the result.
@@ -54,9 +55,10 @@ def verify(
     match no golden model. `jobs` worker processes check the program and P units (default:
     the machine's cores). `argv`, `env` and `import_root` are what the file is imported
     with (`{P}` in argv or an env value is the rank count: the file is then imported
-    afresh at each P). A keyword left out (None) takes the file's `[tool.racecheck]`
-    setting in the nearest pyproject.toml (docs/ci.md; `config=False` ignores it), else
-    the CLI's default.
+    afresh at each P). `assumptions` are preconditions on input tensors' elements, as
+    `--assume` takes them (`"NAME in LOW..HIGH"`, `"NAME <= HIGH"`, `"NAME >= LOW"`).
+    A keyword left out (None) takes the file's `[tool.racecheck]` setting in the nearest
+    pyproject.toml (docs/ci.md; `config=False` ignores it), else the CLI's default.
 
     The options are validated as the CLI's are (`racecheck.options.Options`): a bad
     value raises `racecheck.errors.UsageError`, in the CLI's words."""
@@ -84,6 +86,7 @@ def verify(
         argv=None if argv is None else tuple(argv),
         env=None if env is None else tuple(env.items()),
         import_root=import_root,
+        assumptions=None if assumptions is None else tuple(assumptions),
     )
     options = given_options(given)  # the caller's own mistakes first, in their words
     if config:

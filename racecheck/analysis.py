@@ -219,8 +219,9 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
     stuck = oracle.stuck()
     if stuck is None:
         return None
-    # a thread left without a unit (a core, the dispatch lock) first: it says who holds them
-    blocked = sorted(stuck.blocked, key=lambda ref: not _takes(trace.event(ref)))
+    # the program's own waits first, where it hangs; then a thread left without a unit
+    # (a core, the dispatch lock), which says who holds them; then one that cannot start
+    blocked = sorted(stuck.blocked, key=lambda ref: _blocked_rank(trace.event(ref)))
     waits = [trace.event(ref) for ref in blocked]
     values = {(cell.memory, cell.owner, cell.offset): value for cell, value in stuck.cell_values}
     holds = []
@@ -244,8 +245,12 @@ def deadlock(trace: Trace, oracle: OrderOracle) -> Hazard | None:
     )
 
 
-def _takes(event: Event) -> bool:
-    return event.wait is not None and bool(event.wait.take)
+def _blocked_rank(event: Event) -> int:
+    """Where a blocked wait is listed: 0 a wait of the program, 1 one for a unit, 2 a
+    start edge."""
+    if not event.synthetic:
+        return 0
+    return 1 if event.wait is not None and event.wait.take else 2
 
 
 _conflict = race_conflict

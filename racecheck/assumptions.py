@@ -18,6 +18,7 @@ import tokenize
 from dataclasses import dataclass
 
 from racecheck.errors import UsageError
+from racecheck.report.reasons import ReasonCode, reason
 
 _INT = r"-?\d+"
 _FORMS = (
@@ -57,12 +58,11 @@ def parse_assumption(text: str) -> Assumption:
         else:
             low, high = int(numbers[0]), _UNBOUNDED
         if low > high:
-            raise UsageError(f"--assume {text!r}: the range {low}..{high} is empty")
+            raise UsageError(
+                reason(ReasonCode.ASSUME_EMPTY_RANGE, text=repr(text), low=low, high=high)
+            )
         return Assumption(name, low, high)
-    raise UsageError(
-        f"--assume {text!r}: write `NAME in LOW..HIGH`, `NAME <= HIGH` or `NAME >= LOW`,"
-        " NAME an input tensor of the host entry"
-    )
+    raise UsageError(reason(ReasonCode.ASSUME_FLAG_SYNTAX, text=repr(text)))
 
 
 _PRAGMA = re.compile(r"^\s*#\s*racecheck:\s*assume\b(.*)$")
@@ -76,14 +76,22 @@ def gathered(
     then the file's own (`in_file`), each once; a UsageError for one on no input."""
     found: dict[Assumption, str] = {}
     for text in declared:
-        found.setdefault(parse_assumption(text), f"--assume {text}")
+        found.setdefault(parse_assumption(text), reason(ReasonCode.ASSUME_FLAG, text=text))
     for line, assumption in in_file(path):
-        found.setdefault(assumption, f"{path}:{line}: # racecheck: assume {assumption}")
+        written = reason(
+            ReasonCode.ASSUME_COMMENT, path=path, line=line, assumption=str(assumption)
+        )
+        found.setdefault(assumption, written)
     for assumption, origin in found.items():
         if assumption.tensor not in inputs:
             raise UsageError(
-                f"{origin}: {program} has no input tensor {assumption.tensor!r}"
-                f" (its host entry takes {', '.join(sorted(inputs))})"
+                reason(
+                    ReasonCode.ASSUME_NO_TENSOR,
+                    origin=origin,
+                    program=program,
+                    tensor=repr(assumption.tensor),
+                    inputs=", ".join(sorted(inputs)),
+                )
             )
     return tuple(found)
 
@@ -110,8 +118,7 @@ def _declared(text: str, path: str) -> tuple[tuple[int, Assumption], ...]:
             found.append((number, parse_assumption(written)))
         except UsageError:
             raise UsageError(
-                f"{path}:{number}: `# racecheck: assume {written}`: write `NAME in LOW..HIGH`,"
-                " `NAME <= HIGH` or `NAME >= LOW`, NAME an input tensor of the host entry"
+                reason(ReasonCode.ASSUME_COMMENT_SYNTAX, path=path, line=number, text=written)
             ) from None
     return tuple(found)
 

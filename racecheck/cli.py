@@ -105,7 +105,7 @@ class _Version(argparse.Action):
         values: object,
         option_string: str | None = None,
     ) -> None:
-        print(f"racecheck {installed_version()}")
+        print(reason(ReasonCode.CLI_VERSION, version=installed_version()))
         parser.exit()
 
 
@@ -195,189 +195,172 @@ def parse_command(
 def _build_parser() -> _Parser:
     parser = _Parser(
         prog="racecheck",
-        description="Model checker and race detector for PyPTO distributed collectives.",
+        description=reason(ReasonCode.HELP_DESCRIPTION),
     )
-    parser.add_argument("--version", action=_Version, help="print racecheck's version and exit")
+    parser.add_argument("--version", action=_Version, help=reason(ReasonCode.HELP_VERSION))
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     verify = commands.add_parser(
         "verify",
-        help="prove a collective correct or show its bug",
-        description="Flags override the file's [tool.racecheck] settings in the nearest"
-        " pyproject.toml (docs/ci.md); the defaults shown apply where neither says.",
+        help=reason(ReasonCode.HELP_VERIFY),
+        description=reason(ReasonCode.HELP_VERIFY_DESCRIPTION),
     )
     _add_program_flags(verify, files="+")
     verify.add_argument(
         "--ranks",
-        help="rank counts: 4, 2,4,8, 2..8, or all / 2.. (every P) (default: 2..8)",
+        help=reason(ReasonCode.HELP_RANKS),
     )
     verify.add_argument(
         "--fallback",
         metavar="RANKS",
-        help="with --ranks all: the range checked if no proof (default: 2..8)",
+        help=reason(ReasonCode.HELP_FALLBACK),
     )
     verify.add_argument(
         "--require-every-p",
         action="store_const",
         const=True,
-        help="with --ranks all: a fallback to the concrete range is unknown, exit 2 (default: off)",
+        help=reason(ReasonCode.HELP_REQUIRE_EVERY_P),
     )
     engines = ",".join(choice.value for choice in EngineChoice)
-    verify.add_argument(
-        "--engine", metavar=f"{{{engines}}}", help="the engine that orders events (default: auto)"
-    )
+    verify.add_argument("--engine", metavar=f"{{{engines}}}", help=reason(ReasonCode.HELP_ENGINE))
     verify.add_argument(
         "--expect",
         metavar="MODEL",
-        help="golden model, e.g. allreduce-sum (default: report the matching model)",
+        help=reason(ReasonCode.HELP_EXPECT),
     )
     verify.add_argument(
         "--require-model",
         action="store_const",
         const=True,
-        help="a proved P whose outputs match no golden model is unknown, exit 2 (default: off)",
+        help=reason(ReasonCode.HELP_REQUIRE_MODEL),
     )
     verify.add_argument(
         "--timeout",
         metavar="S",
-        help="seconds per program and P (default: none: the work budgets end every run)",
+        help=reason(ReasonCode.HELP_TIMEOUT),
     )
     verify.add_argument(
         "--assume",
         action="append",
         default=[],
         metavar="EXPR",
-        help="a precondition on an input tensor's elements: 'NAME in LOW..HIGH', 'NAME <= HIGH'"
-        " or 'NAME >= LOW' (repeatable); inputs outside it are not checked (default: none)",
+        help=reason(ReasonCode.HELP_ASSUME),
     )
     verify.add_argument(
         "--jobs",
         metavar="N",
-        help="worker processes for each file's (program, P) units (default: the machine's cores)",
+        help=reason(ReasonCode.HELP_JOBS),
     )
     verify.add_argument(
         "--format",
         choices=[f.value for f in OutputFormat],
         default="text",
-        help="(default: text)",
+        help=reason(ReasonCode.HELP_DEFAULT, default="text"),
     )
-    verify.add_argument(
-        "--html", metavar="FILE", help="also write a self-contained HTML report (default: none)"
-    )
+    verify.add_argument("--html", metavar="FILE", help=reason(ReasonCode.HELP_HTML))
     verify.add_argument(
         "--no-color",
         action="store_true",
-        help="never colour the text report (default: colour on a terminal)",
+        help=reason(ReasonCode.HELP_NO_COLOR),
     )
     verify.add_argument(
         "--reset-windows",
         action="store_const",
         const=True,
-        help="with --repeat N: zero the windows between calls, as PyPTO does by default"
-        " (default: off)",
+        help=reason(ReasonCode.HELP_RESET_WINDOWS),
     )
     verify.add_argument(
         "--rounds",
         metavar="MODE",
-        help="with --repeat N: 'free', each rank starts its next call as soon as it ends the"
-        " last; 'joined', the host waits for every rank between calls, as serving does;"
-        " the windows persist either way (default: free)",
+        help=reason(ReasonCode.HELP_ROUNDS),
     )
     verify.add_argument(
         "--per-call",
         metavar="NAME=EXPR",
         action="append",
-        help="host scalar NAME gets EXPR at each call, {call} being the call number from 1"
-        " (--per-call epoch={call}); repeatable (default: none)",
+        help=reason(ReasonCode.HELP_PER_CALL),
     )
     verify.add_argument(
         "--skip-no-program",
         action="store_true",
-        help="a FILE that defines no program (an __init__.py, a helper module) is skipped"
-        " rather than an error, as the pre-commit hook does (default: off)",
+        help=reason(ReasonCode.HELP_SKIP_NO_PROGRAM),
     )
     verify.add_argument(
         "--no-config",
         action="store_true",
-        help="ignore [tool.racecheck] in pyproject.toml (default: read it)",
+        help=reason(ReasonCode.HELP_NO_CONFIG),
     )
     orders = ",".join(order.value for order in RuntimeOrder)
     verify.add_argument(
         "--runtime-order",
         metavar=f"{{{orders}}}",
-        help="which dependencies PyPTO tracks between a rank's tasks: today's, or those "
-        "before #1683 (remote_store/put/get/notify targets not counted as written)"
-        " (default: current)",
+        help=reason(ReasonCode.HELP_RUNTIME_ORDER),
     )
-    trace = commands.add_parser("trace", help="print each rank's co-simulated events")
+    trace = commands.add_parser("trace", help=reason(ReasonCode.HELP_TRACE))
     _add_program_flags(trace, files=None)
-    trace.add_argument("--ranks", required=True, metavar="P", help="one rank count (required)")
-    export = commands.add_parser("export", help="write the traced protocol as a Promela model")
+    trace.add_argument(
+        "--ranks", required=True, metavar="P", help=reason(ReasonCode.HELP_ONE_RANK_COUNT)
+    )
+    export = commands.add_parser("export", help=reason(ReasonCode.HELP_EXPORT))
     _add_program_flags(export, files=None)
-    export.add_argument("--ranks", required=True, metavar="P", help="one rank count (required)")
     export.add_argument(
-        "--format", choices=["promela"], default="promela", help="(default: promela)"
+        "--ranks", required=True, metavar="P", help=reason(ReasonCode.HELP_ONE_RANK_COUNT)
+    )
+    export.add_argument(
+        "--format",
+        choices=["promela"],
+        default="promela",
+        help=reason(ReasonCode.HELP_DEFAULT, default="promela"),
     )
     return parser
 
 
 def _add_program_flags(parser: argparse.ArgumentParser, *, files: str | None) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", nargs=files, help="the Python file that holds the collective"
-    )
+    parser.add_argument("file", metavar="FILE", nargs=files, help=reason(ReasonCode.HELP_FILE))
     parser.add_argument(
         "--program",
         action="append",
         metavar="NAME",
-        help="check only this program, repeatable (default: every program of the file)",
+        help=reason(ReasonCode.HELP_PROGRAM),
     )
     parser.add_argument(
         "--arg",
         action="append",
         metavar="NAME=VALUE",
-        help="set a factory or entry parameter; VALUE is a Python literal, else an expression"
-        " over the file's names (e.g. 'shape=make_shape(2, 64)'), else a string;"
-        " repeatable (default: the parameters' own defaults)",
+        help=reason(ReasonCode.HELP_ARG),
     )
     parser.add_argument(
         "--rank-param",
         metavar="NAME",
-        help="the factory parameter that receives P (default: found from its name)",
+        help=reason(ReasonCode.HELP_RANK_PARAM),
     )
     parser.add_argument(
         "--repeat",
         metavar="N",
-        help="N back-to-back calls on the same windows, never zeroed in between: persistent "
-        "windows without PyPTO's reset between requests (add --reset-windows for its default)"
-        " (default: 1)",
+        help=reason(ReasonCode.HELP_REPEAT),
     )
-    parser.add_argument("--seed", metavar="N", help="the random input values (default: 0)")
+    parser.add_argument("--seed", metavar="N", help=reason(ReasonCode.HELP_SEED))
     parser.add_argument(
         "--cores",
         metavar="N",
-        help="the cores of each rank: a running task, block or lane holds one, a spinning"
-        f" wait keeps it (default: {DEFAULT_CORES}, the A2/A3 simulator's AIV cores)",
+        help=reason(ReasonCode.HELP_CORES, cores=DEFAULT_CORES),
     )
     parser.add_argument(
         "--argv",
         metavar="ARGS",
-        help="the file's own command line while it is imported (sys.argv[1:], split as a"
-        " shell does); {P} is the rank count, and the file is imported afresh at each P"
-        " (default: none)",
+        help=reason(ReasonCode.HELP_ARGV),
     )
     parser.add_argument(
         "--env",
         action="append",
         metavar="NAME=VALUE",
-        help="an environment variable while the file is imported; {P} is the rank count"
-        " (repeatable; default: none)",
+        help=reason(ReasonCode.HELP_ENV),
     )
     parser.add_argument(
         "--import-root",
         metavar="DIR",
-        help="the directory the file's absolute imports resolve against (default: the"
-        " nearest parent holding pyproject.toml or .git)",
+        help=reason(ReasonCode.HELP_IMPORT_ROOT),
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks (default: off)")
+    parser.add_argument("--debug", action="store_true", help=reason(ReasonCode.HELP_DEBUG))
 
 
 def _verify_command(namespace: argparse.Namespace, out: TextIO) -> VerifyCommand:
@@ -507,7 +490,7 @@ def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
             report = check(path, options_for(path, command), progress=progress)
         except UserError as error:  # this file failed; the others are still checked
             if isinstance(error, NoProgram) and command.skip_no_program:
-                err.write(f"racecheck: skipped {path}: {error.message}\n")
+                err.write(reason(ReasonCode.CLI_SKIPPED, path=path, why=error.message) + "\n")
                 skipped += 1
                 continue
             if command.debug:
@@ -530,7 +513,7 @@ def run_verify(command: VerifyCommand, out: TextIO, err: TextIO) -> int:
 
 def _terminal_progress(err: TextIO) -> ProgressSink:
     def show(program: str, ranks: int) -> None:
-        err.write(f"\r\033[Kracecheck: checking {program} at P={ranks}...")
+        err.write("\r\033[K" + reason(ReasonCode.CLI_PROGRESS, program=program, ranks=ranks))
         err.flush()
 
     return show
@@ -572,7 +555,13 @@ def run_trace(command: TraceCommand, out: TextIO) -> int:
         try:
             instance = spec.instantiate(command.ranks)
         except ProgramRejected as rejected:
-            _write(out, f"{spec.name}  P={command.ranks}  skipped  {rejected.message}\n")
+            skipped = reason(
+                ReasonCode.TRACE_SKIPPED,
+                program=spec.name,
+                ranks=command.ranks,
+                why=rejected.message,
+            )
+            _write(out, skipped + "\n")
             continue
         execution = unchecked_run(instance, command.options)
         _write(out, ("\n" if traced else "") + render_trace(execution.trace, program=spec.name))

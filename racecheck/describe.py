@@ -13,16 +13,17 @@ from racecheck.events import (
     Trace,
     unit_names,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 
 def describe_cell(cell: SignalCell, trace: Trace) -> str:
     memory = trace.memory(cell.memory)
     if memory.kind is MemoryKind.TASKS:  # a start edge's cell: not the program's memory
-        return f"the end of {describe_task(trace, cell.index[0])}"
+        return reason(ReasonCode.CELL_TASK_END, task=describe_task(trace, cell.index[0]))
     if memory.kind is MemoryKind.UNITS:  # a unit's cell (`lower_start_edges`)
         return describe_unit(cell, trace)
     if memory.kind is MemoryKind.ROUNDS:  # --rounds joined (`racecheck.cosim.rounds`)
-        return f"the host's join after call {cell.index[0] + 1} (every rank ends it)"
+        return reason(ReasonCode.CELL_HOST_JOIN, call=cell.index[0] + 1)
     index = ", ".join(str(i) for i in cell.index)
     return f"{memory.name}[{cell.owner}][{index}]"
 
@@ -31,8 +32,9 @@ def describe_task(trace: Trace, task: int) -> str:
     """`task read_step on rank 1`, `block 3 of dispatch_push on rank 0`."""
     for thread in trace.threads:
         if thread.task == task:
-            return f"{thread.name or 'task ' + thread.task_name} on rank {thread.rank}"
-    return f"task {task}"
+            name = thread.name or reason(ReasonCode.THREAD_TASK, task=thread.task_name)
+            return reason(ReasonCode.THREAD_ON_RANK, thread=name, rank=thread.rank)
+    return reason(ReasonCode.THREAD_TASK, task=task)
 
 
 def task_as_thread(trace: Trace, task: int) -> str:
@@ -41,7 +43,8 @@ def task_as_thread(trace: Trace, task: int) -> str:
     threads = [thread for thread in trace.threads if thread.task == task]
     if len(threads) == 1:
         return threads[0].describe()
-    return f"rank {threads[0].rank}, task {threads[0].task_name}"
+    task_name = reason(ReasonCode.THREAD_TASK, task=threads[0].task_name)
+    return reason(ReasonCode.THREAD_OF_RANK, rank=threads[0].rank, thread=task_name)
 
 
 def describe_unit(cell: SignalCell, trace: Trace) -> str:
@@ -50,14 +53,15 @@ def describe_unit(cell: SignalCell, trace: Trace) -> str:
     names = unit_names(trace.capacities)
     number = cell.index[0]
     if number >= len(names):
-        return f"the start of dispatch {number - len(names)} on rank {cell.owner}"
+        dispatch = number - len(names)
+        return reason(ReasonCode.UNIT_DISPATCH_START, dispatch=dispatch, rank=cell.owner)
     if names[number] == DISPATCH:
-        return f"the dispatch lock of rank {cell.owner}"
+        return reason(ReasonCode.UNIT_DISPATCH_LOCK, rank=cell.owner)
     units = next(
         (c.units for c in trace.capacities if (c.rank, c.resource) == (cell.owner, names[number])),
         0,
     )
-    return f"a free {names[number]} of rank {cell.owner} (it has {units})"
+    return reason(ReasonCode.UNIT_FREE, unit=names[number], rank=cell.owner, units=units)
 
 
 def describe_holders(trace: Trace, schedule: Schedule, cell: SignalCell) -> str:
@@ -78,14 +82,21 @@ def describe_holders(trace: Trace, schedule: Schedule, cell: SignalCell) -> str:
                 taker = next(t for t in owing if trace.threads[t].dispatch == dispatch)
                 owing[taker] -= 1
     names = [trace.threads[thread].describe() for thread, out in owing.items() if out > 0]
-    counted = [
-        name if names.count(name) == 1 else f"{name} ({names.count(name)} threads)"
+    counted: list[str] = [
+        name
+        if names.count(name) == 1
+        else reason(ReasonCode.HOLDERS_SHARING, thread=name, count=names.count(name))
         for name in dict.fromkeys(names)
     ]
     if len(counted) > _LISTED_HOLDERS:
         rest = sum(names.count(name) for name in list(dict.fromkeys(names))[_LISTED_HOLDERS:])
-        counted = [*counted[:_LISTED_HOLDERS], f"{rest} more thread{'s' if rest > 1 else ''}"]
-    return f", held by {' and '.join(counted)}" if counted else ""
+        more = (
+            reason(ReasonCode.HOLDERS_MORE, count=rest)
+            if rest > 1
+            else reason(ReasonCode.HOLDERS_ONE_MORE)
+        )
+        counted = [*counted[:_LISTED_HOLDERS], more]
+    return reason(ReasonCode.HELD_BY, holders=" and ".join(counted)) if counted else ""
 
 
 _LISTED_HOLDERS = 3  # a unit's holders named, then counted (64 blocks would fill a screen)

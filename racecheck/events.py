@@ -22,6 +22,7 @@ from racecheck.cells import INT32_MAX as INT32_MAX  # re-exported: cells' rules 
 from racecheck.cells import INT32_MIN as INT32_MIN
 from racecheck.cells import wait_passes
 from racecheck.cells import wrap_int32 as wrap_int32
+from racecheck.report.reasons import ReasonCode, reason
 
 HOST_OWNER = -1
 """Owner rank of host tensors: one shared instance, not one per rank."""
@@ -453,7 +454,9 @@ class Thread:
 
     def describe(self) -> str:
         """`rank 1, task read_step`; a rank that is one thread is just `rank 1`."""
-        return f"rank {self.rank}" if not self.name else f"rank {self.rank}, {self.name}"
+        if not self.name:
+            return reason(ReasonCode.RANK_ALONE, rank=self.rank)
+        return reason(ReasonCode.THREAD_OF_RANK, rank=self.rank, thread=self.name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

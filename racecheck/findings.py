@@ -5,8 +5,10 @@ nothing here is worded: findings and witness steps are typed facts, and every se
 a user reads is written by `racecheck.report.phrases`.
 Every finding has a stable kebab-case code (`FindingCode`): the `[race-raw]` of the
 text report, the SARIF rule id and the JSON `code`; its kind (`FindingKind`) is the
-JSON `kind` of docs/model.md. `FINDING_CODES` is the one record per code: its title,
-severity and SARIF rule text, the only names findings have outside `report.phrases`.
+JSON `kind` of docs/model.md. `FINDING_CODES` is the one record per code: its
+severity, and its title, SARIF rule text and highlighted step as reasons worded in
+`report/reasons.py` (`FINDING_*`, `RULE_*`, `STEP_*`), the only names findings have
+outside `report.phrases`.
 Codes never change meaning. The exit status is derived from verdicts and errors by
 `exit_code_of` only.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from racecheck.events import NotifyOp, Region, SourceLocation, WaitCmp
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class Verdict(Enum):
@@ -85,18 +88,18 @@ class CodeRecord:
     title: str  # the heading of its findings (text, HTML, SARIF message)
     rule: str  # SARIF's rule description
     severity: Severity  # what the analysis reports it as (the judge may raise it)
-    step_note: str = "the finding is about this step"  # HTML: the highlighted step
+    step_note: str = reason(ReasonCode.STEP_OF_FINDING)  # HTML: the highlighted step
 
 
-def _race(code: FindingCode, detail: RaceDetail, rule: str) -> CodeRecord:
+def _race(code: FindingCode, detail: RaceDetail, rule: ReasonCode) -> CodeRecord:
     return CodeRecord(
         code=code,
         kind=FindingKind.RACE,
         detail=detail.value,
-        title="data race",
-        rule=rule,
+        title=reason(ReasonCode.FINDING_DATA_RACE),
+        rule=reason(rule),
         severity=Severity.ERROR,
-        step_note="racing access",
+        step_note=reason(ReasonCode.STEP_RACING),
     )
 
 
@@ -106,55 +109,55 @@ FINDING_CODES: dict[FindingCode, CodeRecord] = {
         _race(
             FindingCode.RACE_RAW,
             RaceDetail.READ_AFTER_WRITE,
-            "data race: a read can miss the write it was meant to see",
+            ReasonCode.RULE_RACE_RAW,
         ),
         _race(
             FindingCode.RACE_WAR,
             RaceDetail.WRITE_AFTER_READ,
-            "data race: a write can clobber data before it is read",
+            ReasonCode.RULE_RACE_WAR,
         ),
         _race(
             FindingCode.RACE_WAW,
             RaceDetail.WRITE_AFTER_WRITE,
-            "data race: two writes in either order",
+            ReasonCode.RULE_RACE_WAW,
         ),
         _race(
             FindingCode.SET_ADD_MIX,
             RaceDetail.SET_ADD_MIX,
-            "signal cell both Set and atomically added",
+            ReasonCode.RULE_SET_ADD_MIX,
         ),
         CodeRecord(
             code=FindingCode.DEADLOCK,
             kind=FindingKind.DEADLOCK,
             detail="",
-            title="deadlock",
-            rule="deadlock",
+            title=reason(ReasonCode.FINDING_DEADLOCK),
+            rule=reason(ReasonCode.FINDING_DEADLOCK),
             severity=Severity.ERROR,
-            step_note="blocked forever",
+            step_note=reason(ReasonCode.STEP_BLOCKED),
         ),
         CodeRecord(
             code=FindingCode.OUT_OF_BOUNDS,
             kind=FindingKind.OUT_OF_BOUNDS,
             detail="",
-            title="out-of-bounds access",
-            rule="out-of-bounds access",
+            title=reason(ReasonCode.FINDING_OUT_OF_BOUNDS),
+            rule=reason(ReasonCode.FINDING_OUT_OF_BOUNDS),
             severity=Severity.ERROR,
         ),
         CodeRecord(
             code=FindingCode.STALE_READ,
             kind=FindingKind.STALE_READ,
             detail="",
-            title="stale read",
-            rule="stale read of never-written window bytes",
+            title=reason(ReasonCode.FINDING_STALE_READ),
+            rule=reason(ReasonCode.RULE_STALE_READ),
             severity=Severity.WARNING,
-            step_note="reads memory nothing wrote",
+            step_note=reason(ReasonCode.STEP_UNWRITTEN),
         ),
         CodeRecord(
             code=FindingCode.WRONG_RESULT,
             kind=FindingKind.WRONG_RESULT,
             detail="",
-            title="wrong result",
-            rule="wrong result",
+            title=reason(ReasonCode.FINDING_WRONG_RESULT),
+            rule=reason(ReasonCode.FINDING_WRONG_RESULT),
             severity=Severity.ERROR,
         ),
     )

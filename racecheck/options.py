@@ -156,7 +156,7 @@ class Options:
             raise UsageError(reason(ReasonCode.USAGE_ARGV_TYPES, argv=repr(self.argv)))
         for name, value in self.env:
             if not (isinstance(name, str) and name and "=" not in name and isinstance(value, str)):
-                raise UsageError(reason(ReasonCode.USAGE_ENV, text=repr(name)))
+                raise UsageError(reason(ReasonCode.USAGE_ENV, text=repr(f"{name}={value}")))
         if self.import_root is not None and not os.path.isdir(self.import_root):
             raise UsageError(reason(ReasonCode.USAGE_IMPORT_ROOT, root=repr(self.import_root)))
         if self.rank_param is not None and self.rank_param in dict(self.args):

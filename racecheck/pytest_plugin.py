@@ -29,7 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--racecheck",
         action="store_true",
-        help="also check the collectives [tool.racecheck] in pyproject.toml names",
+        help=reason(ReasonCode.HELP_PYTEST_RACECHECK),
     )
 
 
@@ -41,9 +41,7 @@ def pytest_collection_modifyitems(
         return
     found = find_config(Path(config.rootpath))
     if found is None:
-        raise pytest.UsageError(
-            f"--racecheck: no [tool.racecheck] in the pyproject.toml at or above {config.rootpath}"
-        )
+        raise pytest.UsageError(reason(ReasonCode.PYTEST_NO_CONFIG, root=str(config.rootpath)))
     collector = ConfigFile.from_parent(session, path=found.source, config_data=found)
     items.extend(collector.collect())
 

@@ -44,17 +44,19 @@ class HostIO:
     stores: tuple[SourceLocation | None, ...] = ()  # per rank: its last store into the output
 
 
-def host_io(execution: Execution) -> HostIO | None:
+def host_io(execution: Execution, output: str | None = None) -> HostIO | None:
     """The collective's data input and its output, if it has both.
 
-    The output is the first output-carrying host tensor (Out or InOut). The data input
-    is the input-carrying tensor (In or InOut) that best fits it: first one with the
-    output's dtype and per-rank row shape, else the first with its dtype, else the first
-    input. So an INT32 length or count passed before the data is not taken for the data.
+    The output is the output-carrying host tensor (Out or InOut) named `output`, by
+    default the first. The data input is the input-carrying tensor (In or InOut) that
+    best fits it: first one with the output's dtype and per-rank row shape, else the
+    first with its dtype, else the first input. So an INT32 length or count passed
+    before the data is not taken for the data.
     """
     inputs = [t for t in execution.tensors if t.role in (TensorRole.INPUT, TensorRole.INOUT)]
     sink = next(
-        (t for t in execution.tensors if t.role in (TensorRole.OUTPUT, TensorRole.INOUT)), None
+        (t for t in _outputs(execution) if output is None or t.name == output),
+        None,
     )
     if not inputs or sink is None:
         return None
@@ -67,6 +69,23 @@ def host_io(execution: Execution) -> HostIO | None:
         in_place=source is sink,
         stores=_last_stores(execution, sink.memory),
     )
+
+
+def _outputs(execution: Execution) -> list[HostTensorRecord]:
+    return [t for t in execution.tensors if t.role in (TensorRole.OUTPUT, TensorRole.INOUT)]
+
+
+def changed_output(replay: Execution, run: Execution) -> str | None:
+    """The first output tensor whose final values differ between a witness's `replay` and
+    the path's `run`: the one the race makes wrong, whichever the program declares
+    first (a shift that then decays its input in place: the shifted output differs, not
+    the decayed input). None when none differs."""
+    finals = {tensor.name: tensor.final for tensor in _outputs(run)}
+    for tensor in _outputs(replay):
+        before = finals.get(tensor.name)
+        if before is not None and not np.array_equal(before, tensor.final, equal_nan=True):
+            return tensor.name
+    return None
 
 
 def _last_stores(execution: Execution, memory: int) -> tuple[SourceLocation | None, ...]:
@@ -131,23 +150,32 @@ class Golden:
 
     simulator: Simulator
     execution: Execution  # the path's run
-    _found: list[str | None] = field(default_factory=list)
+    _found: dict[str | None, str | None] = field(default_factory=dict)
+    _interleaved: list[Execution] = field(default_factory=list)
 
-    def model(self) -> str | None:
-        if not self._found:
-            self._found.append(self.simulator.options.expect or self._identified())
-        return self._found[0]
+    def model(self, output: str | None = None) -> str | None:
+        """The model of output tensor `output` (None: the first); `--expect` names the
+        first's."""
+        if output not in self._found:
+            expected = self.simulator.options.expect if output is None else None
+            self._found[output] = expected or self._identified(output)
+        return self._found[output]
 
-    def _identified(self) -> str | None:
+    def _identified(self, output: str | None) -> str | None:
         repeat = self.simulator.options.repeat
-        io = host_io(self.execution)
+        io = host_io(self.execution, output)
         model = identify(io, repeat=repeat) if io is not None else None
         if model is None:
-            stage = reason(ReasonCode.STAGE_INTERLEAVED)
-            interleaved = host_io(self.simulator.run(RoundRobinPolicy(), stage=stage))
+            interleaved = host_io(self._interleaved_run(), output)
             if interleaved is not None:
                 model = identify(interleaved, repeat=repeat)
         return model
+
+    def _interleaved_run(self) -> Execution:
+        if not self._interleaved:
+            stage = reason(ReasonCode.STAGE_INTERLEAVED)
+            self._interleaved.append(self.simulator.run(RoundRobinPolicy(), stage=stage))
+        return self._interleaved[0]
 
 
 def replay_witness(simulator: Simulator, hazard: Hazard, schedule: Schedule) -> Execution | None:

@@ -201,6 +201,23 @@ def test_the_architecture_page_names_only_code_that_exists() -> None:
     assert not _resolves("stages.no_such_stage")
 
 
+def test_the_architecture_table_lists_the_stages_the_layering_test_enforces() -> None:
+    """Each row of the stage table names the modules of that stage in tests/test_layers.py,
+    in its order: the page and the import rule cannot drift apart."""
+    from test_layers import STAGES
+
+    rows = re.findall(
+        r"^\| (\d+) \| [^|]+ \| ([^|]+) \|", (DOCS / "architecture.md").read_text(), re.M
+    )
+    assert [int(number) for number, _ in rows] == list(range(len(STAGES)))
+    for (number, modules), stage in zip(rows, STAGES, strict=True):
+        named = {
+            "racecheck" if name == "racecheck" else "racecheck." + name.strip("/").replace("/", ".")
+            for name in re.findall(r"`([\w/]+)`", modules)
+        }
+        assert named == set(stage), f"row {number}"
+
+
 GLOSSARY_TERMS = (
     "rank",
     "thread",

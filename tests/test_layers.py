@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-PACKAGE = Path(__file__).resolve().parent.parent / "racecheck"
+from module_trees import PACKAGE, tree
 
 STAGES: tuple[tuple[str, ...], ...] = (
     (
@@ -113,7 +112,7 @@ def _names(node: ast.Import | ast.ImportFrom, path: Path) -> Iterator[str]:
 
 def _imports(path: Path) -> Iterator[str]:
     """Every module `path` imports, anywhere in its body."""
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree(path)):
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield from _names(node, path)
 

@@ -3,18 +3,22 @@ rest of racecheck reads instead of keeping copies."""
 
 from __future__ import annotations
 
+import ast
 import collections
+import dataclasses
 import importlib
 import inspect
 import io
 import json
 import pickle
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
 import jsonschema
 import pytest
+from module_trees import PACKAGE, tree
 from tracebuild import TraceBuilder
 
 import racecheck
@@ -22,7 +26,7 @@ from racecheck.allp.shadow import Surface
 from racecheck.allp.tracer import Tracer
 from racecheck.cells import INT32_MAX, INT32_MIN, after_write, wrap_int32
 from racecheck.cli import main
-from racecheck.config import load_config
+from racecheck.config import Settings, load_config
 from racecheck.conflicts import RELATIONS, modes_conflict, race_conflict
 from racecheck.cosim import Simulator
 from racecheck.dsl.modules import MODULES, TYPE_NAMES
@@ -303,6 +307,94 @@ def test_every_reason_code_is_worded() -> None:
         assert str(Reason(code, collections.defaultdict(lambda: 1)))
 
 
+_WORD = re.compile(r"[A-Za-z][a-z'-]*[a-z]")
+
+
+def _is_prose(text: str) -> bool:
+    """Three words or more: a sentence a user reads, not a name, format or pattern."""
+    return sum(bool(_WORD.fullmatch(t.strip(".,;:()[]`'\"!?"))) for t in text.split()) >= 3
+
+
+def _prose(path: Path) -> list[str]:
+    """The prose string literals of a module: an f-string counts once, and docstrings,
+    bare strings and `assert` messages (words for the code's reader) not at all."""
+    skipped: set[int] = set()
+    texts = []
+    for node in ast.walk(tree(path)):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            skipped.add(id(node.value))
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            skipped.update(map(id, ast.walk(node.msg)))
+        elif isinstance(node, ast.JoinedStr):
+            skipped.update(map(id, ast.walk(node)))
+            parts = (v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            texts.append("".join(str(part) for part in parts))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            texts.append(node.value)
+    return [text for text in texts if _is_prose(text)]
+
+
+NOT_PROSE = {
+    "export/spin.py": 6,  # SPIN's own output, matched
+    "engines/solving.py": 1,  # z3's reason for `unknown`, matched
+    "dsl/host_regions.py": 1,  # Python source it generates
+    "conflicts.py": 5,  # each relation's question, for the code's reader (RELATIONS)
+    "workers.py": 1,  # a caller's mistake in racecheck's own code
+}
+PROSE_LEFT = {  # not yet worded in report/reasons.py: may only shrink
+    "allp/reasons.py": 14,
+    "allp/driver.py": 8,
+    "allp/paths.py": 3,
+    "allp/shadow.py": 2,
+    "allp/solver.py": 2,
+    "allp/expr.py": 1,
+    "symbolic_inputs.py": 13,
+    "dsl/local_ops.py": 7,
+    "dsl/lanes.py": 6,
+    "file_goldens.py": 4,
+    "file_harness.py": 4,
+    "load.py": 4,
+    "cosim/threads.py": 3,
+    "cosim/rank.py": 2,
+    "cosim/scheduler.py": 2,
+    "cosim/simulate.py": 2,
+    "cosim/tasks.py": 2,
+    "cosim/host.py": 1,
+    "cosim/policies.py": 1,
+    "cosim/simulator.py": 1,
+}
+
+
+def test_prose_lives_in_the_report_layer() -> None:
+    """Reasons, notes, errors and help are worded in report/ (report/reasons.py): a module
+    outside it holds no new sentence. About 83 % of the prose is there now (from 54 %)."""
+    found = {
+        str(path.relative_to(PACKAGE)): len(_prose(path))
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).parts[0] != "report"
+    }
+    allowed = {**NOT_PROSE, **PROSE_LEFT}
+    assert set(allowed) <= set(found), set(allowed) - set(found)
+    grown = {name: count for name, count in found.items() if count > allowed.get(name, 0)}
+    assert not grown, f"prose outside report/ (word it in report/reasons.py): {grown}"
+    inside = sum(len(_prose(path)) for path in (PACKAGE / "report").rglob("*.py"))
+    assert sum(found.values()) < inside / 4
+
+
+def test_the_prose_measure_tells_sentences_from_names_and_patterns(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        '"""A docstring of many words."""\n'
+        'def f(x):\n    assert x, "an assert message of words"\n'
+        '    a = f"the value {x} is too large"\n'
+        '    b = "cell_{} = cell_{} + {}"\n'
+        '    return "pl.move to {}", "rank {}, task {}", a, b\n'
+    )
+    assert _prose(module) == ["the value {} is too large"]
+
+
 @pytest.mark.parametrize(
     ("keyword", "value", "commands"),
     [
@@ -334,6 +426,43 @@ def test_a_bad_option_value_has_one_wording_in_the_cli_the_api_and_the_configura
     with pytest.raises(UsageError) as table:
         load_config(source)
     assert table.value.message == f"[tool.racecheck]: {message}"
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value", "flags"),
+    [
+        ("engine", "bogus", ["--engine", "bogus"]),
+        ("ranks", "4..2", ["--ranks", "4..2"]),
+        ("runtime_order", "bogus", ["--runtime-order", "bogus"]),
+        ("rounds", "bogus", ["--rounds", "bogus"]),
+        ("rank_param", "1x", ["--rank-param", "1x"]),
+        ("expect", "nosuch-model", ["--expect", "nosuch-model"]),
+        ("import_root", "/no/such/dir", ["--import-root", "/no/such/dir"]),
+        ("per_call", {"1x": "{call}"}, ["--per-call", "1x={call}"]),
+        ("env", {"": "v"}, ["--env", "=v"]),
+        ("assumptions", ["x in 3..1"], ["--assume", "x in 3..1"]),
+        ("assumptions", ["junk"], ["--assume", "junk"]),
+        ("assumptions", ["nosuch in 0..1"], ["--assume", "nosuch in 0..1"]),  # in the check
+    ],
+)
+def test_every_other_option_is_refused_in_the_words_of_the_cli_and_the_api(
+    keyword: str, value: object, flags: list[str]
+) -> None:
+    path = str(EXAMPLES / "01_shift_builtin_barrier.py")
+    given = {"ranks": "2", keyword: value}  # one P: an error met in the check comes fast
+    with pytest.raises(UsageError) as api:
+        racecheck.verify(path, config=False, **given)  # type: ignore[arg-type]
+    err = io.StringIO()
+    argv = ["verify", path, "--no-config", "--ranks", "2", *flags]
+    assert main(argv, stdout=io.StringIO(), stderr=err) == 2
+    assert err.getvalue() == f"racecheck: error: {api.value.message}\n"
+
+
+def test_the_api_takes_an_option_by_its_configuration_key() -> None:
+    """`racecheck.verify`'s keywords are the `[tool.racecheck]` keys (docs/ci.md): every
+    option the configuration states, the API takes under the same name."""
+    keywords = set(inspect.signature(racecheck.verify).parameters) - {"path", "config"}
+    assert keywords == {item.name for item in dataclasses.fields(Settings)} - {"path"}
 
 
 ROUTING = EXAMPLES / "266_moe_dispatch_combine_routing.py"  # its routing follows the inputs

@@ -461,7 +461,7 @@ def test_a_halving_region_in_an_outlined_spmd_block_is_read_from_its_line(tmp_pa
         "        rows = pl.load(product, [half * HALF, 0], [HALF, SIZE])\n"
     )
     assert block in source
-    halved = tmp_path / "halved.py"  # in a block, not a kernel: its sub-lanes run in turn
+    halved = tmp_path / "halved.py"  # in a block, not a kernel: its sub-lanes are threads too
     halved.write_text(
         source.replace(
             block,
@@ -470,9 +470,14 @@ def test_a_halving_region_in_an_outlined_spmd_block_is_read_from_its_line(tmp_pa
             "        rows = pl.aiv_shard(pl.load(product, [0, 0], [SIZE, SIZE]))\n",
         )
     )
+    execution = simulate(discover(load_file(str(halved)), programs=(), args={})[0].instantiate(1))
+    pushed = _pushed_bytes(execution)
+    assert pushed == {
+        "block 0 of push": ((0, 512),),
+        "block 0 of push (AIV sub-lane 1)": ((512, 1024),),
+    }
     (result,) = racecheck.verify(str(halved), ranks=[2]).results
-    assert result.verdict is Verdict.UNKNOWN
-    assert "its sub-lanes notify, wait or write a cell" in result.message
+    assert result.verdict is Verdict.PROVED  # was unknown while they ran one after another
 
 
 def _pushed_bytes(execution: Execution) -> dict[str, tuple[tuple[int, int], ...]]:
@@ -785,3 +790,16 @@ def test_a_hang_in_the_reordered_order_that_nothing_can_release_is_a_deadlock() 
         (deadlock,) = result.findings
         assert (deadlock.kind, deadlock.locations[0].line) == (FindingKind.DEADLOCK, wait)
         assert set(deadlock.threads) == {"task receive_step"}
+
+
+def test_split_aiv_in_a_per_device_function_s_own_code_is_refused(tmp_path: Path) -> None:
+    """Example 224 with its split_aiv region out of the `pl.at` region: a per-device
+    function's own code is no kernel whose sub-lanes racecheck can run again."""
+    source = (EXAMPLES / "224_region_split_aiv_halves.py").read_text()
+    region = '    with pl.at(level=pl.Level.CORE_GROUP, name_hint="push"):\n'
+    assert region in source
+    glue = tmp_path / "glue.py"
+    glue.write_text(source.replace(region, "    if True:\n"))
+    (result,) = racecheck.verify(str(glue), ranks=[2]).results
+    assert result.verdict is Verdict.UNKNOWN and not result.findings
+    assert has_code(result.message, ReasonCode.SPLIT_AIV_IN_PLACE)

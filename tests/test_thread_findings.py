@@ -21,8 +21,8 @@ DECAY = EXAMPLES / "204_shift_then_decay_bug_war.py"
 PUSH, DECAYED = "rank 0, task push_step", "rank 0, task decay_step"
 
 
-def _line(marker: str) -> int:
-    lines = DECAY.read_text().splitlines()
+def _line(marker: str, path: Path = DECAY) -> int:
+    lines = path.read_text().splitlines()
     return next(n for n, text in enumerate(lines, start=1) if text.endswith(f"# @{marker}"))
 
 
@@ -68,8 +68,10 @@ def test_sarif_has_one_thread_flow_per_thread(report: Report) -> None:
 
 def test_a_core_held_by_many_blocks_names_three_and_counts_the_rest(tmp_path: Path) -> None:
     """Example 348 with 6 blocks on 5 cores: five blocks of dispatch_push hold rank 0's
-    cores while block 2 waits for one; the summary names three holders and counts the
-    rest (at 64 blocks it named all 16 holders of each core, 2,800 characters)."""
+    cores, spinning at @block_wait, while block 2 waits for one. The summary names the
+    program's own waits first (at 64 blocks the core waits filled it, and @block_wait
+    was among "124 more threads"), then the block left without a core, with three
+    holders named and the rest counted (at 64 blocks it named all 16, 2,800 characters)."""
     source = (EXAMPLES / "348_ep_spmd_dispatch_handshake_bug_wait_in_blocks.py").read_text()
     path = tmp_path / "blocks.py"
     path.write_text(source.replace("LANES = 64", "LANES = 6"))
@@ -77,7 +79,13 @@ def test_a_core_held_by_many_blocks_names_three_and_counts_the_rest(tmp_path: Pa
         racecheck.verify(str(path), ranks=(2,), cores=5, engine="smt", jobs=1).results[0].findings
     )
     held = " and ".join(f"rank 0, block {n} of dispatch_push" for n in (4, 0, 3))
-    assert describe_finding(finding).split("; ")[0] == (
+    listed = describe_finding(finding).split("; ")
+    assert listed[0] == (
+        "rank 0, block 0 of dispatch_push waits forever on wait rank 0's arrived_buf[0, 0]"
+        " >= 6 (it holds 5)"
+    )
+    assert finding.blocked[0].step.location.line == _line("block_wait", path)
+    assert listed[3] == (
         "rank 0, block 2 of dispatch_push waits forever on a free core of rank 0 (it has 5),"
         f" held by {held} and 2 more threads"
     )
@@ -99,3 +107,22 @@ def test_html_draws_one_lane_per_thread_under_its_rank() -> None:
         assert xs[0] < int(middle) < xs[-1]  # the rank's label sits over its own lanes
         assert len({label for _, label in own}) == 9
     assert [label for _, label in lanes[1:3]] == ["l…:95 #1", "l…:96 #1"]
+
+
+def test_a_race_between_threads_of_one_rank_prints_the_wrong_numbers_it_produces(
+    report: Report,
+) -> None:
+    """The output shown under a witness is the one the race makes wrong: in 204 the
+    decay halves ``x``, the first output the program declares, in every order, and the
+    race shows in ``y``, which receives half of every value; in 200 (a read-after-write
+    between tasks of two ranks) ``y`` receives zeros."""
+    split_wait = racecheck.verify(
+        str(EXAMPLES / "200_split_wait_bug_unordered_read.py"), ranks=(2,), jobs=1
+    )
+    for checked, scale in ((report, 0.5), (split_wait, 0.0)):
+        (finding,) = checked.results[0].findings
+        diff = finding.diff
+        assert diff is not None and diff.tensor == "y" and diff.model == "shift+1"
+        assert diff.got == tuple(scale * value for value in diff.golden) != diff.golden
+        text = render(checked, OutputFormat.TEXT, color=False)
+        assert f"  output under this witness: rank {diff.rank}, y[0, 0:4] = [" in text

@@ -14,13 +14,7 @@ import numpy as np
 from racecheck.assumptions import narrowed
 from racecheck.cells import after_write
 from racecheck.cosim.execution import CellUses, FlowRecorder, Pin
-from racecheck.cosim.tasks import (
-    Concurrent,
-    TaskLog,
-    concurrent_inexact,
-    cube_lane_spec,
-    sub_lane_spec,
-)
+from racecheck.cosim.tasks import TaskLog, cube_lane_spec, sub_lane_spec
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.lanes import AicLane, LaneDone, SubLane, in_vector_region
 from racecheck.dsl.local_ops import local_owner
@@ -33,7 +27,6 @@ from racecheck.dsl.tensors import TensorView, cell_start, region_problem, region
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import (
     AccessMode,
-    CellIndex,
     Event,
     EventKind,
     EventRef,
@@ -95,15 +88,16 @@ class RankContext:
         self.tasks = TaskLog()
         self.running: list[int] = []  # the tasks it runs now, innermost last
         self.mixed = False
-        self.kernel = False  # a kernel-call task's body runs now (not a lane of it)
+        # the body of a task that can run again as its AIV sub-lanes runs now (a kernel
+        # call, an outlined region or block, a dispatched kernel; not a lane of it)
+        self.kernel = False
         self.split = (0, 0)  # its `pl.split_aiv` regions' AIV sub-lanes, and how many it entered
         self.unsplit: list[Event] = []  # its events outside them so far
-        self.outside_split: list[Event] = []  # those of its kernels with AIV sub-lanes
+        self.outside_split: list[Event] = []  # those of its tasks with AIV sub-lanes
+        self.glue_split: SourceLocation | None = None  # a region the dispatch's glue entered
         self.deferred_at: SourceLocation | None = None  # a defer_wait ended this task's accesses
-        self.sublanes_at: SourceLocation | None = None  # unjoined parts may still run
         self.inexact: list[str] = []  # why this trace cannot prove (`Execution.inexact`)
         self.unfollowed_at: list[str] = []  # where it left the model (`Execution.unfollowed`)
-        self.concurrent: list[Concurrent] = []  # judged once every rank's waits are known
         self.notes: list[str] = []
 
     # -- tasks (racecheck.dsl.scopes, racecheck.cosim.tasks)
@@ -124,26 +118,66 @@ class RankContext:
             return self._thread_task(spec, body, rerun, held)
         index = self.tasks.open(self.events)
         self.tasks.reserve()
-        result = self._run_task(index, spec, lambda: self._kernel_body(body))
+        result = self._run_task(index, spec, lambda: self._task_body(body))
         if self.mixed:
             self._run_task(index + 1, cube_lane_spec(spec, index), lambda: rerun(AicLane))
+        self._sub_lanes_in_order(spec, index, rerun)
+        return result, index
+
+    def run_task(
+        self,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        rerun: Callable[[Callable[[Any], Any]], Any],
+    ) -> int:
+        """In a run in program order, an outlined `pl.at` region or `pl.spmd` block
+        (`racecheck.dsl.host_regions`) run in place as a task, then its AIV sub-lanes
+        after the first, each `rerun` as a task of its own; its index."""
+        index = self.tasks.open(self.events)
+        first = len(self.events)
+        self.tasks.regions.append((index, spec, first))  # no cube lane in a region
+        self.running.append(index)
+        self._new_task_state()
+        try:
+            self._task_body(body)
+        finally:
+            self.tasks.regions.pop()
+            self.running.pop()
+            self._new_task_state()
+            self.tasks.record(index, spec, first, self.events)
+        self._sub_lanes_in_order(spec, index, rerun)
+        return index
+
+    def _sub_lanes_in_order(
+        self, spec: TaskSpec, index: int, rerun: Callable[[Callable[[Any], Any]], Any]
+    ) -> None:
+        """In a run in program order: task `index`'s AIV sub-lanes after the first, each
+        run again as `SubLane` as a task of its own, whose index comes next."""
         lanes, regions = self.split
         for aiv_id in range(1, lanes):
             self.tasks.reserve()
             lane = sub_lane_spec(spec, index, aiv_id, regions)
             run = self._sub_lane(rerun, aiv_id, regions, spec.location)
             self._run_task(self.tasks.next_index - 1, lane, run)
-        return result, index
 
-    def _kernel_body(self, body: Callable[[], Any]) -> Any:
-        self.mixed, self.kernel, self.split, self.unsplit = False, True, (0, 0), []
+    def _task_body(self, body: Callable[[], Any]) -> Any:
+        """The body of a task whose AIV sub-lanes are lanes of their own: it runs as
+        sub-lane 0, counting the sub-lanes and regions it enters (`sub_lanes`)."""
+        self.mixed = False
+        self._open_lanes()
         try:
             return body()
         finally:
-            self.kernel = False
-            if self.split[0] > 1:  # sub-lane 0 ran these; whether the others do is open
-                self.outside_split.extend(self.unsplit)
-            self.unsplit = []
+            self._close_lanes()
+
+    def _open_lanes(self) -> None:
+        self.kernel, self.split, self.unsplit = True, (0, 0), []
+
+    def _close_lanes(self) -> None:
+        self.kernel = False
+        if self.split[0] > 1:  # sub-lane 0 ran these; whether the others do is open
+            self.outside_split.extend(self.unsplit)
+        self.unsplit = []
 
     def _sub_lane(
         self,
@@ -164,13 +198,17 @@ class RankContext:
 
         return run
 
-    def sub_lanes(self, count: int) -> Sequence[int] | None:
-        """The AIV sub-lanes of a `pl.split_aiv(count)` region this context runs: in a
-        kernel-call task, sub-lane 0, the others being lanes of their own (`SubLane`);
-        None elsewhere (a `pl.at` region, a `pl.spmd` block, a dispatched kernel),
-        where they run one after another (`close_concurrent`)."""
+    def sub_lanes(self, count: int) -> Sequence[int]:
+        """The AIV sub-lanes of a `pl.split_aiv(count)` region this context runs:
+        sub-lane 0, the others being lanes of their own (`SubLane`), in a task that can
+        run again as them (`kernel`). Refused in a task that runs in place (a region or
+        block whose source racecheck cannot outline) and in a per-device function's
+        own code."""
+        where = user_location()
         if not self.kernel:
-            return None
+            raise unsupported(reason(ReasonCode.SPLIT_AIV_IN_PLACE), where)
+        if not self.running:
+            self.glue_split = self.glue_split or where  # a dispatched kernel's, or refused
         lanes, regions = self.split
         self.split = (max(lanes, count), regions + 1)
         return (0,)
@@ -219,15 +257,22 @@ class RankContext:
         self.running.append(index)
         return index
 
-    def spawn_task(self, spec: TaskSpec, body: Callable[[], Any]) -> int | None:
+    def spawn_task(
+        self,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        rerun: Callable[[Callable[[Any], Any]], Any],
+    ) -> int | None:
         """In a run with tasks as threads, a `pl.at` region or `pl.spmd` block whose
         body is outlined (`racecheck.dsl.host_regions`): a thread of its own running
-        `body`, its index returned, while its caller goes on. None in another run: the
-        caller runs the body in place, between `begin_task` and `end_task`."""
+        `body`, and one per AIV sub-lane after the first (`rerun`), its index returned,
+        while its caller goes on. None in another run: the caller runs it with
+        `run_task`."""
         plan = self.run.plan
         if plan is None or self.task_depth != 0:
             return None
         index = self._new_thread_index()
+        split = self._spawn_sub_lanes(index, index + 1, rerun, spec.location)
         child = self.child(plan.key(self.rank, index))
 
         def run() -> None:
@@ -235,7 +280,7 @@ class RankContext:
             child.running.append(index)
             child.tasks.regions.append((index, spec, 0))  # no cube lane in a region
             try:
-                body()
+                child._planned_body(body, split, spec.location)
             finally:
                 child.running.pop()
                 child._new_task_state()
@@ -243,6 +288,35 @@ class RankContext:
 
         self.run.spawn(child, run)
         return index
+
+    def _spawn_sub_lanes(
+        self,
+        index: int,
+        first: int,
+        rerun: Callable[[Callable[[Any], Any]], Any],
+        where: SourceLocation,
+    ) -> tuple[int, int]:
+        """In a run with tasks as threads: task `index`'s AIV sub-lanes after the first
+        (`ThreadPlan.sub_lanes`), each a thread of its own from the start, their indexes
+        `first` on (reserved); the sub-lanes and regions the task must enter."""
+        plan = self.run.plan
+        assert plan is not None
+        split = plan.sub_lanes.get((self.rank, index), (1, 0))
+        for aiv_id in range(1, split[0]):
+            self.tasks.reserve()
+            lane = self._sub_lane(rerun, aiv_id, split[1], where)
+            self._spawn_lane(first + aiv_id - 1, where, lane)
+        return split
+
+    def _planned_body(
+        self, body: Callable[[], Any], split: tuple[int, int], where: SourceLocation
+    ) -> Any:
+        """A task's body (`_task_body`), which must enter the AIV sub-lanes and regions
+        its run in program order did (`split`), its other sub-lanes running already."""
+        result = self._task_body(body)
+        if _split_lanes(self.split) != _split_lanes(split):
+            self._unplanned(where)
+        return result
 
     def end_task(self) -> None:
         if self.run.plan is not None:
@@ -272,6 +346,37 @@ class RankContext:
         self.tasks.repeat = self.repeat
         self.tasks.glue_from = len(self.events)
 
+    def dispatch(
+        self, body: Callable[[], Any], rerun: Callable[[Callable[[Any], Any]], Any]
+    ) -> None:
+        """Run a dispatch's function: a thread of its own in a run with tasks as threads
+        that makes a dispatched kernel one (`dispatch_thread`); else in place, where a
+        dispatched kernel that enters `pl.split_aiv` regions is a task (its glue) whose
+        AIV sub-lanes after the first are tasks of their own, each `rerun`."""
+        if self.dispatch_thread(body, rerun):
+            return
+        if self.run.plan is not None:  # no dispatched kernel: its tasks are threads
+            body()
+            return
+        self._open_lanes()
+        self.glue_split = None
+        try:
+            body()
+        finally:
+            split = self.split
+            self._close_lanes()
+        if self.glue_split is None:
+            return
+        dispatch = [
+            record for record in self.tasks.records if record.dispatch == self.tasks.dispatch
+        ]
+        if dispatch or split[0] <= 1:  # it ran tasks: the region was in a per-device function
+            raise unsupported(reason(ReasonCode.SPLIT_AIV_IN_PLACE), self.glue_split)
+        self.tasks.close_glue(self.events, always=True)
+        glue = self.tasks.records[-1]
+        self.split = split
+        self._sub_lanes_in_order(glue.spec, glue.index, rerun)
+
     def finish_dispatch(self) -> None:
         self._new_task_state()
         if self.run.plan is not None:
@@ -292,40 +397,6 @@ class RankContext:
 
     def _new_task_state(self) -> None:
         self.deferred_at = None
-        self.sublanes_at = None
-
-    def close_concurrent(
-        self,
-        construct: str,
-        parts: str,
-        spans: Sequence[Sequence[tuple[int, int]]],
-        where: SourceLocation,
-        *,
-        joined: bool,
-    ) -> None:
-        """The concurrent `parts` of `construct` at `where` (`pl.split_aiv` sub-lanes,
-        `pl.spmd` blocks) ran one after another, as the events [first, end) of each
-        range of each; unless `joined`, each part goes on with what follows once its
-        own run ends."""
-        self.concurrent.append(
-            Concurrent(
-                what=f"{construct} at line {where.line}",
-                parts=parts,
-                spans=spans,
-                events=self.events,
-            )
-        )
-        if not joined and any(end > first for ranges in spans for first, end in ranges):
-            self.sublanes_at = where
-
-    def concurrent_inexact(self, waited: CellIndex) -> list[str]:
-        """Why running this rank's concurrent parts one after another may hide an
-        execution (`concurrent_inexact`); `waited`: the cells any rank waits on."""
-        found = (
-            (part.what, concurrent_inexact(part.events, part.spans, part.parts, waited))
-            for part in self.concurrent
-        )
-        return [f"{what}: {reason}" for what, reason in found if reason is not None]
 
     # -- tasks as threads (racecheck.cosim.threads): a run with a ThreadPlan
 
@@ -346,17 +417,13 @@ class RankContext:
         index = self._new_thread_index()
         plan = self.run.plan
         assert plan is not None
-        split = plan.sub_lanes.get((self.rank, index), (1, 0))
-        for _ in range(split[0]):  # the indexes of its cube lane and its other sub-lanes
-            self.tasks.reserve()
+        self.tasks.reserve()  # its cube lane's index
         result = held()
         child = self.child(plan.key(self.rank, index))
         laned = plan.starts(self.rank, index + 1) is not None
         if laned:  # its cube lane, a thread of its own from the start
             self._spawn_lane(index + 1, spec.location, lambda: rerun(AicLane))
-        for aiv_id in range(1, split[0]):  # so are its other AIV sub-lanes
-            lane = self._sub_lane(rerun, aiv_id, split[1], spec.location)
-            self._spawn_lane(index + 1 + aiv_id, spec.location, lane)
+        split = self._spawn_sub_lanes(index, index + 2, rerun, spec.location)  # so are these
         cube_lane = None if laned else lambda: rerun(AicLane)
 
         def run() -> None:
@@ -373,20 +440,24 @@ class RankContext:
         self.run.spawn(child, run)
         return result, index
 
-    def dispatch_thread(self, body: Callable[[], Any]) -> bool:
-        """Run a dispatched kernel as a thread of its own (`ThreadPlan.kernels`), its
-        rank going on to its next dispatch; False (nothing run) for any other dispatch."""
+    def dispatch_thread(
+        self, body: Callable[[], Any], rerun: Callable[[Callable[[Any], Any]], Any]
+    ) -> bool:
+        """Run a dispatched kernel as a thread of its own (`ThreadPlan.kernels`), and
+        each of its AIV sub-lanes after the first (`rerun`), its rank going on to its
+        next dispatch; False (nothing run) for any other dispatch."""
         plan = self.run.plan
         index = self.tasks.next_index
         if plan is None or (self.rank, index) not in plan.kernels:
             return False
         self.tasks.open([])
-        child = self.child(plan.key(self.rank, index))
         where = self.tasks.site
+        split = self._spawn_sub_lanes(index, index + 1, rerun, where)
+        child = self.child(plan.key(self.rank, index))
 
         def run() -> None:
             child._starts(index, where)
-            body()
+            child._planned_body(body, split, where)
             child._end(index, where)
 
         self.run.spawn(child, run)
@@ -441,12 +512,10 @@ class RankContext:
         self.running.append(index)
         self._new_task_state()
         try:
-            result = self._kernel_body(body)
+            result = self._planned_body(body, split, spec.location)
         finally:
             self.running.pop()
             self._new_task_state()
-        if _split_lanes(self.split) != _split_lanes(split):
-            self._unplanned(spec.location)
         if self.mixed and cube_lane is not None:
             self._enter(index + 1, spec.location)
             self.running.append(index + 1)
@@ -473,6 +542,7 @@ class RankContext:
         other.running = []
         other.mixed = other.kernel = False
         other.split, other.unsplit = (0, 0), []  # (its outside_split is the rank's)
+        other.glue_split = None
         other.glue = None
         other.inside = []
         other._new_task_state()
@@ -727,15 +797,6 @@ class RankContext:
                 file=where.file,
                 line=where.line,
             )
-        if self.sublanes_at is not None:
-            self._inexact(
-                reason(
-                    ReasonCode.SPLIT_AIV_OVERLAP,
-                    line=self.sublanes_at.line,
-                    later=user_location().line,
-                )
-            )
-            self.sublanes_at = None
         if self.run.plan is not None and self.key == self.rank and self.glue is None:
             self._open_glue()
         event = Event(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from racecheck.clock import Overtime, passed
 from racecheck.cosim.host import Dispatch
@@ -16,6 +17,7 @@ from racecheck.cosim.rank import Abort, Crash, RankContext
 from racecheck.cosim.rounds import CallRounds
 from racecheck.cosim.threads import ThreadPlan
 from racecheck.dsl.context import activated
+from racecheck.dsl.context import current as current_context
 from racecheck.dsl.declared import as_declared
 from racecheck.dsl.groups import members
 from racecheck.dsl.memory import MemoryState
@@ -275,8 +277,13 @@ class BatonScheduler:
         name = getattr(dispatch.function, "__name__", "dispatch")
         tags = tags_of(dispatch.function, args, kwargs)
         state.start_dispatch(number, dispatch.site, name, domains, tags)
-        if not state.dispatch_thread(lambda: dispatch.function(*args, **kwargs)):
-            dispatch.function(*args, **kwargs)
+
+        def rerun(lane: Callable[[Any], Any]) -> None:
+            """The dispatch again, as the lane `lane` makes of the context."""
+            with activated(lane(current_context())):
+                dispatch.function(*args, **kwargs)
+
+        state.dispatch(lambda: dispatch.function(*args, **kwargs), rerun)
         state.finish_dispatch()
 
     def _fail(self, error: BaseException) -> None:

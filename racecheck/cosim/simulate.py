@@ -35,7 +35,6 @@ from racecheck.errors import ProgramRejected, TracingError, UserError
 from racecheck.events import (
     HOST_OWNER,
     AccessMode,
-    CellIndex,
     Event,
     Memory,
     MemoryKind,
@@ -282,9 +281,7 @@ def _simulate(
         notes=tuple(
             dict.fromkeys([*host.notes, *(note for state in run.states for note in state.notes)])
         ),
-        inexact=tuple(
-            dict.fromkeys([*_rank_reasons(run.states, waited), *_host_flow(in_order, tasks)])
-        ),
+        inexact=tuple(dict.fromkeys([*_rank_reasons(run.states), *_host_flow(in_order, tasks)])),
         unfollowed=tuple(
             dict.fromkeys(
                 [
@@ -328,12 +325,9 @@ def _ends(run: BatonScheduler, count: int) -> tuple[RankEnd, ...]:
     )
 
 
-def _rank_reasons(states: Sequence[RankContext], waited: CellIndex) -> list[str]:
-    """Why a rank's run may hide executions: its own reasons, and its concurrent parts
-    judged against `waited`, the cells every rank waits on."""
-    return [
-        reason for state in states for reason in (*state.inexact, *state.concurrent_inexact(waited))
-    ]
+def _rank_reasons(states: Sequence[RankContext]) -> list[str]:
+    """Why a rank's run may hide executions."""
+    return [reason for state in states for reason in state.inexact]
 
 
 def _unsplit(states: Sequence[RankContext], trace: Trace) -> tuple[str, ...]:

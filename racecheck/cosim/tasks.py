@@ -10,8 +10,11 @@ their declared directions), never WAR; since PyPTO #1683 a window that a task's
 mixed kernel's id orders after both its lanes); no
 inferred edges inside `pl.manual_scope()`; a task submitted after orchestration code
 starts after it ran. A kernel task that mixes cube ops with communication is followed
-by its cube lane (`racecheck.dsl.lanes`), a task nothing orders with it; the blocks of
-one `pl.spmd` are tasks nothing orders with each other. `ordered_pairs` gives those
+by its cube lane (`racecheck.dsl.lanes`), a task nothing orders with it, and a task
+that enters `pl.split_aiv` regions (a kernel call, a `pl.at` region, a `pl.spmd`
+block, a dispatched kernel) by its AIV sub-lanes after the first, tasks of the same
+kind (`sub_lane_spec`); the blocks of one `pl.spmd` are tasks nothing orders with each
+other. `ordered_pairs` gives those
 edges, from which `racecheck.cosim.threads` makes each task a thread.
 A rank's dispatches never overlap, and run in any order that keeps those of one
 communication domain in program order and the tag edges, which a later dispatch gets
@@ -25,7 +28,7 @@ as it runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from racecheck.conflicts import modes_conflict
@@ -36,11 +39,8 @@ from racecheck.events import (
     AccessMode,
     CellIndex,
     Event,
-    EventKind,
     Memory,
     MemoryKind,
-    Region,
-    cell_effect,
 )
 from racecheck.options import RuntimeOrder
 from racecheck.report.reasons import Reason, ReasonCode, reason
@@ -68,14 +68,6 @@ def waited_cells(events: Sequence[Sequence[Event]]) -> CellIndex:
         dict.fromkeys(
             event.wait.cell.key for rank in events for event in rank if event.wait is not None
         )
-    )
-
-
-def signals(event: Event, waited: CellIndex) -> bool:
-    """Whether `event` can release a wait: a notify, or a write of a cell some rank waits
-    on (`cell_effect`), such as a `remote_store` into a signal window."""
-    return event.kind is EventKind.NOTIFY or any(
-        cell_effect(event, key) is not None for key in waited.touching(event.access)
     )
 
 
@@ -260,94 +252,6 @@ def _group_of(task: TaskRecord) -> tuple[bool, int]:
     return (True, group) if group is not None else (False, _kernel_of(task))
 
 
-Accesses = dict[tuple[int, int], list[tuple[AccessMode | None, Region]]]
-"""Accesses by memory instance: (memory, owner) -> (mode, region) of each."""
-
-
-def _accesses(events: Iterable[Event]) -> Accesses:
-    by_instance: Accesses = {}
-    for event in events:
-        if event.access is not None:
-            key = (event.access.memory, event.access.owner)
-            by_instance.setdefault(key, []).append((event.mode, event.access))
-    return by_instance
-
-
-def _conflict(first: Sequence[Event], second: Sequence[Event]) -> bool:
-    return _conflicts_with(_accesses(first), second)
-
-
-def _conflicts_with(by_instance: Accesses, second: Sequence[Event]) -> bool:
-    for event in second:
-        region = event.access
-        if region is None:
-            continue
-        for mode, other in by_instance.get((region.memory, region.owner), ()):
-            if modes_conflict(event.mode, mode) and region.overlaps(other):
-                return True
-    return False
-
-
-def _matters(
-    first: Sequence[Event],
-    second: Sequence[Event],
-    others: Callable[[], Sequence[Accesses]],
-    waited: CellIndex,
-) -> bool:
-    """Whether running `second` after `first` could decide something the runtime leaves
-    open. A wait of `first` can order `second` after other ranks' events, which matters
-    only when `second` synchronises or touches bytes another rank accesses in a
-    conflicting way (`others`): else no race, wait or value of `second` involves them."""
-    if not first or not second:
-        return False
-    if any(signals(event, waited) for event in second):
-        return True
-    waits = any(event.kind is EventKind.WAIT for event in first)
-    if waits and (
-        any(event.is_sync for event in second)
-        or any(_conflicts_with(accesses, second) for accesses in others())
-    ):
-        return True
-    return _conflict(first, second)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Concurrent:
-    """Concurrent parts a rank ran one after another (`concurrent_inexact`)."""
-
-    what: str  # the construct and its line
-    parts: str  # what its parts are called: "blocks", "sub-lanes"
-    spans: Sequence[Sequence[tuple[int, int]]]  # each part's event ranges [first, end)
-    events: Sequence[Event] = ()  # the sequence they are ranges of (the thread's)
-
-
-def concurrent_inexact(
-    events: Sequence[Event],
-    spans: Sequence[Sequence[tuple[int, int]]],
-    parts: str,
-    waited: CellIndex,
-) -> str | None:
-    """Why running concurrent `parts` (the sub-lanes of a `pl.split_aiv` region, the
-    blocks of a `pl.spmd`) one after another, as the events [first, end) of each range,
-    may hide executions in which they overlap: a part after the first does something,
-    and one of them waits or signals (`signals`: `waited` are the cells any rank waits
-    on), or two touch the same bytes with a conflicting access. None when every overlap
-    is equivalent."""
-    runs = [[event for first, end in ranges for event in events[first:end]] for ranges in spans]
-    if not any(runs[1:]):
-        return None
-    if any(event.is_sync or signals(event, waited) for run in runs for event in run):
-        return (
-            f"its {parts} notify, wait or write a cell some rank waits on, and racecheck runs"
-            " them one after another"
-        )
-    for j, second in enumerate(runs):
-        for i, first in enumerate(runs[:j]):
-            if _conflict(first, second):
-                return f"its {parts} {i} and {j} access the same bytes, and one writes"
-    return None
-
-
 def unsplit_inexact(outside: Iterable[Event], events: Sequence[Sequence[Event]]) -> Reason | None:
     """Why a run with AIV sub-lanes as threads may compute what the device does not:
     of the events a kernel's sub-lane 0 ran outside its `pl.split_aiv` regions
@@ -400,24 +304,6 @@ def _dispatch_edge(earlier: TaskRecord, later: TaskRecord) -> bool:
     )
 
 
-def _others_of(
-    events: Sequence[Sequence[Event]],
-) -> Callable[[int], Callable[[], Sequence[Accesses]]]:
-    """For each rank, the other ranks' access tables, one per rank. They are built once,
-    on first use: a rank of one task, or tasks that never wait, never ask for them."""
-    tables: list[Accesses] = []
-
-    def others_of(rank: int) -> Callable[[], Sequence[Accesses]]:
-        def others() -> Sequence[Accesses]:
-            if not tables:
-                tables.extend(_accesses(rank_events) for rank_events in events)
-            return [table for other, table in enumerate(tables) if other != rank]
-
-        return others
-
-    return others_of
-
-
 class TaskLog:
     """The tasks one rank ran, in the order it ran them, and the dispatch running now."""
 
@@ -438,10 +324,11 @@ class TaskLog:
         self.close_glue(events)
         return self._new_index()
 
-    def close_glue(self, events: list[Event]) -> None:
-        """The events run since the last task, outside any, as one glue task."""
-        if len(events) > self.glue_from:
-            where = events[self.glue_from].location
+    def close_glue(self, events: list[Event], *, always: bool = False) -> None:
+        """The events run since the last task, outside any, as one glue task; `always`:
+        even when there are none (a dispatched kernel whose AIV sub-lanes are tasks)."""
+        if len(events) > self.glue_from or always:
+            where = events[self.glue_from].location if len(events) > self.glue_from else self.site
             spec = TaskSpec(name=self.dispatch_name, location=where, tags=self.dispatch_tags)
             self.record(self._new_index(), spec, self.glue_from, events, glue=True)
 
@@ -477,7 +364,8 @@ def cube_lane_spec(spec: TaskSpec, index: int) -> TaskSpec:
 
 
 def sub_lane_spec(spec: TaskSpec, index: int, aiv_id: int, regions: int) -> TaskSpec:
-    """AIV sub-lane `aiv_id` of kernel task `index`, which entered `regions` regions;
-    sub-lane 0 is the task itself."""
+    """AIV sub-lane `aiv_id` of task `index` (a kernel call, a `pl.at` region, a
+    `pl.spmd` block, a dispatched kernel), which entered `regions` regions; sub-lane 0
+    is the task itself."""
     name = f"{spec.name} (AIV sub-lane {aiv_id})"
     return replace(spec, name=name, lane_of=index, sub_lane=(aiv_id, regions))

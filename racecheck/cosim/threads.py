@@ -67,8 +67,8 @@ class ThreadPlan:
     dispatches: dict[tuple[int, int], int] = field(default_factory=dict)
     # dispatched kernels: a dispatch whose events are one task outside any other
     kernels: frozenset[tuple[int, int]] = frozenset()
-    # kernel tasks with AIV sub-lanes: how many, sub-lane 0 (the task itself) included,
-    # and the `pl.split_aiv` regions it enters
+    # tasks with AIV sub-lanes (kernel calls, regions, blocks, dispatched kernels): how
+    # many, sub-lane 0 (the task itself) included, and the `pl.split_aiv` regions it enters
     sub_lanes: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     slots: int = 0
     bodies: tuple[tuple[Event, ...], ...] = ()
@@ -243,8 +243,12 @@ def _named(task: TaskRecord, records: Sequence[TaskRecord]) -> str:
 
 
 def _whole_dispatch(record: TaskRecord, records: Sequence[TaskRecord]) -> bool:
-    """Whether the record is all its dispatch ran: a dispatched kernel."""
-    return all(other is record or other.dispatch != record.dispatch for other in records)
+    """Whether the record is all its dispatch ran but its AIV sub-lanes: a dispatched
+    kernel."""
+    return all(
+        other is record or other.dispatch != record.dispatch or other.spec.lane_of == record.index
+        for other in records
+    )
 
 
 def _locked(records: Sequence[TaskRecord], before: list[list[bool]]) -> list[TaskRecord]:

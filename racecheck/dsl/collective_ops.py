@@ -20,6 +20,7 @@ from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import NotifyOp, WaitCmp
+from racecheck.report.reasons import ReasonCode, reason
 
 Index = TypeVar("Index")  # a rank or an offset: int here, a symbolic integer in the tracer
 Dim_contra = TypeVar("Dim_contra", contravariant=True)  # an extent: int, or an expression
@@ -122,8 +123,14 @@ class RankOps(RankContextProxy):
         values, _ = self.load(source, local_owner(source, self.rank), offsets, extent, label)
         if values.size != math.prod(target_region[1]):
             raise UnsupportedConstruct(
-                f"{label}: {list(extent)} elements of {source!r} do not fit "
-                f"{list(target_region[1])} of {target!r}"
+                reason(
+                    ReasonCode.DSL_COPY_SIZES,
+                    label=label,
+                    extent=str(list(extent)),
+                    source=repr(source),
+                    target_extent=str(list(target_region[1])),
+                    target=repr(target),
+                )
             )
         self.store(target, owner, target_region[0], values.reshape(target_region[1]), label)
 

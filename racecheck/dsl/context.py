@@ -25,6 +25,7 @@ from racecheck.dsl.location import user_location
 from racecheck.dsl.symbolic import Decision, Forms
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import Event, EventRef, NotifyOp, WaitCmp
+from racecheck.report.reasons import ReasonCode, reason
 
 if TYPE_CHECKING:
     from racecheck.dsl.scalars import Tainted
@@ -233,7 +234,7 @@ def rank_context(construct: str) -> RankContext:
     if context is None or not is_rank_context(context):
         where = user_location()
         raise UnsupportedConstruct(
-            f"{construct} is only modelled inside a per-rank kernel, not here",
+            reason(ReasonCode.DSL_RANK_ONLY, construct=construct),
             file=where.file,
             line=where.line,
         )
@@ -245,7 +246,7 @@ def host_context(construct: str) -> HostContext:
     if context is None or is_rank_context(context):
         where = user_location()
         raise UnsupportedConstruct(
-            f"{construct} is only modelled in the host entry's body",
+            reason(ReasonCode.DSL_HOST_ONLY, construct=construct),
             file=where.file,
             line=where.line,
         )

@@ -21,6 +21,7 @@ from racecheck.dsl.context import dim_bindings
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import TensorKind, TensorType, resolve_dim
 from racecheck.errors import UnsupportedConstruct
+from racecheck.report.reasons import ReasonCode, reason
 
 
 def signature_of(function: Callable[..., Any]) -> inspect.Signature:
@@ -88,11 +89,18 @@ def _other_size(
     code = getattr(inspect.unwrap(function), "__code__", None)
     declared = [resolve_dim(dim, dim_bindings() or {}) for dim in annotation.dims]
     return UnsupportedConstruct(
-        f"{function.__name__}() declares {name} with shape {declared}, {annotation.dtype.name}"
-        f" ({math.prod(declared)} elements) but is passed {value.name} with shape"
-        f" {list(value.shape)}, {value.dtype.name} ({math.prod(value.shape)} elements):"
-        " racecheck does not model a window argument"
-        " of another size than its parameter; pass a pld.window view of the declared shape",
+        reason(
+            ReasonCode.DSL_WINDOW_ARGUMENT_SIZE,
+            function=function.__name__,
+            name=name,
+            declared=str(declared),
+            dtype=annotation.dtype.name,
+            count=math.prod(declared),
+            argument=value.name,
+            shape=str(list(value.shape)),
+            argument_dtype=value.dtype.name,
+            argument_count=math.prod(value.shape),
+        ),
         file=None if code is None else code.co_filename,
         line=_parameter_line(function, name),
     )

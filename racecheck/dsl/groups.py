@@ -27,6 +27,7 @@ from racecheck.dsl.symbolic import Forms
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, NotifyOp
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class WorldSize(DeviceInt):
@@ -83,10 +84,7 @@ def refuse_ungrouped(index: object) -> None:
         return
     where = user_location()
     raise UnsupportedConstruct(
-        "device=r over a pl.range whose stop is neither pld.world_size() nor a constant,"
-        " or a constant stop with a start that is not a constant or a step other than 1:"
-        " PyPTO reads no device group from it; loop up to pld.world_size(), or over"
-        " range(start, stop) with constants",
+        reason(ReasonCode.GROUP_RANGE),
         file=where.file,
         line=where.line,
     )
@@ -153,7 +151,11 @@ def world_peer(context: RankContext, view: TensorView, peer: int) -> int:
         return peer  # the access itself bounds-checks it
     group = members(view, context.ranks)
     if not 0 <= peer < len(group):
-        context.fail_bounds(f"peer {peer} is outside the group of {view!r}, devices {list(group)}")
+        context.fail_bounds(
+            reason(
+                ReasonCode.GROUP_PEER_OUTSIDE, peer=peer, view=repr(view), devices=str(list(group))
+            )
+        )
     return group[peer]
 
 
@@ -165,7 +167,12 @@ def in_group(context: RankContext, view: TensorView) -> RankContext:
     if context.rank not in group:
         where = user_location()
         raise UnsupportedConstruct(
-            f"rank {context.rank} uses {view!r}, whose group is devices {list(group)}",
+            reason(
+                ReasonCode.GROUP_RANK_OUTSIDE,
+                rank=context.rank,
+                view=repr(view),
+                devices=str(list(group)),
+            ),
             file=where.file,
             line=where.line,
         )
@@ -193,7 +200,12 @@ class GroupContext(RankContextProxy):
             return owner
         if not 0 <= owner < self.ranks:
             self.inner.fail_bounds(
-                f"peer {owner} is outside the group of {view!r}, devices {list(self.group)}"
+                reason(
+                    ReasonCode.GROUP_PEER_OUTSIDE,
+                    peer=owner,
+                    view=repr(view),
+                    devices=str(list(self.group)),
+                )
             )
         return self.group[owner]
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from racecheck.dsl.location import unsupported
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import SplitMode
+from racecheck.report.reasons import ReasonCode, reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +32,7 @@ def cross_core_slot(*, slot_num: int) -> Optimization:
 
 def split(mode: object, *, slot_num: int | None = None) -> Optimization:
     if mode is not SplitMode.NONE:
-        raise unsupported(
-            f"pl.split({mode}) splits the region across vector sub-lanes, which racecheck"
-            " does not model (docs/model.md §4); pl.split(pl.SplitMode.NONE) is accepted"
-        )
+        raise unsupported(reason(ReasonCode.DSL_SPLIT, mode=str(mode)))
     return Optimization("pl.split(NONE)")
 
 

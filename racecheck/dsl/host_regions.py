@@ -24,10 +24,12 @@ the names it uses and runs it once per block, each block a task of its own
 (`racecheck.dsl.scopes.Spmd`); the names it assigns that are used after it take the
 last block's values.
 
-In a rank's code, in a run with tasks as threads (`racecheck.cosim.threads`), a
-`with pl.at(...)` region, each block of a `with pl.spmd(...)` and each block of a loop
-`for b in pl.spmd(n)` is outlined this way too and runs as a thread of its own
-(`_Outline`), its caller skipping the body; elsewhere they run in place.
+In a rank's code, a `with pl.at(...)` region, each block of a `with pl.spmd(...)` and
+each block of a loop `for b in pl.spmd(n)` is outlined this way too (`_Outline`), its
+caller skipping the body: in a run with tasks as threads (`racecheck.cosim.threads`)
+it runs as a thread of its own, elsewhere in place. Outlined, it can run again, as each
+of its AIV sub-lanes (`racecheck.dsl.lanes`). A region or block racecheck cannot
+outline runs as written.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from types import FrameType
 from typing import Any
 
 from racecheck.dsl import scopes
-from racecheck.dsl.context import current, host_context, is_rank_context
+from racecheck.dsl.context import activated, current, host_context, is_rank_context
 from racecheck.dsl.device_source import compiled_function
 from racecheck.dsl.location import innermost_user_frame, parsed_file, unsupported, user_location
 from racecheck.dsl.program import DslFunction, FunctionRole, run_sub_worker
@@ -63,9 +65,9 @@ def at(level: object = None, role: object = None, **options: Any) -> Iterator[ob
     context = current()
     if context is None or is_rank_context(context):
         tasks = scopes.task_context()
-        spawned = _spawned_region(tasks, options) if tasks is not None else None
-        if spawned is not None:
-            outer, statement, index = spawned
+        outlined = _outlined_region(tasks, options) if tasks is not None else None
+        if outlined is not None:
+            outer, statement, index = outlined
             with _body_skipped(outer, statement):
                 yield scopes.TaskId(index=index)
             return
@@ -129,13 +131,9 @@ class InlineSpmd(scopes.Spmd):
         statement, enclosing = loop
         target = statement.target.id  # type: ignore[attr-defined]
         outline = _Outline.of(frame, statement, enclosing, kind="spmd_block", first=target)
-        spawned = [
-            self._block(context, outline, block, (DeviceIndex(block),), spawn_only=True)
-            for block in range(self.count)
-        ]
-        if spawned[0] is None:  # not a run with tasks as threads: the loop runs them
-            return self._blocks(context)
-        return iter(())
+        for block in range(self.count):
+            self._block(context, outline, block, (DeviceIndex(block),))
+        return iter(())  # each block ran, or runs as a thread: the loop's body is not run
 
     def _block(
         self,
@@ -143,38 +141,37 @@ class InlineSpmd(scopes.Spmd):
         outline: _Outline,
         block: int,
         first: tuple[object, ...],
-        *,
-        spawn_only: bool = False,
-    ) -> Any:
+    ) -> int:
         """Block `block` running the outlined code: a thread of its own in a run with
-        tasks as threads, else in place (unless `spawn_only`); its task index."""
+        tasks as threads, else in place; its task index."""
         spec = self.spec(block)
 
         def apart() -> None:
             with scopes.in_block(block):
                 outline.run_apart(first)
 
-        index = context.spawn_task(spec, apart)
+        def in_place() -> None:
+            with scopes.in_block(block):  # the names it assigns take the last block's values
+                outline.bind(outline.run(first))
+
+        def rerun(lane: Callable[[Any], Any]) -> None:
+            with scopes.in_block(block):
+                outline.rerun(first, lane)
+
+        index = context.spawn_task(spec, apart, rerun)
         if index is not None:
             outline.held()
             return index
-        if spawn_only:
-            return None
-        index = context.begin_task(spec)
-        try:
-            with scopes.in_block(block):  # the names it assigns take the last block's values
-                outline.bind(outline.run(first))
-        finally:
-            context.end_task()
-        return index
+        return context.run_task(spec, in_place, rerun)
 
 
-def _spawned_region(
+def _outlined_region(
     tasks: scopes.TaskContext, options: dict[str, Any]
 ) -> tuple[FrameType, ast.With, int] | None:
-    """A `pl.at` region of a rank's code outlined and run as a thread of its own, in a
-    run with tasks as threads: the caller's frame and the region, whose body is skipped,
-    and the task's index. None where the region runs in place."""
+    """A `pl.at` region of a rank's code outlined and run as a task: a thread of its own
+    in a run with tasks as threads, else in place. The caller's frame and the region,
+    whose body is skipped, and the task's index; None where racecheck cannot outline it
+    (it then runs as written, between `begin_task` and `end_task`)."""
     frame = innermost_user_frame()
     region = _region_at(frame) if frame is not None else None
     if frame is None or region is None or len(region[0].items) > 1:
@@ -186,10 +183,15 @@ def _spawned_region(
         name_hint=options.get("name_hint", ""),
     )
     outline = _Outline.of(frame, statement, enclosing, kind="task_region")
-    index = tasks.spawn_task(spec, lambda: outline.run_apart(()))
-    if index is None:
-        return None
-    outline.held()
+
+    def rerun(lane: Callable[[Any], Any]) -> None:
+        outline.rerun((), lane)
+
+    index = tasks.spawn_task(spec, lambda: outline.run_apart(()), rerun)
+    if index is not None:
+        outline.held()
+    else:
+        index = tasks.run_task(spec, lambda: outline.bind(outline.run(())), rerun)
     return frame, statement, index
 
 
@@ -232,6 +234,12 @@ class _Outline:
         """The body, run where it runs; its results by name."""
         returned: dict[str, Any] | None = self.function(*first, *self.values)
         return returned
+
+    def rerun(self, first: tuple[object, ...], lane: Callable[[Any], Any]) -> None:
+        """The body again, as the lane `lane` makes of the context (an AIV sub-lane,
+        `racecheck.dsl.lanes`); what it assigns is its task's."""
+        with activated(lane(current())):
+            self.run(first)
 
     def run_apart(self, first: tuple[object, ...]) -> None:
         """The body as a thread of its own: a tensor it assigns must be the one `held`

@@ -13,17 +13,16 @@ region of a per-device function and communication in another is no mix.
 
 `for aiv_id in pl.split_aiv(n, mode=pl.SplitMode.NONE)` pins its body to the vector
 lane (the cube lane skips it, and its communication makes no mix), and runs it once per
-AIV sub-lane with that lane's `aiv_id`, the sub-lanes concurrent (docs/model.md). In a
-kernel task the kernel as written is sub-lane 0, and each other sub-lane is a lane of
-the task run again under `SubLane`: a thread of its own that records its part of each
-region and ends with the kernel's last. The code outside the regions runs on sub-lane 0
-only, which PyPTO does not promise: where that matters the run proves nothing
-(`racecheck.cosim.tasks.unsplit_inexact`). Elsewhere racecheck runs the sub-lanes one
-after another and hands the rank context their events; where that order may hide an
-execution the device has, the run proves nothing
-(`racecheck.cosim.tasks.concurrent_inexact`), and neither does one with events after a
-region that had any. In a halving mode (`UP_DOWN`, `LEFT_RIGHT`) `pl.aiv_shard` gives
-each sub-lane its half of the tile (`shard`); a body without it is refused.
+AIV sub-lane with that lane's `aiv_id`, the sub-lanes concurrent (docs/model.md). In
+the task that enters it (a kernel call, an outlined `pl.at` region or `pl.spmd` block,
+a dispatched kernel) the task as written is sub-lane 0, and each other sub-lane is a
+lane of the task run again under `SubLane`: a thread of its own that records its part
+of each region and ends with the task's last. The code outside the regions runs on
+sub-lane 0 only, which PyPTO does not promise: where that matters the run proves
+nothing (`racecheck.cosim.tasks.unsplit_inexact`). A task racecheck cannot run again
+(one it runs in place) refuses the region. In a halving mode (`UP_DOWN`,
+`LEFT_RIGHT`) `pl.aiv_shard` gives each sub-lane its half of the tile (`shard`); a body
+without it is refused.
 """
 
 from __future__ import annotations
@@ -131,7 +130,7 @@ def split_aiv(n: object = 2, mode: object = SplitMode.NONE) -> Iterator[int]:
     if not is_rank_context(context) or lanes is None:
         raise unsupported("pl.split_aiv is modelled in a kernel that a rank runs, not here", where)
     count = as_index(n)
-    return _sublanes(context, lanes(count), where, (axis, count))
+    return _sublanes(context, lanes(count), (axis, count))
 
 
 def _halved_axis(mode: object, where: SourceLocation) -> int:
@@ -175,28 +174,16 @@ def shard(tile: object) -> object:
     return tile_block(tile, offsets, extent)
 
 
-def _sublanes(
-    context: Any,
-    lanes: Sequence[int] | None,
-    where: SourceLocation,
-    split: tuple[int | None, int],
-) -> Iterator[int]:
-    """The region's body once per sub-lane in `lanes`; None: every sub-lane, one after
-    another, each handed to the rank context (`close_concurrent`). `split`: the axis a
-    halving mode splits (None: none) and the sub-lane count."""
-    ids = range(split[1]) if lanes is None else lanes
-    spans: list[list[tuple[int, int]]] = []
+def _sublanes(context: Any, lanes: Sequence[int], split: tuple[int | None, int]) -> Iterator[int]:
+    """The region's body once per sub-lane in `lanes`. `split`: the axis a halving mode
+    splits (None: none) and the sub-lane count."""
     try:
-        for aiv_id in ids:
-            first = len(context.events)
+        for aiv_id in lanes:
             _seen.vector_region, _seen.halving = True, (*split, aiv_id)
             yield DeviceIndex(aiv_id)  # an INDEX device scalar: its `%` and `//` truncate
             _seen.vector_region, _seen.halving = False, None
-            spans.append([(first, len(context.events))])
     finally:
         _seen.vector_region, _seen.halving = False, None
-    if lanes is None:
-        context.close_concurrent("pl.split_aiv", "sub-lanes", spans, where, joined=False)
     if isinstance(context, SubLane) and context.finished():
         raise LaneDone  # the code after its kernel's last region is sub-lane 0's
 

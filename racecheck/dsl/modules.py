@@ -47,6 +47,7 @@ from racecheck.dsl.context import current
 from racecheck.dsl.location import user_location
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import SourceLocation
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class DslNamespace(ModuleType):
@@ -62,7 +63,7 @@ class DslNamespace(ModuleType):
             raise AttributeError(name)
         where = user_location()
         raise UnsupportedConstruct(
-            f"{self._display}.{name} is not part of the DSL racecheck models",
+            reason(ReasonCode.DSL_NOT_MODELLED, module=self._display, name=name),
             file=where.file,
             line=where.line,
         )
@@ -76,8 +77,7 @@ class _Inert:
         if current() is not None:
             where = user_location()
             raise UnsupportedConstruct(
-                f"{type(self).__name__} is driver code that runs the program on hardware; "
-                "racecheck does not model it inside a kernel or the host function",
+                reason(ReasonCode.DSL_DRIVER_OBJECT, name=type(self).__name__),
                 file=where.file,
                 line=where.line,
             )
@@ -116,7 +116,7 @@ def _inert_call(name: str) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
         where = user_location()
         raise UnsupportedConstruct(
-            f"{name} runs the program on hardware; racecheck never runs main() or the driver",
+            reason(ReasonCode.DSL_DRIVER_CALL, name=name),
             file=where.file,
             line=where.line,
         )
@@ -430,8 +430,7 @@ class _TorchResult:
     def _unsupported(self) -> UnsupportedConstruct:
         where = user_location()
         return UnsupportedConstruct(
-            f"this file computes with torch ({self._name} at line {self._made.line});"
-            " install torch",
+            reason(ReasonCode.DSL_NEEDS_TORCH, name=self._name, line=self._made.line),
             file=where.file,
             line=where.line,
         )

@@ -37,6 +37,7 @@ from racecheck.dsl.symbolic import Forms
 from racecheck.dsl.tensors import TensorView, Tile, region_problem, region_runs
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import AccessMode, EventRef, MemoryKind, NotifyOp, SourceLocation, WaitCmp
+from racecheck.report.reasons import ReasonCode, reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,8 +151,7 @@ class IterationRecorder(RankContextProxy):
             self._refuse(
                 earlier,
                 access,
-                "access memory and one of them notifies, waits or stores into an INT32"
-                " window (a signal cell it may be)",
+                reason(ReasonCode.PARALLEL_SIGNAL),
             )
         if (earlier.memory, earlier.owner) != (access.memory, access.owner) or not modes_conflict(
             earlier.mode, access.mode
@@ -162,16 +162,23 @@ class IterationRecorder(RankContextProxy):
             self._refuse(
                 earlier,
                 access,
-                f"both access {access.name} bytes {overlap[0]}..{overlap[1]} and one of "
-                "them writes",
+                reason(
+                    ReasonCode.PARALLEL_OVERLAP,
+                    memory=access.name,
+                    start=overlap[0],
+                    end=overlap[1],
+                ),
             )
 
     def _refuse(self, earlier: _Access, access: _Access, why: str) -> None:
         raise UnsupportedConstruct(
-            f"iterations {earlier.iteration} and {access.iteration} of this pl.parallel "
-            f"{why} (at line {user_location().line}): PyPTO may run the iterations "
-            "concurrently (docs/model.md), racecheck runs them one after another; use "
-            "pl.range if they must be ordered",
+            reason(
+                ReasonCode.PARALLEL_ITERATIONS,
+                first=earlier.iteration,
+                second=access.iteration,
+                why=why,
+                line=user_location().line,
+            ),
             file=self.loop.file,
             line=self.loop.line,
         )

@@ -384,7 +384,7 @@ class _Jit(_JitDecorator):
             raise AttributeError(name)
         where = user_location()
         raise UnsupportedConstruct(
-            reason(ReasonCode.DSL_JIT_UNKNOWN, name=name),
+            reason(ReasonCode.DSL_NOT_MODELLED, module="pl.jit", name=name),
             file=where.file,
             line=where.line,
         )

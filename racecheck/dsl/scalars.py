@@ -38,6 +38,7 @@ from racecheck.dsl.symbolic import (
     operand,
 )
 from racecheck.events import INT32_MAX, INT32_MIN, EventRef
+from racecheck.report.reasons import ReasonCode, reason
 
 Number = int | float
 
@@ -85,10 +86,7 @@ def note_outside(result: int, dtype: DType, symbol: str, *operands: object) -> N
     nothing (`note_unfollowed`)."""
     left, *right = operands
     text = f"{left} {symbol} {right[0]}" if right else f"{symbol}({left})"
-    note_unfollowed(
-        f"`{text}` = {result} leaves the {dtype.name} range; the device wraps or is"
-        " undefined there (docs/model.md), racecheck does not follow it"
-    )
+    note_unfollowed(reason(ReasonCode.DSL_RESULT_RANGE, text=text, result=result, dtype=dtype.name))
 
 
 def typed(dtype: DType, result: int) -> DeviceInt:
@@ -237,10 +235,7 @@ def device_scalar(value: object, dtype: DType = INT32) -> object:
     if type(value) is not int:
         return value
     if not fits_type(value, dtype):
-        note_unfollowed(
-            f"`{value}` handed to the device leaves the {dtype.name} range; the device wraps"
-            " or is undefined there (docs/model.md), racecheck does not follow it"
-        )
+        note_unfollowed(reason(ReasonCode.DSL_HANDED_RANGE, value=value, dtype=dtype.name))
     return typed(dtype, value)
 
 
@@ -451,7 +446,7 @@ def as_index(value: object) -> int:
         return int(value)
     if hasattr(value, "__index__"):
         return int(value.__index__())  # type: ignore[union-attr]
-    raise TypeError(f"expected an integer, got {value!r}")
+    raise TypeError(reason(ReasonCode.DSL_NOT_INTEGER, value=repr(value)))
 
 
 def as_data(value: object) -> Number:

@@ -11,6 +11,7 @@ plain Python, part of its caller's task.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import threading
@@ -31,6 +32,7 @@ from racecheck.dsl.scalars import DeviceIndex, as_index
 from racecheck.dsl.tensors import TensorView, Tile
 from racecheck.dsl.types import Direction, TensorType
 from racecheck.events import SourceLocation
+from racecheck.report.reasons import ReasonCode, reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,7 +54,7 @@ def task_dummy(*, deps: object) -> TaskId:
     `deps` (task ids, `pl.TASK_ID` arrays, None for no task) have: naming it in `deps=`
     names them all (docs/model.md)."""
     if _task_context() is None:
-        raise unsupported("pl.system.task_dummy is modelled in a per-device function only")
+        raise unsupported(reason(ReasonCode.SCOPE_OUTSIDE_DEVICE, construct="pl.system.task_dummy"))
     named = [entry for entry in _listed(deps) if entry is not None]
     return TaskId(index=-1, joins=dep_indexes(named))
 
@@ -77,7 +79,7 @@ class TaskIdArray:
 
     def __setitem__(self, index: object, value: object) -> None:
         if not isinstance(value, TaskId):
-            raise unsupported(f"a pl.TASK_ID array holds task ids; got {value!r}")
+            raise unsupported(reason(ReasonCode.SCOPE_NOT_TASK_ID, value=repr(value)))
         self.ids[as_index(index)] = value
 
     def __len__(self) -> int:
@@ -86,9 +88,7 @@ class TaskIdArray:
     def _slot(self, slot: int) -> TaskId:
         found = self.ids[slot]
         if found is None:
-            raise unsupported(
-                f"slot {slot} of a pl.TASK_ID array is used before it is set: not modelled"
-            )
+            raise unsupported(reason(ReasonCode.SCOPE_SLOT_UNSET, slot=slot))
         return found
 
     def task_ids(self) -> tuple[TaskId, ...]:
@@ -124,9 +124,15 @@ class TaskSpec:
     @property
     def thread_name(self) -> str:
         """The thread as a finding names it: `task read_step`, `block 3 of push`."""
-        return (
-            f"block {self.block} of {self.name}" if self.block is not None else f"task {self.name}"
-        )
+        return _thread_name(self.name, self.block)
+
+
+@functools.lru_cache(maxsize=4096)
+def _thread_name(task: str, block: int | None) -> str:
+    """Made once per name: the co-simulation compares every task's with its rank's."""
+    if block is None:
+        return reason(ReasonCode.THREAD_TASK, task=task)
+    return reason(ReasonCode.THREAD_BLOCK, block=block, task=task)
 
 
 class TaskContext(Protocol):
@@ -151,9 +157,24 @@ class TaskContext(Protocol):
 
     def begin_task(self, spec: TaskSpec) -> int: ...
 
-    def spawn_task(self, spec: TaskSpec, body: Callable[[], Any]) -> int | None:
+    def spawn_task(
+        self,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        rerun: Callable[[Callable[[Any], Any]], Any],
+    ) -> int | None:
         """In a run with tasks as threads, `body` (an outlined region or block) as a
-        thread of its own, and its index; else None (run it between begin and end)."""
+        thread of its own, and its index; else None (run it with `run_task`). `rerun`
+        runs it again as an AIV sub-lane (`racecheck.dsl.lanes.SubLane`)."""
+        ...
+
+    def run_task(
+        self,
+        spec: TaskSpec,
+        body: Callable[[], Any],
+        rerun: Callable[[Callable[[Any], Any]], Any],
+    ) -> int:
+        """An outlined region or block run in place as a task, and its index."""
         ...
 
     def create_tensor(
@@ -164,19 +185,6 @@ class TaskContext(Protocol):
 
     @property
     def events(self) -> Sequence[object]: ...
-
-    def close_concurrent(
-        self,
-        construct: str,
-        parts: str,
-        spans: Sequence[Sequence[tuple[int, int]]],
-        where: SourceLocation,
-        *,
-        joined: bool,
-    ) -> None:
-        """`parts` of `construct` that the device runs concurrently ran one after
-        another, as the events [first, end) of each (`racecheck.cosim.rank`)."""
-        ...
 
 
 _scope = threading.local()
@@ -204,19 +212,15 @@ def kernel_call(
     dispatch or of `spmd_blocks`."""
     args, kwargs, dropped = _without_no_dep(args, kwargs)
     if any(isinstance(value, TaskId) for value in (*args, *kwargs.values())):
-        raise unsupported(
-            f"kernel {name} is passed a task id: PyPTO's docs define task ids for deps= and"
-            " orchestration code (pl.Scalar[pl.TASK_ID]), not as kernel arguments"
-        )
+        raise unsupported(reason(ReasonCode.SCOPE_TASK_ID_ARGUMENT, kernel=name))
     deps, ids = getattr(_scope, "submit", ((), None))
     blocks: Spmd | None = getattr(_scope, "spmd_next", None)
     _scope.submit, _scope.spmd_next = ((), None), None  # this call's, not its inner calls'
     context = _task_context()
     if context is None:
         if blocks is not None:
-            raise unsupported(
-                "pl.spmd_submit is modelled in a per-device function only", blocks.where
-            )
+            outside = reason(ReasonCode.SCOPE_OUTSIDE_DEVICE, construct="pl.spmd_submit")
+            raise unsupported(outside, blocks.where)
         if ids is not None:
             ids.append(TaskId(index=-1))
         return function(*args, **kwargs)
@@ -291,11 +295,7 @@ def _refuse_written_locals(
             and isinstance(annotation, TensorType)
             and annotation.direction is not Direction.IN
         ):
-            raise unsupported(
-                f"task {name} writes its argument {key}, a value local to its caller"
-                " (pl.full, or pl.create_tensor outside a per-device function's own body):"
-                " racecheck does not share it between tasks"
-            )
+            raise unsupported(reason(ReasonCode.SCOPE_WRITES_LOCAL, task=name, argument=key))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -365,10 +365,13 @@ def held_result(
     given = results.given()
     if given is None:
         raise unsupported(
-            f"task {name} runs apart from its caller, and its {results.declared} declared "
-            f"result(s) are neither its {len(results.written)} pl.Out/pl.InOut tensor(s) nor"
-            f" its {len(results.outs)} pl.Out one(s): racecheck cannot give them to the"
-            " caller before it runs"
+            reason(
+                ReasonCode.SCOPE_RESULTS_UNMATCHED,
+                task=name,
+                declared=results.declared,
+                written=len(results.written),
+                outs=len(results.outs),
+            )
         )
     return given
 
@@ -385,11 +388,7 @@ def dispatch_result(
     given = results.given()
     if given is not None:
         return given
-    why = (
-        f"the host uses what dispatch {name} returns, and its declared results are"
-        " neither the pl.Out/pl.InOut tensors it writes nor its pl.Out ones:"
-        " racecheck cannot tell which tensors they are"
-    )
+    why = reason(ReasonCode.SCOPE_DISPATCH_RESULTS, dispatch=name)
     return HeldBack(name=name, location=user_location(), why=why)
 
 
@@ -402,11 +401,7 @@ class HeldBack:
     def __init__(self, *, name: str, location: SourceLocation, why: str = "") -> None:
         self.name = name
         self.location = location
-        self.why = why or (
-            f"task {name} runs apart from its caller, and its caller uses its result,"
-            " which the kernel declares nowhere (no pl.Out/pl.InOut argument, no return"
-            " annotation): racecheck cannot give it to the caller before the task runs"
-        )
+        self.why = why or reason(ReasonCode.SCOPE_RESULT_UNDECLARED, task=name)
 
     def __getattr__(self, attribute: str) -> Any:
         raise unsupported(self.why, self.location)
@@ -415,7 +410,7 @@ class HeldBack:
         raise unsupported(self.why, self.location)
 
     def __repr__(self) -> str:
-        return f"<the result of task {self.name}, which runs apart from its caller>"
+        return reason(ReasonCode.SCOPE_HELD_BACK, task=self.name)
 
 
 def stands_for(result: Any, held: Any) -> bool:
@@ -517,7 +512,7 @@ class NoDep:
 
 def no_dep(value: object) -> NoDep:
     if in_manual_scope():
-        raise unsupported("pl.no_dep(...) inside pl.manual_scope() is rejected by PyPTO")
+        raise unsupported(reason(ReasonCode.SCOPE_NO_DEP_IN_MANUAL))
     return NoDep(value=value)
 
 
@@ -647,7 +642,7 @@ class Spmd:
         del allow_early_resolve, sync_start, optimizations
         self.where = user_location()
         if predicate is not None:
-            raise unsupported("pl.spmd(predicate=...) is not modelled", self.where)
+            raise unsupported(reason(ReasonCode.SCOPE_SPMD_PREDICATE), self.where)
         self.deps = dep_indexes(deps)
         self.name = name_hint or "pl.spmd"
         self.count = as_index(core_num)
@@ -670,7 +665,8 @@ class Spmd:
     def _context(self) -> TaskContext:
         context = _task_context()
         if context is None:
-            raise unsupported("pl.spmd is modelled in a per-device function only", self.where)
+            outside = reason(ReasonCode.SCOPE_OUTSIDE_DEVICE, construct="pl.spmd")
+            raise unsupported(outside, self.where)
         return context
 
     def __iter__(self) -> Iterator[int]:
@@ -726,10 +722,7 @@ def dep_indexes(deps: object) -> tuple[int, ...]:
         named = entry.task_ids() if isinstance(entry, TaskIdArray) else (entry,)
         for dep in named:
             if not isinstance(dep, TaskId):
-                raise unsupported(
-                    "deps= takes task ids (`with pl.at(...) as tid`, pl.submit's last result)"
-                    f" or pl.TASK_ID arrays; got {dep!r}"
-                )
+                raise unsupported(reason(ReasonCode.SCOPE_DEPS_NOT_IDS, dep=repr(dep)))
             if dep.index >= 0:
                 indexes.append(dep.index)
             indexes.extend(dep.joins)
@@ -740,7 +733,7 @@ def dep_indexes(deps: object) -> tuple[int, ...]:
 def manual_scope() -> Iterator[None]:
     """`pl.manual_scope()`: the tasks started inside get no inferred edges, only `deps=`."""
     if in_manual_scope():
-        raise unsupported("pl.manual_scope() cannot be nested (docs/model.md)")
+        raise unsupported(reason(ReasonCode.SCOPE_MANUAL_NESTED))
     _scope.manual = True
     try:
         yield
@@ -770,11 +763,8 @@ def scope(mode: ScopeMode = ScopeMode.AUTO) -> AbstractContextManager[None]:
     if mode is ScopeMode.MANUAL:
         return manual_scope()
     if in_manual_scope():
-        raise unsupported("pl.scope() (AUTO) inside a manual scope is rejected by PyPTO")
+        raise unsupported(reason(ReasonCode.SCOPE_AUTO_IN_MANUAL))
     frame = innermost_user_frame()
     if frame is None or not any(body.__code__ is frame.f_code for body in _own_scopes):
-        raise unsupported(
-            "pl.scope() (AUTO) is rejected by PyPTO outside a function declared with"
-            " auto_scope=False"
-        )
+        raise unsupported(reason(ReasonCode.SCOPE_AUTO_OUTSIDE_OWN))
     return nullcontext()

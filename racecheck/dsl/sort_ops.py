@@ -26,6 +26,7 @@ from racecheck.dsl.local_ops import _as_operand
 from racecheck.dsl.location import unsupported
 from racecheck.dsl.scalars import as_data, sources_of
 from racecheck.dsl.tensors import Tile
+from racecheck.report.reasons import ReasonCode, reason
 
 SORT_BLOCK = 32  # TSORT32 sorts blocks of this many values
 
@@ -46,16 +47,20 @@ class MaskPattern(Enum):
 def _tile(value: object, construct: str) -> Tile:
     operand = _as_operand(value)
     if not isinstance(operand, Tile):
-        raise TypeError(f"{construct} needs a tile or a tensor, got {value!r}")
+        raise TypeError(reason(ReasonCode.SORT_NOT_TILE, construct=construct, value=repr(value)))
     return operand
 
 
 def _pairs_tile(value: object, construct: str) -> Tile:
     tile = _tile(value, construct)
     if tile.dtype is not FP32:
-        raise unsupported(f"{construct} of {tile.dtype!r}: only FP32 (value, index) pairs")
+        raise unsupported(
+            reason(ReasonCode.SORT_PAIRS_DTYPE, construct=construct, dtype=repr(tile.dtype))
+        )
     if tile.valid != tile.shape:
-        raise unsupported(f"{construct} of a partly valid tile {tile!r} is not modelled")
+        raise unsupported(
+            reason(ReasonCode.SORT_PARTLY_VALID, construct=construct, tile=repr(tile))
+        )
     return tile
 
 
@@ -76,11 +81,15 @@ def sort32(src: object, idx: object) -> Tile:
     each value paired with the index at its position: [rows, 2 * cols] FP32."""
     values, index = _tile(src, "pl.sort32"), _tile(idx, "pl.sort32")
     if values.dtype is not FP32:
-        raise unsupported(f"pl.sort32 of {values.dtype!r}: only FP32 values are modelled")
+        raise unsupported(reason(ReasonCode.SORT32_DTYPE, dtype=repr(values.dtype)))
     if values.shape != index.shape or values.shape[-1] % SORT_BLOCK:
         raise ValueError(
-            f"pl.sort32: values {list(values.shape)} and indices {list(index.shape)} must have"
-            f" one shape, its last dim a multiple of {SORT_BLOCK}"
+            reason(
+                ReasonCode.SORT32_SHAPES,
+                values=str(list(values.shape)),
+                indices=str(list(index.shape)),
+                block=SORT_BLOCK,
+            )
         )
     bits = np.ascontiguousarray(index.data.astype(np.int64).astype(np.uint32))
     pairs = np.stack([values.data.astype(np.float32), bits.view(np.float32)], axis=-1)
@@ -108,10 +117,7 @@ def _format1(source: Tile, block_len: object) -> Tile:
     length = int(as_data(block_len))
     width = source.shape[-1]
     if length <= 0 or length % 2 or width % length:
-        raise ValueError(
-            f"pl.mrgsort(block_len={length}) of a row of {width} slots: runs of pairs"
-            " that divide the row"
-        )
+        raise ValueError(reason(ReasonCode.MRGSORT_BLOCK_LEN, length=length, width=width))
     data = source.data.copy()
     flat = data.reshape(-1, width)
     for row in flat:
@@ -128,15 +134,15 @@ def mrgsort(*sources: object, block_len: object = None, exhausted: bool = False)
     `pl.mrgsort(a, b[, c[, d]])` merges two to four sorted rows into one row."""
     if block_len is not None:
         if len(sources) != 1:
-            raise ValueError("pl.mrgsort(block_len=...) takes one source")
+            raise ValueError(reason(ReasonCode.MRGSORT_ONE_SOURCE))
         return _format1(_pairs_tile(sources[0], "pl.mrgsort"), block_len)
     if not 2 <= len(sources) <= 4:
-        raise ValueError(f"pl.mrgsort merges 2 to 4 sorted rows, got {len(sources)}")
+        raise ValueError(reason(ReasonCode.MRGSORT_ROWS, count=len(sources)))
     if exhausted:
-        raise unsupported("pl.mrgsort(exhausted=True) is not modelled")
+        raise unsupported(reason(ReasonCode.MRGSORT_EXHAUSTED))
     tiles = [_pairs_tile(source, "pl.mrgsort") for source in sources]
     if len({tile.shape[:-1] for tile in tiles}) != 1 or tiles[0].data.ndim != 2:
-        raise ValueError("pl.mrgsort: the merged rows must be 2-D tiles with one row count")
+        raise ValueError(reason(ReasonCode.MRGSORT_SHAPES))
     rows = [
         _merged([tile.data[row].reshape(-1, 2) for tile in tiles]).reshape(-1)
         for row in range(tiles[0].shape[0])
@@ -149,15 +155,24 @@ def gather_mask(value: object, mask_pattern: object, output_dtype: object = None
     `output_dtype` of the same size the bits reinterpreted (a sort's UINT32 indices
     read out of its FP32 pairs)."""
     if not isinstance(mask_pattern, MaskPattern):
-        raise unsupported(f"pl.gather(mask_pattern={mask_pattern!r}): a pl.tile.MaskPattern")
+        raise unsupported(reason(ReasonCode.GATHER_MASK, mask_pattern=repr(mask_pattern)))
     source = _tile(value, "pl.gather")
     stride, first = mask_pattern.value
     if source.shape[-1] % stride or source.valid != source.shape:
-        raise ValueError(f"pl.gather({mask_pattern.name}) of {source!r}: whole rows of {stride}")
+        raise ValueError(
+            reason(
+                ReasonCode.GATHER_MASK_ROWS,
+                mask=mask_pattern.name,
+                source=repr(source),
+                stride=stride,
+            )
+        )
     picked = np.ascontiguousarray(source.data[..., first::stride])
     kind = source.dtype if output_dtype is None else output_dtype
     if not isinstance(kind, DType) or kind.nbytes != source.dtype.nbytes:
-        raise ValueError(f"pl.gather output_dtype {kind!r}: same size as {source.dtype!r}")
+        raise ValueError(
+            reason(ReasonCode.GATHER_OUTPUT_DTYPE, kind=repr(kind), dtype=repr(source.dtype))
+        )
     data = kind.decode(source.dtype.encode(picked).view(kind.storage))
     return Tile(data=data, dtype=kind, valid=tuple(data.shape), sources=source.sources)
 
@@ -177,15 +192,15 @@ def scatter(
     memory is accessed: the result is a new tile."""
     if mask_pattern is not None or dst is not None:
         if dim is not None or index is not None or src is not None:
-            raise ValueError("pl.tensor.scatter: the index form or the mask form, not both")
+            raise ValueError(reason(ReasonCode.SCATTER_BOTH_FORMS))
         return _scatter_mask(value, mask_pattern, dst)
     base, values = _tile(value, "pl.tensor.scatter"), _tile(src, "pl.tensor.scatter")
     where = _tile(index, "pl.tensor.scatter")
     if as_data(dim) != -1 or base.data.ndim != 2 or where.shape != values.shape:
-        raise unsupported("pl.tensor.scatter: rank-2 tensors with dim=-1 and index shaped as src")
+        raise unsupported(reason(ReasonCode.SCATTER_INDEX_FORM))
     columns = where.data.astype(np.int64)
     if columns.size and (columns.min() < 0 or columns.max() >= base.shape[-1]):
-        raise IndexError(f"pl.tensor.scatter: an index outside {base.shape[-1]} columns")
+        raise IndexError(reason(ReasonCode.SCATTER_INDEX_OUTSIDE, columns=base.shape[-1]))
     data = base.data.copy()
     np.put_along_axis(data, columns, values.data.astype(data.dtype), axis=-1)
     sources = base.sources | values.sources | where.sources
@@ -194,13 +209,18 @@ def scatter(
 
 def _scatter_mask(value: object, mask_pattern: object, dst: object) -> Tile:
     if not isinstance(mask_pattern, MaskPattern):
-        raise unsupported(f"pl.tensor.scatter(mask_pattern={mask_pattern!r}): a MaskPattern")
+        raise unsupported(reason(ReasonCode.SCATTER_MASK, mask_pattern=repr(mask_pattern)))
     source, target = _tile(value, "pl.tensor.scatter"), _tile(dst, "pl.tensor.scatter")
     stride, first = mask_pattern.value
     if target.shape[:-1] != source.shape[:-1] or target.shape[-1] != source.shape[-1] * stride:
         raise ValueError(
-            f"pl.tensor.scatter({mask_pattern.name}) of {source!r} into {target!r}:"
-            f" dst has {stride} times its columns"
+            reason(
+                ReasonCode.SCATTER_MASK_COLUMNS,
+                mask=mask_pattern.name,
+                source=repr(source),
+                target=repr(target),
+                stride=stride,
+            )
         )
     data = target.data.copy()
     data[..., first::stride] = source.data.astype(data.dtype)
@@ -218,7 +238,7 @@ def cmp(lhs: object, rhs: object, cmp_type: object = 0) -> Tile:
     right = _as_operand(rhs)
     kind = int(as_data(cmp_type))
     if not 0 <= kind < len(CMP_TYPES):
-        raise ValueError(f"pl.cmp cmp_type {kind}: 0 to {len(CMP_TYPES) - 1}")
+        raise ValueError(reason(ReasonCode.CMP_TYPE, kind=kind, last=len(CMP_TYPES) - 1))
     other = right.data if isinstance(right, Tile) else as_data(right)
     data = CMP_TYPES[kind](left.data, other).astype(left.dtype.compute)
     sources = left.sources | sources_of(right)
@@ -229,9 +249,9 @@ def concat(first: object, second: object) -> Tile:
     """`pl.concat(a, b)`: b's columns after a's, one row count and dtype."""
     left, right = _tile(first, "pl.concat"), _tile(second, "pl.concat")
     if left.shape[:-1] != right.shape[:-1] or left.dtype is not right.dtype:
-        raise ValueError(f"pl.concat of {left!r} and {right!r}: one row count and dtype")
+        raise ValueError(reason(ReasonCode.CONCAT_SHAPES, left=repr(left), right=repr(right)))
     if left.valid[-1] != left.shape[-1]:
-        raise unsupported(f"pl.concat after a partly valid {left!r} is not modelled")
+        raise unsupported(reason(ReasonCode.CONCAT_PARTLY_VALID, left=repr(left)))
     data = np.concatenate([left.data, right.data], axis=-1)
     valid = (*left.valid[:-1], left.shape[-1] + right.valid[-1])
     return Tile(data=data, dtype=left.dtype, valid=valid, sources=left.sources | right.sources)

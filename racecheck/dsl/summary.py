@@ -46,6 +46,7 @@ from racecheck.dsl.summary_state import (
 )
 from racecheck.dsl.symbolic import Expr, bounds, counted
 from racecheck.events import EventKind, EventRef
+from racecheck.report.reasons import ReasonCode, reason
 
 MOST_ITERATIONS = 64
 """A summarised loop runs at most this many iterations; a bound that may reach past
@@ -127,8 +128,11 @@ def _iterate(loop: SummarisedLoop, first: int, stop: int, context: object) -> It
             loop.events.append(position)
             if events[position].kind not in (EventKind.LOAD, EventKind.STORE):
                 loop.broken.append(
-                    f"its body has a {events[position].kind.value} at line"
-                    f" {events[position].location.line}"
+                    reason(
+                        ReasonCode.SUMMARY_BODY_SYNCS,
+                        kind=events[position].kind.value,
+                        line=events[position].location.line,
+                    )
                 )
     loop.broken.extend(_outliving(innermost_user_frame(sys._getframe(1)), held))
 
@@ -152,9 +156,9 @@ def _outliving(frame: FrameType | None, before: dict[str, object] | None) -> lis
     from racecheck.dsl.tensors import TensorView
 
     if frame is None or before is None:
-        return ["its loop statement is not found in the user's file"]
+        return [reason(ReasonCode.SUMMARY_LOOP_NOT_FOUND)]
     return [
-        f"`{name}`, assigned in the loop, is read outside it"
+        reason(ReasonCode.SUMMARY_LOOP_OUTLIVES, name=name)
         for name, held in sorted(before.items())
         if not (
             isinstance(frame.f_locals.get(name), TensorView) and frame.f_locals.get(name) == held
@@ -327,7 +331,7 @@ def branch(test: object, line: int) -> bool:
         sources=test.sources,
     )
     if names is None:
-        record.broken.append("its statement is not found in the user's file")
+        record.broken.append(reason(ReasonCode.SUMMARY_BRANCH_NOT_FOUND))
     with _state.lock:
         _state.branches.append(record)
     held = {name: frame.f_locals.get(name) for name in (names[1] if names else ())}
@@ -356,7 +360,7 @@ def bump(count: object, step: int, line: int) -> object:
     counted_form = counted(form, taken.condition, step)
     value = (count.value if isinstance(count, Tainted) else count) + step  # type: ignore[operator]
     if counted_form is None:
-        taken.record.broken.append(f"the counter at line {line} has no symbolic form")
+        taken.record.broken.append(reason(ReasonCode.SUMMARY_COUNTER_FORM, line=line))
         return count + step  # type: ignore[operator]
     dtype = promoted(scalar_type(count) or INDEX, INDEX)
     return Tainted(value, sources_of(count) | taken.sources, counted_form, dtype=dtype)
@@ -375,13 +379,15 @@ def branch_end(line: int) -> None:
     for event in taken.events[taken.start :]:
         if event.kind not in (EventKind.LOAD, EventKind.STORE):
             taken.record.broken.append(
-                f"its body has a {event.kind.value} at line {event.location.line}"
+                reason(
+                    ReasonCode.SUMMARY_BODY_SYNCS, kind=event.kind.value, line=event.location.line
+                )
             )
     now = frame.f_locals if frame is not None else {}
     for name, held in sorted(taken.held.items()):
         value = now.get(name)
         if not (isinstance(value, TensorView) and value == held):
-            taken.record.broken.append(f"`{name}`, assigned under it, is read outside it")
+            taken.record.broken.append(reason(ReasonCode.SUMMARY_BRANCH_OUTLIVES, name=name))
 
 
 def _constant(value: object) -> Expr | None:

@@ -26,6 +26,7 @@ from racecheck.dsl.scalars import Tainted, as_index
 from racecheck.dsl.symbolic import Forms, InputBlock, Var
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import EventRef, MemoryKind, union_ranges
+from racecheck.report.reasons import ReasonCode, reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -121,7 +122,9 @@ class TensorView:
         if context is not None and not is_rank_context(context):
             return context.row_view(self, row)  # type: ignore[attr-defined]
         if not 0 <= row < (self.shape[0] if self.shape else 0):
-            message = f"row {row} of {self.name} with shape {list(self.shape)}"
+            message = reason(
+                ReasonCode.VIEW_ROW_OUTSIDE, row=row, tensor=self.name, shape=str(list(self.shape))
+            )
             _fail_bounds(message)
             raise IndexError(message)
         return self.row(row)
@@ -164,8 +167,7 @@ class TensorView:
         if not contiguous:
             where = user_location()
             raise UnsupportedConstruct(
-                f"{self!r}[{_index_text(index)}] is not one contiguous block; racecheck "
-                "models views without strides: pass the whole tensor and use offsets",
+                reason(ReasonCode.VIEW_NOT_CONTIGUOUS, view=repr(self), index=_index_text(index)),
                 file=where.file,
                 line=where.line,
             )
@@ -205,15 +207,27 @@ def _axis_selection(item: object, size: int, view: TensorView, axis: int) -> tup
     """(offset, extent, whether the axis stays) of one index item on one axis."""
     if isinstance(item, slice):
         if item.step not in (None, 1):
-            raise UnsupportedConstruct(f"a slice with step {item.step} of {view!r}")
+            raise UnsupportedConstruct(
+                reason(ReasonCode.VIEW_SLICE_STEP, step=item.step, view=repr(view))
+            )
         start = 0 if item.start is None else as_index(item.start)
         stop = size if item.stop is None else as_index(item.stop)
         if not 0 <= start <= stop <= size:
-            raise IndexError(f"slice {start}:{stop} of {view!r} in dim {axis}")
+            raise IndexError(
+                reason(
+                    ReasonCode.VIEW_SLICE_OUTSIDE,
+                    start=start,
+                    stop=stop,
+                    view=repr(view),
+                    axis=axis,
+                )
+            )
         return start, stop - start, True
     position = as_index(item)
     if not 0 <= position < size:
-        raise IndexError(f"index {position} of {view!r} in dim {axis}")
+        raise IndexError(
+            reason(ReasonCode.VIEW_INDEX_OUTSIDE, position=position, view=repr(view), axis=axis)
+        )
     return position, 1, False
 
 
@@ -275,11 +289,17 @@ class Tile:
         for axis, size in enumerate(self.shape):
             item = items[axis] if axis < len(items) else slice(None)
             if not isinstance(item, slice) or item.step not in (None, 1):
-                raise IndexError(f"tile slice {_index_text(items)}: slices of step 1 only")
+                raise IndexError(reason(ReasonCode.TILE_SLICE_STEP, index=_index_text(items)))
             start = 0 if item.start is None else as_index(item.start)
             stop = size if item.stop is None else as_index(item.stop)
             if not 0 <= start <= stop <= size:
-                raise IndexError(f"tile slice {_index_text(items)} of a {list(self.shape)} tile")
+                raise IndexError(
+                    reason(
+                        ReasonCode.TILE_SLICE_OUTSIDE,
+                        index=_index_text(items),
+                        shape=str(list(self.shape)),
+                    )
+                )
             region.append(slice(start, stop))
             valid.append(max(0, min(stop, self.valid[axis]) - start))
         symbols = self.symbols
@@ -319,20 +339,29 @@ def region_problem(view: TensorView, offsets: Sequence[int], extent: Sequence[in
     """Why offsets + extent is not inside the view (or the view not inside its memory)."""
     shape = view.shape
     if len(offsets) != len(shape) or len(extent) != len(shape):
-        return (
-            f"offsets {list(offsets)} / shape {list(extent)} do not match the "
-            f"{len(shape)} dims of {view!r}"
+        return reason(
+            ReasonCode.REGION_DIMS,
+            offsets=str(list(offsets)),
+            shape=str(list(extent)),
+            dims=len(shape),
+            view=repr(view),
         )
     for axis, (start, size, length) in enumerate(zip(offsets, extent, shape, strict=True)):
         if start < 0 or size < 0 or start + size > length:
-            return (
-                f"region offsets {list(offsets)} shape {list(extent)} exceeds "
-                f"{view!r} in dim {axis}"
+            return reason(
+                ReasonCode.REGION_EXCEEDS,
+                offsets=str(list(offsets)),
+                shape=str(list(extent)),
+                view=repr(view),
+                axis=axis,
             )
     if view.base + view.nbytes > view.memory_nbytes:
-        return (
-            f"view {view!r} needs bytes {view.base}..{view.base + view.nbytes} but its "
-            f"buffer has {view.memory_nbytes} bytes"
+        return reason(
+            ReasonCode.REGION_PAST_BUFFER,
+            view=repr(view),
+            start=view.base,
+            end=view.base + view.nbytes,
+            size=view.memory_nbytes,
         )
     return None
 

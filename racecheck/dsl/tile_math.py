@@ -20,6 +20,7 @@ from racecheck.dsl.location import unsupported
 from racecheck.dsl.scalars import as_data, sources_of
 from racecheck.dsl.tensors import Tile
 from racecheck.dsl.tile_ops import product, tile_create
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class PadValue(Enum):
@@ -58,7 +59,9 @@ def log(value: object, high_precision: bool = False) -> Any:
 def _tile(value: object, construct: str) -> Tile:
     operand = _as_operand(value)
     if not isinstance(operand, Tile):
-        raise TypeError(f"{construct} needs a tile or a tensor, got {value!r}")
+        raise TypeError(
+            reason(ReasonCode.TILE_MATH_NOT_TILE, construct=construct, value=repr(value))
+        )
     return operand
 
 
@@ -153,7 +156,11 @@ def set_validshape(value: object, valid_rows: object, valid_cols: object) -> Til
     source = _tile(value, "pl.set_validshape")
     rows, cols = indices([valid_rows, valid_cols])
     if rows > source.shape[-2] or cols > source.shape[-1]:
-        raise ValueError(f"pl.set_validshape({rows}, {cols}) past the tile's {list(source.shape)}")
+        raise ValueError(
+            reason(
+                ReasonCode.TILE_VALIDSHAPE_PAST, rows=rows, cols=cols, shape=str(list(source.shape))
+            )
+        )
     valid = (*source.shape[:-2], rows, cols)
     return Tile(data=source.data, dtype=source.dtype, valid=valid, sources=source.sources)
 
@@ -178,7 +185,7 @@ def _pad(pad_value: object, tile: Tile) -> float:
         return float(limits.max)
     if pad_value is PadValue.min or pad_value == float("-inf"):
         return float(limits.min)
-    raise ValueError(f"pl.fillpad pad_value {pad_value!r}: zero, max, min, 0, inf or -inf")
+    raise ValueError(reason(ReasonCode.TILE_FILLPAD_VALUE, pad_value=repr(pad_value)))
 
 
 def gather(value: object, dim: object = None, index: object = None, **forms: object) -> Tile:
@@ -188,14 +195,16 @@ def gather(value: object, dim: object = None, index: object = None, **forms: obj
     if "mask_pattern" in forms and dim is None and index is None:
         return sort_ops.gather_mask(value, **forms)
     if forms or dim is None or index is None:
-        raise unsupported("pl.gather: only the index form (dim=-1, index=...) is modelled")
+        raise unsupported(reason(ReasonCode.TILE_GATHER_FORM))
     source, chosen = _tile(value, "pl.gather"), _tile(index, "pl.gather")
     (axis,) = indices([dim])
     if axis not in (-1, source.data.ndim - 1):
-        raise unsupported(f"pl.gather(dim={axis}): PyPTO gathers along the last axis only")
+        raise unsupported(reason(ReasonCode.TILE_GATHER_AXIS, axis=axis))
     picks = chosen.data.astype(np.int64)
     if picks.size and (picks.min() < 0 or picks.max() >= source.shape[-1]):
-        raise IndexError(f"pl.gather: an index past the {source.shape[-1]} columns of {value!r}")
+        raise IndexError(
+            reason(ReasonCode.TILE_GATHER_INDEX, columns=source.shape[-1], tile=repr(value))
+        )
     data = np.take_along_axis(source.data, picks, axis=-1).astype(source.dtype.compute)
     sources = source.sources | chosen.sources
     return Tile(data=data, dtype=source.dtype, valid=chosen.valid, sources=sources)
@@ -206,7 +215,7 @@ def arange(start: object, shape: Any, dtype: object = None, descending: bool = F
     the row; the value of `start` (which may come from memory) is carried."""
     extent = tuple(indices(shape))
     if any(size != 1 for size in extent[:-1]):
-        raise unsupported(f"pl.arange of shape {list(extent)}: PyPTO fills one row, [1, n]")
+        raise unsupported(reason(ReasonCode.TILE_ARANGE_SHAPE, shape=str(list(extent))))
     tile = tile_create(extent, INT32 if dtype is None else dtype)
     step = -1 if descending else 1
     first = as_data(start)
@@ -240,7 +249,14 @@ def gather_row(
     values = values.swapaxes(-1, -2) if transpose else values
     row, col = indices(dst_offset)
     if row + values.shape[-2] > target.shape[-2] or col + values.shape[-1] > target.shape[-1]:
-        raise IndexError(f"pl.gather_row: a {list(values.shape)} block at {[row, col]} of {acc!r}")
+        raise IndexError(
+            reason(
+                ReasonCode.TILE_GATHER_ROW,
+                shape=str(list(values.shape)),
+                at=str([row, col]),
+                acc=repr(acc),
+            )
+        )
     data = target.data.copy()
     data[..., row : row + values.shape[-2], col : col + values.shape[-1]] = values
     sources = target.sources | block.sources

@@ -36,13 +36,14 @@ from racecheck.dsl.scalars import DeviceInt, as_data, sources_of
 from racecheck.dsl.scopes import TaskIdArray, TaskIdType, chip_tasks
 from racecheck.dsl.tensors import TensorView, Tile, is_contiguous_block
 from racecheck.dsl.types import AtomicType, MemorySpace
+from racecheck.report.reasons import ReasonCode, reason
 
 CUBE_MEMORIES = frozenset({MemorySpace.Left, MemorySpace.Right})
 
 
 def _dtype(value: object, construct: str) -> DType:
     if not isinstance(value, DType):
-        raise TypeError(f"{construct} needs a dtype such as pl.FP32, got {value!r}")
+        raise TypeError(reason(ReasonCode.TILE_NEEDS_DTYPE, construct=construct, value=repr(value)))
     return value
 
 
@@ -96,10 +97,7 @@ def create_tensor(
     if tasks is not None:
         return tasks.create_tensor(tuple(indices(shape)), kind, manual_dep=manual_dep, fill=fill)
     if manual_dep:
-        raise unsupported(
-            "pl.create_tensor(manual_dep=True) outside a per-device function is not modelled:"
-            " manual_dep opts a tensor out of the dependencies between tasks (docs/model.md)"
-        )
+        raise unsupported(reason(ReasonCode.TILE_MANUAL_DEP_OUTSIDE))
     return _filled(shape, dtype, fill, "pl.create_tensor")
 
 
@@ -109,11 +107,10 @@ def _init_value(init_value: object, dtype: DType) -> float:
     if init_value is None:
         return 0
     if not isinstance(init_value, (int, float)) or isinstance(init_value, bool):
-        raise unsupported(f"pl.create_tensor(init_value={init_value!r}): a Python number is filled")
+        raise unsupported(reason(ReasonCode.TILE_INIT_VALUE, init_value=repr(init_value)))
     if init_value != 0 and dtype.is_float and dtype.nbytes == 2:
         raise unsupported(
-            f"pl.create_tensor(init_value={init_value!r}) of a {dtype.name} tensor is rejected"
-            " by PyPTO: only init_value=0 fills 16-bit floats"
+            reason(ReasonCode.TILE_INIT_VALUE_DTYPE, init_value=repr(init_value), dtype=dtype.name)
         )
     return init_value
 
@@ -125,14 +122,16 @@ def reshape_tensor(value: object, shape: Sequence[object]) -> Tile | TensorView:
         return reshape(value, shape)
     extent = tuple(indices(shape))
     if math.prod(extent) != math.prod(value.shape):
-        raise TypeError(f"pl.reshape of {value!r} to {list(extent)}: the element count changes")
+        raise TypeError(
+            reason(ReasonCode.TILE_RESHAPE_COUNT, tile=repr(value), shape=str(list(extent)))
+        )
     return dataclasses.replace(value, shape=extent, name=f"{value.name}.reshape")
 
 
 def tensor_dim(tensor: object, axis: object) -> DeviceInt:
     """`pl.tensor.dim(t, axis)`: the extent of one axis (negative counts from the end)."""
     if not isinstance(tensor, (TensorView, Tile)):
-        raise TypeError(f"pl.tensor.dim takes a tensor, got {tensor!r}")
+        raise TypeError(reason(ReasonCode.TILE_DIM_NOT_TENSOR, tensor=repr(tensor)))
     (index,) = indices([axis])
     shape = tensor.shape
     if not -len(shape) <= index < len(shape):
@@ -143,7 +142,7 @@ def tensor_dim(tensor: object, axis: object) -> DeviceInt:
 def _tile(value: object, construct: str) -> Tile:
     operand = _as_operand(value)
     if not isinstance(operand, Tile):
-        raise TypeError(f"{construct} needs a tile, got {value!r}")
+        raise TypeError(reason(ReasonCode.TILE_NEEDS_TILE, construct=construct, value=repr(value)))
     return operand
 
 
@@ -170,12 +169,15 @@ def _carried(source: Tile, extent: tuple[int, ...]) -> tuple[int, ...]:
     count = math.prod(source.valid)
     if _prefix_region(source.shape, count) != source.valid:
         raise TypeError(
-            f"pl.reshape of a tile valid in {list(source.valid)} of {list(source.shape)}:"
-            " its valid cells are no row-major prefix"
+            reason(
+                ReasonCode.TILE_RESHAPE_VALID,
+                valid=str(list(source.valid)),
+                shape=str(list(source.shape)),
+            )
         )
     region = _prefix_region(extent, count)
     if region is None:
-        raise TypeError(f"pl.reshape to {list(extent)}: no region of it holds the valid cells")
+        raise TypeError(reason(ReasonCode.TILE_RESHAPE_REGION, shape=str(list(extent))))
     return region
 
 
@@ -285,7 +287,7 @@ def assemble(
     """`pl.assemble(target, source, offset, *, atomic=None_) -> target`."""
     accumulate = atomic is AtomicType.Add
     if atomic not in (None, AtomicType.None_, AtomicType.Add):
-        raise TypeError(f"pl.assemble: atomic= must be a pld.AtomicType, got {atomic!r}")
+        raise TypeError(reason(ReasonCode.TILE_ASSEMBLE_ATOMIC, atomic=repr(atomic)))
     value = _as_operand(source)
     sources = sources_of(value)  # a tile's or a tainted scalar's loads
     if isinstance(target, Tile):

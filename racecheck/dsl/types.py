@@ -19,6 +19,7 @@ from typing import Any
 from racecheck.dsl.active import dim_bindings
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.scalars import truncating_div, truncating_mod
+from racecheck.report.reasons import ReasonCode, reason
 
 
 class DimExpr:
@@ -34,9 +35,7 @@ class DimExpr:
         """A dim used as a number in a running body (`alloc_window_buffer(NR * 4)`)."""
         bindings = dim_bindings()
         if bindings is None or not self.symbols() <= bindings.keys():
-            raise TypeError(
-                f"{self!r} is a pl.dynamic dim: its value is known only inside a running program"
-            )
+            raise TypeError(reason(ReasonCode.TYPE_DYNAMIC_DIM, dim=repr(self)))
         return self.evaluate(bindings)
 
     def __int__(self) -> int:
@@ -162,10 +161,10 @@ class ScalarType:
 
 def _tensor_type(kind: TensorKind, spec: Any) -> TensorType:
     if not isinstance(spec, tuple) or len(spec) < 2:
-        raise TypeError(f"{kind.value}[...] takes [dims], dtype; got {spec!r}")
+        raise TypeError(reason(ReasonCode.TYPE_TENSOR_ARGUMENTS, kind=kind.value, spec=repr(spec)))
     dims, dtype = spec[0], spec[1]
     if not isinstance(dtype, DType):
-        raise TypeError(f"{kind.value}[...] needs a dtype such as pl.FP32, got {dtype!r}")
+        raise TypeError(reason(ReasonCode.TYPE_NEEDS_DTYPE, kind=kind.value, dtype=repr(dtype)))
     return TensorType(kind=kind, dims=tuple(dims), dtype=dtype)
 
 
@@ -279,6 +278,6 @@ class Array:
 
     def __class_getitem__(cls, item: object) -> ArrayType:
         if not isinstance(item, tuple) or len(item) != 2:
-            raise TypeError("pl.Array takes [extent, dtype]")
+            raise TypeError(reason(ReasonCode.TYPE_ARRAY_ARGUMENTS))
         extent, dtype = item
         return ArrayType(int(extent), dtype)

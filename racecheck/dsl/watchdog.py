@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from racecheck import clock
 from racecheck.dsl.location import innermost_user_frame, location_of
 from racecheck.events import SourceLocation
+from racecheck.report.reasons import ReasonCode, reason
 
 T = TypeVar("T")
 
@@ -29,8 +30,11 @@ class Overrun(Exception):
     """The call did not finish in time; `where` is the user line it was on."""
 
     def __init__(self, where: SourceLocation | None) -> None:
-        line = f"; last line reached: {where} {where.text}" if where is not None else ""
-        super().__init__(f"did not finish within --timeout{line}")
+        super().__init__(
+            reason(ReasonCode.WATCHDOG_OVERRUN)
+            if where is None
+            else reason(ReasonCode.WATCHDOG_OVERRUN_AT, where=str(where), text=where.text)
+        )
         self.where = where
 
 

@@ -98,7 +98,9 @@ class ExploreOracle:
     def witness(self, first: EventRef, second: EventRef) -> Schedule:
         movers = self._explored.movers_to(*self._query(first, second))
         if movers is None:
-            raise ValueError(f"{first} cannot precede {second}: no witness")
+            raise ValueError(
+                reason(ReasonCode.EXPLORE_NO_WITNESS, first=str(first), second=str(second))
+            )
         schedule, positions = self._concrete_path(movers)
         schedule += _run_rank(first.rank, positions, first.index + 1)
         return tuple(schedule[: schedule.index(first) + 1])

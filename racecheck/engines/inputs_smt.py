@@ -21,6 +21,7 @@ import z3  # type: ignore[import-untyped]
 
 from racecheck.dsl.symbolic import Apply, Const, Decision, Expr, Op, Var
 from racecheck.engines.solving import limited_check
+from racecheck.report.reasons import ReasonCode, reason
 
 FLIP_RLIMIT = 4_000_000
 """z3 resource units for the inputs of one flipped decision (docs/model.md, "Budgets")."""
@@ -83,7 +84,7 @@ def _solution(
     deadline: float,
 ) -> Solution:
     """A model of the solver's constraints, one that also meets `preferred` if any does."""
-    stage = "choosing inputs that take a branch's other side"
+    stage = reason(ReasonCode.STAGE_CHOOSING_INPUTS)
     checked = limited_check(solver, preferred, rlimit=FLIP_RLIMIT, deadline=deadline, stage=stage)
     if preferred and not checked.sat:
         checked = limited_check(solver, rlimit=FLIP_RLIMIT, deadline=deadline, stage=stage)

@@ -577,13 +577,17 @@ class SmtOracle:
     def witness(self, first: EventRef, second: EventRef) -> Schedule:
         prefix = self._signal_prefix(first, second)
         if prefix is None:
-            raise ValueError(f"no execution runs {first} without {second}")
+            raise ValueError(
+                reason(ReasonCode.SMT_NO_EXECUTION, first=str(first), second=str(second))
+            )
         if prefix:
             prefix = self._causal_past(prefix)
         schedule = self._ending_with(prefix, first)
         state = _replay(self._trace, self._skeleton, schedule)
         if state is None or not schedule or schedule[-1] != first or second in schedule:
-            raise SmtInternalError(f"decoded witness for {first} before {second} is not one")
+            raise SmtInternalError(
+                reason(ReasonCode.SMT_NOT_A_WITNESS, first=str(first), second=str(second))
+            )
         return schedule
 
     def can_run(self, event: EventRef) -> bool:
@@ -639,17 +643,21 @@ class SmtOracle:
         self._runs.append(_KnownRun.of(self._encoding.decode(model)))
         known = self._runs[-1].prefix_through(last, blocker)
         if known is None:
-            raise SmtInternalError(f"z3 model does not run {last} without {blocker}")
+            raise SmtInternalError(
+                reason(ReasonCode.SMT_MODEL_NOT_RUN, first=str(last), second=str(blocker))
+            )
         return known
 
     def _about(self, last: EventRef, blocker: EventRef | None) -> str:
         """The query, in the user's terms: `last` running (before `blocker`)."""
-        said = f"whether {self._at(last)} can run"
-        return said if blocker is None else f"{said} before {self._at(blocker)}"
+        asks = reason(ReasonCode.SMT_ASKS_RUN, event=self._at(last))
+        if blocker is None:
+            return asks
+        return reason(ReasonCode.SMT_ASKS_BEFORE, asks=asks, blocker=self._at(blocker))
 
     def _at(self, ref: EventRef) -> str:
         where = self._trace.event(ref).location
-        return f"rank {ref.rank}'s event at line {where.line} ({where.text})"
+        return reason(ReasonCode.SMT_EVENT, rank=ref.rank, line=where.line, text=where.text)
 
     def _known_prefix(
         self, last: EventRef, blocker: EventRef | None
@@ -694,7 +702,7 @@ class SmtOracle:
         guard = self._encoding.stuck_guard()
         if guard is None:
             return None
-        model = self._query([guard], "whether the ranks can deadlock")
+        model = self._query([guard], reason(ReasonCode.SMT_ASKS_DEADLOCK))
         if model is None:
             return None
         run = self._encoding.decode(model)
@@ -703,7 +711,7 @@ class SmtOracle:
         state = _replay(self._trace, self._skeleton, schedule)
         blocked = None if state is None else _blocked_waits(self._trace, state)
         if state is None or blocked is None:
-            raise SmtInternalError("decoded stuck state does not replay to a stuck state")
+            raise SmtInternalError(reason(ReasonCode.SMT_NOT_STUCK))
         cells = sorted({self._waited_cell(ref) for ref in blocked})
         return Stuck(
             schedule=schedule,

@@ -35,6 +35,7 @@ from racecheck.model_names import (
     SHIFT,
     check_model_name,
 )
+from racecheck.report.reasons import ReasonCode, reason
 
 from .custom import ModelNotApplicable, load_user_golden
 
@@ -54,7 +55,12 @@ class Model:
         result = np.asarray(self.compute(np.asarray(inputs)))
         if result.ndim == 0 or len(result) != ranks:
             raise ModelNotApplicable(
-                f"{self.name}: golden has leading dimension {result.shape[:1]}, expected {ranks}"
+                reason(
+                    ReasonCode.GOLDEN_LEADING_DIM,
+                    model=self.name,
+                    dim=str(result.shape[:1]),
+                    ranks=ranks,
+                )
             )
         return result.reshape(ranks, -1)
 
@@ -70,7 +76,7 @@ def blocks(inputs: np.ndarray) -> np.ndarray:
     flat = rows(inputs)
     ranks, width = flat.shape
     if width % ranks != 0:
-        raise ModelNotApplicable(f"a row of {width} elements does not split into {ranks} blocks")
+        raise ModelNotApplicable(reason(ReasonCode.GOLDEN_ROW_BLOCKS, width=width, ranks=ranks))
     return flat.reshape(ranks, ranks, width // ranks)
 
 
@@ -94,7 +100,9 @@ def _broadcast(root: int) -> Golden:
     def golden(inputs: np.ndarray) -> np.ndarray:
         flat = rows(inputs)
         if root >= len(flat):
-            raise ModelNotApplicable(f"root {root} is not a rank of {len(flat)}")
+            raise ModelNotApplicable(
+                reason(ReasonCode.GOLDEN_ROOT_OUTSIDE, root=root, ranks=len(flat))
+            )
         return np.broadcast_to(flat[root], flat.shape).copy()
 
     return golden

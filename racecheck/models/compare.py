@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from racecheck.report.reasons import ReasonCode, reason
+
 from .catalog import Model, ModelNotApplicable, candidates
 
 _FLOAT_TOLERANCE = {
@@ -42,7 +44,13 @@ def tolerance(dtype: str) -> float:
         return _FLOAT_TOLERANCE[name]
     if name in _EXACT:
         return 0.0
-    raise ValueError(f"unknown dtype {dtype!r}; known: {sorted(_FLOAT_TOLERANCE) + sorted(_EXACT)}")
+    raise ValueError(
+        reason(
+            ReasonCode.GOLDEN_UNKNOWN_DTYPE,
+            dtype=repr(dtype),
+            known=str(sorted(_FLOAT_TOLERANCE) + sorted(_EXACT)),
+        )
+    )
 
 
 def _aligned(golden: np.ndarray, outputs: np.ndarray) -> np.ndarray | None:
@@ -123,14 +131,14 @@ def golden_repeated(model: Model, inputs: np.ndarray, times: int) -> np.ndarray 
     tensors, every run recomputes the same outputs and the golden is `times=1`'s.
     """
     if times < 1:
-        raise ValueError(f"times must be at least 1, got {times}")
+        raise ValueError(reason(ReasonCode.GOLDEN_TIMES, times=times))
     current = np.asarray(inputs)
     golden = model.golden(current)
     for _ in range(times - 1):
         if golden is None:
             return None
         if golden.size != current.size:
-            raise ModelNotApplicable(f"{model.name} changes the data's size; it cannot repeat")
+            raise ModelNotApplicable(reason(ReasonCode.GOLDEN_CANNOT_REPEAT, model=model.name))
         current = golden.reshape(current.shape)
         golden = model.golden(current)
     return golden

@@ -19,6 +19,7 @@ import numpy as np
 from racecheck.dsl.modules import installed
 from racecheck.errors import UsageError
 from racecheck.model_names import check_model_name
+from racecheck.report.reasons import ReasonCode, reason
 
 UserGolden = Callable[[np.ndarray], np.ndarray]
 
@@ -30,7 +31,14 @@ def load_user_golden(spec: str) -> UserGolden:
     module = _load_file(where, spec) if where.endswith(".py") else _load_module(where, spec)
     function = getattr(module, function_name, None)
     if not callable(function):
-        raise UsageError(f"golden {spec!r}: {where} defines no function {function_name!r}")
+        raise UsageError(
+            reason(
+                ReasonCode.GOLDEN_NO_FUNCTION,
+                spec=repr(spec),
+                where=where,
+                function=repr(function_name),
+            )
+        )
     return _guarded(spec, function)
 
 
@@ -50,7 +58,14 @@ def _guarded(spec: str, function: UserGolden) -> UserGolden:
         except ModelNotApplicable:
             raise  # worded with the P by the caller, as a built-in model's
         except Exception as error:  # the user's golden: any failure is theirs to fix
-            raise UsageError(f"golden {spec!r} raised {type(error).__name__}: {error}") from error
+            raise UsageError(
+                reason(
+                    ReasonCode.GOLDEN_RAISED,
+                    spec=repr(spec),
+                    error=type(error).__name__,
+                    message=str(error),
+                )
+            ) from error
 
     return golden
 
@@ -58,16 +73,20 @@ def _guarded(spec: str, function: UserGolden) -> UserGolden:
 def _load_file(path_text: str, spec: str) -> ModuleType:
     path = Path(path_text)
     if not path.is_file():
-        raise UsageError(f"golden {spec!r}: no such file {path_text}")
+        raise UsageError(reason(ReasonCode.GOLDEN_NO_FILE, spec=repr(spec), path=path_text))
     module_spec = importlib.util.spec_from_file_location(f"racecheck_golden_{path.stem}", path)
     if module_spec is None or module_spec.loader is None:
-        raise UsageError(f"golden {spec!r}: cannot import {path_text}")
+        raise UsageError(reason(ReasonCode.GOLDEN_CANNOT_IMPORT, spec=repr(spec), path=path_text))
     module = importlib.util.module_from_spec(module_spec)
     try:
         with installed():
             module_spec.loader.exec_module(module)
     except Exception as error:  # the user's file: any failure is theirs to fix
-        raise UsageError(f"golden {spec!r}: importing {path_text} failed: {error}") from error
+        raise UsageError(
+            reason(
+                ReasonCode.GOLDEN_IMPORT_FAILED, spec=repr(spec), source=path_text, why=str(error)
+            )
+        ) from error
     return module
 
 
@@ -75,4 +94,6 @@ def _load_module(name: str, spec: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except Exception as error:
-        raise UsageError(f"golden {spec!r}: importing {name} failed: {error}") from error
+        raise UsageError(
+            reason(ReasonCode.GOLDEN_IMPORT_FAILED, spec=repr(spec), source=name, why=str(error))
+        ) from error

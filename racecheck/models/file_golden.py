@@ -40,20 +40,25 @@ def file_golden_notes(instance: ProgramInstance, execution: Execution) -> tuple[
     for spec in given.tensors.values():
         record = records.get(spec.name)
         if record is None:
-            return (
-                f"the file's golden {name} was not run: {spec.name} is no parameter of the entry",
-            )
+            return (reason(ReasonCode.FILE_GOLDEN_NO_PARAMETER, name=name, tensor=spec.name),)
         if tuple(record.initial.shape) != spec.shape:
-            return (
-                f"the file's golden {name} was not run: its test states {spec.name} as"
-                f" {list(spec.shape)}, this P runs it as {list(record.initial.shape)}",
+            shape = str(list(record.initial.shape))
+            stated = str(list(spec.shape))
+            why = reason(
+                ReasonCode.FILE_GOLDEN_SHAPE,
+                name=name,
+                tensor=spec.name,
+                stated=stated,
+                shape=shape,
             )
+            return (why,)
         values = record.initial if record.role is not TensorRole.OUTPUT else np.zeros(spec.shape)
         scratch[spec.name] = _as_spec_type(np.array(values), spec.dtype)
     try:
         given.golden(scratch)
     except Exception as error:  # noqa: BLE001 - the file's own golden: its failure is a note
-        return (f"the file's golden {name} raised {type(error).__name__}: {error}",)
+        raised = type(error).__name__
+        return (reason(ReasonCode.FILE_GOLDEN_RAISED, name=name, error=raised, message=str(error)),)
     return tuple(_compared(name, given.rtol, given.atol, scratch, records, given.tensors))
 
 
@@ -75,27 +80,40 @@ def _compared(
     records: dict[str, Any],
     specs: dict[str, Any],
 ) -> list[str]:
-    notes = []
+    notes: list[str] = []
     for spec in specs.values():
         if not spec.is_output:
             continue
         expected = as_numpy(scratch[spec.name]).astype(np.float64)
         got = np.asarray(records[spec.name].final, dtype=np.float64)
         if expected.shape != got.shape:
-            notes.append(f"the file's golden {name} gives {spec.name} another shape")
+            notes.append(reason(ReasonCode.FILE_GOLDEN_OTHER_SHAPE, name=name, tensor=spec.name))
             continue
         close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
         if close.all():
             notes.append(
-                f"the output {spec.name} matches the file's golden {name}"
-                f" (rtol={rtol}, atol={atol})"
+                reason(
+                    ReasonCode.FILE_GOLDEN_MATCHES,
+                    tensor=spec.name,
+                    name=name,
+                    rtol=str(rtol),
+                    atol=str(atol),
+                )
             )
             continue
         index = tuple(int(i) for i in np.argwhere(~close)[0])
         notes.append(
-            f"the output {spec.name} differs from the file's golden {name} at {list(index)}: got"
-            f" {got[index]:.6g}, golden {expected[index]:.6g} ({int((~close).sum())} of"
-            f" {close.size} elements outside rtol={rtol}, atol={atol}; racecheck's tile math"
-            " approximates the hardware's, so this is not judged)"
+            reason(
+                ReasonCode.FILE_GOLDEN_DIFFERS,
+                tensor=spec.name,
+                name=name,
+                index=str(list(index)),
+                got=f"{got[index]:.6g}",
+                golden=f"{expected[index]:.6g}",
+                outside=int((~close).sum()),
+                size=int(close.size),
+                rtol=str(rtol),
+                atol=str(atol),
+            )
         )
     return notes

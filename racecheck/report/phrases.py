@@ -231,10 +231,27 @@ _LISTED_WAITS = 4  # a deadlock names this many blocked waits, then counts the r
 
 
 def _deadlock_message(finding: Finding) -> str:
-    text = "; ".join(_blocked_message(wait) for wait in finding.blocked[:_LISTED_WAITS])
+    text = "; ".join(_blocked_message(wait) for wait in _listed(finding.blocked))
     more = len(finding.blocked) - _LISTED_WAITS
     some = "threads" if any(wait.step.task for wait in finding.blocked) else "ranks"
     return text + (f"; and {more} more {some} wait forever likewise" if more > 0 else "")
+
+
+def _listed(blocked: Sequence[BlockedWait]) -> list[BlockedWait]:
+    """The blocked waits a deadlock names: the first, the program's own waits listed
+    before racecheck's (`racecheck.analysis.deadlock`), one thread left without a core
+    or the dispatch lock kept among them when there is one, to say who holds them."""
+    listed = list(blocked[:_LISTED_WAITS])
+    unit = next((wait for wait in blocked[_LISTED_WAITS:] if _waits_for_unit(wait)), None)
+    if unit is not None and not any(_waits_for_unit(wait) for wait in listed):
+        listed[-1] = unit
+    return listed
+
+
+def _waits_for_unit(wait: BlockedWait) -> bool:
+    """A thread waiting for a core or the dispatch lock: racecheck's own wait (no cell
+    value held) that is no start edge."""
+    return wait.holds is None and not wait.step.starts_after
 
 
 def _blocked_message(wait: BlockedWait) -> str:

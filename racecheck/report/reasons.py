@@ -132,6 +132,12 @@ class ReasonCode(Enum):
     OVERTIME_SECONDS = "overtime-seconds"
     OVERTIME_SECONDS_AT = "overtime-seconds-at"
     WHILE_LOOP = "while-loop"
+    ASSUME_EMPTY_RANGE = "assume-empty-range"
+    ASSUME_FLAG_SYNTAX = "assume-flag-syntax"
+    ASSUME_COMMENT_SYNTAX = "assume-comment-syntax"
+    ASSUME_FLAG = "assume-flag"
+    ASSUME_COMMENT = "assume-comment"
+    ASSUME_NO_TENSOR = "assume-no-tensor"
     USAGE_RANK_RANGE = "usage-rank-range"
     USAGE_NOT_CHOICE = "usage-not-choice"
     USAGE_NOT_BOOL = "usage-not-bool"
@@ -181,6 +187,25 @@ class ReasonCode(Enum):
     GOLDEN_NOT_FUNCTION = "golden-not-function"
     GOLDEN_UNKNOWN = "golden-unknown"
     FILE_GOLDEN_TOO_LARGE = "file-golden-too-large"
+    FILE_GOLDEN_NO_PARAMETER = "file-golden-no-parameter"
+    FILE_GOLDEN_SHAPE = "file-golden-shape"
+    FILE_GOLDEN_RAISED = "file-golden-raised"
+    FILE_GOLDEN_OTHER_SHAPE = "file-golden-other-shape"
+    FILE_GOLDEN_MATCHES = "file-golden-matches"
+    FILE_GOLDEN_DIFFERS = "file-golden-differs"
+    GOLDEN_LEADING_DIM = "golden-leading-dim"
+    GOLDEN_ROW_BLOCKS = "golden-row-blocks"
+    GOLDEN_ROOT_OUTSIDE = "golden-root-outside"
+    GOLDEN_UNKNOWN_DTYPE = "golden-unknown-dtype"
+    GOLDEN_TIMES = "golden-times"
+    GOLDEN_CANNOT_REPEAT = "golden-cannot-repeat"
+    GOLDEN_NO_FUNCTION = "golden-no-function"
+    GOLDEN_RAISED = "golden-raised"
+    GOLDEN_NO_FILE = "golden-no-file"
+    GOLDEN_CANNOT_IMPORT = "golden-cannot-import"
+    GOLDEN_IMPORT_FAILED = "golden-import-failed"
+    HELP_PYTEST_RACECHECK = "help-pytest-racecheck"
+    PYTEST_NO_CONFIG = "pytest-no-config"
     # what the every-P shadow of pl/pld does not follow (allp/shadow.py)
     SHADOW_SCALAR_ARITHMETIC = "shadow-scalar-arithmetic"
     SHADOW_DISPATCH_LOOPS = "shadow-dispatch-loops"
@@ -221,6 +246,19 @@ class ReasonCode(Enum):
     EVERY_P_DEFER_WAIT = "every-p-defer-wait"
     EVERY_P_SIGNAL_STORE = "every-p-signal-store"
     EVERY_P_SET_ADD = "every-p-set-add"
+    # the user's names for threads, signal cells and units (events, describe)
+    RANK_ALONE = "rank-alone"
+    THREAD_OF_RANK = "thread-of-rank"
+    THREAD_ON_RANK = "thread-on-rank"
+    CELL_TASK_END = "cell-task-end"
+    CELL_HOST_JOIN = "cell-host-join"
+    UNIT_DISPATCH_START = "unit-dispatch-start"
+    UNIT_DISPATCH_LOCK = "unit-dispatch-lock"
+    UNIT_FREE = "unit-free"
+    HOLDERS_SHARING = "holders-sharing"
+    HOLDERS_ONE_MORE = "holders-one-more"
+    HOLDERS_MORE = "holders-more"
+    HELD_BY = "held-by"
     # what the engines say: why one cannot decide, what it was doing when cut (engines/)
     ENGINE_NONE_EXACT = "engine-none-exact"
     ENGINE_CANNOT = "engine-cannot"
@@ -236,6 +274,14 @@ class ReasonCode(Enum):
     EXPLORE_MACRO_STATES = "explore-macro-states"
     EXPLORE_POR_STEPS = "explore-por-steps"
     SMT_UNDECIDED = "smt-undecided"
+    SMT_ASKS_RUN = "smt-asks-run"
+    SMT_ASKS_BEFORE = "smt-asks-before"
+    SMT_ASKS_DEADLOCK = "smt-asks-deadlock"
+    SMT_EVENT = "smt-event"
+    SMT_NO_EXECUTION = "smt-no-execution"
+    SMT_NOT_A_WITNESS = "smt-not-a-witness"
+    SMT_MODEL_NOT_RUN = "smt-model-not-run"
+    SMT_NOT_STUCK = "smt-not-stuck"
     Z3_BUDGET = "z3-budget"
     STAGE_BOUNDING = "stage-bounding"
     STAGE_ANALYSIS_ORDERS = "stage-analysis-orders"
@@ -249,12 +295,14 @@ class ReasonCode(Enum):
     STAGE_SMT_RANK = "stage-smt-rank"
     STAGE_SMT_WAIT = "stage-smt-wait"
     STAGE_SMT_ASKED = "stage-smt-asked"
+    EXPLORE_NO_WITNESS = "explore-no-witness"
+    STAGE_CHOOSING_INPUTS = "stage-choosing-inputs"
     # what the co-simulation says of a run: its limits, what it does not follow (cosim/)
     HOST_ROW_OUTSIDE = "host-row-outside"
     DISPATCH_DEVICE_OUTSIDE = "dispatch-device-outside"
     HOST_ROWS = "host-rows"
     DEFER_WAIT_THEN_ACCESS = "defer-wait-then-access"
-    SPLIT_AIV_OVERLAP = "split-aiv-overlap"
+    SPLIT_AIV_IN_PLACE = "split-aiv-in-place"
     SPLIT_AIV_OUTSIDE = "split-aiv-outside"
     PEER_OUTSIDE = "peer-outside"
     SIGNAL_NOT_INT32 = "signal-not-int32"
@@ -279,12 +327,68 @@ class ReasonCode(Enum):
     STAGE_INTERLEAVED = "stage-interleaved"
     GATE_NO_MODEL = "gate-no-model"
     GATE_NOT_EVERY_P = "gate-not-every-p"
+    # how a finding code is named: its title, SARIF rule, highlighted step (findings)
+    FINDING_DATA_RACE = "finding-data-race"
+    FINDING_DEADLOCK = "finding-deadlock"
+    FINDING_OUT_OF_BOUNDS = "finding-out-of-bounds"
+    FINDING_STALE_READ = "finding-stale-read"
+    FINDING_WRONG_RESULT = "finding-wrong-result"
+    RULE_RACE_RAW = "rule-race-raw"
+    RULE_RACE_WAR = "rule-race-war"
+    RULE_RACE_WAW = "rule-race-waw"
+    RULE_SET_ADD_MIX = "rule-set-add-mix"
+    RULE_STALE_READ = "rule-stale-read"
+    STEP_OF_FINDING = "step-of-finding"
+    STEP_RACING = "step-racing"
+    STEP_BLOCKED = "step-blocked"
+    STEP_UNWRITTEN = "step-unwritten"
     # what the CLI and export say of a run (cli, export)
     INTERRUPTED = "interrupted"
     INTERNAL_ERROR = "internal-error"
     EXPORT_ONE_PROGRAM = "export-one-program"
     EXPORT_REJECTED = "export-rejected"
     EXPORT_HEADER = "export-header"
+    CLI_VERSION = "cli-version"
+    CLI_PROGRESS = "cli-progress"
+    CLI_SKIPPED = "cli-skipped"
+    TRACE_SKIPPED = "trace-skipped"
+    # the CLI's help: each flag's words (cli)
+    HELP_DESCRIPTION = "help-description"
+    HELP_VERSION = "help-version"
+    HELP_VERIFY = "help-verify"
+    HELP_VERIFY_DESCRIPTION = "help-verify-description"
+    HELP_RANKS = "help-ranks"
+    HELP_FALLBACK = "help-fallback"
+    HELP_REQUIRE_EVERY_P = "help-require-every-p"
+    HELP_ENGINE = "help-engine"
+    HELP_EXPECT = "help-expect"
+    HELP_REQUIRE_MODEL = "help-require-model"
+    HELP_TIMEOUT = "help-timeout"
+    HELP_ASSUME = "help-assume"
+    HELP_JOBS = "help-jobs"
+    HELP_DEFAULT = "help-default"
+    HELP_HTML = "help-html"
+    HELP_NO_COLOR = "help-no-color"
+    HELP_RESET_WINDOWS = "help-reset-windows"
+    HELP_ROUNDS = "help-rounds"
+    HELP_PER_CALL = "help-per-call"
+    HELP_SKIP_NO_PROGRAM = "help-skip-no-program"
+    HELP_NO_CONFIG = "help-no-config"
+    HELP_RUNTIME_ORDER = "help-runtime-order"
+    HELP_TRACE = "help-trace"
+    HELP_ONE_RANK_COUNT = "help-one-rank-count"
+    HELP_EXPORT = "help-export"
+    HELP_FILE = "help-file"
+    HELP_PROGRAM = "help-program"
+    HELP_ARG = "help-arg"
+    HELP_RANK_PARAM = "help-rank-param"
+    HELP_REPEAT = "help-repeat"
+    HELP_SEED = "help-seed"
+    HELP_CORES = "help-cores"
+    HELP_ARGV = "help-argv"
+    HELP_ENV = "help-env"
+    HELP_IMPORT_ROOT = "help-import-root"
+    HELP_DEBUG = "help-debug"
     # the DSL's refusals and errors of a program's calls (dsl/dist_ops.py, dsl/program.py)
     DSL_WORLD_SIZE_OUTSIDE = "dsl-world-size-outside"
     DSL_ALLOC_NO_DTYPE = "dsl-alloc-no-dtype"
@@ -304,7 +408,89 @@ class ReasonCode(Enum):
     DSL_SUBMIT_PREDICATE = "dsl-submit-predicate"
     DSL_NOT_RUN = "dsl-not-run"
     DSL_NO_JIT_FUNCTION = "dsl-no-jit-function"
-    DSL_JIT_UNKNOWN = "dsl-jit-unknown"
+    # the sort, gather, scatter, cmp and concat operations of a kernel (dsl/sort_ops.py)
+    SORT_NOT_TILE = "sort-not-tile"
+    SORT_PAIRS_DTYPE = "sort-pairs-dtype"
+    SORT_PARTLY_VALID = "sort-partly-valid"
+    SORT32_DTYPE = "sort32-dtype"
+    SORT32_SHAPES = "sort32-shapes"
+    MRGSORT_BLOCK_LEN = "mrgsort-block-len"
+    MRGSORT_ONE_SOURCE = "mrgsort-one-source"
+    MRGSORT_ROWS = "mrgsort-rows"
+    MRGSORT_EXHAUSTED = "mrgsort-exhausted"
+    MRGSORT_SHAPES = "mrgsort-shapes"
+    GATHER_MASK = "gather-mask"
+    GATHER_MASK_ROWS = "gather-mask-rows"
+    GATHER_OUTPUT_DTYPE = "gather-output-dtype"
+    SCATTER_BOTH_FORMS = "scatter-both-forms"
+    SCATTER_INDEX_FORM = "scatter-index-form"
+    SCATTER_INDEX_OUTSIDE = "scatter-index-outside"
+    SCATTER_MASK = "scatter-mask"
+    SCATTER_MASK_COLUMNS = "scatter-mask-columns"
+    CMP_TYPE = "cmp-type"
+    CONCAT_SHAPES = "concat-shapes"
+    CONCAT_PARTLY_VALID = "concat-partly-valid"
+    # the tensor views, tiles and tile operations of a kernel (dsl/tensors.py, tile_*.py, types.py)
+    VIEW_ROW_OUTSIDE = "view-row-outside"
+    VIEW_NOT_CONTIGUOUS = "view-not-contiguous"
+    VIEW_SLICE_STEP = "view-slice-step"
+    VIEW_SLICE_OUTSIDE = "view-slice-outside"
+    VIEW_INDEX_OUTSIDE = "view-index-outside"
+    TILE_SLICE_STEP = "tile-slice-step"
+    TILE_SLICE_OUTSIDE = "tile-slice-outside"
+    REGION_DIMS = "region-dims"
+    REGION_EXCEEDS = "region-exceeds"
+    REGION_PAST_BUFFER = "region-past-buffer"
+    TILE_MATH_NOT_TILE = "tile-math-not-tile"
+    TILE_VALIDSHAPE_PAST = "tile-validshape-past"
+    TILE_FILLPAD_VALUE = "tile-fillpad-value"
+    TILE_GATHER_FORM = "tile-gather-form"
+    TILE_GATHER_AXIS = "tile-gather-axis"
+    TILE_GATHER_INDEX = "tile-gather-index"
+    TILE_ARANGE_SHAPE = "tile-arange-shape"
+    TILE_GATHER_ROW = "tile-gather-row"
+    TILE_NEEDS_DTYPE = "tile-needs-dtype"
+    TILE_MANUAL_DEP_OUTSIDE = "tile-manual-dep-outside"
+    TILE_INIT_VALUE = "tile-init-value"
+    TILE_INIT_VALUE_DTYPE = "tile-init-value-dtype"
+    TILE_RESHAPE_COUNT = "tile-reshape-count"
+    TILE_DIM_NOT_TENSOR = "tile-dim-not-tensor"
+    TILE_NEEDS_TILE = "tile-needs-tile"
+    TILE_RESHAPE_VALID = "tile-reshape-valid"
+    TILE_RESHAPE_REGION = "tile-reshape-region"
+    TILE_ASSEMBLE_ATOMIC = "tile-assemble-atomic"
+    TYPE_DYNAMIC_DIM = "type-dynamic-dim"
+    TYPE_TENSOR_ARGUMENTS = "type-tensor-arguments"
+    TYPE_NEEDS_DTYPE = "type-needs-dtype"
+    TYPE_ARRAY_ARGUMENTS = "type-array-arguments"
+    # what the DSL's device groups, pl.parallel, summaries and --timeout say (dsl/)
+    GROUP_RANGE = "group-range"
+    GROUP_PEER_OUTSIDE = "group-peer-outside"
+    GROUP_RANK_OUTSIDE = "group-rank-outside"
+    PARALLEL_SIGNAL = "parallel-signal"
+    PARALLEL_OVERLAP = "parallel-overlap"
+    PARALLEL_ITERATIONS = "parallel-iterations"
+    SUMMARY_BODY_SYNCS = "summary-body-syncs"
+    SUMMARY_LOOP_NOT_FOUND = "summary-loop-not-found"
+    SUMMARY_LOOP_OUTLIVES = "summary-loop-outlives"
+    SUMMARY_BRANCH_NOT_FOUND = "summary-branch-not-found"
+    SUMMARY_COUNTER_FORM = "summary-counter-form"
+    SUMMARY_BRANCH_OUTLIVES = "summary-branch-outlives"
+    WATCHDOG_OVERRUN = "watchdog-overrun"
+    WATCHDOG_OVERRUN_AT = "watchdog-overrun-at"
+    # the DSL's other refusals and unfollowed values (dsl/modules, context, scalars, ...)
+    DSL_NOT_MODELLED = "dsl-not-modelled"
+    DSL_DRIVER_OBJECT = "dsl-driver-object"
+    DSL_DRIVER_CALL = "dsl-driver-call"
+    DSL_NEEDS_TORCH = "dsl-needs-torch"
+    DSL_RANK_ONLY = "dsl-rank-only"
+    DSL_HOST_ONLY = "dsl-host-only"
+    DSL_RESULT_RANGE = "dsl-result-range"
+    DSL_HANDED_RANGE = "dsl-handed-range"
+    DSL_NOT_INTEGER = "dsl-not-integer"
+    DSL_SPLIT = "dsl-split"
+    DSL_COPY_SIZES = "dsl-copy-sizes"
+    DSL_WINDOW_ARGUMENT_SIZE = "dsl-window-argument-size"
     # the host function's pl.at and pl.spmd regions racecheck does not follow (dsl/host_regions.py)
     REGION_NO_SOURCE = "region-no-source"
     REGION_SHARED_WITH = "region-shared-with"
@@ -314,6 +500,24 @@ class ReasonCode(Enum):
     REGION_TASK_REASSIGNS = "region-task-reassigns"
     REGION_TASK_ASSIGNS = "region-task-assigns"
     REGION_CHIP_WITHOUT_DEVICE = "region-chip-without-device"
+    # the tasks, deps and scopes a per-device function uses (dsl/scopes.py)
+    THREAD_TASK = "thread-task"
+    THREAD_BLOCK = "thread-block"
+    SCOPE_OUTSIDE_DEVICE = "scope-outside-device"
+    SCOPE_NOT_TASK_ID = "scope-not-task-id"
+    SCOPE_SLOT_UNSET = "scope-slot-unset"
+    SCOPE_TASK_ID_ARGUMENT = "scope-task-id-argument"
+    SCOPE_WRITES_LOCAL = "scope-writes-local"
+    SCOPE_RESULTS_UNMATCHED = "scope-results-unmatched"
+    SCOPE_DISPATCH_RESULTS = "scope-dispatch-results"
+    SCOPE_RESULT_UNDECLARED = "scope-result-undeclared"
+    SCOPE_HELD_BACK = "scope-held-back"
+    SCOPE_NO_DEP_IN_MANUAL = "scope-no-dep-in-manual"
+    SCOPE_SPMD_PREDICATE = "scope-spmd-predicate"
+    SCOPE_DEPS_NOT_IDS = "scope-deps-not-ids"
+    SCOPE_MANUAL_NESTED = "scope-manual-nested"
+    SCOPE_AUTO_IN_MANUAL = "scope-auto-in-manual"
+    SCOPE_AUTO_OUTSIDE_OWN = "scope-auto-outside-own"
     # what pld.tensor.put_async and its drain may not do (dsl/async_put.py)
     ASYNC_SYNC_ID = "async-sync-id"
     ASYNC_NO_SESSION = "async-no-session"
@@ -368,6 +572,11 @@ class ReasonCode(Enum):
     SPIN_UNEXPECTED_OUTPUT = "spin-unexpected-output"
     SPIN_UNREADABLE_OUTPUT = "spin-unreadable-output"
 
+
+_ASSUME_FORMS = (
+    "write `NAME in LOW..HIGH`, `NAME <= HIGH` or `NAME >= LOW`, NAME an input tensor of the"
+    " host entry"
+)  # an assumption's three forms, as --assume and `# racecheck: assume` both say
 
 _WORDS: dict[ReasonCode, str] = {
     ReasonCode.REPEAT: (
@@ -606,6 +815,16 @@ _WORDS: dict[ReasonCode, str] = {
         " racecheck runs it as Python, as often as its condition holds at each traced P,"
         " like a pl.range of that many iterations (pl.while_ is PyPTO's documented form)"
     ),
+    ReasonCode.ASSUME_EMPTY_RANGE: "--assume {text}: the range {low}..{high} is empty",
+    ReasonCode.ASSUME_FLAG_SYNTAX: f"--assume {{text}}: {_ASSUME_FORMS}",
+    ReasonCode.ASSUME_COMMENT_SYNTAX: (
+        f"{{path}}:{{line}}: `# racecheck: assume {{text}}`: {_ASSUME_FORMS}"
+    ),
+    ReasonCode.ASSUME_FLAG: "--assume {text}",
+    ReasonCode.ASSUME_COMMENT: "{path}:{line}: # racecheck: assume {assumption}",
+    ReasonCode.ASSUME_NO_TENSOR: (
+        "{origin}: {program} has no input tensor {tensor} (its host entry takes {inputs})"
+    ),
     ReasonCode.USAGE_RANK_RANGE: "ranks {ranks}: rank counts must be between 1 and {most}",
     ReasonCode.USAGE_NOT_CHOICE: "{what} {value}: not a valid {what}",
     ReasonCode.USAGE_NOT_BOOL: "{name} {value}: must be true or false",
@@ -670,6 +889,40 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.FILE_GOLDEN_TOO_LARGE: (
         "the file's golden {name} was not run: its tensors take {gib} GiB materialised"
         " (racecheck runs a golden on at most {limit} GiB)"
+    ),
+    ReasonCode.FILE_GOLDEN_NO_PARAMETER: (
+        "the file's golden {name} was not run: {tensor} is no parameter of the entry"
+    ),
+    ReasonCode.FILE_GOLDEN_SHAPE: (
+        "the file's golden {name} was not run: its test states {tensor} as {stated}, this P"
+        " runs it as {shape}"
+    ),
+    ReasonCode.FILE_GOLDEN_RAISED: "the file's golden {name} raised {error}: {message}",
+    ReasonCode.FILE_GOLDEN_OTHER_SHAPE: "the file's golden {name} gives {tensor} another shape",
+    ReasonCode.FILE_GOLDEN_MATCHES: (
+        "the output {tensor} matches the file's golden {name} (rtol={rtol}, atol={atol})"
+    ),
+    ReasonCode.FILE_GOLDEN_DIFFERS: (
+        "the output {tensor} differs from the file's golden {name} at {index}: got {got},"
+        " golden {golden} ({outside} of {size} elements outside rtol={rtol}, atol={atol};"
+        " racecheck's tile math approximates the hardware's, so this is not judged)"
+    ),
+    ReasonCode.GOLDEN_LEADING_DIM: "{model}: golden has leading dimension {dim}, expected {ranks}",
+    ReasonCode.GOLDEN_ROW_BLOCKS: "a row of {width} elements does not split into {ranks} blocks",
+    ReasonCode.GOLDEN_ROOT_OUTSIDE: "root {root} is not a rank of {ranks}",
+    ReasonCode.GOLDEN_UNKNOWN_DTYPE: "unknown dtype {dtype}; known: {known}",
+    ReasonCode.GOLDEN_TIMES: "times must be at least 1, got {times}",
+    ReasonCode.GOLDEN_CANNOT_REPEAT: "{model} changes the data's size; it cannot repeat",
+    ReasonCode.GOLDEN_NO_FUNCTION: "golden {spec}: {where} defines no function {function}",
+    ReasonCode.GOLDEN_RAISED: "golden {spec} raised {error}: {message}",
+    ReasonCode.GOLDEN_NO_FILE: "golden {spec}: no such file {path}",
+    ReasonCode.GOLDEN_CANNOT_IMPORT: "golden {spec}: cannot import {path}",
+    ReasonCode.GOLDEN_IMPORT_FAILED: "golden {spec}: importing {source} failed: {why}",
+    ReasonCode.HELP_PYTEST_RACECHECK: (
+        "also check the collectives [tool.racecheck] in pyproject.toml names"
+    ),
+    ReasonCode.PYTEST_NO_CONFIG: (
+        "--racecheck: no [tool.racecheck] in the pyproject.toml at or above {root}"
     ),
     ReasonCode.SHADOW_SCALAR_ARITHMETIC: "scalar arithmetic through pl.* is outside the fragment",
     ReasonCode.SHADOW_DISPATCH_LOOPS: "more than one dispatch loop per rank",
@@ -743,6 +996,18 @@ _WORDS: dict[ReasonCode, str] = {
         "a store into signal window {memory} (line {line}) besides its notifies"
     ),
     ReasonCode.EVERY_P_SET_ADD: "Set and AtomicAdd notifies on one signal window ({memory})",
+    ReasonCode.RANK_ALONE: "rank {rank}",
+    ReasonCode.THREAD_OF_RANK: "rank {rank}, {thread}",
+    ReasonCode.THREAD_ON_RANK: "{thread} on rank {rank}",
+    ReasonCode.CELL_TASK_END: "the end of {task}",
+    ReasonCode.CELL_HOST_JOIN: "the host's join after call {call} (every rank ends it)",
+    ReasonCode.UNIT_DISPATCH_START: "the start of dispatch {dispatch} on rank {rank}",
+    ReasonCode.UNIT_DISPATCH_LOCK: "the dispatch lock of rank {rank}",
+    ReasonCode.UNIT_FREE: "a free {unit} of rank {rank} (it has {units})",
+    ReasonCode.HOLDERS_SHARING: "{thread} ({count} threads)",
+    ReasonCode.HOLDERS_ONE_MORE: "1 more thread",
+    ReasonCode.HOLDERS_MORE: "{count} more threads",
+    ReasonCode.HELD_BY: ", held by {holders}",
     ReasonCode.ENGINE_NONE_EXACT: "no engine can decide this program: {why}",
     ReasonCode.ENGINE_CANNOT: "the {engine} engine cannot decide this program: {why}",
     ReasonCode.ENGINE_NONE: "no engine can decide this program",
@@ -766,6 +1031,14 @@ _WORDS: dict[ReasonCode, str] = {
         "explore: more than {states} steps of the partial-order-reduced search"
     ),
     ReasonCode.SMT_UNDECIDED: "smt: z3 could not decide {about} ({why})",
+    ReasonCode.SMT_ASKS_RUN: "whether {event} can run",
+    ReasonCode.SMT_ASKS_BEFORE: "{asks} before {blocker}",
+    ReasonCode.SMT_ASKS_DEADLOCK: "whether the ranks can deadlock",
+    ReasonCode.SMT_EVENT: "rank {rank}'s event at line {line} ({text})",
+    ReasonCode.SMT_NO_EXECUTION: "no execution runs {first} without {second}",
+    ReasonCode.SMT_NOT_A_WITNESS: "decoded witness for {first} before {second} is not one",
+    ReasonCode.SMT_MODEL_NOT_RUN: "z3 model does not run {first} without {second}",
+    ReasonCode.SMT_NOT_STUCK: "decoded stuck state does not replay to a stuck state",
     ReasonCode.Z3_BUDGET: "z3 used up its budget of {units:,} resource units",
     ReasonCode.STAGE_BOUNDING: "bounding the signal cells' values before asking z3",
     ReasonCode.STAGE_ANALYSIS_ORDERS: "the analysis asked which events can run before which",
@@ -788,6 +1061,8 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.STAGE_SMT_RANK: "the smt engine encoded the trace for z3 (rank {rank})",
     ReasonCode.STAGE_SMT_WAIT: "the smt engine encoded the trace for z3 (rank {rank}'s wait)",
     ReasonCode.STAGE_SMT_ASKED: "the smt engine asked z3 {about}",
+    ReasonCode.EXPLORE_NO_WITNESS: "{first} cannot precede {second}: no witness",
+    ReasonCode.STAGE_CHOOSING_INPUTS: "choosing inputs that take a branch's other side",
     ReasonCode.HOST_ROW_OUTSIDE: "row {row} of {view} is outside [0, {rows})",
     ReasonCode.DISPATCH_DEVICE_OUTSIDE: (
         "the program dispatches to device {rank} but runs on {ranks} ranks"
@@ -800,9 +1075,11 @@ _WORDS: dict[ReasonCode, str] = {
         " that task at once, so nothing orders this access after the wait; move it to a task"
         " that depends on it (docs/model.md)"
     ),
-    ReasonCode.SPLIT_AIV_OVERLAP: (
-        "pl.split_aiv at line {line}: line {later} runs after it on one AIV sub-lane while"
-        " another may still be inside it"
+    ReasonCode.SPLIT_AIV_IN_PLACE: (
+        "pl.split_aiv here: racecheck runs AIV sub-lanes as threads of a kernel call, a"
+        " pl.at region or pl.spmd block whose source it can outline, or a dispatched"
+        " kernel, not in a task it runs in place or in a per-device function's own code"
+        " (docs/model.md)"
     ),
     ReasonCode.SPLIT_AIV_OUTSIDE: (
         "line {line} ({label}) is outside every pl.split_aiv region of its kernel, whose AIV"
@@ -849,6 +1126,20 @@ _WORDS: dict[ReasonCode, str] = {
         "not proved for every P, and require_every_p is set: the concrete P checked instead"
         " do not stand for the others"
     ),
+    ReasonCode.FINDING_DATA_RACE: "data race",
+    ReasonCode.FINDING_DEADLOCK: "deadlock",
+    ReasonCode.FINDING_OUT_OF_BOUNDS: "out-of-bounds access",
+    ReasonCode.FINDING_STALE_READ: "stale read",
+    ReasonCode.FINDING_WRONG_RESULT: "wrong result",
+    ReasonCode.RULE_RACE_RAW: "data race: a read can miss the write it was meant to see",
+    ReasonCode.RULE_RACE_WAR: "data race: a write can clobber data before it is read",
+    ReasonCode.RULE_RACE_WAW: "data race: two writes in either order",
+    ReasonCode.RULE_SET_ADD_MIX: "signal cell both Set and atomically added",
+    ReasonCode.RULE_STALE_READ: "stale read of never-written window bytes",
+    ReasonCode.STEP_OF_FINDING: "the finding is about this step",
+    ReasonCode.STEP_RACING: "racing access",
+    ReasonCode.STEP_BLOCKED: "blocked forever",
+    ReasonCode.STEP_UNWRITTEN: "reads memory nothing wrote",
     ReasonCode.INTERRUPTED: "racecheck: interrupted (Ctrl-C); nothing was proved",
     ReasonCode.INTERNAL_ERROR: (
         "racecheck: internal error: {error}: {message} (nothing was proved; run again with"
@@ -860,6 +1151,103 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.EXPORT_REJECTED: "{program} rejects {ranks} ranks ({why}); nothing to export",
     ReasonCode.EXPORT_HEADER: "{program} from {path}, P={ranks}, repeat={repeat}",
+    ReasonCode.CLI_VERSION: "racecheck {version}",
+    ReasonCode.CLI_PROGRESS: "racecheck: checking {program} at P={ranks}...",
+    ReasonCode.CLI_SKIPPED: "racecheck: skipped {path}: {why}",
+    ReasonCode.TRACE_SKIPPED: "{program}  P={ranks}  skipped  {why}",
+    ReasonCode.HELP_DESCRIPTION: (
+        "Model checker and race detector for PyPTO distributed collectives."
+    ),
+    ReasonCode.HELP_VERSION: "print racecheck's version and exit",
+    ReasonCode.HELP_VERIFY: "prove a collective correct or show its bug",
+    ReasonCode.HELP_VERIFY_DESCRIPTION: (
+        "Flags override the file's [tool.racecheck] settings in the nearest pyproject.toml"
+        " (docs/ci.md); the defaults shown apply where neither says."
+    ),
+    ReasonCode.HELP_RANKS: "rank counts: 4, 2,4,8, 2..8, or all / 2.. (every P) (default: 2..8)",
+    ReasonCode.HELP_FALLBACK: "with --ranks all: the range checked if no proof (default: 2..8)",
+    ReasonCode.HELP_REQUIRE_EVERY_P: (
+        "with --ranks all: a fallback to the concrete range is unknown, exit 2 (default: off)"
+    ),
+    ReasonCode.HELP_ENGINE: "the engine that orders events (default: auto)",
+    ReasonCode.HELP_EXPECT: "golden model, e.g. allreduce-sum (default: report the matching model)",
+    ReasonCode.HELP_REQUIRE_MODEL: (
+        "a proved P whose outputs match no golden model is unknown, exit 2 (default: off)"
+    ),
+    ReasonCode.HELP_TIMEOUT: (
+        "seconds per program and P (default: none: the work budgets end every run)"
+    ),
+    ReasonCode.HELP_ASSUME: (
+        "a precondition on an input tensor's elements: 'NAME in LOW..HIGH', 'NAME <= HIGH'"
+        " or 'NAME >= LOW' (repeatable); inputs outside it are not checked (default: none)"
+    ),
+    ReasonCode.HELP_JOBS: (
+        "worker processes for each file's (program, P) units (default: the machine's cores)"
+    ),
+    ReasonCode.HELP_DEFAULT: "(default: {default})",
+    ReasonCode.HELP_HTML: "also write a self-contained HTML report (default: none)",
+    ReasonCode.HELP_NO_COLOR: "never colour the text report (default: colour on a terminal)",
+    ReasonCode.HELP_RESET_WINDOWS: (
+        "with --repeat N: zero the windows between calls, as PyPTO does by default (default: off)"
+    ),
+    ReasonCode.HELP_ROUNDS: (
+        "with --repeat N: 'free', each rank starts its next call as soon as it ends the"
+        " last; 'joined', the host waits for every rank between calls, as serving does; the"
+        " windows persist either way (default: free)"
+    ),
+    ReasonCode.HELP_PER_CALL: (
+        "host scalar NAME gets EXPR at each call, {{call}} being the call number from 1"
+        " (--per-call epoch={{call}}); repeatable (default: none)"
+    ),
+    ReasonCode.HELP_SKIP_NO_PROGRAM: (
+        "a FILE that defines no program (an __init__.py, a helper module) is skipped rather"
+        " than an error, as the pre-commit hook does (default: off)"
+    ),
+    ReasonCode.HELP_NO_CONFIG: "ignore [tool.racecheck] in pyproject.toml (default: read it)",
+    ReasonCode.HELP_RUNTIME_ORDER: (
+        "which dependencies PyPTO tracks between a rank's tasks: today's, or those before"
+        " #1683 (remote_store/put/get/notify targets not counted as written) (default:"
+        " current)"
+    ),
+    ReasonCode.HELP_TRACE: "print each rank's co-simulated events",
+    ReasonCode.HELP_ONE_RANK_COUNT: "one rank count (required)",
+    ReasonCode.HELP_EXPORT: "write the traced protocol as a Promela model",
+    ReasonCode.HELP_FILE: "the Python file that holds the collective",
+    ReasonCode.HELP_PROGRAM: (
+        "check only this program, repeatable (default: every program of the file)"
+    ),
+    ReasonCode.HELP_ARG: (
+        "set a factory or entry parameter; VALUE is a Python literal, else an expression"
+        " over the file's names (e.g. 'shape=make_shape(2, 64)'), else a string; repeatable"
+        " (default: the parameters' own defaults)"
+    ),
+    ReasonCode.HELP_RANK_PARAM: (
+        "the factory parameter that receives P (default: found from its name)"
+    ),
+    ReasonCode.HELP_REPEAT: (
+        "N back-to-back calls on the same windows, never zeroed in between: persistent"
+        " windows without PyPTO's reset between requests (add --reset-windows for its"
+        " default) (default: 1)"
+    ),
+    ReasonCode.HELP_SEED: "the random input values (default: 0)",
+    ReasonCode.HELP_CORES: (
+        "the cores of each rank: a running task, block or lane holds one, a spinning wait"
+        " keeps it (default: {cores}, the A2/A3 simulator's AIV cores)"
+    ),
+    ReasonCode.HELP_ARGV: (
+        "the file's own command line while it is imported (sys.argv[1:], split as a shell"
+        " does); {{P}} is the rank count, and the file is imported afresh at each P (default:"
+        " none)"
+    ),
+    ReasonCode.HELP_ENV: (
+        "an environment variable while the file is imported; {{P}} is the rank count"
+        " (repeatable; default: none)"
+    ),
+    ReasonCode.HELP_IMPORT_ROOT: (
+        "the directory the file's absolute imports resolve against (default: the nearest"
+        " parent holding pyproject.toml or .git)"
+    ),
+    ReasonCode.HELP_DEBUG: "show tracebacks (default: off)",
     ReasonCode.DSL_WORLD_SIZE_OUTSIDE: "pld.world_size() is only known while a program runs",
     ReasonCode.DSL_ALLOC_NO_DTYPE: "pld.alloc_window_buffer(shape, dtype=...) needs a dtype",
     ReasonCode.DSL_WINDOW_NOT_BUFFER: (
@@ -899,7 +1287,155 @@ _WORDS: dict[ReasonCode, str] = {
         "running or compiling {name} for hardware is not modelled; racecheck traces it itself"
     ),
     ReasonCode.DSL_NO_JIT_FUNCTION: "self.{name}: this module has no @pl.jit function {name!r}",
-    ReasonCode.DSL_JIT_UNKNOWN: "pl.jit.{name} is not part of the DSL racecheck models",
+    ReasonCode.SORT_NOT_TILE: "{construct} needs a tile or a tensor, got {value}",
+    ReasonCode.SORT_PAIRS_DTYPE: "{construct} of {dtype}: only FP32 (value, index) pairs",
+    ReasonCode.SORT_PARTLY_VALID: "{construct} of a partly valid tile {tile} is not modelled",
+    ReasonCode.SORT32_DTYPE: "pl.sort32 of {dtype}: only FP32 values are modelled",
+    ReasonCode.SORT32_SHAPES: (
+        "pl.sort32: values {values} and indices {indices} must have one shape, its last dim"
+        " a multiple of {block}"
+    ),
+    ReasonCode.MRGSORT_BLOCK_LEN: (
+        "pl.mrgsort(block_len={length}) of a row of {width} slots: runs of pairs that divide"
+        " the row"
+    ),
+    ReasonCode.MRGSORT_ONE_SOURCE: "pl.mrgsort(block_len=...) takes one source",
+    ReasonCode.MRGSORT_ROWS: "pl.mrgsort merges 2 to 4 sorted rows, got {count}",
+    ReasonCode.MRGSORT_EXHAUSTED: "pl.mrgsort(exhausted=True) is not modelled",
+    ReasonCode.MRGSORT_SHAPES: "pl.mrgsort: the merged rows must be 2-D tiles with one row count",
+    ReasonCode.GATHER_MASK: "pl.gather(mask_pattern={mask_pattern}): a pl.tile.MaskPattern",
+    ReasonCode.GATHER_MASK_ROWS: "pl.gather({mask}) of {source}: whole rows of {stride}",
+    ReasonCode.GATHER_OUTPUT_DTYPE: "pl.gather output_dtype {kind}: same size as {dtype}",
+    ReasonCode.SCATTER_BOTH_FORMS: "pl.tensor.scatter: the index form or the mask form, not both",
+    ReasonCode.SCATTER_INDEX_FORM: (
+        "pl.tensor.scatter: rank-2 tensors with dim=-1 and index shaped as src"
+    ),
+    ReasonCode.SCATTER_INDEX_OUTSIDE: "pl.tensor.scatter: an index outside {columns} columns",
+    ReasonCode.SCATTER_MASK: "pl.tensor.scatter(mask_pattern={mask_pattern}): a MaskPattern",
+    ReasonCode.SCATTER_MASK_COLUMNS: (
+        "pl.tensor.scatter({mask}) of {source} into {target}: dst has {stride} times its columns"
+    ),
+    ReasonCode.CMP_TYPE: "pl.cmp cmp_type {kind}: 0 to {last}",
+    ReasonCode.CONCAT_SHAPES: "pl.concat of {left} and {right}: one row count and dtype",
+    ReasonCode.CONCAT_PARTLY_VALID: "pl.concat after a partly valid {left} is not modelled",
+    ReasonCode.VIEW_ROW_OUTSIDE: "row {row} of {tensor} with shape {shape}",
+    ReasonCode.VIEW_NOT_CONTIGUOUS: (
+        "{view}[{index}] is not one contiguous block; racecheck models views without"
+        " strides: pass the whole tensor and use offsets"
+    ),
+    ReasonCode.VIEW_SLICE_STEP: "a slice with step {step} of {view}",
+    ReasonCode.VIEW_SLICE_OUTSIDE: "slice {start}:{stop} of {view} in dim {axis}",
+    ReasonCode.VIEW_INDEX_OUTSIDE: "index {position} of {view} in dim {axis}",
+    ReasonCode.TILE_SLICE_STEP: "tile slice {index}: slices of step 1 only",
+    ReasonCode.TILE_SLICE_OUTSIDE: "tile slice {index} of a {shape} tile",
+    ReasonCode.REGION_DIMS: (
+        "offsets {offsets} / shape {shape} do not match the {dims} dims of {view}"
+    ),
+    ReasonCode.REGION_EXCEEDS: (
+        "region offsets {offsets} shape {shape} exceeds {view} in dim {axis}"
+    ),
+    ReasonCode.REGION_PAST_BUFFER: (
+        "view {view} needs bytes {start}..{end} but its buffer has {size} bytes"
+    ),
+    ReasonCode.TILE_MATH_NOT_TILE: "{construct} needs a tile or a tensor, got {value}",
+    ReasonCode.TILE_VALIDSHAPE_PAST: "pl.set_validshape({rows}, {cols}) past the tile's {shape}",
+    ReasonCode.TILE_FILLPAD_VALUE: (
+        "pl.fillpad pad_value {pad_value}: zero, max, min, 0, inf or -inf"
+    ),
+    ReasonCode.TILE_GATHER_FORM: "pl.gather: only the index form (dim=-1, index=...) is modelled",
+    ReasonCode.TILE_GATHER_AXIS: "pl.gather(dim={axis}): PyPTO gathers along the last axis only",
+    ReasonCode.TILE_GATHER_INDEX: "pl.gather: an index past the {columns} columns of {tile}",
+    ReasonCode.TILE_ARANGE_SHAPE: "pl.arange of shape {shape}: PyPTO fills one row, [1, n]",
+    ReasonCode.TILE_GATHER_ROW: "pl.gather_row: a {shape} block at {at} of {acc}",
+    ReasonCode.TILE_NEEDS_DTYPE: "{construct} needs a dtype such as pl.FP32, got {value}",
+    ReasonCode.TILE_MANUAL_DEP_OUTSIDE: (
+        "pl.create_tensor(manual_dep=True) outside a per-device function is not modelled:"
+        " manual_dep opts a tensor out of the dependencies between tasks (docs/model.md)"
+    ),
+    ReasonCode.TILE_INIT_VALUE: (
+        "pl.create_tensor(init_value={init_value}): a Python number is filled"
+    ),
+    ReasonCode.TILE_INIT_VALUE_DTYPE: (
+        "pl.create_tensor(init_value={init_value}) of a {dtype} tensor is rejected by PyPTO:"
+        " only init_value=0 fills 16-bit floats"
+    ),
+    ReasonCode.TILE_RESHAPE_COUNT: "pl.reshape of {tile} to {shape}: the element count changes",
+    ReasonCode.TILE_DIM_NOT_TENSOR: "pl.tensor.dim takes a tensor, got {tensor}",
+    ReasonCode.TILE_NEEDS_TILE: "{construct} needs a tile, got {value}",
+    ReasonCode.TILE_RESHAPE_VALID: (
+        "pl.reshape of a tile valid in {valid} of {shape}: its valid cells are no row-major prefix"
+    ),
+    ReasonCode.TILE_RESHAPE_REGION: "pl.reshape to {shape}: no region of it holds the valid cells",
+    ReasonCode.TILE_ASSEMBLE_ATOMIC: "pl.assemble: atomic= must be a pld.AtomicType, got {atomic}",
+    ReasonCode.TYPE_DYNAMIC_DIM: (
+        "{dim} is a pl.dynamic dim: its value is known only inside a running program"
+    ),
+    ReasonCode.TYPE_TENSOR_ARGUMENTS: "{kind}[...] takes [dims], dtype; got {spec}",
+    ReasonCode.TYPE_NEEDS_DTYPE: "{kind}[...] needs a dtype such as pl.FP32, got {dtype}",
+    ReasonCode.TYPE_ARRAY_ARGUMENTS: "pl.Array takes [extent, dtype]",
+    ReasonCode.GROUP_RANGE: (
+        "device=r over a pl.range whose stop is neither pld.world_size() nor a constant, or"
+        " a constant stop with a start that is not a constant or a step other than 1: PyPTO"
+        " reads no device group from it; loop up to pld.world_size(), or over range(start,"
+        " stop) with constants"
+    ),
+    ReasonCode.GROUP_PEER_OUTSIDE: "peer {peer} is outside the group of {view}, devices {devices}",
+    ReasonCode.GROUP_RANK_OUTSIDE: "rank {rank} uses {view}, whose group is devices {devices}",
+    ReasonCode.PARALLEL_SIGNAL: (
+        "access memory and one of them notifies, waits or stores into an INT32 window (a"
+        " signal cell it may be)"
+    ),
+    ReasonCode.PARALLEL_OVERLAP: "both access {memory} bytes {start}..{end} and one of them writes",
+    ReasonCode.PARALLEL_ITERATIONS: (
+        "iterations {first} and {second} of this pl.parallel {why} (at line {line}): PyPTO"
+        " may run the iterations concurrently (docs/model.md), racecheck runs them one after"
+        " another; use pl.range if they must be ordered"
+    ),
+    ReasonCode.SUMMARY_BODY_SYNCS: "its body has a {kind} at line {line}",
+    ReasonCode.SUMMARY_LOOP_NOT_FOUND: "its loop statement is not found in the user's file",
+    ReasonCode.SUMMARY_LOOP_OUTLIVES: "`{name}`, assigned in the loop, is read outside it",
+    ReasonCode.SUMMARY_BRANCH_NOT_FOUND: "its statement is not found in the user's file",
+    ReasonCode.SUMMARY_COUNTER_FORM: "the counter at line {line} has no symbolic form",
+    ReasonCode.SUMMARY_BRANCH_OUTLIVES: "`{name}`, assigned under it, is read outside it",
+    ReasonCode.WATCHDOG_OVERRUN: "did not finish within --timeout",
+    ReasonCode.WATCHDOG_OVERRUN_AT: (
+        "did not finish within --timeout; last line reached: {where} {text}"
+    ),
+    ReasonCode.DSL_NOT_MODELLED: "{module}.{name} is not part of the DSL racecheck models",
+    ReasonCode.DSL_DRIVER_OBJECT: (
+        "{name} is driver code that runs the program on hardware; racecheck does not model"
+        " it inside a kernel or the host function"
+    ),
+    ReasonCode.DSL_DRIVER_CALL: (
+        "{name} runs the program on hardware; racecheck never runs main() or the driver"
+    ),
+    ReasonCode.DSL_NEEDS_TORCH: (
+        "this file computes with torch ({name} at line {line}); install torch"
+    ),
+    ReasonCode.DSL_RANK_ONLY: "{construct} is only modelled inside a per-rank kernel, not here",
+    ReasonCode.DSL_HOST_ONLY: "{construct} is only modelled in the host entry's body",
+    ReasonCode.DSL_RESULT_RANGE: (
+        "`{text}` = {result} leaves the {dtype} range; the device wraps or is undefined"
+        " there (docs/model.md), racecheck does not follow it"
+    ),
+    ReasonCode.DSL_HANDED_RANGE: (
+        "`{value}` handed to the device leaves the {dtype} range; the device wraps or is"
+        " undefined there (docs/model.md), racecheck does not follow it"
+    ),
+    ReasonCode.DSL_NOT_INTEGER: "expected an integer, got {value}",
+    ReasonCode.DSL_SPLIT: (
+        "pl.split({mode}) splits the region across vector sub-lanes, which racecheck does"
+        " not model (docs/model.md §4); pl.split(pl.SplitMode.NONE) is accepted"
+    ),
+    ReasonCode.DSL_COPY_SIZES: (
+        "{label}: {extent} elements of {source} do not fit {target_extent} of {target}"
+    ),
+    ReasonCode.DSL_WINDOW_ARGUMENT_SIZE: (
+        "{function}() declares {name} with shape {declared}, {dtype} ({count} elements) but"
+        " is passed {argument} with shape {shape}, {argument_dtype} ({argument_count}"
+        " elements): racecheck does not model a window argument of another size than its"
+        " parameter; pass a pld.window view of the declared shape"
+    ),
     ReasonCode.REGION_NO_SOURCE: (
         "pl.at(level={level}) in the host function: racecheck reads the `with` statement"
         " from the source file and needs its body on lines of its own"
@@ -930,6 +1466,54 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.REGION_CHIP_WITHOUT_DEVICE: (
         "the pl.at(level=CHIP) region at line {line} is a CHIP orchestration the host calls"
         " without device=; racecheck models that in a one-device program only"
+    ),
+    ReasonCode.THREAD_TASK: "task {task}",
+    ReasonCode.THREAD_BLOCK: "block {block} of {task}",
+    ReasonCode.SCOPE_OUTSIDE_DEVICE: "{construct} is modelled in a per-device function only",
+    ReasonCode.SCOPE_NOT_TASK_ID: "a pl.TASK_ID array holds task ids; got {value}",
+    ReasonCode.SCOPE_SLOT_UNSET: (
+        "slot {slot} of a pl.TASK_ID array is used before it is set: not modelled"
+    ),
+    ReasonCode.SCOPE_TASK_ID_ARGUMENT: (
+        "kernel {kernel} is passed a task id: PyPTO's docs define task ids for deps= and"
+        " orchestration code (pl.Scalar[pl.TASK_ID]), not as kernel arguments"
+    ),
+    ReasonCode.SCOPE_WRITES_LOCAL: (
+        "task {task} writes its argument {argument}, a value local to its caller"
+        " (pl.full, or pl.create_tensor outside a per-device function's own body):"
+        " racecheck does not share it between tasks"
+    ),
+    ReasonCode.SCOPE_RESULTS_UNMATCHED: (
+        "task {task} runs apart from its caller, and its {declared} declared "
+        "result(s) are neither its {written} pl.Out/pl.InOut tensor(s) nor"
+        " its {outs} pl.Out one(s): racecheck cannot give them to the"
+        " caller before it runs"
+    ),
+    ReasonCode.SCOPE_DISPATCH_RESULTS: (
+        "the host uses what dispatch {dispatch} returns, and its declared results are"
+        " neither the pl.Out/pl.InOut tensors it writes nor its pl.Out ones:"
+        " racecheck cannot tell which tensors they are"
+    ),
+    ReasonCode.SCOPE_RESULT_UNDECLARED: (
+        "task {task} runs apart from its caller, and its caller uses its result,"
+        " which the kernel declares nowhere (no pl.Out/pl.InOut argument, no return"
+        " annotation): racecheck cannot give it to the caller before the task runs"
+    ),
+    ReasonCode.SCOPE_HELD_BACK: "<the result of task {task}, which runs apart from its caller>",
+    ReasonCode.SCOPE_NO_DEP_IN_MANUAL: (
+        "pl.no_dep(...) inside pl.manual_scope() is rejected by PyPTO"
+    ),
+    ReasonCode.SCOPE_SPMD_PREDICATE: "pl.spmd(predicate=...) is not modelled",
+    ReasonCode.SCOPE_DEPS_NOT_IDS: (
+        "deps= takes task ids (`with pl.at(...) as tid`, pl.submit's last result)"
+        " or pl.TASK_ID arrays; got {dep}"
+    ),
+    ReasonCode.SCOPE_MANUAL_NESTED: "pl.manual_scope() cannot be nested (docs/model.md)",
+    ReasonCode.SCOPE_AUTO_IN_MANUAL: (
+        "pl.scope() (AUTO) inside a manual scope is rejected by PyPTO"
+    ),
+    ReasonCode.SCOPE_AUTO_OUTSIDE_OWN: (
+        "pl.scope() (AUTO) is rejected by PyPTO outside a function declared with auto_scope=False"
     ),
     ReasonCode.ASYNC_SYNC_ID: (
         "pld.system.async_session(sync_id={sync_id}) needs 0..7: PyPTO rejects it"
