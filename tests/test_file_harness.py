@@ -122,6 +122,21 @@ def test_the_entry_is_bound_and_started_from_what_its_test_states() -> None:
     np.testing.assert_array_equal(x.initial, np.arange(64, dtype=np.float32).reshape(2, 2, 16))
 
 
+def test_a_bf16_input_keeps_its_negative_values(tmp_path: Path) -> None:
+    """BF16 is stored as 16-bit unsigned integers: clipping an input to its storage's
+    range made every negative value 0 (pypto-lib's -7 output sentinels started at 0)."""
+    path = tmp_path / "shift.py"
+    source = SHIFT.read_text(encoding="utf-8").replace("pl.FP32", "pl.BF16")
+    path.write_text(source.replace("values = np.arange(", "values = -np.arange("), "utf-8")
+    (spec,) = load.load_programs(str(path), Options(ranks=(2,)))
+    instance = spec.instantiate(2)
+    memory = MemoryState(2)
+    host = HostContext(instance.ranks, memory, dict(instance.bindings))
+    _, tensors = create_host_arguments(instance, memory, host, seed=0)
+    (x,) = [tensor for tensor in tensors if tensor.name == "x"]
+    np.testing.assert_array_equal(x.initial, -np.arange(64, dtype=np.float32).reshape(2, 2, 16))
+
+
 def test_without_the_files_test_an_unbound_scalar_says_why(tmp_path: Path) -> None:
     source = SHIFT.read_text(encoding="utf-8").replace(
         "values = np.arange", "values = np.no_such_function"
