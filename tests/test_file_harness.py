@@ -195,6 +195,8 @@ def test_the_files_golden_is_run_on_the_runs_inputs_and_compared(tmp_path: Path)
     assert "the output y matches the file's golden golden_shift (rtol=1e-05, atol=1e-05)" in (
         result.notes
     )
+    (used,) = [note for note in result.notes if "harness call" in note]
+    assert used.startswith(f"racecheck ran the file's test up to its harness call at {SHIFT}:")
     wrong = tmp_path / "shift.py"
     source = SHIFT.read_text(encoding="utf-8")
     wrong.write_text(source.replace("axis=0)  #", "axis=1)  #"), encoding="utf-8")
@@ -211,6 +213,41 @@ def test_a_host_tensor_larger_than_the_machine_costs_only_what_is_touched() -> N
     weights = zero_pages((2, 5 << 30), np.dtype(np.float32))  # 40 GiB, never touched
     weights[1, 7] = 3.0
     assert weights.reshape(-1)[(5 << 30) + 7] == 3.0 and weights[0, :4].tolist() == [0] * 4
+
+
+def test_a_test_that_exits_before_its_harness_call_says_its_inputs_were_not_used(
+    tmp_path: Path,
+) -> None:
+    """pypto-lib's tests refuse a device list shorter than the P (`-d 0`): the file's
+    inputs are then drawn by --seed, which the one note about them says."""
+    early = tmp_path / "shift.py"
+    refusal = '    raise SystemExit("need exactly 2 devices, got [0]")\n    parser ='
+    source = SHIFT.read_text(encoding="utf-8").replace("    parser =", refusal, 1)
+    early.write_text(source, encoding="utf-8")
+    (result,) = racecheck.verify(str(early), ranks=[2], args={"rows": 2, "ROWS": 2}).results
+    (note,) = [note for note in result.notes if "harness call" in note]
+    assert note == (
+        "the file's test code did not reach its harness call for l3_shift: its test code"
+        " exited with 'need exactly 2 devices, got [0]' before its harness call; its inputs"
+        " are drawn by --seed and no golden of the file's is checked"
+    )
+
+
+def test_a_torch_golden_without_torch_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from racecheck.models import file_golden
+
+    monkeypatch.setattr(file_golden, "_torch_installed", lambda: False)
+    torch_like = tmp_path / "shift.py"
+    source = SHIFT.read_text(encoding="utf-8")
+    torch_like.write_text(source.replace("axis=0)  #", "dim=0)  #"), encoding="utf-8")
+    (result,) = racecheck.verify(str(torch_like), ranks=[2]).results
+    (note,) = [note for note in result.notes if "golden_shift" in note]
+    assert note == (
+        "the file's golden golden_shift was not run: it computes with torch, which is not"
+        " installed (install torch to compare the outputs with it)"
+    )
 
 
 def test_the_files_golden_is_not_run_on_more_bytes_than_its_bound(
