@@ -4,10 +4,11 @@
 
 Each row runs one file of a pypto-lib checkout at its smallest P with the command line
 its own CI uses: pypto-lib's daily CI runs every model file with a `__main__` as
-`PYTHONPATH=<checkout> python FILE -p a2a3 -d DEVICES` at its default world size of 2
-(`DEEPSEEK_V4_VARIANT=pro` for the V4-Pro set), so racecheck gets `--argv "-p a2a3
---ep {P}"` (or `--tp`/`--cp`, the degree the file reads), `--env` for the variant and
-`--import-root` the checkout. A fresh process per row records the wall time, the peak
+`PYTHONPATH=<checkout> python FILE -p a2a3 -d DEVICES` at its default world size of 2,
+lending a file marked `# ci: devices=2` two devices (`DEEPSEEK_V4_VARIANT=pro` for the
+V4-Pro set), so racecheck gets `--argv "-p a2a3 -d 0,1 --ep {P}"` (one device per rank;
+`--tp`/`--cp`, the degree the file reads), `--env` for the variant and `--import-root`
+the checkout. A fresh process per row records the wall time, the peak
 RSS (the child's rusage) and the verdict (or the first thing that stops it), against
 issue 22's target of 30 s and 2 GiB per entry. `ENTRIES` lists every file of pypto-lib
 634e77bd that has a communicating host entry; rows whose file the checkout lacks are
@@ -25,13 +26,16 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 TARGET_SECONDS = 30.0
 TARGET_MIB = 2048.0
+OVERRUN = 1.5  # a row still running this many times its --timeout is killed
 
 # (file inside pypto-lib, the degree it reads from sys.argv), as pypto-lib's CI runs them
 ENTRIES = (
@@ -68,29 +72,43 @@ ENTRIES = (
     ("models/deepseek_v4_pro/prefill_layer.py", "--ep {P}"),
     ("models/deepseek_v4_pro/prefill_mtp.py", "--ep {P}"),
 )
-CI_ARGV = "-p a2a3"  # the platform flag every CI run passes
+CI_ARGV = "-p a2a3"  # the platform flag every CI run passes, before its device list
 PRO_ENV = "DEEPSEEK_V4_VARIANT=pro"  # the V4-Pro set runs with it
 
 
+def file_argv(degree: str, ranks: int) -> str:
+    """The file's command line at P = `ranks`: CI's, one device per rank, the degree."""
+    devices = ",".join(str(device) for device in range(ranks))
+    return f"{CI_ARGV} -d {devices} {degree}".strip()
+
+
 def measure(root: Path, file: str, argv: str, ranks: int, timeout: float) -> dict[str, object]:
+    """One fresh `racecheck verify` of the row; one still running `OVERRUN` times its
+    --timeout after it started (a stage that does not read the clock) is killed."""
     command = [sys.executable, "-m", "racecheck", "verify", file, "--ranks", str(ranks)]
-    command += ["--argv", f"{CI_ARGV} {argv}".strip(), "--import-root", str(root)]
+    command += ["--argv", file_argv(argv, ranks), "--import-root", str(root)]
     if "deepseek_v4_pro/" in file:
         command += ["--env", PRO_ENV]
     command += ["--jobs", "1", "--timeout", str(timeout), "--format", "json"]
     started = time.monotonic()
-    child = subprocess.Popen(
-        command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    stdout, stderr = child.stdout.read(), child.stderr.read()  # type: ignore[union-attr]
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.monotonic() - started
-    return {
-        "seconds": seconds,
-        "peak_mib": usage.ru_maxrss / 1024,
-        "verdict": _verdict(stdout, stderr),
-    }
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(command, cwd=root, stdout=out, stderr=err, start_new_session=True)
+        killed = False
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if not killed and time.monotonic() - started > OVERRUN * timeout:
+                os.killpg(child.pid, signal.SIGKILL)
+                killed = True
+            time.sleep(0.2)
+        seconds = time.monotonic() - started
+        out.seek(0)
+        err.seek(0)
+        verdict = _verdict(out.read(), err.read())
+    if killed:
+        verdict = f"killed after {seconds:.0f} s: still running {OVERRUN:g} times past --timeout"
+    return {"seconds": seconds, "peak_mib": usage.ru_maxrss / 1024, "verdict": verdict}
 
 
 def _verdict(stdout: str, stderr: str) -> str:
@@ -134,8 +152,8 @@ def main() -> int:
         row = measure(root, file, argv, options.ranks, options.timeout)
         within = row["seconds"] <= TARGET_SECONDS and row["peak_mib"] <= TARGET_MIB  # type: ignore[operator]
         print(
-            f"| {file} | {f'{CI_ARGV} {argv}'.strip()} | {options.ranks} | {row['seconds']:.1f} |"
-            f" {row['peak_mib']:.0f} |"
+            f"| {file} | {file_argv(argv, options.ranks)} | {options.ranks} |"
+            f" {row['seconds']:.1f} | {row['peak_mib']:.0f} |"
             f" {row['verdict']} | {'yes' if within else 'no'} |"
         )
         sys.stdout.flush()

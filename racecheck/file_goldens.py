@@ -4,40 +4,35 @@ harness (`run_jit(fn=..., specs=build_tensor_specs(), golden_fn=golden_x)`, pypt
 
 A harness call in the file's `__main__` block is run up to (`racecheck.file_harness`):
 the scalars, dynamic dims and input tensors it states are used, and its golden is run
-on them and compared with the run's outputs (`racecheck.models.file_golden`, a note).
-One note per harness call says which, in the user's terms, and names the missing piece
-when the file computes them with torch and torch is not installed (then inputs are
-drawn by --seed; scalars stated by `ScalarSpec` are read from the text:
-`racecheck.load.file_scalars`).
+on them and compared with the run's outputs; the run's own notes say whether the call
+was reached and what it gave (`racecheck.models.file_golden`). Here, one note per
+harness call racecheck does not run to (outside the `__main__` block and the functions
+it calls) says so, and names the missing piece when the file computes with torch and
+torch is not installed (then inputs are drawn by --seed; scalars stated by
+`ScalarSpec` are read from the text: `racecheck.load.file_scalars`).
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 from functools import lru_cache
 from pathlib import Path
 
-from racecheck.file_harness import harness_lines
+from racecheck.file_harness import harness_lines, torch_installed
+from racecheck.report.reasons import ReasonCode, reason
 
 HARNESS_CALLS = ("run_jit", "run")
 _STATED = ("specs", "golden_fn")
 
 
 def golden_notes(path: str) -> tuple[str, ...]:
-    """One note per harness call of the file that states its inputs or its golden."""
+    """One note per harness call of the file that states its inputs or its golden and
+    that racecheck does not run its test up to."""
     try:
         source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return ()
-    return _notes(path, source, _torch_installed())
-
-
-def _torch_installed() -> bool:
-    try:
-        return importlib.util.find_spec("torch") is not None
-    except (ImportError, ValueError):
-        return False
+    return _notes(path, source, torch_installed())
 
 
 @lru_cache(maxsize=64)
@@ -47,41 +42,18 @@ def _notes(path: str, source: str, torch_installed: bool) -> tuple[str, ...]:
     except SyntaxError:
         return ()
     needs_torch = not torch_installed and _imports_torch(tree)
-    run_lines = set(harness_lines(tree))  # run up to (racecheck.file_harness)
+    run_lines = set(harness_lines(tree))  # run up to: the run says what it used
     notes = []
     for call in _harness_calls(tree):
+        if call.lineno in run_lines:
+            continue  # racecheck.models.file_golden: what the run up to it gave
         stated = ", ".join(
             f"{keyword.arg}={ast.unparse(keyword.value)}"
             for keyword in call.keywords
             if keyword.arg in _STATED
         )
-        where = f"{path}:{call.lineno}"
-        if needs_torch and call.lineno in run_lines:
-            notes.append(
-                f"the file states its inputs and golden ({stated} at {where}); racecheck"
-                " runs its test up to that call, but torch is not installed: where its spec"
-                " builders need torch, inputs are drawn by --seed and scalars and dynamic"
-                " dims need --arg (install torch to use the file's own)"
-            )
-        elif needs_torch:
-            notes.append(
-                f"the file states its inputs and golden ({stated} at {where}) with torch,"
-                " which is not installed: inputs are drawn by --seed and no golden of the"
-                " file's is checked (install torch to compute them)"
-            )
-        elif call.lineno in run_lines:
-            notes.append(
-                f"the file states its inputs and golden ({stated} at {where}); racecheck"
-                " ran its test up to that call: its scalars, dynamic dims and input"
-                " tensors are used (a tensor over 8 MiB starts as zeros) and its golden's"
-                " outputs compared with the run's"
-            )
-        else:
-            notes.append(
-                f"the file states its inputs and golden ({stated} at {where}); racecheck"
-                " does not run the file's test code: inputs are drawn by --seed and no"
-                " golden of the file's is checked"
-            )
+        code = ReasonCode.FILE_INPUTS_NEED_TORCH if needs_torch else ReasonCode.FILE_INPUTS_NOT_RUN
+        notes.append(reason(code, stated=stated, where=f"{path}:{call.lineno}"))
     return tuple(dict.fromkeys(notes))
 
 

@@ -153,7 +153,7 @@ class _Tensors:
 
     def __init__(self) -> None:
         self.mode: Any = None
-        if _torch_installed():
+        if torch_installed():
             from racecheck.torch_shapes import ShapeOnlyAbove
 
             self.mode = ShapeOnlyAbove(SHAPE_ONLY_BYTES)
@@ -174,7 +174,8 @@ class _Tensors:
         return as_numpy(value)
 
 
-def _torch_installed() -> bool:
+def torch_installed() -> bool:
+    """Whether torch itself can be imported (racecheck's shape-only stand-in does not count)."""
     module = sys.modules.get("torch")
     if module is not None:  # imported: torch itself has a file, racecheck's stand-in none
         return isinstance(getattr(module, "__file__", None), str)
@@ -201,7 +202,7 @@ def _failed_on_torch(error: BaseException) -> bool:
     stand-in: `isinstance(value, torch.Tensor)` raises TypeError, pypto-lib's spec
     classes do it)."""
     frames = traceback.extract_tb(error.__traceback__)
-    return bool(frames) and "torch." in (frames[-1].line or "") and not _torch_installed()
+    return bool(frames) and "torch." in (frames[-1].line or "") and not torch_installed()
 
 
 def _main_blocks(tree: ast.Module) -> list[ast.If]:

@@ -197,6 +197,7 @@ class ProgramInstance:
     calls: Calls = NO_CALLS  # --rounds and --per-call (racecheck.rounds)
     # what the file's own harness call states (`racecheck.file_harness`): its input values
     given: FileInputs | None = None
+    harness_stopped: str = ""  # why the file's test stopped before that call ("": it did not)
 
     def shape_of(self, annotation: TensorType) -> tuple[int, ...]:
         return tuple(resolve_dim(dim, dict(self.bindings)) for dim in annotation.dims)
@@ -329,6 +330,7 @@ class HostBinding:
     parameters: tuple[HostParameter, ...]
     dims: tuple[tuple[str, int | None], ...]  # sorted by name; None: the rank count
     given: FileInputs | None = None  # the file's own harness call, when it ran to one
+    harness_stopped: str = ""  # why the file's test stopped before its harness call
 
     @property
     def rank_dims(self) -> frozenset[str]:
@@ -395,6 +397,7 @@ def bind_host(
         parameters=tuple(parameters),
         dims=tuple(dims),
         given=given if isinstance(given, FileInputs) else None,
+        harness_stopped=given.reason if isinstance(given, NotCaptured) else "",
     )
 
 
@@ -451,6 +454,7 @@ def _instance(
         bindings=binding.dim_values(ranks),
         file=loaded.path,
         given=binding.given,
+        harness_stopped=binding.harness_stopped,
     )
 
 

@@ -122,6 +122,21 @@ def test_the_entry_is_bound_and_started_from_what_its_test_states() -> None:
     np.testing.assert_array_equal(x.initial, np.arange(64, dtype=np.float32).reshape(2, 2, 16))
 
 
+def test_a_bf16_input_keeps_its_negative_values(tmp_path: Path) -> None:
+    """BF16 is stored as 16-bit unsigned integers: clipping an input to its storage's
+    range made every negative value 0 (pypto-lib's -7 output sentinels started at 0)."""
+    path = tmp_path / "shift.py"
+    source = SHIFT.read_text(encoding="utf-8").replace("pl.FP32", "pl.BF16")
+    path.write_text(source.replace("values = np.arange(", "values = -np.arange("), "utf-8")
+    (spec,) = load.load_programs(str(path), Options(ranks=(2,)))
+    instance = spec.instantiate(2)
+    memory = MemoryState(2)
+    host = HostContext(instance.ranks, memory, dict(instance.bindings))
+    _, tensors = create_host_arguments(instance, memory, host, seed=0)
+    (x,) = [tensor for tensor in tensors if tensor.name == "x"]
+    np.testing.assert_array_equal(x.initial, -np.arange(64, dtype=np.float32).reshape(2, 2, 16))
+
+
 def test_without_the_files_test_an_unbound_scalar_says_why(tmp_path: Path) -> None:
     source = SHIFT.read_text(encoding="utf-8").replace(
         "values = np.arange", "values = np.no_such_function"
@@ -180,6 +195,8 @@ def test_the_files_golden_is_run_on_the_runs_inputs_and_compared(tmp_path: Path)
     assert "the output y matches the file's golden golden_shift (rtol=1e-05, atol=1e-05)" in (
         result.notes
     )
+    (used,) = [note for note in result.notes if "harness call" in note]
+    assert used.startswith(f"racecheck ran the file's test up to its harness call at {SHIFT}:")
     wrong = tmp_path / "shift.py"
     source = SHIFT.read_text(encoding="utf-8")
     wrong.write_text(source.replace("axis=0)  #", "axis=1)  #"), encoding="utf-8")
@@ -196,6 +213,41 @@ def test_a_host_tensor_larger_than_the_machine_costs_only_what_is_touched() -> N
     weights = zero_pages((2, 5 << 30), np.dtype(np.float32))  # 40 GiB, never touched
     weights[1, 7] = 3.0
     assert weights.reshape(-1)[(5 << 30) + 7] == 3.0 and weights[0, :4].tolist() == [0] * 4
+
+
+def test_a_test_that_exits_before_its_harness_call_says_its_inputs_were_not_used(
+    tmp_path: Path,
+) -> None:
+    """pypto-lib's tests refuse a device list shorter than the P (`-d 0`): the file's
+    inputs are then drawn by --seed, which the one note about them says."""
+    early = tmp_path / "shift.py"
+    refusal = '    raise SystemExit("need exactly 2 devices, got [0]")\n    parser ='
+    source = SHIFT.read_text(encoding="utf-8").replace("    parser =", refusal, 1)
+    early.write_text(source, encoding="utf-8")
+    (result,) = racecheck.verify(str(early), ranks=[2], args={"rows": 2, "ROWS": 2}).results
+    (note,) = [note for note in result.notes if "harness call" in note]
+    assert note == (
+        "the file's test code did not reach its harness call for l3_shift: its test code"
+        " exited with 'need exactly 2 devices, got [0]' before its harness call; its inputs"
+        " are drawn by --seed and no golden of the file's is checked"
+    )
+
+
+def test_a_torch_golden_without_torch_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from racecheck.models import file_golden
+
+    monkeypatch.setattr(file_golden, "_torch_installed", lambda: False)
+    torch_like = tmp_path / "shift.py"
+    source = SHIFT.read_text(encoding="utf-8")
+    torch_like.write_text(source.replace("axis=0)  #", "dim=0)  #"), encoding="utf-8")
+    (result,) = racecheck.verify(str(torch_like), ranks=[2]).results
+    (note,) = [note for note in result.notes if "golden_shift" in note]
+    assert note == (
+        "the file's golden golden_shift was not run: it computes with torch, which is not"
+        " installed (install torch to compare the outputs with it)"
+    )
 
 
 def test_the_files_golden_is_not_run_on_more_bytes_than_its_bound(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from racecheck.cosim import simulate
 from racecheck.dsl import dist_ops, local_ops, tile_ops, types
 from racecheck.dsl.context import activated
 from racecheck.dsl.dtypes import FP32, INT32
+from racecheck.dsl.local_ops import tile_block
 from racecheck.dsl.memory import MemoryState
 from racecheck.dsl.modules import installed
 from racecheck.dsl.symbolic import Decision
@@ -218,6 +219,26 @@ def test_parallel_iterations_on_the_same_bytes_are_refused_at_the_loop(second: s
             else:
                 local_ops.store(local_ops.load(source, [0, 0], [1, 8]), [0, 0], target)
     assert "iterations 0 and 1 of this pl.parallel" in raised.value.message
+
+
+@pytest.mark.parametrize("late_read", [None, 3, 1])
+def test_parallel_iterations_are_checked_against_every_earlier_piece(late_read: int | None) -> None:
+    """Iterations touching adjacent halves of rows and all reading one tensor run; a
+    read in the last iteration of a row an earlier one wrote is refused naming that
+    iteration and the bytes (the touched bytes are kept as merged pieces per memory)."""
+    with rank() as (_, source, target):
+        checked = local_ops.parallel(4)
+        with pytest.raises(UnsupportedConstruct) if late_read == 1 else nullcontext() as raised:
+            for row in checked:
+                whole = local_ops.load(source, [0, 0], [4, 8])
+                for half in (0, 4):
+                    local_ops.store(tile_block(whole, [0, half], [1, 4]), [row, half], target)
+                if late_read is not None and int(row) == 3:
+                    local_ops.load(target, [late_read, 4], [1, 4])
+    if late_read == 1:
+        assert raised is not None
+        assert "iterations 1 and 3 of this pl.parallel both access" in raised.value.message
+        assert "bytes 48..64 and one of them writes" in raised.value.message
 
 
 @pytest.mark.parametrize("sync", ["notify", "wait", "signal store"])

@@ -30,8 +30,9 @@ class DType:
 
     @property
     def limits(self) -> tuple[int, int] | None:
-        """The least and the greatest value of an integer dtype (None: not one)."""
-        return _limits(self.storage)
+        """The least and the greatest value of an integer dtype (None: not one; BF16 is
+        stored in 16-bit unsigned integers, whose range is not its values')."""
+        return None if self.is_float else _limits(self.storage)
 
     def encode(self, values: np.ndarray) -> np.ndarray:
         """Computed values → storage elements (same shape)."""

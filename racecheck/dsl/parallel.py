@@ -16,6 +16,8 @@ same way.
 
 from __future__ import annotations
 
+import bisect
+import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +38,15 @@ from racecheck.dsl.scalars import Tainted
 from racecheck.dsl.symbolic import Forms
 from racecheck.dsl.tensors import TensorView, Tile, region_problem, region_runs
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import AccessMode, EventRef, MemoryKind, NotifyOp, SourceLocation, WaitCmp
+from racecheck.events import (
+    AccessMode,
+    EventRef,
+    MemoryKind,
+    NotifyOp,
+    SourceLocation,
+    WaitCmp,
+    union_ranges,
+)
 from racecheck.report.reasons import ReasonCode, reason
 
 
@@ -51,24 +61,97 @@ class _Access:
     sync: bool  # a notify, a wait or a store into an INT32 window (a signal cell it may be)
 
 
-def _overlap(
-    first: tuple[tuple[int, int], ...], second: tuple[tuple[int, int], ...]
-) -> tuple[int, int] | None:
-    for start, end in first:
-        for other_start, other_end in second:
-            if start < other_end and other_start < end:
-                return max(start, other_start), min(end, other_end)
-    return None
+_Key = tuple[int, int, AccessMode]  # (memory, owner, mode)
+
+
+class _Earlier:
+    """The bytes of one memory instance that earlier iterations touched in one mode:
+    sorted disjoint pieces, each with the first iteration that touched it."""
+
+    __slots__ = ("starts", "ends", "iterations")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.iterations: list[int] = []
+
+    def overlap(self, ranges: tuple[tuple[int, int], ...]) -> tuple[int, int, int] | None:
+        """(the first iteration, first byte, end) of the earliest-touched piece that
+        overlaps `ranges`, or None."""
+        found: tuple[int, int, int] | None = None
+        for start, end in ranges:
+            piece = bisect.bisect_right(self.ends, start)
+            while piece < len(self.starts) and self.starts[piece] < end:
+                iteration = self.iterations[piece]
+                if found is None or iteration < found[0]:
+                    low, high = max(start, self.starts[piece]), min(end, self.ends[piece])
+                    found = (iteration, low, high)
+                piece += 1
+        return found
+
+    def add(self, ranges: list[tuple[int, int]], iteration: int) -> None:
+        """`ranges` touched by `iteration` (later than every piece's): the bytes no piece
+        holds yet become pieces of `iteration`; adjacent pieces of one iteration merge."""
+        pieces = list(zip(self.starts, self.ends, self.iterations, strict=True))
+        merged: list[list[int]] = []
+        for start, end, first in heapq.merge(
+            pieces, _gaps(pieces, union_ranges(ranges), iteration)
+        ):
+            if merged and merged[-1][2] == first and merged[-1][1] == start:
+                merged[-1][1] = end
+            else:
+                merged.append([start, end, first])
+        self.starts = [piece[0] for piece in merged]
+        self.ends = [piece[1] for piece in merged]
+        self.iterations = [piece[2] for piece in merged]
+
+
+def _gaps(
+    pieces: list[tuple[int, int, int]], ranges: tuple[tuple[int, int], ...], iteration: int
+) -> list[tuple[int, int, int]]:
+    """The parts of the sorted disjoint `ranges` outside every (sorted disjoint) piece."""
+    gaps: list[tuple[int, int, int]] = []
+    piece = 0
+    for start, end in ranges:
+        cursor = start
+        while piece < len(pieces) and pieces[piece][1] <= cursor:
+            piece += 1
+        scan = piece
+        while cursor < end:
+            if scan < len(pieces) and pieces[scan][0] < end:
+                if pieces[scan][0] > cursor:
+                    gaps.append((cursor, pieces[scan][0], iteration))
+                cursor = max(cursor, pieces[scan][1])
+                scan += 1
+            else:
+                gaps.append((cursor, end, iteration))
+                cursor = end
+    return gaps
 
 
 class IterationRecorder(RankContextProxy):
-    """A rank context that records what each iteration of one `pl.parallel` touches."""
+    """A rank context that records what each iteration of one `pl.parallel` touches.
+
+    An access is checked against what earlier iterations touched in the modes it
+    conflicts with, kept per memory instance and mode as merged pieces (`_Earlier`), so
+    a loop of many accesses costs what it touches, not the square of its accesses; the
+    current iteration's accesses join those pieces when the next iteration starts."""
 
     def __init__(self, inner: RankContext, loop: SourceLocation) -> None:
         super().__init__(inner)
         self.loop = loop
         self.iteration = 0
-        self.accesses: list[_Access] = []
+        self.earlier: dict[_Key, _Earlier] = {}
+        self.current: dict[_Key, list[tuple[int, int]]] = {}
+        self.first: _Access | None = None  # the first access of all, and of the syncs
+        self.first_sync: _Access | None = None
+
+    def start(self, iteration: int) -> None:
+        """Iteration `iteration` begins: what the one before touched becomes earlier."""
+        for key, ranges in self.current.items():
+            self.earlier.setdefault(key, _Earlier()).add(ranges, self.iteration)
+        self.current = {}
+        self.iteration = iteration
 
     def load(
         self,
@@ -140,41 +223,38 @@ class IterationRecorder(RankContextProxy):
             name=view.name,
             sync=sync,
         )
-        for earlier in self.accesses:
-            self._check(earlier, access)
-        self.accesses.append(access)
+        self._check(access)
+        self.first = self.first or access
+        if sync:
+            self.first_sync = self.first_sync or access
+        self.current.setdefault((access.memory, owner, mode), []).extend(access.ranges)
 
-    def _check(self, earlier: _Access, access: _Access) -> None:
-        if earlier.iteration == access.iteration:
-            return
-        if earlier.sync or access.sync:
+    def _check(self, access: _Access) -> None:
+        earlier = self.first if access.sync else self.first_sync
+        if earlier is not None and earlier.iteration != access.iteration:
             self._refuse(
-                earlier,
+                earlier.iteration,
                 access,
                 reason(ReasonCode.PARALLEL_SIGNAL),
             )
-        if (earlier.memory, earlier.owner) != (access.memory, access.owner) or not modes_conflict(
-            earlier.mode, access.mode
-        ):
-            return
-        overlap = _overlap(earlier.ranges, access.ranges)
-        if overlap is not None:
-            self._refuse(
-                earlier,
-                access,
-                reason(
-                    ReasonCode.PARALLEL_OVERLAP,
-                    memory=access.name,
-                    start=overlap[0],
-                    end=overlap[1],
-                ),
-            )
+        for mode in AccessMode:
+            touched = self.earlier.get((access.memory, access.owner, mode))
+            if touched is None or not modes_conflict(mode, access.mode):
+                continue
+            overlap = touched.overlap(access.ranges)
+            if overlap is not None:
+                iteration, low, high = overlap
+                self._refuse(
+                    iteration,
+                    access,
+                    reason(ReasonCode.PARALLEL_OVERLAP, memory=access.name, start=low, end=high),
+                )
 
-    def _refuse(self, earlier: _Access, access: _Access, why: str) -> None:
+    def _refuse(self, earlier: int, access: _Access, why: str) -> None:
         raise UnsupportedConstruct(
             reason(
                 ReasonCode.PARALLEL_ITERATIONS,
-                first=earlier.iteration,
+                first=earlier,
                 second=access.iteration,
                 why=why,
                 line=user_location().line,
@@ -221,7 +301,7 @@ def _recorded(items: Iterator[Any], recorder: IterationRecorder) -> Iterator[Any
     outer = recorder.inner
     try:
         for number, item in enumerate(items):
-            recorder.iteration = number
+            recorder.start(number)
             make_current(recorder)
             yield item
     finally:

@@ -10,11 +10,11 @@ contiguous byte runs an access touches, one per run, never one per element.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from racecheck.dsl.location import user_location
 from racecheck.dsl.scalars import Tainted, as_index
 from racecheck.dsl.symbolic import Forms, InputBlock, Var
 from racecheck.errors import UnsupportedConstruct
-from racecheck.events import EventRef, MemoryKind, union_ranges
+from racecheck.events import EventRef, MemoryKind
 from racecheck.report.reasons import ReasonCode, reason
 
 
@@ -372,29 +372,40 @@ def region_runs(
     """Byte ranges (in the memory) of a bounds-checked region, merged and sorted."""
     if 0 in extent:
         return ()
-    shape = view.shape
-    itemsize = view.dtype.nbytes
+    return _runs(view.shape, view.base, view.dtype.nbytes, tuple(offsets), tuple(extent))
+
+
+@functools.lru_cache(maxsize=1024)
+def _runs(
+    shape: tuple[int, ...],
+    base: int,
+    itemsize: int,
+    offsets: tuple[int, ...],
+    extent: tuple[int, ...],
+) -> tuple[tuple[int, int], ...]:
+    """`region_runs`, kept for the regions asked for again (a load is bounds-checked,
+    recorded and scheduled, each asking for its runs)."""
     inner = len(shape)
     while inner > 0 and offsets[inner - 1] == 0 and extent[inner - 1] == shape[inner - 1]:
         inner -= 1
     # dims [inner:] are fully covered; dim inner-1 contributes a contiguous span
     if inner == 0:
-        return ((view.base, view.base + view.nbytes),)
+        return ((base, base + math.prod(shape) * itemsize),)
     strides = _strides(shape)
     span_axis = inner - 1
     span = extent[span_axis] * strides[span_axis]
+    first = base + sum(map(operator.mul, offsets[:inner], strides)) * itemsize
     if all(size == 1 for size in extent[:span_axis]):
-        start = sum(map(operator.mul, offsets[:inner], strides))
-        first = view.base + start * itemsize
         return ((first, first + span * itemsize),)
-    runs: list[tuple[int, int]] = []
-    for outer in np.ndindex(*extent[:span_axis]):
-        start = offsets[span_axis] * strides[span_axis] + sum(
-            (offsets[axis] + outer[axis]) * strides[axis] for axis in range(span_axis)
-        )
-        first = view.base + start * itemsize
-        runs.append((first, first + span * itemsize))
-    return union_ranges(runs)
+    # one run per index of the outer axes, in row-major order: each is shorter than
+    # the step of the axis outside the span, so the runs are sorted and apart
+    starts = np.zeros((), dtype=np.int64) + first
+    for axis in range(span_axis):
+        steps = np.arange(extent[axis], dtype=np.int64) * (strides[axis] * itemsize)
+        starts = np.add.outer(starts, steps)
+    flat = starts.reshape(-1).tolist()
+    length = span * itemsize
+    return tuple((start, start + length) for start in flat)
 
 
 def cell_start(view: TensorView, offsets: Sequence[int]) -> int | None:
@@ -411,7 +422,7 @@ def cell_start(view: TensorView, offsets: Sequence[int]) -> int | None:
     return view.base + sum(map(operator.mul, offsets, _strides(shape))) * view.dtype.nbytes
 
 
-@cache
+@functools.cache
 def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Elements per step of each axis of a row-major `shape`."""
     return tuple(math.prod(shape[axis + 1 :]) for axis in range(len(shape)))

@@ -9,13 +9,12 @@ rather than that the collective is wrong.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
 
 from racecheck.cosim import Execution, TensorRole
-from racecheck.file_harness import as_numpy
+from racecheck.file_harness import FileInputs, as_numpy, torch_installed
 from racecheck.load import ProgramInstance
 from racecheck.report.reasons import ReasonCode, reason
 
@@ -25,9 +24,24 @@ GOLDEN_BYTES = 2 << 30
 
 
 def file_golden_notes(instance: ProgramInstance, execution: Execution) -> tuple[str, ...]:
+    """Whether the run started from the file's own inputs, and what its golden says."""
     given = instance.given
-    if given is None or given.golden is None or instance.inputs:
-        return ()  # a path with chosen input elements runs inputs the file never states
+    if instance.harness_stopped:
+        why = instance.harness_stopped
+        return (reason(ReasonCode.FILE_INPUTS_NOT_REACHED, entry=instance.name, why=why),)
+    if given is None:
+        return ()
+    where = f"{instance.file}:{given.line}"
+    used = reason(ReasonCode.FILE_INPUTS_USED, where=where)
+    if not torch_installed():
+        used = reason(ReasonCode.FILE_INPUTS_USED_WITHOUT_TORCH, where=where)
+    if given.golden is None or instance.inputs:
+        return (used,)  # a path with chosen input elements runs inputs the file never states
+    return (used, *_golden_notes(given, execution))
+
+
+def _golden_notes(given: FileInputs, execution: Execution) -> tuple[str, ...]:
+    assert given.golden is not None
     name = getattr(given.golden, "__name__", "golden_fn")
     records = {record.name: record for record in execution.tensors}
     needed = sum(
@@ -57,6 +71,8 @@ def file_golden_notes(instance: ProgramInstance, execution: Execution) -> tuple[
     try:
         given.golden(scratch)
     except Exception as error:  # noqa: BLE001 - the file's own golden: its failure is a note
+        if not torch_installed():  # a torch golden handed numpy arrays fails anywhere
+            return (reason(ReasonCode.FILE_GOLDEN_NEEDS_TORCH, name=name),)
         raised = type(error).__name__
         return (reason(ReasonCode.FILE_GOLDEN_RAISED, name=name, error=raised, message=str(error)),)
     return tuple(_compared(name, given.rtol, given.atol, scratch, records, given.tensors))
@@ -65,7 +81,7 @@ def file_golden_notes(instance: ProgramInstance, execution: Execution) -> tuple[
 def _as_spec_type(values: np.ndarray, dtype: Any) -> Any:
     """The values as the golden expects them: a torch tensor of the spec's torch dtype,
     else the numpy array (a file whose specs state numpy dtypes)."""
-    if type(dtype).__module__ != "torch" or importlib.util.find_spec("torch") is None:
+    if type(dtype).__module__ != "torch" or not torch_installed():
         return values
     import torch
 

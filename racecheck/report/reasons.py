@@ -206,6 +206,13 @@ class ReasonCode(Enum):
     GOLDEN_IMPORT_FAILED = "golden-import-failed"
     HELP_PYTEST_RACECHECK = "help-pytest-racecheck"
     PYTEST_NO_CONFIG = "pytest-no-config"
+    FILE_GOLDEN_NEEDS_TORCH = "file-golden-needs-torch"
+    # whether the file's own inputs were used (file_harness, file_goldens)
+    FILE_INPUTS_USED = "file-inputs-used"
+    FILE_INPUTS_USED_WITHOUT_TORCH = "file-inputs-used-without-torch"
+    FILE_INPUTS_NOT_REACHED = "file-inputs-not-reached"
+    FILE_INPUTS_NEED_TORCH = "file-inputs-need-torch"
+    FILE_INPUTS_NOT_RUN = "file-inputs-not-run"
     # what the every-P shadow of pl/pld does not follow (allp/shadow.py)
     SHADOW_SCALAR_ARITHMETIC = "shadow-scalar-arithmetic"
     SHADOW_DISPATCH_LOOPS = "shadow-dispatch-loops"
@@ -923,6 +930,35 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.PYTEST_NO_CONFIG: (
         "--racecheck: no [tool.racecheck] in the pyproject.toml at or above {root}"
+    ),
+    ReasonCode.FILE_GOLDEN_NEEDS_TORCH: (
+        "the file's golden {name} was not run: it computes with torch, which is not"
+        " installed (install torch to compare the outputs with it)"
+    ),
+    ReasonCode.FILE_INPUTS_USED: (
+        "racecheck ran the file's test up to its harness call at {where}: the scalars,"
+        " dynamic dims and input tensors it states are used (a tensor over 8 MiB starts as"
+        " zeros)"
+    ),
+    ReasonCode.FILE_INPUTS_USED_WITHOUT_TORCH: (
+        "racecheck ran the file's test up to its harness call at {where}: the scalars,"
+        " dynamic dims and input tensors it states are used, but torch is not installed:"
+        " a tensor its specs compute with torch is drawn by --seed (install torch to use"
+        " the file's own)"
+    ),
+    ReasonCode.FILE_INPUTS_NOT_REACHED: (
+        "the file's test code did not reach its harness call for {entry}: {why}; its"
+        " inputs are drawn by --seed and no golden of the file's is checked"
+    ),
+    ReasonCode.FILE_INPUTS_NEED_TORCH: (
+        "the file states its inputs and golden ({stated} at {where}) with torch, which is"
+        " not installed: inputs are drawn by --seed and no golden of the file's is checked"
+        " (install torch to compute them)"
+    ),
+    ReasonCode.FILE_INPUTS_NOT_RUN: (
+        "the file states its inputs and golden ({stated} at {where}); racecheck does not"
+        " run the file's test code: inputs are drawn by --seed and no golden of the file's"
+        " is checked"
     ),
     ReasonCode.SHADOW_SCALAR_ARITHMETIC: "scalar arithmetic through pl.* is outside the fragment",
     ReasonCode.SHADOW_DISPATCH_LOOPS: "more than one dispatch loop per rank",
