@@ -13,6 +13,7 @@ usable as ``--expect examples/21_all_to_all_v.py:expected_all_to_all_v``.
 racecheck expects:
     ranks 1..8: proved
     ranks 1..8 --expect examples/21_all_to_all_v.py:expected_all_to_all_v: proved
+    all: proved for every P
 """
 
 import argparse

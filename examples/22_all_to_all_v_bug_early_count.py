@@ -12,6 +12,7 @@ control flow depends on the racy value.
 racecheck expects:
     ranks 1: proved
     ranks 2..8: bug race read-after-write at @count, @publish
+    all: bug at P=2 race read-after-write at @count, @publish
 """
 
 import argparse

@@ -20,6 +20,7 @@ signal orders it.
 
 racecheck expects:
     ranks 2..4: proved
+    all: proved for every P
 """
 
 import argparse

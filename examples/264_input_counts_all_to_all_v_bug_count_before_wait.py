@@ -6,6 +6,7 @@ counts are.
 
 racecheck expects:
     ranks 2..4: bug race read-after-write at @count, @publish
+    all: bug at P=2 race read-after-write at @count, @publish
 """
 
 import argparse

@@ -10,6 +10,7 @@ Without the declaration it is 263: a count above ``MAX_ROWS`` reads past the inb
 
 racecheck expects:
     ranks 2..4: proved
+    all: proved for every P
 """
 
 import argparse

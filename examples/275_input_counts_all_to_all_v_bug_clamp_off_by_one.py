@@ -6,6 +6,7 @@ inbox for the last slot. racecheck picks that count and shows it.
 
 racecheck expects:
     ranks 2..3: bug
+    all: bug at P=2 out-of-bounds at @load
 """
 
 import argparse
@@ -47,7 +48,7 @@ def build_input_counts_all_to_all_v(nr: int):
                 pld.system.wait(signal, offsets=[source, 0], expected=1, cmp=pld.WaitCmp.Ge)
                 received = pl.read(counts, [source, 0])  # @count
                 for row in pl.range(received):  # @copy
-                    tile = pl.load(inbox, [MAX_ROWS * source + row, 0], [1, SIZE])
+                    tile = pl.load(inbox, [MAX_ROWS * source + row, 0], [1, SIZE])  # @load
                     y = pl.store(tile, [MAX_ROWS * source + row, 0], y)
             return y
 

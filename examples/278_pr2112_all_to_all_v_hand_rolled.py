@@ -14,6 +14,7 @@ barrier.
 
 racecheck expects:
     ranks 2..3: proved
+    all: proved for every P
 """
 
 import argparse

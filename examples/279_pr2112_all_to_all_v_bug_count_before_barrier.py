@@ -6,6 +6,7 @@ race with the counts.
 
 racecheck expects:
     ranks 2..3: bug race read-after-write at @count, @publish
+    all: bug at P=2 race read-after-write at @count, @publish
 """
 
 import argparse

@@ -7,7 +7,16 @@ Grammar of one line (indented under `racecheck expects:` in the module docstring
           [--expect MODEL] [--runtime-order ORDER]:
         <verdict> [<kind> [<detail>]] [model] [at @m1, @m2] [ranks r1 r2]
 
-R uses the `--ranks` syntax. A marker `@name` refers to the source line that carries the
+R uses the `--ranks` syntax. A line for every P (`--ranks all`) starts with `all`
+instead of `ranks <R>`, takes the same flags, and claims one of
+
+    all [flags]: proved for every P
+    all [flags]: bug at P=<N> <kind> [<detail>] [at @m1, @m2] [ranks r1 r2]
+
+the first a proof for every P (the report's every-P proof), the second a refutation:
+the prover's smallest failing P is N and the ordinary check there shows that finding.
+A line for `--ranks all` that falls back to a concrete range is written as that range.
+A marker `@name` refers to the source line that carries the
 trailing comment `# @name`. The block ends at the first blank or unindented line.
 
 A known gap, where racecheck does not yet say what it must, is a second block in the
@@ -37,7 +46,7 @@ HEADER = "racecheck expects:"
 _GAP_HEADER = re.compile(r"racecheck today \(known gap: (?P<why>.+)\):")
 _MARKER_COMMENT = re.compile(r"#\s*((?:@[\w-]+\s*)+)$")
 _LINE = re.compile(
-    r"ranks\s+(?P<ranks>[\d.,\s]+?)"
+    r"(?:ranks\s+(?P<ranks>[\d.,\s]+?)|(?P<every>all))"
     r"(?P<args>(?:\s+--arg\s+\w+=\S+)*)"
     r"(?:\s+--repeat\s+(?P<repeat>\d+))?"
     r"(?:\s+--rounds\s+(?P<rounds>\w+))?"
@@ -56,7 +65,8 @@ class ExpectationError(ValueError):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Expectation:
     text: str  # the line as written, for test ids and messages
-    ranks: tuple[int, ...]
+    ranks: tuple[int, ...]  # for every P: () if proved, else the smallest failing P
+    every_p: bool = False  # a line for `--ranks all`
     args: tuple[tuple[str, str], ...] = ()  # --arg NAME=VALUE
     repeat: int = 1
     rounds: str | None = None  # --rounds MODE; None: the default (free)
@@ -127,6 +137,7 @@ class KnownGap:
 def _flags(line: Expectation) -> tuple[object, ...]:
     return (
         line.ranks,
+        line.every_p,
         line.args,
         line.repeat,
         line.rounds,
@@ -155,7 +166,14 @@ def parse_line(text: str, markers: dict[str, int]) -> Expectation:
     match = _LINE.fullmatch(text)
     if match is None:
         raise ExpectationError(f"cannot parse expectation {text!r}")
-    claim, at_part, pinned = _split_claim(match.group("claim"))
+    every_p = match.group("every") is not None
+    claim: str = match.group("claim")
+    ranks: tuple[int, ...]
+    if every_p:
+        claim, ranks = _every_p_claim(text, claim)
+    else:
+        ranks = parse_ranks(match.group("ranks").strip())
+    claim, at_part, pinned = _split_claim(claim)
     words = claim.split()
     verdict, rest = words[0], words[1:]
     if verdict not in VERDICTS:
@@ -177,7 +195,8 @@ def parse_line(text: str, markers: dict[str, int]) -> Expectation:
         raise ExpectationError(f"{text!r}: no `# @{unknown[0]}` comment in the file")
     return Expectation(
         text=text,
-        ranks=parse_ranks(match.group("ranks").strip()),
+        ranks=ranks,
+        every_p=every_p,
         args=tuple(
             tuple(arg.split("=", 1))  # type: ignore[misc]
             for arg in match.group("args").split()
@@ -201,6 +220,22 @@ def parse_line(text: str, markers: dict[str, int]) -> Expectation:
         lines=frozenset(markers[name] for name in names),
         finding_ranks=tuple(int(r) for r in pinned.split()) if pinned is not None else None,
     )
+
+
+_EVERY_P_PROVED = "proved for every P"
+_EVERY_P_BUG = re.compile(r"bug at P=(?P<world>\d+) (?P<rest>.+)")
+
+
+def _every_p_claim(text: str, claim: str) -> tuple[str, tuple[int, ...]]:
+    """An every-P claim as an ordinary one, and the P its result is at (none: proved)."""
+    if claim.strip() == _EVERY_P_PROVED:
+        return "proved", ()
+    bug = _EVERY_P_BUG.fullmatch(claim.strip())
+    if bug is None:
+        raise ExpectationError(
+            f"{text!r}: for every P, claim {_EVERY_P_PROVED!r} or 'bug at P=N <kind> ...'"
+        )
+    return f"bug {bug.group('rest')}", (int(bug.group("world")),)
 
 
 def _split_claim(claim: str) -> tuple[str, str, str | None]:

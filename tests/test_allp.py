@@ -549,6 +549,7 @@ def test_the_templates_at_a_given_p_are_the_events_of_the_concrete_run(name: str
         ("builtin_collectives.py", "build_broadcast"),
         ("builtin_collectives.py", "build_allgather"),
         ("incore_builtins.py", "build_all_to_all"),
+        ("incore_builtins.py", "build_all_to_all_v"),
     ],
 )
 def test_each_builtin_the_tracer_follows_has_the_co_simulations_events(

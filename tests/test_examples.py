@@ -28,6 +28,16 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FILES = sorted(EXAMPLES.glob("[0-9]*.py"))
 # Measured with --durations: the cases that take over ~2 s run in the slow tier only.
 SLOW_EXAMPLES = frozenset({"05_shift_counter_barrier_bug_set_reset"})
+# The `all:` lines (`--ranks all`) whose proof takes over ~1.5 s (the refutations and
+# example 21's proof take 0.3-1.1 s): those claims are held in the slow tier only.
+SLOW_EVERY_P = frozenset(
+    {
+        "262_input_counts_all_to_all_v",
+        "270_input_counts_all_to_all_v_assumed_in_file",
+        "278_pr2112_all_to_all_v_hand_rolled",
+        "370_kernel_all_to_all_v_clamped_counts",
+    }
+)
 # Twins whose bug shows only with --repeat or --expect, named by how their stems end.
 BUGS_THAT_NEED_A_FLAG = (
     "_bug_double_count",
@@ -45,7 +55,8 @@ TIMEOUT = 600.0
 
 
 def _marks(path: Path, expectation: Expectation) -> list[pytest.MarkDecorator]:
-    marks = [pytest.mark.slow] if path.stem in SLOW_EXAMPLES else []
+    slow = SLOW_EVERY_P if expectation.every_p else SLOW_EXAMPLES
+    marks = [pytest.mark.slow] if path.stem in slow else []
     gap = known_gap_of(path)
     if gap is not None and gap.covers(expectation) is not None:
         # strict: once racecheck says what it must, the gap block has to go
@@ -172,9 +183,27 @@ def test_parser_reads_every_field() -> None:
     )
 
 
+def test_parser_reads_every_p_lines() -> None:
+    markers = {"load": 7}
+    proved = parse_line("all: proved for every P", markers)
+    assert (proved.every_p, proved.ranks, proved.verdict) == (True, (), "proved")
+    bug = parse_line("all --arg m=4: bug at P=9 out-of-bounds at @load ranks 8", markers)
+    assert (bug.every_p, bug.ranks, bug.args) == (True, (9,), (("m", "4"),))
+    assert (bug.verdict, bug.kind, bug.lines, bug.finding_ranks) == (
+        "bug",
+        "out-of-bounds",
+        frozenset({7}),
+        (8,),
+    )
+    assert not parse_line("ranks 2: proved", markers).every_p
+
+
 @pytest.mark.parametrize(
     "line",
     [
+        "all: proved",  # a proof for every P says so
+        "all: bug race",  # a refutation names its smallest P
+        "all: unknown",
         "ranks 2..8: fine",  # unknown verdict
         "ranks 2..8: bug crash",  # unknown kind
         "ranks 2..8: bug race at @nowhere",  # unknown marker
@@ -230,7 +259,7 @@ SEARCH_CASES = [
     pytest.param(path, expectation, id=case.id, marks=_marks(path, expectation))
     for case in CASES
     for path, expectation in [case.values]
-    if set(expectation.ranks) & set(SEARCH_RANKS)
+    if set(expectation.ranks) & set(SEARCH_RANKS) and not expectation.every_p
 ]
 
 
@@ -261,6 +290,9 @@ def _check_example(
 ) -> None:
     if getattr(racecheck, "verify", None) is None:
         pytest.fail("racecheck.verify does not exist yet: the corpus cannot be checked")
+    if expectation.every_p:
+        _check_every_p(path, expectation, engine)
+        return
     checked = _sibling_ranks(path, expectation, ranks, within)
     report = _report(
         path,
@@ -279,6 +311,30 @@ def _check_example(
             _check_result(path, expectation, result)
 
 
+def _check_every_p(path: Path, expectation: Expectation, engine: str) -> None:
+    """A proof for every P, or the refutation confirmed at the smallest failing P."""
+    report = _report(
+        path,
+        "all",
+        expectation.args,
+        (expectation.repeat, expectation.rounds, expectation.reset_windows, expectation.per_call),
+        expectation.expect,
+        engine,
+        expectation.runtime_order or "current",
+    )
+    assert not report.errors, report.errors
+    assert report.results, "no result for every P"
+    for result in report.results:
+        if expectation.verdict == "proved":
+            assert result.every_p is not None, f"{result.program}: not proved for every P"
+        else:
+            (world,) = expectation.ranks
+            smallest = f"smallest failing P={world}:"
+            assert result.ranks == world and result.every_p is None, result.notes
+            assert any(note.startswith(smallest) for note in result.notes), result.notes
+        _check_result(path, expectation, result)
+
+
 def _sibling_ranks(
     path: Path, expectation: Expectation, ranks: tuple[int, ...], within: tuple[int, ...] | None
 ) -> tuple[int, ...]:
@@ -293,6 +349,7 @@ def _sibling_ranks(
 def _same_flags(one: Expectation, other: Expectation) -> bool:
     def flags(line: Expectation) -> tuple[object, ...]:
         return (
+            line.every_p,
             line.args,
             line.repeat,
             line.rounds,
@@ -308,7 +365,7 @@ def _same_flags(one: Expectation, other: Expectation) -> bool:
 @functools.cache
 def _report(
     path: Path,
-    ranks: tuple[int, ...],
+    ranks: tuple[int, ...] | str,
     args: tuple[tuple[str, str], ...],
     calls: tuple[int, str | None, bool, tuple[tuple[str, str], ...]],
     expect: str | None,

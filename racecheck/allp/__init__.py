@@ -362,7 +362,7 @@ def _require_fragment(protocol: Protocol) -> None:
 def _require_covered(read: WindowRead, templates: tuple[Template, ...]) -> None:
     """The value a `pl.read` of a window was given, 0 or in `read.low..read.high`, covers
     every value the cell can hold: every writer of its memory on every path is a Set
-    notify whose values lie in that interval."""
+    notify or a `pl.write` of an INT32 cell whose values lie in that interval."""
     for template in templates:
         if template.footprint.memory != read.memory or not template.effect.writes:
             continue

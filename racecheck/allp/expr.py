@@ -255,6 +255,9 @@ def _split_division(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
     zero = Const(0)
     if not decide(Cmp(Rel.LT, zero, right)):
         raise OutsideFragment(reason(ReasonCode.OUTSIDE_DIVISOR_SIGN, divisor=str(right)))
+    multiple = _multiple_of(left, right)
+    if multiple is not None:  # (k * b) // b is k and (k * b) % b is 0 for b > 0
+        return multiple if op is Op.TDIV else 0
     if isinstance(left, Const):
         quotients = (
             range(0, abs(left.value) + 1) if left.value >= 0 else range(0, left.value - 1, -1)
@@ -283,6 +286,17 @@ def _split_division(op: Op, left: Expr, right: Expr, decide: Decide) -> Operand:
             split=split,
         )
     )
+
+
+def _multiple_of(left: Expr, right: Expr) -> int | None:
+    """k if `left` is written `k * right` or `right * k` for a constant k (a block
+    size `(P * M) // P`), else None."""
+    if not (isinstance(left, Bin) and left.op is Op.MUL):
+        return None
+    for factor, other in ((left.left, left.right), (left.right, left.left)):
+        if other == right and isinstance(factor, Const):
+            return factor.value
+    return None
 
 
 def quotient_is(quotient: int, left: Expr, right: Expr) -> Cond:

@@ -14,7 +14,12 @@ from racecheck.report.reasons import ReasonCode, reason
 
 class Runner(Protocol):
     def dispatch(
-        self, device: object, function: Callable[..., Any], args: tuple, kwargs: dict
+        self,
+        device: object,
+        function: Callable[..., Any],
+        args: tuple,
+        kwargs: dict,
+        role: FunctionRole,
     ) -> None: ...
 
     def call(
@@ -38,7 +43,7 @@ class ShadowFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if "device" in kwargs:
             device = kwargs.pop("device")
-            return self.surface.dispatch(device, self.function, args, kwargs)
+            return self.surface.dispatch(device, self.function, args, kwargs, self.role)
         return self.surface.call(self.role, self.function, args, kwargs)
 
 

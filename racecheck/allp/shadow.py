@@ -54,6 +54,7 @@ from racecheck.allp.views import (
 )
 from racecheck.assumptions import Assumption, narrowed
 from racecheck.dsl import dist_ops, local_ops, lowering, modules
+from racecheck.dsl.builtins import HOST_MAX_RANKS
 from racecheck.dsl.dtypes import DType
 from racecheck.dsl.location import user_location
 from racecheck.dsl.lowering import Lowering
@@ -82,6 +83,7 @@ class Surface:
         self.rank_dims: frozenset[str] = frozenset()  # pl.dynamic names bound to N
         self.dispatched = False
         self.kernel_calls = 0
+        self.in_kernel = False  # tracing a kernel's body (not a per-device function's)
         self.ops = TracedOps(self)
         self.pl = _Namespace("pl", real_pl, self._pl_members())
         self.pld = _Namespace("pld", real_pld, self._pld_members())
@@ -149,6 +151,7 @@ class Surface:
                 "broadcast": self.broadcast,
                 "allgather": self.allgather,
                 "all_to_all": self.all_to_all,
+                "all_to_all_v": self.all_to_all_v,
             },
         )
         return {
@@ -180,7 +183,14 @@ class Surface:
             return ShadowFunction(fn, role, self)
         return lambda wrapped: ShadowFunction(wrapped, role, self)
 
-    def dispatch(self, device: object, function: Callable[..., Any], args: tuple, kwargs: dict):
+    def dispatch(
+        self,
+        device: object,
+        function: Callable[..., Any],
+        args: tuple,
+        kwargs: dict,
+        role: FunctionRole,
+    ):
         tracer = self.tracer
         if self.dispatched:
             raise OutsideFragment(reason(ReasonCode.SHADOW_DISPATCH_LOOPS))
@@ -195,6 +205,7 @@ class Surface:
         tracer.check(in_range(device.expr, Const(0), Var(WORLD)), "a dispatch's device")
         self.dispatched = True
         rank = tracer.enter_rank()
+        self.in_kernel = role is FunctionRole.KERNEL  # a kernel dispatched itself
         try:
             function(*args, **kwargs)
         except OutsideFragment as outside:
@@ -202,12 +213,18 @@ class Surface:
             raise OutsideFragment(re.sub(rf"\b{rank}\b", "rank", outside.reason)) from None
         finally:
             tracer.rank = None
+            self.in_kernel = False
 
     def call(self, role: FunctionRole, function: Callable[..., Any], args: tuple, kwargs: dict):
         if role is FunctionRole.KERNEL and self.tracer.rank is not None:
             self.kernel_calls += 1
             if self.kernel_calls > 1 or len(self.tracer.slots) > 1:
                 raise OutsideFragment(reason(ReasonCode.SHADOW_TWO_KERNELS))
+            self.in_kernel = True
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.in_kernel = False
         return function(*args, **kwargs)
 
     # --- builtin collectives ------------------------------------------------------------
@@ -245,6 +262,47 @@ class Surface:
     ) -> object:
         label = "pld.tensor.all_to_all"
         return self._exchange(label, lowering.all_to_all, source, target, signal, out)
+
+    def all_to_all_v(
+        self,
+        source: object,
+        target: object,
+        signal: object,
+        send_counts: object = None,
+        recv_counts: object = None,
+        **keywords: object,
+    ) -> object:
+        """Inside a kernel, PyPTO's InCore lowering of all_to_all_v: each count is read
+        as `pl.read` reads it (a host input's value, or a window cell's). Elsewhere it
+        runs PyPTO's host kernel, which does nothing above 16 ranks: no proof for
+        every P exists (the concrete checks say so above 16)."""
+        label = "pld.tensor.all_to_all_v"
+        if not self.in_kernel:
+            where = user_location().line
+            raise OutsideFragment(
+                reason(
+                    ReasonCode.SHADOW_HOST_KERNEL_CAP, label=label, line=where, most=HOST_MAX_RANKS
+                )
+            )
+        if keywords:
+            names = ", ".join(f"{name}=" for name in keywords)
+            raise OutsideFragment(reason(ReasonCode.BUILTIN_KEYWORDS, label=label, keywords=names))
+        if (send_counts is None) != (recv_counts is None):
+            raise OutsideFragment(reason(ReasonCode.BUILTIN_COUNTS, label=label))
+        source_view, target_view = as_view(source), as_window(target)
+        if source_view.memory == target_view.memory:
+            raise OutsideFragment(reason(ReasonCode.SHADOW_SOURCE_IS_TARGET, label=label))
+        counts = () if send_counts is None else (as_view(send_counts), as_window(recv_counts))
+        lowering.all_to_all_v(
+            self.ops,
+            Lowering.INCORE,
+            source_view,
+            target_view,
+            as_window(signal),
+            *counts,
+            label=label,
+        )
+        return target
 
     def _exchange(
         self,
@@ -365,11 +423,13 @@ class Surface:
         owner: Expr | None,
         offsets: Sequence[object],
         extent: Sequence[object],
+        written: Expr | None = None,
     ) -> None:
         if not isinstance(view, SymView):
             raise OutsideFragment(reason(ReasonCode.SHADOW_ACCESS_TO, view=repr(view)))
         self.tracer.rank_var()
-        self.tracer.event(effect, self._footprint(view, owner, offsets, extent))
+        footprint = self._footprint(view, owner, offsets, extent)
+        self.tracer.event(effect, footprint, written=written)
 
     def load(
         self,
@@ -420,13 +480,15 @@ class Surface:
 
     def write(self, tensor: object, offsets: object, value: object) -> None:
         """`pl.write` of one element of a tensor or the rank's own window: a write of
-        exactly that element. Its value is not followed: a later `pl.read` of a host
-        input is any value of its dtype, and a window with a writer other than Set
-        notifies is not read symbolically (`allp._require_covered`)."""
+        exactly that element. Into an INT32 window the interval of its value is kept, as
+        a Set notify's is, for the `pl.read`s of that window (`allp._require_covered`).
+        A host input it writes is no longer read symbolically."""
         offsets = local_ops.element_offsets(offsets)
-        to_expr(value)
+        written = to_expr(value)
         view = as_view(tensor)
-        self._access(Effect.WRITE, view, self._local_owner(view), offsets, [1] * len(view.shape))
+        kept = view.window and view.dtype.limits == (INT32_MIN, INT32_MAX)
+        owner, extent = self._local_owner(view), [1] * len(view.shape)
+        self._access(Effect.WRITE, view, owner, offsets, extent, written if kept else None)
 
     def store(self, tile: object, offsets: Sequence[object], output_tensor: object) -> SymView:
         view = as_view(output_tensor)
@@ -561,6 +623,43 @@ class TracedOps:
     @property
     def rank(self) -> Sym:
         return self.surface.rank()
+
+    @property
+    def ranks(self) -> Sym:
+        return self.tracer.world()
+
+    def quotient(self, dim: Expr | int, divisor: Sym | Expr | int) -> int:
+        """A block size the same number at every P (`(P * M) // P`), or the fragment ends."""
+        quotient = self.tracer.sym(to_expr(dim)) // self.tracer.sym(to_expr(divisor))
+        if not isinstance(quotient, int):
+            raise OutsideFragment(
+                reason(ReasonCode.SHADOW_BLOCK_SIZE, dim=str(to_expr(dim)), divisor=str(divisor))
+            )
+        return quotient
+
+    def scaled(self, index: Sym, factor: int) -> Sym:
+        scaled = index * factor
+        if not isinstance(scaled, Sym):
+            raise OutsideFragment(reason(ReasonCode.SHADOW_SCALAR_ARITHMETIC))
+        return scaled
+
+    def publish_count(
+        self,
+        send_counts: SymView,
+        cell: tuple[Sequence[Sym | int], Sequence[Expr | int]],
+        most: int,
+        recv_counts: SymView,
+        destination: Sym,
+        recv_cell: Sequence[Sym | int],
+        label: str,
+    ) -> None:
+        offsets, extent = cell
+        if any(to_expr(size) != Const(1) for size in extent):
+            # the co-simulation loads the row and takes its first element
+            raise OutsideFragment(reason(ReasonCode.SHADOW_ACCESS_RANK))
+        count = self.surface.read(send_counts, list(offsets))
+        published = extremum(Op.MIN, count, most)
+        self.surface._notify(recv_counts, destination, recv_cell, published, NotifyOp.SET)
 
     def peers(self) -> Iterator[Sym]:
         me = self.rank

@@ -348,7 +348,10 @@ class Tracer:
         notify_op: NotifyOp | None = None,
         value: Expr | None = None,
         cmp: WaitCmp | None = None,
+        written: Expr | None = None,
     ) -> None:
+        """`written`: the value a `pl.write` stores into an INT32 window cell, whose
+        interval a later read of the window takes (`window_value`)."""
         owner = () if footprint.owner is None else (footprint.owner,)
         parts = (*footprint.offsets, *footprint.extent, *owner)
         for part in parts:
@@ -367,7 +370,10 @@ class Tracer:
             raise OutsideFragment(
                 reason(ReasonCode.OUTSIDE_INPUT_SYNC, effect=effect.value, at=str(user_location()))
             )
-        span = int32_span(span_of(value, self.spans)) if stored and value is not None else None
+        kept = value if stored else written
+        if written is not None:
+            self._check_scope(written, "a written value")
+        span = int32_span(span_of(kept, self.spans)) if kept is not None else None
         self.record.templates.append(
             Template(
                 effect=effect,

@@ -15,8 +15,12 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Protocol, TypeVar
 
+import numpy as np
+
 from racecheck.dsl.context import RankContextProxy
 from racecheck.dsl.local_ops import local_owner
+from racecheck.dsl.scalars import DeviceInt, Tainted, chosen_scalar
+from racecheck.dsl.symbolic import Op, first_form
 from racecheck.dsl.tensors import TensorView
 from racecheck.errors import UnsupportedConstruct
 from racecheck.events import NotifyOp, WaitCmp
@@ -44,6 +48,35 @@ class CollectiveOps(Protocol[Index, Dim_contra, View_contra]):
 
     @property
     def rank(self) -> Index: ...
+
+    @property
+    def ranks(self) -> Index:
+        """P, the number of ranks."""
+        ...
+
+    def quotient(self, dim: Dim_contra | int, divisor: Index | Dim_contra | int) -> int:
+        """`dim // divisor` of a positive divisor, as the kernel computes a block size
+        (a number at every P, or the tracer leaves its fragment)."""
+        ...
+
+    def scaled(self, index: Index, factor: int) -> Index:
+        """`index * factor`: the first row of block `index`."""
+        ...
+
+    def publish_count(
+        self,
+        send_counts: View_contra,
+        cell: tuple[Sequence[Index | int], Sequence[Dim_contra | int]],
+        most: int,
+        recv_counts: View_contra,
+        destination: Index,
+        recv_cell: Sequence[Index | int],
+        label: str,
+    ) -> None:
+        """Read the count in `cell` of the own `send_counts` and Set-notify
+        `min(count, most)` into `recv_cell` of `destination`'s `recv_counts`
+        (all_to_all_v: no lower clamp, PyPTO's kernel has none)."""
+        ...
 
     def peers(self) -> Iterator[Index]:
         """Every other rank, in rank order."""
@@ -144,6 +177,35 @@ class RankOps(RankContextProxy):
         offsets, extent = region
         values, _ = self.load(data, owner, offsets, extent, label)
         self.store(data, self.rank, offsets, values, label)
+
+    def quotient(self, dim: int, divisor: int) -> int:
+        return dim // divisor
+
+    def scaled(self, index: int, factor: int) -> int:
+        return index * factor
+
+    def publish_count(
+        self,
+        send_counts: TensorView,
+        cell: tuple[Sequence[int], Sequence[int]],
+        most: int,
+        recv_counts: TensorView,
+        destination: int,
+        recv_cell: Sequence[int],
+        label: str,
+    ) -> None:
+        offsets, extent = cell
+        loaded, ref = self.load(
+            send_counts, local_owner(send_counts, self.rank), offsets, extent, label
+        )
+        count = Tainted(
+            np.asarray(loaded).reshape(-1)[0],
+            frozenset({ref}),
+            first_form(self.input_symbols(send_counts, offsets, extent)),
+        )
+        # min(count, M), no lower clamp: an exact choice, no branch (`chosen_scalar`)
+        published = chosen_scalar(Op.MIN, count, DeviceInt(most))
+        self.notify(recv_counts, destination, recv_cell, published, NotifyOp.SET, label)
 
     def require_rank(self, index: int, what: str) -> None:
         if not 0 <= index < self.ranks:

@@ -35,8 +35,6 @@ from racecheck.dsl.collective_ops import CollectiveOps, Index, RankOps, Shaped
 from racecheck.dsl.context import RankContext
 from racecheck.dsl.local_ops import local_owner
 from racecheck.dsl.location import user_location
-from racecheck.dsl.scalars import DeviceInt, Tainted, chosen_scalar
-from racecheck.dsl.symbolic import Op, first_form
 from racecheck.dsl.tensors import TensorView
 from racecheck.dsl.types import ReduceOp
 from racecheck.errors import UnsupportedConstruct
@@ -128,8 +126,8 @@ def row(view: Shaped[Dim], index: Index) -> tuple[list[Index | int], list[Dim | 
     return [index, *[0] * (view.ndim - 1)], [1, *view.shape[1:]]
 
 
-def rows(view: TensorView, first: int, count: int) -> Region:
-    return [first] + [0] * (view.ndim - 1), [count, *view.shape[1:]]
+def rows(view: Shaped[Dim], first: Index, count: int) -> tuple[list[Index | int], list[Dim | int]]:
+    return [first, *[0] * (view.ndim - 1)], [count, *view.shape[1:]]
 
 
 def chunk_width(data: TensorView) -> int:
@@ -567,35 +565,43 @@ def all_to_all_into(
 
 
 def all_to_all_v(
-    context: RankOps,
+    ops: CollectiveOps[Index, Dim, View],
     lowering: Lowering,
-    source: TensorView,
-    target: TensorView,
-    signal: TensorView,
-    *counts: TensorView,
+    source: View,
+    target: View,
+    signal: View,
+    *counts: View,
     label: str,
 ) -> None:
     """Per destination d, self included: rows = min(send_counts[d], M); Set-notify rows
     into d's recv_counts[me] before the data; put the full M-row block d of input into
     block `me` of d's target. Then B1 and -1 (docs/model.md). Without `counts` (the
     first InCore form, `all_to_all_v(input, target, signal)`), the blocks alone."""
-    divisor = signal.shape[0] if lowering is Lowering.INCORE else context.ranks
-    block = target.shape[0] // divisor
-    for destination in range(context.ranks):
+    divisor = signal.shape[0] if lowering is Lowering.INCORE else ops.ranks
+    block = ops.quotient(target.shape[0], divisor)
+    for destination in ops.each_rank():
         if counts:
             send_counts, recv_counts = counts
-            _publish_count(context, destination, block, send_counts, recv_counts, label)
-        context.put(
+            ops.publish_count(
+                send_counts,
+                row(send_counts, destination),
+                block,
+                recv_counts,
+                destination,
+                row(recv_counts, ops.rank)[0],
+                label,
+            )
+        ops.put(
             source,
-            rows(source, destination * block, block),
+            rows(source, ops.scaled(destination, block), block),
             target,
             destination,
-            rows(target, context.rank * block, block),
+            rows(target, ops.scaled(ops.rank, block), block),
             label,
         )
     cells = mesh_cells(signal)
-    generation(context, signal, 1, cells, label)
-    epilogue(context, signal, 1, cells, label)
+    generation(ops, signal, 1, cells, label)
+    epilogue(ops, signal, 1, cells, label)
 
 
 def _lane_shares(
@@ -612,32 +618,3 @@ def _lane_shares(
     start = min(width, lane % split * share)
     stop = min(width, start + share)
     return [(lane // split, (start, stop))] if stop > start else []
-
-
-def _publish_count(
-    context: RankOps,
-    destination: int,
-    block: int,
-    send_counts: TensorView,
-    recv_counts: TensorView,
-    label: str,
-) -> None:
-    offsets, extent = row(send_counts, destination)
-    loaded, ref = context.load(
-        send_counts, local_owner(send_counts, context.rank), offsets, extent, label
-    )
-    count = Tainted(
-        np.asarray(loaded).reshape(-1)[0],
-        frozenset({ref}),
-        first_form(context.input_symbols(send_counts, offsets, extent)),
-    )
-    # min(count, M), no lower clamp: an exact choice, no branch (`chosen_scalar`)
-    published = chosen_scalar(Op.MIN, count, DeviceInt(block))
-    context.notify(
-        recv_counts,
-        destination,
-        row(recv_counts, context.rank)[0],
-        published,
-        NotifyOp.SET,
-        label,
-    )

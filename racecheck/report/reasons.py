@@ -222,6 +222,8 @@ class ReasonCode(Enum):
     SHADOW_DEFERRED_ALLGATHER = "shadow-deferred-allgather"
     SHADOW_FOUR_ARGUMENTS = "shadow-four-arguments"
     SHADOW_SOURCE_IS_TARGET = "shadow-source-is-target"
+    SHADOW_HOST_KERNEL_CAP = "shadow-host-kernel-cap"
+    SHADOW_BLOCK_SIZE = "shadow-block-size"
     SHADOW_RANGE_CARRY = "shadow-range-carry"
     SHADOW_RANGE_ARGS = "shadow-range-args"
     SHADOW_SYMBOLIC_STEP = "shadow-symbolic-step"
@@ -629,12 +631,12 @@ _WORDS: dict[ReasonCode, str] = {
         "line {line} notifies {memory} with a value read from an input, and a wait reads {memory}"
     ),
     ReasonCode.EVERY_P_WINDOW_WRITER: (
-        "line {line} writes {memory} other than by a Set notify, and line {read} reads it"
-        " with pl.read"
+        "line {line} writes {memory} other than by a Set notify or a pl.write of an INT32"
+        " cell, and line {read} reads it with pl.read"
     ),
     ReasonCode.EVERY_P_WINDOW_VALUE: (
-        "the Set notify at line {line} stores {values} into {memory}, outside the values"
-        " the pl.read at line {read} was traced with"
+        "line {line} stores {values} into {memory}, outside the values the pl.read at"
+        " line {read} was traced with"
     ),
     ReasonCode.ASSUME_LOW: "P >= {low}",
     ReasonCode.ASSUME_BELOW: (
@@ -660,7 +662,7 @@ _WORDS: dict[ReasonCode, str] = {
     ReasonCode.ASSUME_INPUTS: "every input satisfying {ranges}",
     ReasonCode.ASSUME_WINDOW_READ: (
         "pl.read of {memory} at line {line}: 0 (never written) or a value its Set notifies"
-        " store ({values})"
+        " and pl.writes store ({values})"
     ),
     ReasonCode.HUNG_UNFOUND: (
         "the traced run hung but no engine found the deadlock; refusing to answer"
@@ -977,6 +979,14 @@ _WORDS: dict[ReasonCode, str] = {
     ),
     ReasonCode.SHADOW_FOUR_ARGUMENTS: "the four-argument {label} is outside the fragment",
     ReasonCode.SHADOW_SOURCE_IS_TARGET: "{label}: its source and target are views of one buffer",
+    ReasonCode.SHADOW_HOST_KERNEL_CAP: (
+        "{label} at line {line} runs PyPTO's host kernel, which returns at once above"
+        " {most} ranks (python/pypto/runtime/builtins/collectives/all_to_all_v/templates/"
+        "kernel.cpp.in: kMaxSupportedRanks): no proof can hold for every P"
+    ),
+    ReasonCode.SHADOW_BLOCK_SIZE: (
+        "pld.tensor.all_to_all_v's block of {dim} // {divisor} rows is not one number at every P"
+    ),
     ReasonCode.SHADOW_RANGE_CARRY: (
         "pl.range with init_values (a loop carry) is outside the fragment"
     ),
