@@ -92,7 +92,7 @@ def test_a_failing_test_block_is_not_captured_and_says_why() -> None:
 def test_a_test_block_failing_on_a_torch_line_without_torch_says_install_torch(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(file_harness, "_torch_installed", lambda: False)
+    monkeypatch.setattr(file_harness, "torch_installed", lambda: False)
     stood_in = "class torch:\n    Tensor = None\n" + HARNESS.replace("OTHER", "None")
     path = tmp_path / "harness.py"  # the failing line is read from the file
     path.write_text(stood_in.replace("float(rows)", "isinstance(rows, torch.Tensor)"))
@@ -238,7 +238,7 @@ def test_a_torch_golden_without_torch_is_one_line(
 ) -> None:
     from racecheck.models import file_golden
 
-    monkeypatch.setattr(file_golden, "_torch_installed", lambda: False)
+    monkeypatch.setattr(file_golden, "torch_installed", lambda: False)
     torch_like = tmp_path / "shift.py"
     source = SHIFT.read_text(encoding="utf-8")
     torch_like.write_text(source.replace("axis=0)  #", "dim=0)  #"), encoding="utf-8")
